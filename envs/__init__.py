@@ -1,0 +1,13 @@
+"""Gymnasium environments over the rayfl engine (registered on import)."""
+
+from gymnasium.envs.registration import register
+
+__all__ = ["ENV_IDS"]
+
+ENV_IDS = ("WirelessFL-v0",)
+
+register(
+    id="WirelessFL-v0",
+    entry_point="envs.scheduling:WirelessFLEnv",
+    max_episode_steps=20,
+)

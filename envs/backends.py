@@ -1,0 +1,159 @@
+"""The two dynamics behind the scheduling env: the real engine, or a surrogate.
+
+Both expose the same small interface to :class:`envs.scheduling.WirelessFLEnv`:
+``restart(seed)``, ``channel_state(t)``, ``eligible()``, ``upload_count()``,
+``epsilon()``, ``run(t, schedule) -> Outcome`` and ``close()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from envs.surrogate import SurrogateDynamics
+from rayfl.config import RunConfig
+from rayfl.data.federated import FederatedData, build_federated
+from rayfl.schedule import Schedule
+from rayfl.seeding import rng_for
+from rayfl.uplink import UplinkModel
+from rayfl.wireless.channel import ChannelState
+
+__all__ = ["EmulatedBackend", "Outcome", "SurrogateBackend"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one round returns to the env.
+
+    Attributes:
+        rows: One record per scheduled client (train_loss, delivered, latency_s...).
+        delivered: Ids of the clients whose update was aggregated.
+        test_loss: Test loss of each client's evaluated model (N,).
+        test_acc: Test accuracy of each (N,); NaN in surrogate mode.
+        evals: The raw per-client evaluation records (emulate mode), else None.
+    """
+
+    rows: list[dict[str, Any]]
+    delivered: list[int]
+    test_loss: npt.NDArray[np.float64]
+    test_acc: npt.NDArray[np.float64]
+    evals: list[dict[str, Any]] | None = None
+
+
+def _eval_arrays(evals: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    key = "personal" if "personal_loss" in evals[0] else "test"
+    loss = np.array([e[f"{key}_loss"] for e in evals], dtype=np.float64)
+    acc = np.array([e[f"{key}_acc"] for e in evals], dtype=np.float64)
+    return loss, acc
+
+
+class EmulatedBackend:
+    """Real FL on Ray: one env step is one round of :class:`rayfl.system.FLSystem`."""
+
+    def __init__(self, config: RunConfig) -> None:
+        from rayfl.system import FLSystem
+
+        self.system = FLSystem(config)
+        self.config = config
+        self.data_size = self.system.num_train.astype(np.float64)
+
+    @property
+    def uplink(self) -> UplinkModel:
+        """The system's uplink model (channel, ledger)."""
+        return self.system.uplink
+
+    def restart(self, seed: int) -> npt.NDArray[np.float64]:
+        """Start a new run with ``seed``; return each client's initial train loss."""
+        self.system.restart(seed)
+        evals = self.system.evaluate()
+        return np.array([e["eval_train_loss"] for e in evals], dtype=np.float64)
+
+    def run(self, round: int, schedule: Schedule) -> Outcome:
+        """Run one real round and evaluate every client."""
+        result = self.system.run_round(round, schedule)
+        evals = self.system.evaluate()
+        loss, acc = _eval_arrays(evals)
+        return Outcome(result.rows, result.delivered, loss, acc, evals)
+
+    def close(self) -> None:
+        """Stop the actors (and Ray if the system started it)."""
+        self.system.close()
+
+
+class SurrogateBackend:
+    """Cheap dynamics (``envs.surrogate``) on the real channel and ledger models."""
+
+    def __init__(self, config: RunConfig, data: FederatedData | None = None) -> None:
+        from rayfl.learning.models import ModelSpec, build_model
+
+        self.config = config
+        data = (
+            data if data is not None else build_federated(config.data, seed=config.seed)
+        )
+        self.num_classes = data.num_classes
+        self.data_size = np.asarray(data.num_train, dtype=np.float64)
+        module = build_model(
+            config.model.kind,
+            input_shape=tuple(data.input_shape),
+            num_classes=data.num_classes,
+            hidden=config.model.hidden,
+        )
+        self.dim = ModelSpec.of(module).dim
+        self.restart(config.seed)
+
+    def restart(self, seed: int) -> npt.NDArray[np.float64]:
+        """Start a new episode with ``seed``; return the initial losses."""
+        self.config = self.config.model_copy(update={"seed": int(seed)})
+        self.uplink = UplinkModel(self.config, num_train=self.data_size, dim=self.dim)
+        comp = self.config.compression
+        bits = comp.quantize_bits or 32
+        kept = self.dim * comp.sparsify_fraction
+        index_bits = (
+            min(kept * np.ceil(np.log2(self.dim)), self.dim)
+            if comp.sparsify_fraction < 1
+            else 0
+        )
+        self.payload_bits = float(kept * bits + index_bits)
+        self.dynamics = SurrogateDynamics(
+            self.data_size / self.data_size.sum(),
+            self.num_classes,
+            self.uplink.noise_std,
+            rng_for(seed, "env"),
+        )
+        return self.dynamics.client_loss()
+
+    def run(self, round: int, schedule: Schedule) -> Outcome:
+        """Advance the surrogate by one round."""
+        bits = np.full(len(schedule.clients), self.payload_bits)
+        link_rows, link = self.uplink.link(round, schedule, bits)
+        delivered = (
+            schedule.clients[link.delivered] if link is not None else schedule.clients
+        )
+        r = self.config.compression.quantize_bits or 32
+        ber = (
+            np.array([link_rows[int(c)]["bit_error_rate"] for c in delivered])
+            if link_rows
+            else np.zeros(len(delivered))
+        )
+        element_error = 1.0 - (1.0 - ber) ** r
+        observed = self.dynamics.step(delivered, element_error)
+        self.uplink.record_releases(schedule.clients)
+        obs_loss = dict(zip(delivered.tolist(), observed.tolist(), strict=False))
+        rows = []
+        for c in schedule.clients.tolist():
+            row = {"client": c, "bits": self.payload_bits, **link_rows.get(c, {})}
+            row["delivered"] = c in obs_loss
+            row["train_loss"] = obs_loss.get(c, float("nan"))
+            rows.append(row)
+        loss = self.dynamics.client_loss()
+        return Outcome(rows, sorted(obs_loss), loss, np.full(len(loss), np.nan))
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def channel_state(self, round: int) -> ChannelState | None:
+        """Return round ``round``'s channel realisation."""
+        return self.uplink.channel_state(round)

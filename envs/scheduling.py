@@ -1,0 +1,405 @@
+"""The wireless scheduling decision of each FL round as a Gymnasium environment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+
+from envs.backends import EmulatedBackend, Outcome, SurrogateBackend
+from rayfl.config import RunConfig, load_config
+from rayfl.metrics import jain_index
+from rayfl.schedule import Schedule
+from rayfl.wireless.config import WirelessConfig
+from rayfl.wireless.units import power_levels_w
+
+__all__ = ["DEFAULT_CONFIG", "REWARDS", "WirelessFLEnv"]
+
+#: The small default system of ``gym.make("WirelessFL-v0")``: shipped digits data.
+DEFAULT_CONFIG: dict[str, Any] = {
+    "name": "env",
+    "rounds": 20,
+    "data": {
+        "dataset": "digits",
+        "num_clients": 10,
+        "partition": "dirichlet",
+        "alpha": 1.0,
+        "min_partition_size": 30,
+    },
+    "model": {"kind": "mlp", "hidden": [32]},
+    "algorithm": {"kind": "fedavg", "local_epochs": 1, "batch_size": 16, "lr": 0.1},
+    "wireless": {"num_subchannels": 4},
+    "output": {"progress": False, "plots": False},
+}
+
+REWARDS = ("min_max_loss", "accuracy_gain", "jain", "latency", "energy")
+_OBS_KEYS = (
+    "channel_gain",
+    "loss",
+    "upload_count",
+    "privacy_spent",
+    "staleness",
+    "data_size",
+    "eligible",
+    "round",
+)
+
+
+class WirelessFLEnv(gym.Env):
+    """Schedule clients on OFDMA subchannels, one FL round per step.
+
+    ## Description
+    Each step is one round of wireless FL (DESIGN.md "One round"): the agent
+    assigns clients to the K orthogonal subchannels (seed_000 §2.5, constraints
+    C2–C3: one client per subchannel, one subchannel per client), optionally
+    picks a transmit power level, and the round runs — on the real engine
+    (``mode="emulate"``: Ray actors train, the uplink goes through the
+    channel model of eqs. (11)–(14) of Zhao et al., the server aggregates) or on
+    a cheap surrogate of the loss dynamics (``mode="surrogate"``, see
+    ``envs.surrogate``) with the same channel and privacy models.
+
+    ## Action Space
+    ``MultiDiscrete([N + 1] * K)``: entry k is the client on subchannel k, or N
+    for idle. With ``power_levels > 1`` or ``controls=True`` the action is a
+    ``Dict`` with ``assignment`` (that array), ``power`` (``MultiDiscrete([L] *
+    K)``: level l means P_max·(l+1)/L) and ``controls`` (``Box`` of shape
+    (N, C): per-client knobs the algorithm declares, e.g. ``lr``). Keys may be
+    omitted: missing ``power`` means maximum power, missing ``controls`` the
+    algorithm's configured values. Rules: a client named on several subchannels
+    keeps the lowest-indexed one (the others idle); a client that is not
+    eligible (privacy budget or T0 spent) is ignored (reported in
+    ``info["ignored"]``); ``action_masks()`` gives the valid choices.
+
+    ## Observation Space
+    A ``Dict`` of float32 arrays:
+
+    | key | shape | meaning | unit | low | high |
+    |-----|-------|---------|------|-----|------|
+    | channel_gain | (N, K) | path loss × fading of client n on subchannel k this round | dB | -inf | inf |
+    | loss | (N,) | last known local training loss (initially measured at reset) | nats | 0 | inf |
+    | upload_count | (N,) | uploads so far Υ_n | count | 0 | inf |
+    | privacy_spent | (N,) | accountant ε spent at the run's δ (0 without DP) | ε | 0 | inf |
+    | staleness | (N,) | rounds since the client's last delivered update | rounds | 0 | inf |
+    | data_size | (N,) | train samples of the client | samples | 0 | inf |
+    | eligible | (N,) | 1 if the client may upload this round | – | 0 | 1 |
+    | round | (1,) | round index t | – | 0 | inf |
+
+    ## Rewards
+    ``min_max_loss`` (default): −max_n test loss of client n's model after the
+    round (the min-max fairness objective of seed_000 §3.3). ``accuracy_gain``:
+    change of the mean client test accuracy (emulate mode). ``jain``: Jain's
+    index of the clients' test losses (seed_000 §6.4). ``latency``: −max latency
+    of the scheduled uplinks (synchronous round). ``energy``: −Σ uplink energy.
+
+    ## Starting State
+    A fresh global model ω⁰ drawn from the episode seed, channel geometry from the
+    seed, all counters zero; the federated data partition is drawn once per env
+    from ``config.seed``.
+
+    ## Episode End
+    *Termination*: no client is eligible any more (every budget spent).
+    *Truncation*: ``config.rounds`` steps (``TimeLimit`` from the registration).
+
+    ## Arguments
+    | parameter | type | default | description |
+    |-----------|------|---------|-------------|
+    | config | path, mapping or RunConfig | small digits system | the run config; ``wireless`` defaults to ``WirelessConfig()`` |
+    | mode | str | "emulate" | "emulate" (real training on Ray) or "surrogate" |
+    | reward | str | "min_max_loss" | one of ``REWARDS`` |
+    | controls | bool | False | expose the algorithm's per-client controls |
+    | overrides | list or mapping | () | config overrides ``key.path=value`` |
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        config: str | Path | Mapping[str, Any] | RunConfig | None = None,
+        mode: str = "emulate",
+        reward: str = "min_max_loss",
+        controls: bool = False,
+        overrides: list[str] | Mapping[str, Any] = (),
+    ) -> None:
+        if mode not in ("emulate", "surrogate"):
+            raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
+        if reward not in REWARDS:
+            raise ValueError(
+                f"reward must be one of {', '.join(REWARDS)}; got {reward!r}"
+            )
+        cfg = load_config(DEFAULT_CONFIG if config is None else config, overrides)
+        if cfg.wireless is None:
+            cfg = cfg.model_copy(update={"wireless": WirelessConfig()})
+        self.config: RunConfig = cfg
+        self.mode = mode
+        self.reward_kind = reward
+        wireless = cfg.wireless
+        assert wireless is not None
+        n, k = cfg.data.num_clients, wireless.num_subchannels
+        self.num_clients, self.num_subchannels = n, k
+        self.power_w = power_levels_w(
+            tx_power_dbm=wireless.tx_power_dbm, power_levels=wireless.power_levels
+        )
+        self.control_names: tuple[str, ...] = ()
+        self.default_controls = np.zeros((n, 0), np.float32)
+        assignment = spaces.MultiDiscrete(np.full(k, n + 1, dtype=np.int64))
+        parts: dict[str, spaces.Space[Any]] = {}
+        if wireless.power_levels > 1:
+            parts["power"] = spaces.MultiDiscrete(
+                np.full(k, wireless.power_levels, dtype=np.int64)
+            )
+        if controls:
+            from rayfl.algorithms.registry import algorithm_controls
+
+            declared = algorithm_controls(cfg.algorithm)
+            if declared:
+                self.control_names = tuple(declared)
+                low = np.array([declared[c][0] for c in self.control_names], np.float32)
+                high = np.array(
+                    [declared[c][1] for c in self.control_names], np.float32
+                )
+                parts["controls"] = spaces.Box(
+                    np.tile(low, (n, 1)), np.tile(high, (n, 1)), dtype=np.float32
+                )
+                self.default_controls = np.tile(
+                    np.array(
+                        [getattr(cfg.algorithm, c) for c in self.control_names],
+                        np.float32,
+                    ),
+                    (n, 1),
+                )
+        self.action_space = (
+            spaces.Dict({"assignment": assignment, **parts}) if parts else assignment
+        )
+        inf = np.float32(np.inf)
+        vec = spaces.Box(0.0, inf, shape=(n,), dtype=np.float32)
+        self.observation_space = spaces.Dict(
+            {
+                "channel_gain": spaces.Box(-inf, inf, shape=(n, k), dtype=np.float32),
+                "loss": vec,
+                "upload_count": vec,
+                "privacy_spent": vec,
+                "staleness": vec,
+                "data_size": vec,
+                "eligible": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32),
+                "round": spaces.Box(0.0, inf, shape=(1,), dtype=np.float32),
+            }
+        )
+        self._backend: EmulatedBackend | SurrogateBackend | None = None
+        self.round = 0
+        self.last_outcome: Outcome | None = None
+
+    # ---------------------------------------------------------------- gym API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, npt.NDArray[np.float32]], dict[str, Any]]:
+        """Start a new FL run.
+
+        The run seed is ``seed`` when given, else ``config.seed`` on the first reset
+        and a draw from the env's generator afterwards; it drives model init,
+        batch order, noise and the channel.
+        """
+        super().reset(seed=seed)
+        if seed is not None:
+            episode_seed = int(seed)
+        elif self._backend is None:
+            episode_seed = self.config.seed
+        else:
+            episode_seed = int(self.np_random.integers(2**31 - 1))
+        if self._backend is None:
+            cfg = self.config
+            self._backend = (
+                EmulatedBackend(cfg)
+                if self.mode == "emulate"
+                else SurrogateBackend(cfg)
+            )
+        initial_loss = self._backend.restart(episode_seed)
+        n = self.num_clients
+        self.round = 0
+        self._loss = np.asarray(initial_loss, dtype=np.float64)
+        self._staleness = np.zeros(n)
+        self._mean_acc = float("nan")
+        self.last_outcome = None
+        return self._get_obs(), self._get_info()
+
+    def step(
+        self, action: Any
+    ) -> tuple[dict[str, npt.NDArray[np.float32]], float, bool, bool, dict[str, Any]]:
+        """Run one FL round with the schedule the action describes."""
+        if self._backend is None:
+            raise RuntimeError("call reset() before step()")
+        schedule, ignored = self._to_schedule(action)
+        outcome = self._backend.run(self.round, schedule)
+        self.last_outcome = outcome
+        for row in outcome.rows:
+            if row.get("delivered") and np.isfinite(row.get("train_loss", np.nan)):
+                self._loss[int(row["client"])] = row["train_loss"]
+        self._staleness += 1
+        self._staleness[outcome.delivered] = 0
+        reward = self._reward(outcome)
+        self.round += 1
+        obs = self._get_obs()
+        terminated = not bool(obs["eligible"].any())
+        info = self._get_info()
+        info.update(ignored=ignored, scheduled=schedule.clients.tolist())
+        return obs, reward, terminated, False, info
+
+    @property
+    def backend(self) -> EmulatedBackend | SurrogateBackend:
+        """The dynamics behind the env (after ``reset``)."""
+        if self._backend is None:
+            raise RuntimeError("call reset() first")
+        return self._backend
+
+    def close(self) -> None:
+        """Stop the engine's actors."""
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+    def action_masks(self) -> npt.NDArray[np.bool_]:
+        """Return the valid choices per subchannel, shape (K, N + 1): eligible clients and idle."""
+        eligible = self._eligible()
+        row = np.append(eligible, True)
+        return np.tile(row, (self.num_subchannels, 1))
+
+    # ---------------------------------------------------------------- helpers
+    def _eligible(self) -> npt.NDArray[np.bool_]:
+        assert self._backend is not None
+        return self._backend.uplink.eligible()
+
+    def _get_obs(self) -> dict[str, npt.NDArray[np.float32]]:
+        assert self._backend is not None
+        uplink = self._backend.uplink
+        state = uplink.channel_state(self.round)
+        eps, _ = uplink.epsilons(evaluate=True)
+        n = self.num_clients
+        return {
+            "channel_gain": np.asarray(state.gain_db, dtype=np.float32),
+            "loss": np.maximum(self._loss, 0).astype(np.float32),
+            "upload_count": uplink.upload_count().astype(np.float32),
+            "privacy_spent": (
+                np.zeros(n) if eps is None else np.minimum(eps, 3e38)
+            ).astype(np.float32),
+            "staleness": self._staleness.astype(np.float32),
+            "data_size": self._backend.data_size.astype(np.float32),
+            "eligible": self._eligible().astype(np.float32),
+            "round": np.array([self.round], dtype=np.float32),
+        }
+
+    def _get_info(self) -> dict[str, Any]:
+        out = self.last_outcome
+        n = self.num_clients
+        latency = np.zeros(n)  # an unscheduled client spends no time or energy
+        energy = np.zeros(n)
+        bits = np.zeros(n)
+        if out is not None:
+            for row in out.rows:
+                c = int(row["client"])
+                latency[c] = row.get("latency_s", 0.0)
+                energy[c] = row.get("energy_j", 0.0)
+                bits[c] = row.get("bits", 0.0)
+        return {
+            "round": self.round,
+            "delivered": [] if out is None else list(out.delivered),
+            "latency_s": latency,
+            "energy_j": energy,
+            "bits": bits,
+            "test_loss": None if out is None else out.test_loss,
+            "test_acc": (
+                None if out is None or np.isnan(out.test_acc).all() else out.test_acc
+            ),
+        }
+
+    def _to_schedule(self, action: Any) -> tuple[Schedule, list[int]]:
+        n, k = self.num_clients, self.num_subchannels
+        if isinstance(action, Mapping):
+            assignment = np.asarray(action["assignment"])
+            power = action.get("power")
+            controls = action.get("controls")
+        else:
+            assignment, power, controls = np.asarray(action), None, None
+        assignment = assignment.reshape(-1)
+        if assignment.shape != (k,) or not np.issubdtype(assignment.dtype, np.integer):
+            raise ValueError(
+                f"assignment must be {k} integers (one per subchannel), got {action!r}"
+            )
+        bad = np.flatnonzero((assignment < 0) | (assignment > n))
+        if bad.size:
+            s = int(bad[0])
+            raise ValueError(
+                f"subchannel {s}: client {int(assignment[s])} is not in 0..{n} "
+                f"({n} = idle)"
+            )
+        levels = (
+            np.full(k, len(self.power_w) - 1)
+            if power is None
+            else np.asarray(power, dtype=np.int64).reshape(-1)
+        )
+        if levels.shape != (k,) or np.any((levels < 0) | (levels >= len(self.power_w))):
+            raise ValueError(
+                f"power must be {k} levels in 0..{len(self.power_w) - 1}, got {power!r}"
+            )
+        eligible = self._eligible()
+        clients, subchannels, power_w, ignored = [], [], [], []
+        seen: set[int] = set()
+        for s, c in enumerate(assignment.tolist()):
+            if c == n or c in seen:
+                continue
+            seen.add(c)
+            if not eligible[c]:
+                ignored.append(c)
+                continue
+            clients.append(c)
+            subchannels.append(s)
+            power_w.append(self.power_w[levels[s]])
+        ctrl: dict[str, npt.NDArray[np.float64]] = {}
+        if self.control_names:
+            table = self.default_controls if controls is None else np.asarray(controls)
+            if table.shape != self.default_controls.shape:
+                raise ValueError(
+                    f"controls must have shape {self.default_controls.shape} "
+                    f"(clients × {', '.join(self.control_names)}), got {table.shape}"
+                )
+            idx = np.asarray(clients, dtype=np.int64)
+            ctrl = {
+                name: table[idx, j].astype(np.float64)
+                for j, name in enumerate(self.control_names)
+            }
+        schedule = Schedule(
+            np.asarray(clients, dtype=np.int64),
+            subchannel=np.asarray(subchannels, dtype=np.int64),
+            tx_power_w=np.asarray(power_w, dtype=np.float64),
+            controls=ctrl,
+        )
+        return schedule, ignored
+
+    def _reward(self, outcome: Outcome) -> float:
+        kind = self.reward_kind
+        if kind == "min_max_loss":
+            return -float(np.nanmax(outcome.test_loss))
+        if kind == "jain":
+            return jain_index(outcome.test_loss)
+        if kind == "accuracy_gain":
+            acc = (
+                float(np.nanmean(outcome.test_acc))
+                if np.isfinite(outcome.test_acc).any()
+                else 0.0
+            )
+            previous = 0.0 if np.isnan(self._mean_acc) else self._mean_acc
+            self._mean_acc = acc
+            return acc - previous
+        values = [
+            row.get("latency_s" if kind == "latency" else "energy_j", 0.0)
+            for row in outcome.rows
+        ]
+        if not values:
+            return 0.0
+        return -float(np.max(values) if kind == "latency" else np.sum(values))

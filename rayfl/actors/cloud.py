@@ -1,0 +1,120 @@
+"""The cloud server actor: receives uploads, applies the channel, aggregates.
+
+Server side of the uplink (STYLE.md rule 8), in this order:
+    1. channel effects on each received payload (bit flips on quantized codes,
+       or the packet is lost), drawn from (seed, "effects", round, client);
+    2. rejection of non-finite updates (a diverged client must not poison ω);
+    3. the algorithm's aggregation over what arrived, in client-id order;
+    4. server-side Gaussian noise when privacy placement is ``cloud``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import ray
+
+from rayfl.actors.messages import Uploads
+from rayfl.actors.setup import ActorSetup
+from rayfl.algorithms.registry import make_algorithm
+from rayfl.seeding import rng_for
+from rayfl.wireless.effects import flip_bits
+
+__all__ = ["CloudServer", "LinkOutcome", "ServerHost"]
+
+
+@dataclass(frozen=True)
+class LinkOutcome:
+    """The channel realisation of the scheduled clients' uplinks this round.
+
+    Attributes:
+        clients: Scheduled client ids, int64 (m,).
+        bit_error_rate: Uplink BER per client (m,); used by ``bit_flip`` effects.
+        delivered: Whether each packet arrived (m,) bool; False = lost.
+    """
+
+    clients: npt.NDArray[np.int64]
+    bit_error_rate: npt.NDArray[np.float64]
+    delivered: npt.NDArray[np.bool_]
+
+
+class ServerHost:
+    """The engine behind :class:`CloudServer`, usable without Ray in tests."""
+
+    def __init__(self, setup: ActorSetup) -> None:
+        self.setup = setup
+        self.algorithm = make_algorithm(setup.config.algorithm)
+        wireless = setup.config.wireless
+        self.bit_flips = wireless is not None and wireless.effects == "bit_flip"
+
+    def reset(self, setup: ActorSetup) -> None:
+        """Start a new run: new setup (seed)."""
+        self.setup = setup
+
+    def aggregate(
+        self,
+        round: int,
+        global_vector: npt.NDArray[np.float32],
+        link: LinkOutcome | None,
+        *uploads: Uploads,
+    ) -> tuple[npt.NDArray[np.float32], dict[str, list[int]]]:
+        """Return ω^{t+1} and a record of delivered / rejected clients.
+
+        Args:
+            round: Round index t.
+            global_vector: ω^t, float32 (dim,).
+            link: The round's channel outcome, or None for ideal links.
+            *uploads: One bundle per client actor that trained clients.
+
+        Returns:
+            The new global vector and ``{"delivered": [...], "rejected": [...]}``.
+        """
+        seed = self.setup.seed
+        lookup = {}
+        if link is not None:
+            for c, ber, ok in zip(link.clients, link.bit_error_rate, link.delivered, strict=False):
+                lookup[int(c)] = (float(ber), bool(ok))
+        items = sorted(
+            (int(c), p, float(w))
+            for u in uploads
+            for c, p, w in zip(u.clients, u.payloads, u.weights, strict=False)
+        )
+        rows, weights, delivered, rejected = [], [], [], []
+        for client, payload, weight in items:
+            ber, ok = lookup.get(client, (0.0, True))
+            if not ok:
+                continue
+            if self.bit_flips and payload.codes is not None and ber > 0:
+                rng = rng_for(seed, "effects", round=round, client=client)
+                payload = payload.with_codes(
+                    flip_bits(
+                        payload.codes,
+                        bits_per_element=payload.bits_per_element,
+                        bit_error_rate=ber,
+                        rng=rng,
+                    )
+                )
+            dense = payload.to_dense()
+            if not np.all(np.isfinite(dense)):
+                rejected.append(client)
+                continue
+            rows.append(dense)
+            weights.append(weight)
+            delivered.append(client)
+        dim = len(global_vector)
+        stack = np.stack(rows) if rows else np.zeros((0, dim), np.float32)
+        new = self.algorithm.server_update(global_vector, stack, np.asarray(weights))
+        # Central DP: the weighted mean moves by at most C·max w/Σw per client.
+        std = self.setup.server_noise_std * (
+            max(weights) / sum(weights) if rows else 0.0
+        )
+        if std > 0:
+            rng = rng_for(seed, "server_noise", round=round)
+            new = (new + rng.normal(0.0, std, size=dim)).astype(np.float32)
+        return new, {"delivered": delivered, "rejected": rejected}
+
+
+CloudServer = ray.remote(ServerHost)
+"""``ServerHost`` as a Ray actor class."""

@@ -1,0 +1,56 @@
+"""FedAvg (McMahan et al. 2017, Algorithm 1).
+
+Client n runs E local epochs of SGD from ω^t and uploads Δ_n = u_n − ω^t; the
+server sets ω^{t+1} = ω^t + Σ_n (|D_n| / Σ_j |D_j|) Δ_n over the updates that
+arrived (sample-size weighted, as in the paper's n_k/n).
+
+| paper symbol | code name |
+|--------------|-----------|
+| ω^t | ``global_vector`` |
+| u_n | ``LocalTrainResult.vector`` |
+| n_k | ``weight`` (train samples) |
+
+Implementation details:
+    1. The upload is the delta, not the model, so DP clipping bounds the update's
+       sensitivity (as in DP-FedAvg, McMahan et al. 2018).
+    2. Only updates that arrived are averaged, renormalising their weights
+       (packet loss, dropped clients).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
+from rayfl.learning.train import local_sgd
+
+__all__ = ["FedAvg"]
+
+
+class FedAvg(Algorithm):
+    """FedAvg with optional per-client learning-rate control (``controls['lr']``)."""
+
+    prox_weight: float = 0.0
+    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
+
+    def client_update(self, ctx: ClientContext) -> ClientUpdate:
+        """Run local SGD from ω^t and return Δ = u − ω^t."""
+        cfg = self.config
+        result = local_sgd(
+            ctx.model,
+            ctx.global_vector,
+            ctx.x_train,
+            ctx.y_train,
+            lr=float(ctx.controls.get("lr", cfg.lr)),
+            batch_size=cfg.batch_size,
+            local_epochs=cfg.local_epochs,
+            local_steps=cfg.local_steps,
+            rng=ctx.rng,
+            prox_weight=self.prox_weight,
+        )
+        delta = result.vector - ctx.global_vector
+        return ClientUpdate(
+            delta,
+            float(len(ctx.y_train)),
+            {"train_loss": result.train_loss, "steps": float(result.steps)},
+        )

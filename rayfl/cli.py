@@ -1,0 +1,119 @@
+"""The ``rayfl`` command: run, plot, info.
+
+    rayfl run CONFIG [key.path=value ...]   run an experiment, print its table
+    rayfl plot RUN_DIR [RUN_DIR ...]        (re)draw plots, overlaying several runs
+    rayfl info [--data-root DIR]            Ray resources and datasets found
+
+Configuration errors print in a few lines, without a traceback (exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from rayfl.runner import run
+
+    result = run(args.config, args.overrides)
+    print(result.table())
+    final = result.summary.get("final", {})
+    print(
+        f"\nrun directory: {result.run_dir}\n"
+        f"final global accuracy {final.get('global_acc', float('nan')):.4f}, "
+        f"max client loss {final.get('max_loss', float('nan')):.4f}, "
+        f"{result.summary['total_s']:.1f} s"
+    )
+    privacy = result.summary.get("privacy") or {}
+    if privacy.get("epsilon_max") is not None:
+        print(
+            "per-client ε at δ={delta}: max {epsilon_max:.3f}, median {epsilon_median:.3f},"
+            " min {epsilon_min:.3f}".format(**privacy)
+        )
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from rayfl.plots import plot_rounds
+    from rayfl.results import load_run
+
+    runs = {Path(d).name: load_run(d).rounds for d in args.run_dirs}
+    out = Path(args.out) if args.out else Path(args.run_dirs[0]) / "plots"
+    for path in plot_rounds(runs, out):
+        print(path)
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    import ray
+
+    from rayfl.data.datasets import available_datasets
+
+    print("datasets:")
+    for name, status in available_datasets(args.data_root).items():
+        print(f"  {name:14s} {status}")
+    if args.address or ray.is_initialized():
+        started = False
+        if not ray.is_initialized():
+            ray.init(address=args.address, logging_level="ERROR")
+            started = True
+        print("ray cluster resources:")
+        for key, value in sorted(ray.cluster_resources().items()):
+            if not key.startswith("node:"):
+                print(f"  {key:24s} {value:g}")
+        print(f"nodes: {len([n for n in ray.nodes() if n.get('Alive')])} alive")
+        if started:
+            ray.shutdown()
+    else:
+        import os
+
+        print(
+            f"ray: no cluster address given (local runs use {os.cpu_count()} CPUs); "
+            "pass --address auto to inspect a running cluster"
+        )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of the ``rayfl`` command."""
+    parser = argparse.ArgumentParser(prog="rayfl", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run an experiment from a YAML config")
+    p.add_argument("config", help="YAML config file (see examples/)")
+    p.add_argument("overrides", nargs="*", help="key.path=value overrides")
+    p.set_defaults(func=_cmd_run)
+    p = sub.add_parser("plot", help="draw the plots of one or more run directories")
+    p.add_argument("run_dirs", nargs="+")
+    p.add_argument("--out", help="output directory (default RUN_DIR/plots)")
+    p.set_defaults(func=_cmd_plot)
+    p = sub.add_parser("info", help="show Ray resources and the datasets found")
+    p.add_argument("--data-root", default=None, help="directory of user datasets")
+    p.add_argument("--address", default=None, help="Ray address, e.g. auto")
+    p.set_defaults(func=_cmd_info)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``rayfl`` console script."""
+    from rayfl.config import ConfigError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as e:
+        print(f"rayfl: {e}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, ValueError) as e:
+        # Bad input (missing dataset, impossible partition...): one screen, no traceback.
+        if type(e).__module__.startswith("rayfl") or isinstance(e, FileNotFoundError):
+            print(f"rayfl: {e}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""The typed configuration tree of a run, loaded from YAML with overrides.
+
+A run is configured by one YAML file (see ``examples/``) validated into
+:class:`RunConfig`, a tree of frozen pydantic models, one per section. Command-line
+overrides use dotted paths: ``rayfl run cfg.yaml rounds=5 data.num_clients=100``.
+A bad value raises :class:`ConfigError`, whose message names the field path, the
+bad value and the allowed values in a few lines.
+
+Example:
+    >>> cfg = load_config({"rounds": 3}, ["data.num_clients=8", "algorithm.lr=0.1"])
+    >>> (cfg.rounds, cfg.data.num_clients, cfg.algorithm.lr)
+    (3, 8, 0.1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_names
+from rayfl.compression.config import CompressionConfig
+from rayfl.data.config import DataConfig
+from rayfl.privacy.config import PrivacyConfig
+from rayfl.wireless.config import WirelessConfig
+
+__all__ = [
+    "ConfigError",
+    "ModelConfig",
+    "OutputConfig",
+    "RayConfig",
+    "RunConfig",
+    "SchedulerConfig",
+    "load_config",
+    "parse_overrides",
+]
+
+
+class ConfigError(ValueError):
+    """A configuration problem, printed by the CLI in a few lines, no traceback."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelConfig(_Section):
+    """The model trained by every client (spec seed_000 §6.2)."""
+
+    kind: Literal["mlr", "mlp", "cnn"] = Field(
+        "mlp",
+        description="Architecture: mlr (multinomial logistic regression), mlp "
+        "(fully connected, widths in `hidden`), cnn (PFLlib FedAvgCNN, images only).",
+    )
+    hidden: tuple[Annotated[int, Field(ge=1)], ...] = Field(
+        (100,), description="Hidden layer widths of the MLP, e.g. [200] for 784-200-10."
+    )
+
+
+class SchedulerConfig(_Section):
+    """Which clients upload in each round."""
+
+    policy: str = Field(
+        "all",
+        description="Scheduling policy name: `all` (every eligible client every "
+        "round), `random`, `round_robin`, or any name in policies.POLICIES.",
+    )
+    clients_per_round: int | None = Field(
+        None,
+        ge=1,
+        description="Clients scheduled per round (partial participation). None: all "
+        "clients, or wireless.num_subchannels when a wireless model is set.",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Extra keyword arguments of the policy."
+    )
+
+
+class RayConfig(_Section):
+    """How rayfl connects to Ray and packs clients into actors (DESIGN.md)."""
+
+    address: str | None = Field(
+        None,
+        description="None: reuse an initialized Ray session or start a local one; "
+        "`auto`: connect to the running cluster; or `ray://host:port` / `host:port`.",
+    )
+    num_cpus: int | None = Field(
+        None, ge=1, description="CPUs of a locally started Ray session (None: all)."
+    )
+    clients_per_actor: int | Literal["auto"] = Field(
+        "auto",
+        description="Virtual clients hosted by one client actor. `auto`: "
+        "ceil(num_clients / CPUs), i.e. one actor per CPU; 1: one actor per client.",
+    )
+    object_store_memory_mb: int | None = Field(
+        None, ge=64, description="Object store size of a locally started session."
+    )
+
+    @model_validator(mode="after")
+    def _check_packing(self) -> RayConfig:
+        if isinstance(self.clients_per_actor, int) and self.clients_per_actor < 1:
+            raise ValueError(
+                f"ray.clients_per_actor must be >= 1 or 'auto', got {self.clients_per_actor}"
+            )
+        return self
+
+
+class OutputConfig(_Section):
+    """Where and what a run writes."""
+
+    dir: str = Field(
+        "runs", description="Root under which `<name>-<timestamp>/` is made."
+    )
+    plots: bool = Field(True, description="Write plots/*.png at the end of the run.")
+    progress: bool = Field(True, description="Show a progress bar on a terminal.")
+
+
+class RunConfig(_Section):
+    """One run: data, model, algorithm, scheduling, channel, privacy, Ray, output."""
+
+    name: str = Field(
+        "run", min_length=1, description="Run name (prefix of its directory)."
+    )
+    seed: int = Field(
+        0, ge=0, description="Seed of every random draw (DESIGN.md keys)."
+    )
+    rounds: int = Field(10, ge=1, description="Communication rounds T.")
+    eval_every: int = Field(
+        1,
+        ge=1,
+        description="Evaluate all clients every this many rounds (and the last).",
+    )
+    data: DataConfig = Field(default_factory=DataConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    algorithm: AlgorithmConfig = Field(default_factory=FedAvgConfig)
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    wireless: WirelessConfig | None = Field(
+        None,
+        description="Wireless channel model; None = ideal links (no latency, no errors).",
+    )
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
+    compression: CompressionConfig = Field(default_factory=CompressionConfig)
+    ray: RayConfig = Field(default_factory=RayConfig)
+    output: OutputConfig = Field(default_factory=OutputConfig)
+
+    @model_validator(mode="after")
+    def _check_cross(self) -> RunConfig:
+        k = self.scheduler.clients_per_round
+        if k is not None and k > self.data.num_clients:
+            raise ValueError(
+                f"scheduler.clients_per_round must be <= data.num_clients "
+                f"({self.data.num_clients}), got {k}"
+            )
+        if self.model.kind == "cnn" and self.data.dataset == "synthetic":
+            raise ValueError(
+                "model.kind=cnn needs image data; data.dataset=synthetic is a 60-dim "
+                "vector: use model.kind=mlr or mlp"
+            )
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the resolved config as plain YAML-able data."""
+        return self.model_dump(mode="json")
+
+
+def _parse_override(item: str) -> tuple[list[str], Any]:
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} must look like key.path=value")
+    key, raw = item.split("=", 1)
+    path = [p for p in key.strip().split(".") if p]
+    if not path:
+        raise ConfigError(f"override {item!r} has an empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as e:
+        raise ConfigError(f"override {item!r}: cannot parse value: {e}") from None
+    return path, value
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
+    """Parse ``["a.b=1", "c=x"]`` into ``{"a.b": 1, "c": "x"}`` (values as YAML).
+
+    Example:
+        >>> parse_overrides(["rounds=5", "data.partition=dirichlet", "ray.address=null"])
+        {'rounds': 5, 'data.partition': 'dirichlet', 'ray.address': None}
+    """
+    parsed = {}
+    for item in items:
+        path, value = _parse_override(item)
+        parsed[".".join(path)] = value
+    return parsed
+
+
+def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
+    node = tree
+    for part in path[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[path[-1]] = value
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str] | None:
+    model: Any = RunConfig
+    for part in loc[:-1]:
+        fields = getattr(model, "model_fields", None)
+        if not fields or part not in fields:
+            return None
+        ann = fields[part].annotation
+        args = [a for a in getattr(ann, "__args__", ()) if hasattr(a, "model_fields")]
+        model = args[0] if args else ann
+    fields = getattr(model, "model_fields", None)
+    return sorted(fields) if fields else None
+
+
+def _format(error: ValidationError) -> str:
+    names = set(algorithm_names())
+    lines = []
+    for err in error.errors():
+        loc = tuple(err["loc"])
+        if len(loc) > 1 and loc[0] == "algorithm" and loc[1] in names:
+            loc = (loc[0],) + loc[2:]
+        path = ".".join(str(p) for p in loc) or "<config>"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_keys(loc)
+            hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
+            lines.append(f"{path}: unknown key{hint}")
+        elif err["type"] in ("model_type", "dict_type") or loc == ():
+            lines.append(f"{path}: {msg}")
+        else:
+            lines.append(f"{path}: {msg} (got {err.get('input')!r})")
+    return "invalid config:\n  " + "\n  ".join(lines)
+
+
+def load_config(
+    source: str | Path | Mapping[str, Any] | RunConfig | None = None,
+    overrides: Iterable[str] | Mapping[str, Any] = (),
+) -> RunConfig:
+    """Load, override and validate a run configuration.
+
+    Args:
+        source: A YAML path, a mapping, a ``RunConfig``, or None for the defaults.
+        overrides: ``"a.b=value"`` strings (values parsed as YAML), or a mapping of
+            dotted keys (``{"data.num_clients": 100}``) to values.
+
+    Returns:
+        The validated, frozen config.
+
+    Raises:
+        ConfigError: For a missing file, bad YAML or any invalid field; the message
+            names each field path and what is allowed.
+    """
+    if isinstance(source, RunConfig):
+        tree: dict[str, Any] = source.to_dict()
+    elif source is None:
+        tree = {}
+    elif isinstance(source, Mapping):
+        tree = yaml.safe_load(yaml.safe_dump(dict(source))) or {}
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {path}")
+        try:
+            tree = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        if not isinstance(tree, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    if not isinstance(overrides, Mapping):
+        overrides = parse_overrides(overrides)
+    for key, value in overrides.items():
+        _set_path(tree, [p for p in key.split(".") if p], value)
+    try:
+        return RunConfig.model_validate(tree)
+    except ValidationError as e:
+        raise ConfigError(_format(e)) from None

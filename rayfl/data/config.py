@@ -1,0 +1,138 @@
+"""``DataConfig``: which dataset, how it is split over clients, and per-client splits.
+
+The ``data:`` section of a run's YAML. Defaults give a quick offline run: scikit-learn
+digits, 20 iid clients, 75/25 per-client train/test split of the merged pool.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class DataConfig(BaseModel):
+    """Dataset, partition over clients and per-client train/test split."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dataset: Literal["fashion_mnist", "mnist", "cifar10", "digits", "synthetic"] = (
+        Field(
+            "digits",
+            description="Dataset: real ones are read from local files (no downloads); "
+            "'synthetic' is FedProx synthetic(α, β).",
+        )
+    )
+    root: str | None = Field(
+        None,
+        description="Directory with user data in torchvision layout "
+        "(MNIST/raw, FashionMNIST/raw, cifar-10-batches-py); None = system defaults.",
+    )
+    num_clients: int = Field(20, description="Number of clients N (≥ 1).")
+    partition: Literal["iid", "dirichlet", "shards", "pathological", "size_skew"] = (
+        Field("iid", description="How the pool is split over clients (Flower names).")
+    )
+    alpha: float = Field(
+        0.5, description="Dirichlet concentration α (> 0); small α = strong skew."
+    )
+    min_partition_size: int = Field(
+        10, description="Dirichlet: minimum samples per client before the split (≥ 0)."
+    )
+    self_balancing: bool = Field(
+        False, description="Dirichlet: stop filling clients above the mean size."
+    )
+    num_shards_per_partition: int = Field(
+        2, description="Shards: shards per client (2 in McMahan et al. 2017; ≥ 1)."
+    )
+    shard_size: int | None = Field(
+        None,
+        description="Shards: samples per shard (≥ 1); None = pool size // "
+        "(num_clients · num_shards_per_partition).",
+    )
+    classes_per_client: int = Field(
+        2, description="Pathological: distinct classes per client (≥ 1)."
+    )
+    size_distribution: Literal["lognormal", "linear"] = Field(
+        "lognormal",
+        description="Size skew: lognormal weights, or sizes ∝ client index + 1.",
+    )
+    size_sigma: float = Field(
+        1.0, description="Size skew: σ of the lognormal weights (> 0)."
+    )
+    pool: Literal["all", "train"] = Field(
+        "all",
+        description="'all': merge the official train and test sets, partition, then "
+        "split each client (PFLlib and the papers); 'train': partition only the "
+        "official train set.",
+    )
+    test_fraction: float = Field(
+        0.25, description="Per-client test share in (0, 1); 0.25 gives 75/25."
+    )
+    max_samples_per_client: int | None = Field(
+        None,
+        description="Cap on a client's samples after partitioning (≥ 2), before the "
+        "train/test split; None = no cap. For synthetic data it also caps the "
+        "generated sizes.",
+    )
+    synthetic_alpha: float = Field(
+        1.0, description="FedProx synthetic α (≥ 0): std of the local-model means."
+    )
+    synthetic_beta: float = Field(
+        1.0, description="FedProx synthetic β (≥ 0): std of the feature-mean shifts."
+    )
+
+    @model_validator(mode="after")
+    def _check_ranges(self) -> DataConfig:
+        """Reject out-of-range values with a message naming the field."""
+        checks: list[tuple[bool, str, object, str]] = [
+            (self.num_clients >= 1, "num_clients", self.num_clients, "≥ 1"),
+            (self.alpha > 0, "alpha", self.alpha, "> 0"),
+            (
+                self.min_partition_size >= 0,
+                "min_partition_size",
+                self.min_partition_size,
+                "≥ 0",
+            ),
+            (
+                self.num_shards_per_partition >= 1,
+                "num_shards_per_partition",
+                self.num_shards_per_partition,
+                "≥ 1",
+            ),
+            (
+                self.shard_size is None or self.shard_size >= 1,
+                "shard_size",
+                self.shard_size,
+                "≥ 1 or null",
+            ),
+            (
+                self.classes_per_client >= 1,
+                "classes_per_client",
+                self.classes_per_client,
+                "≥ 1",
+            ),
+            (self.size_sigma > 0, "size_sigma", self.size_sigma, "> 0"),
+            (
+                0 < self.test_fraction < 1,
+                "test_fraction",
+                self.test_fraction,
+                "in (0, 1)",
+            ),
+            (
+                self.max_samples_per_client is None or self.max_samples_per_client >= 2,
+                "max_samples_per_client",
+                self.max_samples_per_client,
+                "≥ 2 or null",
+            ),
+            (
+                self.synthetic_alpha >= 0,
+                "synthetic_alpha",
+                self.synthetic_alpha,
+                "≥ 0",
+            ),
+            (self.synthetic_beta >= 0, "synthetic_beta", self.synthetic_beta, "≥ 0"),
+        ]
+        for ok, field, value, allowed in checks:
+            if not ok:
+                raise ValueError(f"data.{field} must be {allowed}, got {value}")
+        return self

@@ -1,0 +1,136 @@
+"""Fairness and performance metrics over clients (pure numpy).
+
+| quantity | formula | source |
+|----------|---------|--------|
+| Jain's index | J = (Σ x_n)² / (N · Σ x_n²) | Jain, Chiu & Hawe 1984; spec seed_000 §6.4 |
+| worst-q mean | mean of the ⌈qN⌉ worst values | "worst 10%" of the papers' fairness plots |
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["jain_index", "round_summary", "weighted_mean_of", "worst_fraction_mean"]
+
+
+def jain_index(values: npt.ArrayLike) -> float:
+    """Return Jain's fairness index (Σx)² / (N·Σx²) of non-negative values.
+
+    NaN entries are ignored. Equal values give 1; one non-zero value among N gives
+    1/N. All zeros give 1 (perfectly equal) by convention.
+
+    Args:
+        values: Per-client non-negative values (N,).
+
+    Returns:
+        J in [1/N, 1]; NaN when no value is finite.
+
+    Raises:
+        ValueError: If a value is negative.
+
+    Example:
+        >>> jain_index([1.0, 1.0, 1.0, 1.0])
+        1.0
+        >>> jain_index([1.0, 0.0, 0.0, 0.0])
+        0.25
+        >>> round(jain_index([1.0, 2.0, 3.0]), 6)  # 36 / (3 * 14)
+        0.857143
+    """
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return float("nan")
+    if np.any(x < 0):
+        raise ValueError(f"Jain's index needs non-negative values, got min {x.min()}")
+    squares = float(np.sum(x * x))
+    if squares == 0.0:
+        return 1.0
+    return float(np.sum(x) ** 2 / (len(x) * squares))
+
+
+def worst_fraction_mean(
+    values: npt.ArrayLike, *, fraction: float = 0.1, higher_is_worse: bool = True
+) -> float:
+    """Return the mean of the worst ⌈fraction·N⌉ finite values.
+
+    Example:
+        >>> worst_fraction_mean(np.arange(20.0), fraction=0.1)  # mean of 19, 18
+        18.5
+        >>> worst_fraction_mean(np.arange(20.0), fraction=0.1, higher_is_worse=False)
+        0.5
+    """
+    x = np.asarray(values, dtype=np.float64)
+    x = np.sort(x[np.isfinite(x)])
+    if len(x) == 0:
+        return float("nan")
+    k = max(1, math.ceil(fraction * len(x)))
+    worst = x[-k:] if higher_is_worse else x[:k]
+    return float(worst.mean())
+
+
+def weighted_mean_of(values: npt.ArrayLike, weights: npt.ArrayLike) -> float:
+    """Return the weighted mean of the finite values (NaN if none).
+
+    Example:
+        >>> weighted_mean_of([1.0, 0.0, float("nan")], [3, 1, 5])
+        0.75
+    """
+    x = np.asarray(values, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    ok = np.isfinite(x) & (w > 0)
+    if not ok.any():
+        return float("nan")
+    return float(np.sum(x[ok] * w[ok]) / np.sum(w[ok]))
+
+
+def round_summary(
+    evals: Sequence[dict[str, Any]], num_test: npt.ArrayLike
+) -> dict[str, float]:
+    """Summarise one evaluation of all clients into per-round aggregates.
+
+    Args:
+        evals: One record per client, by client id (``test_loss``, ``test_acc``,
+            ``eval_train_loss``, optionally ``personal_loss``/``personal_acc``).
+        num_test: Test-split sizes (N,), the weights of the global accuracy.
+
+    Returns:
+        ``global_acc``/``global_loss`` (test-size weighted over all clients' test
+        splits), ``mean_acc``, ``min_acc``, ``worst10_acc``, ``max_loss``,
+        ``mean_loss``, ``worst10_loss``, ``jain_acc``, ``jain_train_loss`` (Jain's
+        index of the evaluated models' train losses, spec seed_000 §6.4), and the
+        ``personal_*`` counterparts when present. ``eval_acc``/``eval_max_loss`` are
+        the personal values when present, else the global ones.
+    """
+    w = np.asarray(num_test, dtype=np.float64)
+    acc = np.array([e["test_acc"] for e in evals], dtype=np.float64)
+    loss = np.array([e["test_loss"] for e in evals], dtype=np.float64)
+    train_loss = np.array([e.get("eval_train_loss", np.nan) for e in evals])
+    out = {
+        "global_acc": weighted_mean_of(acc, w),
+        "global_loss": weighted_mean_of(loss, w),
+        "mean_acc": float(np.nanmean(acc)),
+        "min_acc": float(np.nanmin(acc)),
+        "worst10_acc": worst_fraction_mean(acc, higher_is_worse=False),
+        "mean_loss": float(np.nanmean(loss)),
+        "max_loss": float(np.nanmax(loss)),
+        "worst10_loss": worst_fraction_mean(loss),
+        "jain_acc": jain_index(acc),
+        "jain_train_loss": jain_index(train_loss),
+    }
+    if evals and "personal_acc" in evals[0]:
+        p_acc = np.array([e["personal_acc"] for e in evals], dtype=np.float64)
+        p_loss = np.array([e["personal_loss"] for e in evals], dtype=np.float64)
+        out.update(
+            personal_acc=weighted_mean_of(p_acc, w),
+            personal_min_acc=float(np.nanmin(p_acc)),
+            personal_max_loss=float(np.nanmax(p_loss)),
+            personal_jain_acc=jain_index(p_acc),
+        )
+    out["eval_acc"] = out.get("personal_acc", out["global_acc"])
+    out["eval_max_loss"] = out.get("personal_max_loss", out["max_loss"])
+    return out

@@ -1,0 +1,155 @@
+"""Differential-privacy configuration of the uplink (mechanism, budget, placement).
+
+Symbol table:
+
+| paper symbol | code name | meaning |
+|---|---|---|
+| ε, ε_Q (seed 000), ε (seed 001/004) | ``epsilon`` | target budget over a run |
+| δ, δ_Q | ``delta`` | target failure probability |
+| C (seed 000/001), G (seed 004) | ``clip_norm`` | L2 clipping threshold |
+| z, σ̂ (seed 002) | ``noise_multiplier`` | noise std / sensitivity |
+| σ_DP, σ_u | ``noise_std`` | absolute per-coordinate noise std |
+| T0 (seed 000) | ``max_uploads`` | cap on a client's uploads |
+| ε_i (seed 002) | ``epsilon_budget`` | per-client accountant budget |
+| q | ``sample_rate`` | data sampling rate of one release |
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class PrivacyConfig(BaseModel):
+    """DP mechanism of the uplink and how its noise is calibrated and placed.
+
+    ``mechanism="none"`` adds no noise (clipping still applies when ``clip_norm``
+    is set). For the Gaussian mechanisms the noise std comes from, in order of
+    precedence: ``noise_std``; ``noise_multiplier`` × sensitivity (for
+    ``calibration="sparse"`` the multiplier is σ̂ and enters seed 002's formula);
+    else the ``calibration`` formula applied to (``epsilon``, ``delta``). See
+    ``rayfl.privacy.gaussian.calibrate_noise_std``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mechanism: Literal["none", "gaussian", "quantized_gaussian"] = Field(
+        default="none",
+        description=(
+            "'none' = no noise; 'gaussian' = clip + i.i.d. Gaussian noise; "
+            "'quantized_gaussian' = clip + noise + R-bit quantization analysed "
+            "jointly (seed 000 Theorem 1)."
+        ),
+    )
+    epsilon: float | None = Field(
+        default=None,
+        description="Target ε > 0 over the planned releases (ε_Q, ε); null = ∞.",
+    )
+    delta: float = Field(
+        default=1e-5, description="Target δ in (0, 1) (δ_Q in seed 000)."
+    )
+    clip_norm: float | None = Field(
+        default=None,
+        description=(
+            "L2 clipping threshold C > 0 of the uploaded vector (same unit as the "
+            "model parameters); null = no clipping. Required by the Gaussian "
+            "mechanisms."
+        ),
+    )
+    noise_multiplier: float | None = Field(
+        default=None,
+        description=(
+            "Noise multiplier z ≥ 0 (std / L2 sensitivity). If set, overrides the "
+            "ε-based calibration; with calibration='sparse' it is seed 002's σ̂."
+        ),
+    )
+    noise_std: float | None = Field(
+        default=None,
+        description=(
+            "Absolute per-coordinate noise std σ_DP ≥ 0, overriding everything else "
+            "(e.g. seed 000 Table II values)."
+        ),
+    )
+    calibration: Literal["accountant", "dp_ditto", "wpfl", "h2fdp", "sparse"] = Field(
+        default="accountant",
+        description=(
+            "Formula turning (ε, δ) into σ: 'accountant' = dp-accounting calibration "
+            "for the planned releases; 'dp_ditto' = seed 001 eq. 8; 'wpfl' = seed 000 "
+            "Theorem 1 (eq. 23-24); 'h2fdp' = seed 004 eq. 15; 'sparse' = seed 002 "
+            "eq. 9 (σ̂·√s·C/abs(b))."
+        ),
+    )
+    accountant: Literal["rdp", "pld"] = Field(
+        default="rdp",
+        description="dp-accounting backend for calibration and the ledger: RDP or PLD.",
+    )
+    placement: Literal["client", "edge", "cloud"] = Field(
+        default="client",
+        description=(
+            "Where the noise is added: on the client (local DP), at the edge server "
+            "(trusted edge, seed 004) or at the cloud (central DP)."
+        ),
+    )
+    sample_rate: float = Field(
+        default=1.0,
+        description=(
+            "Sampling rate q in (0, 1] of one release (mini-batch rate for DP-SGD "
+            "releases); 1 = no subsampling amplification (deterministic schedulers)."
+        ),
+    )
+    max_uploads: int | None = Field(
+        default=None,
+        description="Cap T0 ≥ 1 on each client's uploads (seed 000 C7); null = no cap.",
+    )
+    epsilon_budget: float | None = Field(
+        default=None,
+        description=(
+            "Per-client budget ε > 0 on the accountant's ε; a client whose next "
+            "upload would exceed it stops uploading (seed 002 quit rule); null = none."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> PrivacyConfig:
+        if self.epsilon is not None and not self.epsilon > 0:
+            raise ValueError(
+                f"privacy.epsilon must be > 0 (or null for ∞), got {self.epsilon}"
+            )
+        if not 0.0 < self.delta < 1.0:
+            raise ValueError(f"privacy.delta must be in (0, 1), got {self.delta}")
+        positive = {"clip_norm": self.clip_norm, "epsilon_budget": self.epsilon_budget}
+        for name, value in positive.items():
+            if value is not None and not value > 0:
+                raise ValueError(f"privacy.{name} must be > 0, got {value}")
+        nonnegative = {
+            "noise_multiplier": self.noise_multiplier,
+            "noise_std": self.noise_std,
+        }
+        for name, value in nonnegative.items():
+            if value is not None and not value >= 0:
+                raise ValueError(f"privacy.{name} must be >= 0, got {value}")
+        if not 0.0 < self.sample_rate <= 1.0:
+            raise ValueError(
+                f"privacy.sample_rate must be in (0, 1], got {self.sample_rate}"
+            )
+        if self.max_uploads is not None and self.max_uploads < 1:
+            raise ValueError(
+                f"privacy.max_uploads must be >= 1, got {self.max_uploads}"
+            )
+        if self.mechanism != "none" and self.clip_norm is None:
+            raise ValueError(
+                f"privacy.clip_norm is required when privacy.mechanism is "
+                f"'{self.mechanism}' (the noise is calibrated to it), got None"
+            )
+        if (
+            self.mechanism != "none"
+            and self.calibration == "sparse"
+            and self.noise_multiplier is None
+            and self.noise_std is None
+        ):
+            raise ValueError(
+                "privacy.noise_multiplier (σ̂) is required when privacy.calibration "
+                "is 'sparse', got None"
+            )
+        return self

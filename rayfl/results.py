@@ -1,0 +1,142 @@
+"""The run directory: resolved config, Parquet logs, summary — written atomically.
+
+Layout of ``<output.dir>/<name>-<timestamp>/`` (DESIGN.md "Outputs of a run"):
+
+| file | content |
+|------|---------|
+| ``config.yaml`` | the resolved config |
+| ``metrics.parquet`` | one row per round × client |
+| ``rounds.parquet`` | one row per round (global acc, max loss, Jain's index...) |
+| ``summary.json`` | final numbers, status, timings, per-client ε |
+| ``plots/*.png`` | accuracy, loss and fairness curves |
+
+Every file is written to a temporary name in the same directory and renamed, so
+a reader never sees a half-written file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+__all__ = ["RunLog", "RunResult", "atomic_write", "load_run", "make_run_dir"]
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` on a temporary path beside ``path``, then rename it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def make_run_dir(root: str | Path, name: str) -> Path:
+    """Create and return a fresh ``root/name-YYYYmmdd-HHMMSS[-k]`` directory."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(root) / f"{name}-{stamp}"
+    path, k = base, 1
+    while True:
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            k += 1
+            path = base.with_name(f"{base.name}-{k}")
+
+
+def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
+    table = pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False)
+    atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+
+
+class RunLog:
+    """Accumulates a run's rows and writes the run directory's files.
+
+    Args:
+        run_dir: The run directory (created by :func:`make_run_dir`).
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.client_rows: list[dict[str, Any]] = []
+        self.round_rows: list[dict[str, Any]] = []
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        """Write ``config.yaml`` (the resolved config)."""
+        text = yaml.safe_dump(config, sort_keys=False)
+        atomic_write(self.run_dir / "config.yaml", lambda p: p.write_text(text))
+
+    def flush(self, summary: dict[str, Any]) -> None:
+        """Write ``metrics.parquet``, ``rounds.parquet`` and ``summary.json``."""
+        _write_parquet(self.run_dir / "metrics.parquet", self.client_rows)
+        _write_parquet(self.run_dir / "rounds.parquet", self.round_rows)
+        text = json.dumps(summary, indent=2, default=float)
+        atomic_write(self.run_dir / "summary.json", lambda p: p.write_text(text))
+
+
+@dataclass
+class RunResult:
+    """A finished (or loaded) run.
+
+    Attributes:
+        run_dir: Its directory.
+        metrics: Round × client rows.
+        rounds: Per-round aggregates.
+        summary: Final numbers.
+    """
+
+    run_dir: Path
+    metrics: pd.DataFrame
+    rounds: pd.DataFrame
+    summary: dict[str, Any]
+
+    def table(
+        self,
+        columns: tuple[str, ...] = (
+            "round",
+            "global_acc",
+            "eval_acc",
+            "max_loss",
+            "jain_train_loss",
+            "num_delivered",
+            "epsilon_max",
+            "round_time_s",
+        ),
+    ) -> str:
+        """Return the per-round table as text (evaluated rounds only)."""
+        df = self.rounds.dropna(subset=["global_acc"])
+        cols = [c for c in columns if c in df.columns]
+        return df[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}")
+
+
+def load_run(run_dir: str | Path) -> RunResult:
+    """Load a run directory written by :class:`RunLog`.
+
+    Raises:
+        FileNotFoundError: If the directory has no ``summary.json``.
+    """
+    path = Path(run_dir)
+    if not (path / "summary.json").is_file():
+        raise FileNotFoundError(f"{path} is not a finished rayfl run (no summary.json)")
+    return RunResult(
+        path,
+        pd.read_parquet(path / "metrics.parquet"),
+        pd.read_parquet(path / "rounds.parquet"),
+        json.loads((path / "summary.json").read_text()),
+    )

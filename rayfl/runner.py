@@ -1,0 +1,263 @@
+"""run(config): build the system, loop rounds, log, evaluate, write the run directory.
+
+This is what ``rayfl run`` and :func:`rayfl.run` call. Each round:
+    1. the scheduler picks the round's clients (and subchannels/power when a
+       wireless model is configured) from the eligible ones;
+    2. :meth:`FLSystem.run_round` trains, sends and aggregates;
+    3. every ``eval_every`` rounds (and at the last) all clients are evaluated;
+    4. rows are appended to the round × client log and the progress bar updates.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rayfl.config import RunConfig, load_config, parse_overrides
+from rayfl.metrics import round_summary
+from rayfl.plots import plot_rounds
+from rayfl.results import RunLog, RunResult, load_run, make_run_dir
+from rayfl.schedule import Schedule
+from rayfl.scheduler import BUILTIN_POLICIES, Scheduler
+from rayfl.system import FLSystem, RoundResult
+
+__all__ = ["run"]
+
+_CLIENT_COLUMNS = (
+    "round",
+    "client",
+    "scheduled",
+    "subchannel",
+    "power",
+    "snr_db",
+    "delivered",
+    "train_loss",
+    "test_loss",
+    "test_acc",
+    "personal_acc",
+    "epsilon",
+    "epsilon_nominal",
+    "bits",
+    "latency_s",
+    "energy_j",
+)
+
+
+def _progress(enabled: bool, total: int) -> Any:
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="round", dynamic_ncols=True, leave=True)
+
+
+def _client_rows(
+    t: int,
+    n: int,
+    result: Any,
+    evals: list[dict[str, Any]] | None,
+    epsilon: np.ndarray | None,
+    nominal: np.ndarray | None,
+) -> list[dict[str, Any]]:
+    by_client = {int(r["client"]): r for r in result.rows}
+    nan = float("nan")
+    rows = []
+    for c in range(n):
+        r = by_client.get(c, {})
+        e = evals[c] if evals is not None else {}
+        rows.append(
+            {
+                "round": t,
+                "client": c,
+                "scheduled": c in by_client,
+                "subchannel": int(r.get("subchannel", -1)),
+                "power": float(r.get("tx_power_w", nan)),
+                "snr_db": float(r.get("snr_db", nan)),
+                "delivered": bool(r.get("delivered", False)),
+                "train_loss": float(r.get("train_loss", nan)),
+                "test_loss": float(e.get("test_loss", nan)),
+                "test_acc": float(e.get("test_acc", nan)),
+                "personal_acc": float(e.get("personal_acc", nan)),
+                "epsilon": float(epsilon[c]) if epsilon is not None else nan,
+                "epsilon_nominal": float(nominal[c]) if nominal is not None else nan,
+                "bits": float(r.get("bits", 0.0)),
+                "latency_s": float(r.get("latency_s", nan)),
+                "energy_j": float(r.get("energy_j", nan)),
+            }
+        )
+    return rows
+
+
+def run(
+    config: str | Path | Mapping[str, Any] | RunConfig | None = None,
+    overrides: list[str] | Mapping[str, Any] = (),
+    **kw_overrides: Any,
+) -> RunResult:
+    """Run one experiment and return its results.
+
+    Works inside an already-running Ray session (notebooks): the session is
+    reused and left running.
+
+    Args:
+        config: YAML path, mapping, ``RunConfig`` or None (defaults).
+        overrides: ``["rounds=5", "data.num_clients=100"]`` or a dotted-key mapping.
+        **kw_overrides: Top-level overrides, ``rounds=5``; use ``__`` for dots
+            (``data__num_clients=100``).
+
+    Returns:
+        The run directory and its metrics as pandas DataFrames.
+
+    Raises:
+        ConfigError: For an invalid config (nothing is written).
+
+    Example:
+        >>> result = rayfl.run("examples/quickstart.yaml", rounds=2)  # doctest: +SKIP
+        >>> result.rounds[["round", "global_acc"]]  # doctest: +SKIP
+    """
+    merged = (
+        dict(overrides)
+        if isinstance(overrides, Mapping)
+        else parse_overrides(overrides)
+    )
+    merged.update({k.replace("__", "."): v for k, v in kw_overrides.items()})
+    cfg = load_config(config, merged)
+    return _run(cfg)
+
+
+class _SchedulerDriver:
+    """Rounds driven by a built-in selection rule (no env)."""
+
+    def __init__(self, cfg: RunConfig) -> None:
+        self.cfg = cfg
+        self.system = FLSystem(cfg)
+        self.scheduler = Scheduler(cfg, self.system)
+
+    def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:
+        schedule = self.scheduler.schedule(t)
+        result = self.system.run_round(t, schedule)
+        last = t == self.cfg.rounds - 1
+        evaluate = (t + 1) % self.cfg.eval_every == 0 or last
+        return schedule, result, self.system.evaluate() if evaluate else None
+
+    def close(self) -> None:
+        self.system.close()
+
+
+class _EnvDriver:
+    """Rounds driven by a policy through the scheduling env (emulate mode)."""
+
+    def __init__(self, cfg: RunConfig) -> None:
+        from envs.scheduling import WirelessFLEnv
+        from policies import make_policy
+
+        self.env = WirelessFLEnv(cfg, mode="emulate")
+        self.obs, _ = self.env.reset(seed=cfg.seed)
+        self.system = self.env.backend.system  # type: ignore[union-attr]
+        self.policy = make_policy(
+            cfg.scheduler.policy, self.env, **cfg.scheduler.params
+        )
+        self.policy.reset(seed=cfg.seed)
+
+    def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:
+        action = self.policy(self.obs)
+        self.obs, _, _, _, info = self.env.step(action)
+        outcome = self.env.last_outcome
+        assert outcome is not None
+        schedule = Schedule(np.asarray(info["scheduled"], dtype=np.int64))
+        return schedule, RoundResult(t, outcome.rows, outcome.delivered), outcome.evals
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def _driver(cfg: RunConfig) -> _SchedulerDriver | _EnvDriver:
+    policy = cfg.scheduler.policy
+    if policy in BUILTIN_POLICIES and (cfg.wireless is None or policy == "all"):
+        return _SchedulerDriver(cfg)
+    if cfg.wireless is None:
+        raise ValueError(
+            f"scheduler.policy={policy} schedules subchannels: it needs a `wireless` "
+            f"section (without one, use one of {', '.join(BUILTIN_POLICIES)})"
+        )
+    return _EnvDriver(cfg)
+
+
+def _run(cfg: RunConfig) -> RunResult:
+    started = time.perf_counter()
+    driver = _driver(cfg)
+    system = driver.system
+    setup_s = time.perf_counter() - started
+    run_dir = make_run_dir(cfg.output.dir, cfg.name)
+    log = RunLog(run_dir)
+    log.write_config(cfg.to_dict())
+    bar = _progress(cfg.output.progress, cfg.rounds)
+    status = "running"
+    try:
+        for t in range(cfg.rounds):
+            t0 = time.perf_counter()
+            schedule, result, evals = driver.step(t)
+            last = t == cfg.rounds - 1
+            epsilon, nominal = system.uplink.epsilons(
+                evaluate=evals is not None or last
+            )
+            summary = round_summary(evals, system.num_test) if evals else {}
+            log.client_rows += _client_rows(
+                t, system.num_clients, result, evals, epsilon, nominal
+            )
+            rows = result.rows
+            row = {
+                "round": t,
+                "num_scheduled": len(schedule.clients),
+                "num_delivered": len(result.delivered),
+                "round_time_s": time.perf_counter() - t0,
+                "epsilon_max": float(np.nanmax(epsilon))
+                if epsilon is not None
+                else float("nan"),
+                "latency_s": max((r.get("latency_s", 0.0) for r in rows), default=0.0),
+                "energy_j": float(sum(r.get("energy_j", 0.0) for r in rows)),
+                "bits": float(sum(r.get("bits", 0.0) for r in rows)),
+                **summary,
+            }
+            log.round_rows.append(row)
+            if bar is not None:
+                post = {
+                    "acc": f"{row.get('eval_acc', float('nan')):.3f}",
+                    "max_loss": f"{row.get('eval_max_loss', float('nan')):.3f}",
+                }
+                bar.set_postfix(post, refresh=False)
+                bar.update(1)
+        status = "finished"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+        final = next((r for r in reversed(log.round_rows) if "global_acc" in r), {})
+        eps = system.uplink.epsilons(evaluate=True)[0] if log.round_rows else None
+        summary_doc = {
+            "status": status,
+            "name": cfg.name,
+            "rounds_done": len(log.round_rows),
+            "setup_s": setup_s,
+            "total_s": time.perf_counter() - started,
+            "num_clients": system.num_clients,
+            "num_actors": len(system.actors),
+            "model_dim": system.dim,
+            "final": {k: v for k, v in final.items() if k != "round"},
+            "totals": {
+                "latency_s": float(sum(r["latency_s"] for r in log.round_rows)),
+                "energy_j": float(sum(r["energy_j"] for r in log.round_rows)),
+                "bits": float(sum(r["bits"] for r in log.round_rows)),
+            },
+            "privacy": system.uplink.privacy_summary(eps),
+        }
+        log.flush(summary_doc)
+        driver.close()
+    if cfg.output.plots:
+        plot_rounds({cfg.name: load_run(run_dir).rounds}, run_dir / "plots")
+    return load_run(run_dir)

@@ -1,0 +1,234 @@
+"""FLSystem: builds a run's actors and runs one round for a given schedule.
+
+One round (DESIGN.md "One round, as data flows"):
+    1. the driver passes the global model's ObjectRef — never the array — to the
+       client actors hosting the scheduled clients;
+    2. each actor trains its clients and runs the uplink stages inside itself;
+    3. the driver reads the small records (payload sizes) and turns the round's
+       channel realisation into a :class:`LinkOutcome` (BER, lost packets,
+       latency, energy);
+    4. the cloud actor applies the channel to the payloads, aggregates and
+       returns the new global model, whose ref the driver keeps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import ray
+import torch
+
+from rayfl.actors.client import ClientActor
+from rayfl.actors.cloud import CloudServer
+from rayfl.actors.setup import ActorSetup
+from rayfl.config import RunConfig
+from rayfl.data.federated import FederatedData, build_federated
+from rayfl.learning.models import FlatModel, build_model, init_parameters
+from rayfl.schedule import Schedule
+from rayfl.seeding import rng_for, torch_seed_for
+from rayfl.session import RaySession
+from rayfl.uplink import UplinkModel
+
+__all__ = ["FLSystem", "RoundResult", "initial_vector", "pack_clients"]
+
+
+def pack_clients(num_clients: int, clients_per_actor: int) -> list[list[int]]:
+    """Split client ids 0..N−1 into contiguous groups of at most M.
+
+    Example:
+        >>> pack_clients(5, 2)
+        [[0, 1], [2, 3], [4]]
+    """
+    return [
+        list(range(s, min(s + clients_per_actor, num_clients)))
+        for s in range(0, num_clients, clients_per_actor)
+    ]
+
+
+def initial_vector(config: RunConfig, input_shape: tuple[int, ...], num_classes: int):
+    """Return ω⁰, the seeded initial model as a flat float32 vector."""
+    module = build_model(
+        config.model.kind,
+        input_shape=input_shape,
+        num_classes=num_classes,
+        hidden=config.model.hidden,
+    )
+    generator = torch.Generator().manual_seed(torch_seed_for(config.seed, "init"))
+    init_parameters(module, generator)
+    return FlatModel(module).vector()
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """What one round produced (small records only).
+
+    Attributes:
+        round: Round index t.
+        rows: One dict per scheduled client (train_loss, bits, delivered, snr_db...).
+        delivered: Ids of clients whose update was aggregated.
+    """
+
+    round: int
+    rows: list[dict[str, Any]]
+    delivered: list[int]
+
+
+class FLSystem:
+    """The actors of one run and the operations the runner and env call.
+
+    Args:
+        config: The run config.
+        data: A prebuilt federated dataset (default: built from ``config.data``).
+    """
+
+    def __init__(self, config: RunConfig, data: FederatedData | None = None) -> None:
+        self.config = config
+        self.session = RaySession(config.ray)
+        try:
+            self._build(data)
+        except BaseException:
+            self.session.close()
+            raise
+
+    def _build(self, data: FederatedData | None) -> None:
+        cfg = self.config
+        self.data = (
+            data if data is not None else build_federated(cfg.data, seed=cfg.seed)
+        )
+        n = len(self.data.train_slices)
+        self.num_clients = n
+        self.num_train = np.asarray(self.data.num_train, dtype=np.int64)
+        self.num_test = np.asarray(self.data.num_test, dtype=np.int64)
+        vector, setup = self._start(cfg)
+        cpus = RaySession.num_cpus()
+        per_actor = cfg.ray.clients_per_actor
+        if per_actor == "auto":
+            per_actor = max(1, math.ceil(n / cpus))
+        self.groups = pack_clients(n, int(per_actor))
+        actor_cpus = min(1.0, cpus / len(self.groups))
+        data_ref = ray.put(self.data)
+        self.actors = [
+            ClientActor.options(num_cpus=actor_cpus, max_restarts=0).remote(
+                data_ref, group, setup
+            )
+            for group in self.groups
+        ]
+        self.actor_of = np.empty(n, dtype=np.int64)
+        for a, group in enumerate(self.groups):
+            self.actor_of[group] = a
+        self.cloud = CloudServer.options(num_cpus=0).remote(setup)
+        # Fail fast (and clearly) if an actor cannot start.
+        ray.get(
+            [a.ping.remote() for a in self.actors] + [self.cloud.__ray_ready__.remote()]
+        )
+
+    def _start(self, cfg: RunConfig) -> tuple[npt.NDArray[np.float32], ActorSetup]:
+        """Set the run-level state of ``cfg`` (seed): ω⁰, uplink model, setup."""
+        self.config = cfg
+        vector = initial_vector(
+            cfg, tuple(self.data.input_shape), self.data.num_classes
+        )
+        self.dim = len(vector)
+        self.uplink = UplinkModel(cfg, num_train=self.num_train, dim=self.dim)
+        self.global_ref = ray.put(vector)
+        setup = ActorSetup(
+            config=cfg,
+            input_shape=tuple(self.data.input_shape),
+            num_classes=self.data.num_classes,
+            noise_std=self.uplink.noise_std,
+            server_noise_std=self.uplink.server_noise_std,
+        )
+        return vector, setup
+
+    def restart(self, seed: int) -> None:
+        """Start a new run with ``seed`` on the same actors and federated data.
+
+        Model initialisation, batch order, noise, channel geometry and fading are
+        redrawn from ``seed``; the data partition (drawn when the system was
+        built) is kept, so restarting costs no actor start-up.
+        """
+        _, setup = self._start(self.config.model_copy(update={"seed": int(seed)}))
+        ray.get(
+            [a.reset.remote(setup) for a in self.actors]
+            + [self.cloud.reset.remote(setup)]
+        )
+
+    # ------------------------------------------------------------------ rounds
+    def run_round(self, round: int, schedule: Schedule) -> RoundResult:
+        """Train the scheduled clients, send their uplinks, aggregate.
+
+        Args:
+            round: Round index t.
+            schedule: Who uploads, on which subchannel, at what power.
+
+        Returns:
+            Per-client records of the round.
+        """
+        order = np.argsort(schedule.clients, kind="stable")
+        clients = schedule.clients[order]
+        calls = []
+        for a in np.unique(self.actor_of[clients]) if len(clients) else []:
+            mask = self.actor_of[clients] == a
+            controls = {
+                k: np.asarray(v)[order][mask].tolist()
+                for k, v in schedule.controls.items()
+            }
+            calls.append(
+                self.actors[a]
+                .train.options(num_returns=2)
+                .remote(round, self.global_ref, clients[mask].tolist(), controls)
+            )
+        records = {
+            int(r["client"]): r
+            for batch in ray.get([c[0] for c in calls])
+            for r in batch
+        }
+        bits = np.array([records[int(c)]["bits"] for c in clients], dtype=np.float64)
+        link_rows, link = self.uplink.link(round, schedule, bits)
+        new_ref, server_ref = self.cloud.aggregate.options(num_returns=2).remote(
+            round, self.global_ref, link, *[c[1] for c in calls]
+        )
+        server = ray.get(server_ref)
+        self.global_ref = new_ref
+        delivered = set(server["delivered"])
+        rejected = set(server["rejected"])
+        rows = []
+        for c in schedule.clients:
+            row = {**records[int(c)], **link_rows.get(int(c), {})}
+            row["delivered"] = int(c) in delivered
+            row["rejected"] = int(c) in rejected
+            rows.append(row)
+        self.uplink.record_releases(schedule.clients)
+        return RoundResult(round, rows, sorted(delivered))
+
+    def evaluate(self) -> list[dict[str, float]]:
+        """Evaluate every client's models; one record per client, by id."""
+        batches = ray.get([a.evaluate.remote(self.global_ref) for a in self.actors])
+        return sorted((r for b in batches for r in b), key=lambda r: r["client"])
+
+    def global_vector(self) -> npt.NDArray[np.float32]:
+        """Return ω^t (pulls the array: not for the hot path)."""
+        return np.array(ray.get(self.global_ref))
+
+    def rng(self, purpose: str, round: int = 0) -> np.random.Generator:
+        """Return the run's generator for ``purpose`` at ``round``."""
+        return rng_for(self.config.seed, purpose, round=round)
+
+    def close(self) -> None:
+        """Kill the actors and stop Ray if this system started it."""
+        for actor in getattr(self, "actors", []):
+            ray.kill(actor)
+        if hasattr(self, "cloud"):
+            ray.kill(self.cloud)
+        self.actors = []
+        self.session.close()
+
+    def __enter__(self) -> FLSystem:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

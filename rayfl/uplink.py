@@ -1,0 +1,247 @@
+"""The driver's model of the uplink: noise calibration, channel, privacy ledger.
+
+The driver owns what is global to a run and small: the calibrated noise std
+(one number), the wireless channel's realisation of each round (N × K gains),
+the per-client privacy ledger. Client actors do the per-client work (clip, noise,
+compress); the cloud applies the channel to payloads. This class turns a round's
+schedule and payload sizes into the :class:`LinkOutcome` the cloud applies and
+the per-client rows (SNR, latency, energy) the log keeps.
+
+| paper symbol | code name |
+|--------------|-----------|
+| σ_DP | ``noise_std`` |
+| z = σ/C | ``noise_multiplier`` |
+| T0 | ``privacy.max_uploads`` |
+| e_{n,k} (BER), PER | ``bit_error_rate``, ``packet_error_rate`` |
+
+Implementation details:
+    1. Accounting uses ``privacy.sample_rate`` as q for every release and claims
+       no amplification from client scheduling, whatever the policy (random
+       selection of a fixed number of clients is not Poisson sampling): the
+       conservative choice of DESIGN.md.
+    2. With central DP (placement ``cloud``) the server adds noise of std
+       σ·max_n w_n/Σ w_n to the weighted mean — the mean's sensitivity when each
+       clipped update moves it by at most C·w_n/Σ w.
+    3. A lost packet (``packet_loss`` effects, or SNR below the outage threshold)
+       still counts as a release: the update was transmitted.
+    4. ``bit_flip`` effects flip bits of *quantized* payloads (seed 000 eq. 14). An
+       unquantized float32 payload is instead treated as a packet with a CRC: any
+       bit error drops it, with probability PER = 1 − (1 − BER)^bits — flipping
+       exponent bits of raw floats would model no real receiver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rayfl.actors.cloud import LinkOutcome
+from rayfl.config import RunConfig
+from rayfl.privacy.accountant import PrivacyLedger
+from rayfl.privacy.calibration import calibrate_noise_std
+from rayfl.schedule import Schedule
+from rayfl.seeding import rng_for
+from rayfl.wireless.channel import ChannelState, WirelessChannel
+from rayfl.wireless.effects import uplink_round
+
+__all__ = ["UplinkModel"]
+
+
+class UplinkModel:
+    """Noise calibration, channel realisations and the privacy ledger of a run.
+
+    Args:
+        config: The run config.
+        num_train: Train-split size of each client (N,).
+        dim: Model dimension.
+    """
+
+    def __init__(
+        self, config: RunConfig, *, num_train: npt.ArrayLike, dim: int
+    ) -> None:
+        self.config = config
+        self.num_train = np.asarray(num_train, dtype=np.int64)
+        n = len(self.num_train)
+        self.num_clients = n
+        privacy = config.privacy
+        if privacy.placement == "edge":
+            raise ValueError(
+                "privacy.placement=edge needs a hierarchical topology with edge "
+                "servers, which this run does not have; use client or cloud"
+            )
+        planned = privacy.max_uploads or config.rounds
+        sigma = calibrate_noise_std(
+            privacy,
+            releases=planned,
+            sensitivity=privacy.clip_norm,
+            dataset_size=int(self.num_train.mean()),
+            num_clients=n,
+            quantize_bits=config.compression.quantize_bits,
+            keep_fraction=config.compression.sparsify_fraction,
+            batch_size=config.algorithm.batch_size,
+        )
+        self.planned_uploads = planned
+        central = privacy.placement == "cloud"
+        self.noise_std = 0.0 if central else float(sigma)
+        self.server_noise_std = float(sigma) if central else 0.0
+        clip = privacy.clip_norm
+        self.noise_multiplier = float(sigma / clip) if clip and sigma > 0 else 0.0
+        self.ledger = PrivacyLedger(n, accountant=privacy.accountant)
+        self.accounted = privacy.mechanism != "none"
+        self.channel = (
+            WirelessChannel(config.wireless, n, rng_for(config.seed, "geometry"))
+            if config.wireless is not None
+            else None
+        )
+        self._states: dict[int, ChannelState] = {}
+        self.dim = dim
+
+    # ---------------------------------------------------------------- channel
+    def channel_state(self, round: int) -> ChannelState | None:
+        """Return round ``round``'s channel realisation (None with ideal links)."""
+        if self.channel is None:
+            return None
+        if round not in self._states:
+            rng = rng_for(self.config.seed, "channel", round=round)
+            self._states = {round: self.channel.realize(rng)}
+        return self._states[round]
+
+    def link(
+        self, round: int, schedule: Schedule, payload_bits: npt.NDArray[np.float64]
+    ) -> tuple[dict[int, dict[str, float]], LinkOutcome | None]:
+        """Return per-client link rows and the outcome the cloud applies.
+
+        Args:
+            round: Round index t.
+            schedule: The round's schedule.
+            payload_bits: Payload size of each scheduled client, in schedule order.
+
+        Returns:
+            ``{client: {subchannel, tx_power_w, snr_db, rate_bps, bit_error_rate,
+            packet_error_rate, latency_s, energy_j}}`` and the link outcome.
+        """
+        state = self.channel_state(round)
+        wireless = self.config.wireless
+        if state is None or wireless is None or len(schedule.clients) == 0:
+            return {}, None
+        if np.any(schedule.subchannel < 0):
+            raise ValueError(
+                "with a wireless model every scheduled client needs a subchannel"
+            )
+        power = np.where(
+            np.isnan(schedule.tx_power_w), state.tx_power_w, schedule.tx_power_w
+        )
+        algo = self.config.algorithm
+        samples = (
+            algo.local_steps * algo.batch_size
+            if algo.local_steps
+            else self.num_train[schedule.clients] * algo.local_epochs
+        )
+        out = uplink_round(
+            state,
+            client=schedule.clients,
+            subchannel=schedule.subchannel,
+            tx_power_w=power,
+            payload_bits=payload_bits,
+            num_samples=samples,
+            bits_per_element=self.config.compression.quantize_bits or 32,
+            config=wireless,
+        )
+        delivered = ~out.outage
+        quantized = self.config.compression.quantize_bits is not None
+        if wireless.effects == "packet_loss" or (
+            wireless.effects == "bit_flip" and not quantized
+        ):
+            u = np.array(
+                [
+                    rng_for(
+                        self.config.seed, "effects", round=round, client=int(c)
+                    ).random()
+                    for c in schedule.clients
+                ]
+            )
+            delivered &= u >= out.packet_error_rate
+        rows = {
+            int(c): {
+                "subchannel": int(out.subchannel[i]),
+                "tx_power_w": float(power[i]),
+                "snr_db": float(out.snr_db[i]),
+                "rate_bps": float(out.rate_bps[i]),
+                "bit_error_rate": float(out.bit_error_rate[i]),
+                "packet_error_rate": float(out.packet_error_rate[i]),
+                "latency_s": float(out.latency_s[i]),
+                "energy_j": float(out.energy_j[i]),
+            }
+            for i, c in enumerate(schedule.clients)
+        }
+        return rows, LinkOutcome(schedule.clients, out.bit_error_rate, delivered)
+
+    # ---------------------------------------------------------------- privacy
+    def record_releases(self, clients: npt.ArrayLike) -> None:
+        """Record one release for each client that transmitted this round."""
+        self.ledger.record(
+            clients,
+            noise_multiplier=self.noise_multiplier,
+            sample_rate=self.config.privacy.sample_rate,
+        )
+
+    def eligible(self) -> npt.NDArray[np.bool_]:
+        """Return which clients may still upload (T0 cap and ε budget)."""
+        privacy = self.config.privacy
+        budget = privacy.epsilon_budget if self.accounted else None
+        return self.ledger.eligible(
+            privacy.max_uploads,
+            budget,
+            privacy.delta,
+            next_noise_multiplier=(
+                self.noise_multiplier if budget is not None else None
+            ),
+            next_sample_rate=privacy.sample_rate,
+        )
+
+    def upload_count(self) -> npt.NDArray[np.int64]:
+        """Return uploads so far per client (Υ_n)."""
+        return self.ledger.upload_count
+
+    def epsilons(
+        self, *, evaluate: bool
+    ) -> tuple[npt.NDArray[np.float64] | None, npt.NDArray[np.float64] | None]:
+        """Return (accountant ε, nominal ε) per client, or (None, None).
+
+        Args:
+            evaluate: Compute now (False returns (None, None) to save time).
+        """
+        privacy = self.config.privacy
+        if not self.accounted or not evaluate:
+            return None, None
+        eps = self.ledger.epsilon(privacy.delta)
+        nominal = None
+        if privacy.epsilon is not None:
+            nominal = self.ledger.nominal_epsilon(
+                calibration=privacy.calibration,
+                epsilon=privacy.epsilon,
+                planned_uploads=self.planned_uploads,
+                delta=privacy.delta,
+            )
+        return eps, nominal
+
+    def privacy_summary(self, eps: npt.NDArray[np.float64] | None) -> dict[str, Any]:
+        """Return the privacy block of ``summary.json``."""
+        privacy = self.config.privacy
+        if not self.accounted or eps is None:
+            return {"mechanism": privacy.mechanism}
+        return {
+            "mechanism": privacy.mechanism,
+            "placement": privacy.placement,
+            "delta": privacy.delta,
+            "noise_std": max(self.noise_std, self.server_noise_std),
+            "noise_multiplier": self.noise_multiplier,
+            "epsilon_target": privacy.epsilon,
+            "epsilon_max": float(np.max(eps)),
+            "epsilon_median": float(np.median(eps)),
+            "epsilon_min": float(np.min(eps)),
+            "epsilon_per_client": [float(e) for e in eps],
+            "uploads_per_client": self.ledger.upload_count.tolist(),
+        }

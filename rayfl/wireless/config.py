@@ -1,0 +1,133 @@
+"""Typed configuration of the wireless channel (one section of the config tree).
+
+Defaults reproduce Table I of Zhao et al. 2025 (spec seed_000 §6.1); the computation
+fields default to the values recommended for Wei et al. 2023 (spec seed_002 §5.5).
+
+Symbol table (paper symbol → code name):
+
+| Symbol        | Code name                 | Source              |
+|---------------|---------------------------|---------------------|
+| K             | ``num_subchannels``       | seed_000 §2.1       |
+| B             | ``bandwidth_hz``          | seed_000 §2.1       |
+| N0            | ``noise_psd_dbm_hz``      | seed_000 §2.5       |
+| P^th          | ``tx_power_dbm``          | seed_000 §2.1       |
+| P_BS          | ``bs_tx_power_dbm``       | seed_000 §2.1       |
+| d_n           | ``distance_min_m``, ``distance_max_m`` | seed_000 §2.5 |
+| PL(1 m), α    | ``path_loss_ref_db``, ``path_loss_exponent`` | seed_000 §2.5 |
+| M_ω           | ``qam_order``             | seed_000 eq. (13)   |
+| Φ_i           | ``cpu_cycles_per_sample`` | seed_002 §2.7       |
+| f_i           | ``cpu_frequency_hz``      | seed_002 §2.7       |
+| χ_i (κ)       | ``effective_capacitance`` | seed_002 §2.7       |
+| τ_max         | ``max_latency_s``         | seed_000 eq. (10)   |
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["WirelessConfig"]
+
+
+class WirelessConfig(BaseModel):
+    """Wireless channel, modulation and device-cost parameters (frozen).
+
+    Example:
+        >>> WirelessConfig().num_subchannels
+        10
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    num_subchannels: int = Field(
+        10, ge=1, description="K: orthogonal OFDMA subchannels, integer >= 1."
+    )
+    bandwidth_hz: float = Field(
+        1e6, gt=0, description="B: bandwidth of one subchannel in Hz, > 0."
+    )
+    noise_psd_dbm_hz: float = Field(
+        -169.0, description="N0: noise power spectral density in dBm/Hz."
+    )
+    tx_power_dbm: float = Field(
+        23.0, description="P^th: maximum client transmit power in dBm."
+    )
+    power_levels: int = Field(
+        1,
+        ge=1,
+        description=(
+            "L: number of discrete client power levels a scheduler may pick, "
+            "integer >= 1; level l in 0..L-1 is tx_power·(l+1)/L in W."
+        ),
+    )
+    bs_tx_power_dbm: float = Field(
+        30.0, description="P_BS: base-station (downlink) transmit power in dBm."
+    )
+    distance_min_m: float = Field(
+        10.0, gt=0, description="Smallest client-BS distance d_n in m, > 0."
+    )
+    distance_max_m: float = Field(
+        100.0,
+        gt=0,
+        description="Largest client-BS distance d_n in m (cell radius), > min.",
+    )
+    path_loss_ref_db: float = Field(
+        30.0,
+        description="Path loss at the 1 m reference distance in dB (30 = gain -30 dB).",
+    )
+    path_loss_exponent: float = Field(
+        2.8, gt=0, description="α: path-loss exponent, > 0."
+    )
+    fading: Literal["rayleigh", "rician", "none"] = Field(
+        "rayleigh",
+        description="Small-scale block fading of |h|^2 (unit mean), redrawn per round.",
+    )
+    rician_k_db: float = Field(
+        0.0, description="Rician K-factor in dB (LoS/scatter power); rician only."
+    )
+    shadowing_std_db: float = Field(
+        0.0,
+        ge=0,
+        description="Log-normal shadowing std in dB, >= 0; drawn once per client.",
+    )
+    qam_order: Literal[4, 16, 64, 256, 1024] = Field(
+        256, description="M_ω: square QAM order of eq. (13)."
+    )
+    snr_threshold_db: float | None = Field(
+        None,
+        description="Outage threshold on SNR in dB; None means no outage.",
+    )
+    effects: Literal["none", "bit_flip", "packet_loss"] = Field(
+        "bit_flip",
+        description=(
+            "What the channel does to received payloads: nothing, i.i.d. bit "
+            "flips at the BER (seed_000 §2.6), or whole-packet loss at the PER."
+        ),
+    )
+    cpu_cycles_per_sample: float = Field(
+        2e5, gt=0, description="Φ_i: CPU cycles per training sample, > 0."
+    )
+    cpu_frequency_hz: float = Field(
+        2.4e9, gt=0, description="f_i: client CPU frequency in cycles/s (Hz), > 0."
+    )
+    effective_capacitance: float = Field(
+        2e-28,
+        ge=0,
+        description=(
+            "χ_i (κ): effective switched capacitance, >= 0; energy per round "
+            "χ·cycles·f^2/2 in J (seed_002 §2.7)."
+        ),
+    )
+    max_latency_s: float | None = Field(
+        None, gt=0, description="τ_max: uplink latency limit in s, > 0; None = none."
+    )
+
+    @model_validator(mode="after")
+    def _check_cross_fields(self) -> WirelessConfig:
+        """Check rules that involve more than one field."""
+        if self.distance_min_m >= self.distance_max_m:
+            raise ValueError(
+                "wireless.distance_min_m must be < distance_max_m, got "
+                f"{self.distance_min_m:g} >= {self.distance_max_m:g}"
+            )
+        return self

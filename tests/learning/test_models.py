@@ -1,0 +1,52 @@
+import numpy as np
+import pytest
+import torch
+
+from rayfl.learning.models import FlatModel, ModelSpec, build_model, init_parameters
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape", "hidden", "expected"),
+    [
+        ("mlr", (1, 28, 28), (100,), 7_850),
+        ("mlp", (1, 28, 28), (100,), 79_510),
+        ("mlp", (1, 28, 28), (200,), 159_010),
+        ("cnn", (1, 28, 28), (100,), 582_026),
+        ("cnn", (3, 32, 32), (100,), 878_538),
+    ],
+    ids=["mlr-784", "dnn-784-100", "mlp-784-200", "cnn-fmnist", "cnn-cifar10"],
+)
+def test_parameter_counts_match_spec_seed000(kind, shape, hidden, expected):
+    model = build_model(kind, input_shape=shape, num_classes=10, hidden=hidden)
+    assert ModelSpec.of(model).dim == expected
+
+
+def test_cnn_rejects_tiny_images():
+    with pytest.raises(ValueError, match="at least 12"):
+        build_model("cnn", input_shape=(1, 8, 8), num_classes=10)
+
+
+def test_flat_model_round_trip_and_views():
+    # Arrange
+    fm = FlatModel(build_model("mlp", input_shape=(6,), num_classes=3, hidden=(4,)))
+    vec = np.random.default_rng(0).normal(size=fm.spec.dim).astype(np.float32)
+    # Act
+    fm.load(vec)
+    # Assert: parameters are views of the flat tensor, in spec order
+    np.testing.assert_array_equal(fm.vector(), vec)
+    w0 = fm.module[1].weight.detach().numpy()
+    np.testing.assert_array_equal(w0.reshape(-1), vec[: w0.size])
+    out = fm.module(torch.ones(2, 6))
+    assert out.shape == (2, 3)
+
+
+def test_init_is_deterministic_per_seed():
+    vecs = []
+    for seed in (1, 1, 2):
+        m = build_model("mlp", input_shape=(10,), num_classes=3)
+        init_parameters(m, torch.Generator().manual_seed(seed))
+        vecs.append(FlatModel(m).vector())
+    np.testing.assert_array_equal(vecs[0], vecs[1])
+    assert not np.array_equal(vecs[0], vecs[2])
+    # default-like scale: Kaiming-uniform(a=√5) on fan_in 10 → |w| ≤ 1/√10
+    assert np.abs(vecs[0][:30]).max() <= 1 / np.sqrt(10) + 1e-6

@@ -1,0 +1,100 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rayfl.config import ConfigError, RunConfig, load_config, parse_overrides
+
+EXAMPLES = sorted(Path(__file__).parents[1].joinpath("examples").glob("*.yaml"))
+
+
+def test_defaults_are_valid():
+    cfg = load_config()
+    assert isinstance(cfg, RunConfig)
+    assert cfg.algorithm.kind == "fedavg"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_every_example_validates(path):
+    load_config(path)
+
+
+def test_overrides_types_and_nesting():
+    cfg = load_config(
+        {"rounds": 3},
+        [
+            "data.num_clients=8",
+            "algorithm.kind=fedprox",
+            "algorithm.mu=0.5",
+            "ray.clients_per_actor=2",
+            "model.hidden=[32, 16]",
+        ],
+    )
+    assert cfg.data.num_clients == 8
+    assert cfg.algorithm.kind == "fedprox" and cfg.algorithm.mu == 0.5
+    assert cfg.ray.clients_per_actor == 2
+    assert cfg.model.hidden == (32, 16)
+    assert parse_overrides(["a.b=null"]) == {"a.b": None}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["rounds=0"], "rounds: Input should be greater than or equal to 1 (got 0)"),
+        (["data.num_clients=-3"], "data.num_clients"),
+        (["model.kind=resnet"], "model.kind: Input should be 'mlr', 'mlp' or 'cnn'"),
+        (["algorithm.kind=sgd"], "'fedavg'"),
+        (["algorithm.lr=-1"], "algorithm.lr: Input should be greater than 0"),
+        (["data.bogus=1"], "data.bogus: unknown key; allowed keys: alpha,"),
+        (["algorithm.bogus=1"], "algorithm.bogus: unknown key"),
+        (["ray.clients_per_actor=0"], "ray.clients_per_actor"),
+        (["scheduler.clients_per_round=50"], "must be <= data.num_clients"),
+        (["privacy.delta=1.5"], "privacy"),
+        (["rounds"], "must look like key.path=value"),
+    ],
+    ids=[
+        "rounds-zero",
+        "negative-clients",
+        "bad-model",
+        "bad-algorithm",
+        "negative-lr",
+        "unknown-key",
+        "unknown-algo-key",
+        "zero-packing",
+        "k-gt-n",
+        "bad-delta",
+        "no-equals",
+    ],
+)
+def test_errors_name_field_and_allowed_values(overrides, expected):
+    with pytest.raises(ConfigError) as info:
+        load_config(None, overrides)
+    message = str(info.value)
+    assert expected in message
+    assert len(message.splitlines()) <= 6
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rounds: [1,\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+
+
+def test_cli_prints_config_error_without_traceback(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rounds: 2\ndata:\n  partition: zipf\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "rayfl.cli", "run", str(cfg), f"output.dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "data.partition" in proc.stderr and "'iid'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    # nothing half-written
+    assert not any(p.is_dir() for p in tmp_path.iterdir())
