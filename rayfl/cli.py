@@ -1,6 +1,7 @@
 """The ``rayfl`` command: run, plot, info.
 
     rayfl run CONFIG [key.path=value ...]   run an experiment, print its table
+    rayfl compare CONFIG --policies a,b,c   same config and seed under each policy
     rayfl plot RUN_DIR [RUN_DIR ...]        (re)draw plots, overlaying several runs
     rayfl info [--data-root DIR]            Ray resources and datasets found
 
@@ -17,9 +18,21 @@ __all__ = ["main"]
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from rayfl.compare import sweep
+    from rayfl.config import load_config
     from rayfl.runner import run
 
-    result = run(args.config, args.overrides)
+    config = load_config(args.config, args.overrides)
+    if config.sweep:
+        table, out = sweep(config)
+        print(
+            table.drop(columns=["run_dir"]).to_string(
+                index=False, float_format=lambda v: f"{v:.4g}"
+            )
+        )
+        print(f"\nsweep directory: {out}")
+        return 0
+    result = run(config)
     print(result.table())
     final = result.summary.get("final", {})
     print(
@@ -34,6 +47,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
             "per-client ε at δ={delta}: max {epsilon_max:.3f}, median {epsilon_median:.3f},"
             " min {epsilon_min:.3f}".format(**privacy)
         )
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from rayfl.compare import compare
+
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    table, out = compare(args.config, policies, args.overrides)
+    print(
+        table.drop(columns=["run_dir"]).to_string(
+            index=False, float_format=lambda v: f"{v:.4g}"
+        )
+    )
+    print(f"\ncomparison directory: {out}")
     return 0
 
 
@@ -86,6 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", help="YAML config file (see examples/)")
     p.add_argument("overrides", nargs="*", help="key.path=value overrides")
     p.set_defaults(func=_cmd_run)
+    p = sub.add_parser("compare", help="run one config under several policies")
+    p.add_argument("config", help="YAML config file with a wireless section")
+    p.add_argument("overrides", nargs="*", help="key.path=value overrides")
+    p.add_argument(
+        "--policies",
+        required=True,
+        help="comma-separated names, e.g. random,round_robin,proportional_fair",
+    )
+    p.set_defaults(func=_cmd_compare)
     p = sub.add_parser("plot", help="draw the plots of one or more run directories")
     p.add_argument("run_dirs", nargs="+")
     p.add_argument("--out", help="output directory (default RUN_DIR/plots)")
@@ -101,7 +137,17 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rayfl`` console script."""
     from rayfl.config import ConfigError
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # Overrides may follow options (`compare CFG --policies a,b rounds=5`).
+    if (
+        extra
+        and hasattr(args, "overrides")
+        and not any(e.startswith("-") for e in extra)
+    ):
+        args.overrides = list(args.overrides) + extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.func(args))
     except ConfigError as e:

@@ -145,6 +145,11 @@ class RunConfig(_Section):
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
+    sweep: dict[str, list[Any]] = Field(
+        default_factory=dict,
+        description="Grid of overrides to run as separate variants, dotted key → "
+        "values, e.g. {privacy.epsilon: [1, 4, null]}; empty = one run.",
+    )
 
     @model_validator(mode="after")
     def _check_cross(self) -> RunConfig:
@@ -154,6 +159,9 @@ class RunConfig(_Section):
                 f"scheduler.clients_per_round must be <= data.num_clients "
                 f"({self.data.num_clients}), got {k}"
             )
+        for key, values in self.sweep.items():
+            if not values:
+                raise ValueError(f"sweep.{key} must list at least one value")
         if self.model.kind == "cnn" and self.data.dataset == "synthetic":
             raise ValueError(
                 "model.kind=cnn needs image data; data.dataset=synthetic is a 60-dim "

@@ -18,6 +18,8 @@ _PANELS = (
     ("eval_max_loss", "max client test loss"),
     ("jain_train_loss", "Jain's index (train loss)"),
     ("epsilon_max", "max client ε"),
+    ("latency_s", "round uplink latency (s)"),
+    ("energy_j", "round uplink energy (J)"),
 )
 
 

@@ -174,6 +174,12 @@ class _EnvDriver:
         self.env.close()
 
 
+def _total(rows: list[dict[str, Any]], key: str) -> float | None:
+    """Sum of a per-round column; None when it was never measured (no wireless)."""
+    values = np.array([r[key] for r in rows], dtype=np.float64)
+    return float(values.sum()) if len(values) and np.isfinite(values).all() else None
+
+
 def _driver(cfg: RunConfig) -> _SchedulerDriver | _EnvDriver:
     policy = cfg.scheduler.policy
     if policy in BUILTIN_POLICIES and (cfg.wireless is None or policy == "all"):
@@ -217,8 +223,13 @@ def _run(cfg: RunConfig) -> RunResult:
                 "epsilon_max": float(np.nanmax(epsilon))
                 if epsilon is not None
                 else float("nan"),
-                "latency_s": max((r.get("latency_s", 0.0) for r in rows), default=0.0),
-                "energy_j": float(sum(r.get("energy_j", 0.0) for r in rows)),
+                # a synchronous round lasts as long as its slowest uplink
+                "latency_s": max((r.get("latency_s", 0.0) for r in rows), default=0.0)
+                if cfg.wireless is not None
+                else float("nan"),
+                "energy_j": float(sum(r.get("energy_j", 0.0) for r in rows))
+                if cfg.wireless is not None
+                else float("nan"),
                 "bits": float(sum(r.get("bits", 0.0) for r in rows)),
                 **summary,
             }
@@ -250,8 +261,8 @@ def _run(cfg: RunConfig) -> RunResult:
             "model_dim": system.dim,
             "final": {k: v for k, v in final.items() if k != "round"},
             "totals": {
-                "latency_s": float(sum(r["latency_s"] for r in log.round_rows)),
-                "energy_j": float(sum(r["energy_j"] for r in log.round_rows)),
+                "latency_s": _total(log.round_rows, "latency_s"),
+                "energy_j": _total(log.round_rows, "energy_j"),
                 "bits": float(sum(r["bits"] for r in log.round_rows)),
             },
             "privacy": system.uplink.privacy_summary(eps),

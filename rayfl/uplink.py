@@ -40,7 +40,7 @@ import numpy.typing as npt
 from rayfl.actors.cloud import LinkOutcome
 from rayfl.config import RunConfig
 from rayfl.privacy.accountant import PrivacyLedger
-from rayfl.privacy.calibration import calibrate_noise_std
+from rayfl.privacy.calibration import calibrate_noise_std, nominal_epsilon
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.wireless.channel import ChannelState, WirelessChannel
@@ -217,13 +217,17 @@ class UplinkModel:
         if not self.accounted or not evaluate:
             return None, None
         eps = self.ledger.epsilon(privacy.delta)
-        nominal = None
-        if privacy.epsilon is not None:
-            nominal = self.ledger.nominal_epsilon(
+        nominal = eps  # "accountant"/"sparse": the calibration *is* the accountant's
+        if privacy.epsilon is not None and privacy.calibration in (
+            "wpfl",
+            "dp_ditto",
+            "h2fdp",
+        ):
+            nominal = nominal_epsilon(
+                self.ledger.upload_count,
                 calibration=privacy.calibration,
                 epsilon=privacy.epsilon,
                 planned_uploads=self.planned_uploads,
-                delta=privacy.delta,
             )
         return eps, nominal
 

@@ -74,7 +74,9 @@ class ServerHost:
         seed = self.setup.seed
         lookup = {}
         if link is not None:
-            for c, ber, ok in zip(link.clients, link.bit_error_rate, link.delivered, strict=False):
+            for c, ber, ok in zip(
+                link.clients, link.bit_error_rate, link.delivered, strict=False
+            ):
                 lookup[int(c)] = (float(ber), bool(ok))
         items = sorted(
             (int(c), p, float(w))

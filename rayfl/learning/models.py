@@ -177,7 +177,10 @@ class FlatModel:
         self.params: list[nn.Parameter] = []
         with torch.no_grad():
             for p, start, stop in zip(
-                module.parameters(), self.spec.offsets[:-1], self.spec.offsets[1:], strict=False
+                module.parameters(),
+                self.spec.offsets[:-1],
+                self.spec.offsets[1:],
+                strict=False,
             ):
                 view = self.flat[start:stop].view(p.shape)
                 view.copy_(p.data)

@@ -1,0 +1,28 @@
+"""Run the doctest ``Example:`` blocks of every policies module."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "policies.assignment",
+    "policies.base",
+    "policies.registry",
+    "policies.random",
+    "policies.round_robin",
+    "policies.proportional_fair",
+    "policies.best_channel",
+    "policies.age_based",
+    "policies.delay_min",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(
+        importlib.import_module(name), optionflags=doctest.ELLIPSIS
+    )
+    assert result.failed == 0

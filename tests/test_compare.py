@@ -1,0 +1,61 @@
+"""`rayfl compare` and config sweeps on a 2-CPU Ray session."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rayfl.compare import compare, markdown_table, sweep
+from rayfl.config import ConfigError, load_config
+
+BASE = {
+    "name": "c",
+    "rounds": 2,
+    "data": {"dataset": "digits", "num_clients": 6, "partition": "iid"},
+    "model": {"kind": "mlr"},
+    "wireless": {"num_subchannels": 3},
+    "output": {"progress": False, "plots": True},
+}
+
+
+def test_compare_policies_writes_table_and_overlaid_plots(ray_session, tmp_path):
+    table, out = compare(
+        BASE, ["round_robin", "best_channel"], {"output.dir": str(tmp_path)}
+    )
+    assert list(table["policy"]) == ["round_robin", "best_channel"]
+    assert table["final_acc"].between(0, 1).all()
+    assert (table["total_latency_s"] > 0).all() and (table["total_bits"] > 0).all()
+    assert (out / "table.csv").is_file() and (out / "table.md").is_file()
+    assert (out / "plots" / "eval_acc.png").is_file()
+    pd.testing.assert_frame_equal(
+        pd.read_csv(out / "table.csv"), table, check_dtype=False
+    )
+    # round robin over 6 clients with K=3 schedules clients 0-2 then 3-5
+    run_dir = next(Path(out).glob("c-round_robin-*"))
+    m = pd.read_parquet(run_dir / "metrics.parquet")
+    assert sorted(m[(m["round"] == 1) & m.scheduled]["client"]) == [3, 4, 5]
+
+
+def test_sweep_runs_each_value(ray_session, tmp_path):
+    cfg = load_config(
+        BASE,
+        {
+            "output.dir": str(tmp_path),
+            "sweep": {"algorithm.lr": [0.01, 0.5]},
+            "wireless": None,
+        },
+    )
+    table, _ = sweep(cfg)
+    assert list(table["variant"]) == ["algorithm.lr=0.01", "algorithm.lr=0.5"]
+    assert table["final_acc"].iloc[1] > table["final_acc"].iloc[0]
+
+
+def test_compare_validates_every_variant_before_running(tmp_path):
+    with pytest.raises(ConfigError):
+        compare(BASE, ["round_robin"], {"output.dir": str(tmp_path), "rounds": 0})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_markdown_table():
+    text = markdown_table(pd.DataFrame({"p": ["a", "b"], "x": [1.23456, 2.0]}))
+    assert text.splitlines() == ["| p | x |", "|---|---|", "| a | 1.235 |", "| b | 2 |"]
