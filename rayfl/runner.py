@@ -206,10 +206,7 @@ def _run(cfg: RunConfig) -> RunResult:
         for t in range(cfg.rounds):
             t0 = time.perf_counter()
             schedule, result, evals = driver.step(t)
-            last = t == cfg.rounds - 1
-            epsilon, nominal = system.uplink.epsilons(
-                evaluate=evals is not None or last
-            )
+            epsilon, nominal = system.uplink.epsilons(evaluate=True)
             summary = round_summary(evals, system.num_test) if evals else {}
             log.client_rows += _client_rows(
                 t, system.num_clients, result, evals, epsilon, nominal
@@ -258,6 +255,7 @@ def _run(cfg: RunConfig) -> RunResult:
             "total_s": time.perf_counter() - started,
             "num_clients": system.num_clients,
             "num_actors": len(system.actors),
+            "placement": system.placement(),
             "model_dim": system.dim,
             "final": {k: v for k, v in final.items() if k != "round"},
             "totals": {

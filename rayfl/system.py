@@ -111,20 +111,34 @@ class FLSystem:
         self.groups = pack_clients(n, int(per_actor))
         actor_cpus = min(1.0, cpus / len(self.groups))
         data_ref = ray.put(self.data)
+        # SPREAD places client actors across nodes first (multi-node clusters).
         self.actors = [
-            ClientActor.options(num_cpus=actor_cpus, max_restarts=0).remote(
-                data_ref, group, setup
-            )
+            ClientActor.options(
+                num_cpus=actor_cpus, max_restarts=0, scheduling_strategy="SPREAD"
+            ).remote(data_ref, group, setup)
             for group in self.groups
         ]
         self.actor_of = np.empty(n, dtype=np.int64)
         for a, group in enumerate(self.groups):
             self.actor_of[group] = a
         self.cloud = CloudServer.options(num_cpus=0).remote(setup)
-        # Fail fast (and clearly) if an actor cannot start.
-        ray.get(
-            [a.ping.remote() for a in self.actors] + [self.cloud.__ray_ready__.remote()]
+        # Fail fast (and clearly) if an actor cannot start; learn where each landed.
+        nodes = ray.get(
+            [a.ping.remote() for a in self.actors] + [self.cloud.ping.remote()]
         )
+        self.actor_nodes: list[str] = nodes[:-1]
+        self.cloud_node: str = nodes[-1]
+
+    def placement(self) -> dict[str, Any]:
+        """Return where the actors run: node id per client actor and the cloud."""
+        return {
+            "client_actors": [
+                {"node": node, "clients": [group[0], group[-1]]}
+                for node, group in zip(self.actor_nodes, self.groups, strict=True)
+            ],
+            "cloud": self.cloud_node,
+            "num_nodes": len(set(self.actor_nodes) | {self.cloud_node}),
+        }
 
     def _start(self, cfg: RunConfig) -> tuple[npt.NDArray[np.float32], ActorSetup]:
         """Set the run-level state of ``cfg`` (seed): ω⁰, uplink model, setup."""

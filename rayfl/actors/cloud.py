@@ -53,6 +53,10 @@ class ServerHost:
         """Start a new run: new setup (seed)."""
         self.setup = setup
 
+    def ping(self) -> str:
+        """Return the node id this actor runs on (placement reports)."""
+        return ray.get_runtime_context().get_node_id()
+
     def aggregate(
         self,
         round: int,
