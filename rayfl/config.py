@@ -95,6 +95,13 @@ class RayConfig(_Section):
         description="Virtual clients hosted by one client actor. `auto`: "
         "ceil(num_clients / CPUs), i.e. one actor per CPU; 1: one actor per client.",
     )
+    max_actor_restarts: int = Field(
+        3,
+        ge=-1,
+        description="Restarts of a client actor that dies (-1: unlimited). Its clients' "
+        "updates of that round count as lost; their state is restored from the last "
+        "round's snapshot.",
+    )
     object_store_memory_mb: int | None = Field(
         None, ge=64, description="Object store size of a locally started session."
     )

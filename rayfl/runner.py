@@ -27,25 +27,6 @@ from rayfl.system import FLSystem, RoundResult
 
 __all__ = ["run"]
 
-_CLIENT_COLUMNS = (
-    "round",
-    "client",
-    "scheduled",
-    "subchannel",
-    "power",
-    "snr_db",
-    "delivered",
-    "train_loss",
-    "test_loss",
-    "test_acc",
-    "personal_acc",
-    "epsilon",
-    "epsilon_nominal",
-    "bits",
-    "latency_s",
-    "energy_j",
-)
-
 
 def _progress(enabled: bool, total: int) -> Any:
     if not enabled:
@@ -78,6 +59,7 @@ def _client_rows(
                 "power": float(r.get("tx_power_w", nan)),
                 "snr_db": float(r.get("snr_db", nan)),
                 "delivered": bool(r.get("delivered", False)),
+                "actor_failed": bool(r.get("actor_failed", False)),
                 "train_loss": float(r.get("train_loss", nan)),
                 "test_loss": float(e.get("test_loss", nan)),
                 "test_acc": float(e.get("test_acc", nan)),
@@ -256,6 +238,7 @@ def _run(cfg: RunConfig) -> RunResult:
             "num_clients": system.num_clients,
             "num_actors": len(system.actors),
             "placement": system.placement(),
+            "local_updates": system.local_updates(),
             "model_dim": system.dim,
             "final": {k: v for k, v in final.items() if k != "round"},
             "totals": {

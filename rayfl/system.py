@@ -14,6 +14,7 @@ One round (DESIGN.md "One round, as data flows"):
 from __future__ import annotations
 
 import math
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,17 +112,25 @@ class FLSystem:
         self.groups = pack_clients(n, int(per_actor))
         actor_cpus = min(1.0, cpus / len(self.groups))
         data_ref = ray.put(self.data)
+        self.run_id = uuid.uuid4().hex[:8]
         # SPREAD places client actors across nodes first (multi-node clusters).
         self.actors = [
             ClientActor.options(
-                num_cpus=actor_cpus, max_restarts=0, scheduling_strategy="SPREAD"
+                name=f"rayfl-{self.run_id}-clients-{a}",
+                num_cpus=actor_cpus,
+                max_restarts=cfg.ray.max_actor_restarts,
+                scheduling_strategy="SPREAD",
             ).remote(data_ref, group, setup)
-            for group in self.groups
+            for a, group in enumerate(self.groups)
         ]
         self.actor_of = np.empty(n, dtype=np.int64)
         for a, group in enumerate(self.groups):
             self.actor_of[group] = a
         self.cloud = CloudServer.options(num_cpus=0).remote(setup)
+        # Latest state snapshot of each actor's clients (refs, never pulled) and the
+        # actors that died and must be restored before their next call.
+        self.state_refs: dict[int, Any] = {}
+        self.to_restore: set[int] = set()
         # Fail fast (and clearly) if an actor cannot start; learn where each landed.
         nodes = ray.get(
             [a.ping.remote() for a in self.actors] + [self.cloud.ping.remote()]
@@ -182,9 +191,10 @@ class FLSystem:
         Returns:
             Per-client records of the round.
         """
+        self._restore_failed()
         order = np.argsort(schedule.clients, kind="stable")
         clients = schedule.clients[order]
-        calls = []
+        calls, called = [], []
         for a in np.unique(self.actor_of[clients]) if len(clients) else []:
             mask = self.actor_of[clients] == a
             controls = {
@@ -193,18 +203,22 @@ class FLSystem:
             }
             calls.append(
                 self.actors[a]
-                .train.options(num_returns=2)
+                .train.options(num_returns=3)
                 .remote(round, self.global_ref, clients[mask].tolist(), controls)
             )
-        records = {
-            int(r["client"]): r
-            for batch in ray.get([c[0] for c in calls])
-            for r in batch
-        }
+            called.append(int(a))
+        batches = self._gather([c[0] for c in calls], called)
+        ok = [i for i, b in enumerate(batches) if b is not None]
+        for i in ok:
+            self.state_refs[called[i]] = calls[i][2]
+        records = {int(r["client"]): r for i in ok for r in batches[i]}
+        lost = {int(c) for c in clients} - set(records)
+        for c in lost:  # the actor died mid-round: like packet loss
+            records[c] = {"client": c, "bits": 0.0, "actor_failed": True}
         bits = np.array([records[int(c)]["bits"] for c in clients], dtype=np.float64)
         link_rows, link = self.uplink.link(round, schedule, bits)
         new_ref, server_ref = self.cloud.aggregate.options(num_returns=2).remote(
-            round, self.global_ref, link, *[c[1] for c in calls]
+            round, self.global_ref, link, *[calls[i][1] for i in ok]
         )
         server = ray.get(server_ref)
         self.global_ref = new_ref
@@ -216,13 +230,71 @@ class FLSystem:
             row["delivered"] = int(c) in delivered
             row["rejected"] = int(c) in rejected
             rows.append(row)
-        self.uplink.record_releases(schedule.clients)
+        self.uplink.record_releases([c for c in schedule.clients if int(c) not in lost])
         return RoundResult(round, rows, sorted(delivered))
 
     def evaluate(self) -> list[dict[str, float]]:
-        """Evaluate every client's models; one record per client, by id."""
-        batches = ray.get([a.evaluate.remote(self.global_ref) for a in self.actors])
-        return sorted((r for b in batches for r in b), key=lambda r: r["client"])
+        """Evaluate every client's models; one record per client, by id.
+
+        Clients of an actor that fails during evaluation get NaN metrics.
+        """
+        self._restore_failed()
+        refs = [a.evaluate.remote(self.global_ref) for a in self.actors]
+        batches = self._gather(refs, list(range(len(self.actors))))
+        nan = float("nan")
+        rows = []
+        for a, batch in enumerate(batches):
+            if batch is None:
+                batch = [
+                    {
+                        "client": c,
+                        "test_loss": nan,
+                        "test_acc": nan,
+                        "eval_train_loss": nan,
+                    }
+                    for c in self.groups[a]
+                ]
+            rows += batch
+        return sorted(rows, key=lambda r: r["client"])
+
+    # ------------------------------------------------------------------ faults
+    def _gather(self, refs: list[Any], actor_ids: list[int]) -> list[Any]:
+        """``ray.get`` the refs; a dead actor's result becomes None (and is noted)."""
+        try:
+            return list(ray.get(refs))
+        except ray.exceptions.RayActorError:
+            pass
+        out = []
+        for ref, a in zip(refs, actor_ids, strict=True):  # failure path only
+            try:
+                out.append(ray.get(ref))
+            except ray.exceptions.RayActorError:
+                out.append(None)
+                self.to_restore.add(a)
+        return out
+
+    def _restore_failed(self) -> None:
+        """Give restarted actors back their clients' state (waits for the restart)."""
+        if not self.to_restore:
+            return
+        pending = [
+            self.actors[a]
+            .set_state.options(max_task_retries=-1)
+            .remote(self.state_refs.get(a, {}))
+            for a in sorted(self.to_restore)
+        ]
+        ray.get(pending)
+        self.to_restore.clear()
+
+    def local_updates(self) -> list[int]:
+        """Return how many local updates each client has made (pulls small dicts)."""
+        self._restore_failed()
+        states = ray.get([a.get_state.remote() for a in self.actors])
+        counts = [0] * self.num_clients
+        for state in states:
+            for c, s in state.items():
+                counts[int(c)] = int(s.get("local_updates", 0))
+        return counts
 
     def global_vector(self) -> npt.NDArray[np.float32]:
         """Return ω^t (pulls the array: not for the hot path)."""

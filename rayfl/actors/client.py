@@ -68,7 +68,7 @@ class ClientHost:
         global_vector: npt.NDArray[np.float32],
         clients: list[int],
         controls: dict[str, list[float]] | None = None,
-    ) -> tuple[list[dict[str, float]], Uploads]:
+    ) -> tuple[list[dict[str, float]], Uploads, dict[int, dict[str, Any]]]:
         """Train the scheduled ``clients`` and run their uplink stages.
 
         Args:
@@ -78,7 +78,9 @@ class ClientHost:
             controls: Per-client knobs, name → one value per entry of ``clients``.
 
         Returns:
-            One record per client and the bundle of their payloads.
+            One record per client, the bundle of their payloads, and a snapshot of
+            the hosted clients' state after the round (the driver keeps its ref so
+            a restarted actor can be restored; empty for stateless algorithms).
         """
         seed = self.setup.seed
         records: list[dict[str, float]] = []
@@ -98,6 +100,7 @@ class ClientHost:
                 rng=rng_for(seed, "batch", round=round, client=client),
             )
             update = self.algorithm.client_update(ctx)
+            ctx.state["local_updates"] = ctx.state.get("local_updates", 0) + 1
             payload, stage_metrics = run_stages(
                 update.vector,
                 self.stages,
@@ -116,7 +119,8 @@ class ClientHost:
         bundle = Uploads(
             np.asarray(clients, dtype=np.int64), tuple(payloads), np.asarray(weights)
         )
-        return records, bundle
+        snapshot = {c: dict(v) for c, v in self.state.items() if v}
+        return records, bundle, snapshot
 
     def evaluate(
         self, global_vector: npt.NDArray[np.float32], clients: list[int] | None = None
@@ -155,7 +159,8 @@ class ClientHost:
 
     def set_state(self, state: dict[int, dict[str, Any]]) -> None:
         """Restore per-client state saved by :meth:`get_state`."""
-        self.state = {int(k): dict(v) for k, v in state.items()}
+        self.state = {c: {} for c in self.clients}
+        self.state.update({int(k): dict(v) for k, v in state.items()})
 
     def ping(self) -> str:
         """Return the node id this actor runs on (placement reports)."""

@@ -1,0 +1,225 @@
+"""Batch plan and data windows of a vectorized local run over many clients.
+
+The plan fixes, before any arithmetic, every client's mini-batch order with
+:func:`rayfl.learning.train.batch_indices` (so it equals the per-client loop's),
+stacks the clients by step count (descending) so that the clients still training
+at step s are a prefix of the stack, and gathers their batches into padded data
+windows: slot s of client i holds its batch s in the first ``b_is`` rows and
+padding after it, with a per-row loss weight 1/b_is on real rows and 0 on padding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from rayfl.learning.train import batch_indices
+
+__all__ = ["BatchPlan", "DataWindow", "WindowScratch", "iter_windows", "plan_batches"]
+
+WINDOW_BYTES = 16 << 20
+"""Default memory budget of one data window's inputs."""
+
+Dataset = tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """Mini-batch order of m clients, stacked by step count (descending).
+
+    Attributes:
+        order: Stack position → client index in the caller's list, int64 (m,).
+        steps: Steps of each stacked client, descending, int64 (m,).
+        batches: Index arrays of each stacked client's batches.
+        slot: Rows per batch slot: the largest batch of the run (≤ batch size).
+    """
+
+    order: npt.NDArray[np.int64]
+    steps: npt.NDArray[np.int64]
+    batches: list[list[npt.NDArray[np.int64]]]
+    slot: int
+
+    @property
+    def num_steps(self) -> int:
+        """Steps of the longest client (0 when no client trains)."""
+        return int(self.steps[0]) if len(self.steps) else 0
+
+    def active(self, step: int) -> int:
+        """Return how many stacked clients take step ``step`` (a prefix)."""
+        return int(np.count_nonzero(self.steps > step))
+
+
+def plan_batches(
+    sizes: Sequence[int],
+    *,
+    batch_size: int,
+    local_epochs: int,
+    local_steps: int | None,
+    rngs: Sequence[np.random.Generator],
+) -> BatchPlan:
+    """Draw every client's batch order and stack the clients by step count.
+
+    Args:
+        sizes: Train-split size of each client, length m.
+        batch_size: Mini-batch size B.
+        local_epochs: Epochs E (ignored when ``local_steps`` is set).
+        local_steps: Steps S, or None to use epochs.
+        rngs: One generator per client; each draws exactly what ``local_sgd``
+            draws for that client.
+
+    Returns:
+        The plan.
+
+    Raises:
+        ValueError: If lengths differ, or a client without samples must take steps.
+
+    Example:
+        >>> plan = plan_batches([10, 3], batch_size=4, local_epochs=1,
+        ...                     local_steps=None, rngs=[np.random.default_rng(0)] * 2)
+        >>> plan.steps.tolist(), plan.slot
+        ([3, 1], 4)
+    """
+    if len(sizes) != len(rngs):
+        raise ValueError(f"need one rng per client: {len(sizes)} datasets, {len(rngs)}")
+    batches = []
+    for i, (n, rng) in enumerate(zip(sizes, rngs, strict=True)):
+        if n == 0 and local_steps:
+            raise ValueError(f"client {i} has no samples but local_steps={local_steps}")
+        batches.append(
+            batch_indices(
+                int(n),
+                batch_size=batch_size,
+                local_epochs=local_epochs,
+                local_steps=local_steps,
+                rng=rng,
+            )
+        )
+    counts = np.array([len(b) for b in batches], dtype=np.int64)
+    order = np.argsort(-counts, kind="stable").astype(np.int64)
+    slot = max((len(b) for bs in batches for b in bs), default=1)
+    return BatchPlan(order, counts[order], [batches[i] for i in order], slot)
+
+
+@dataclass(frozen=True)
+class DataWindow:
+    """Padded batches of steps ``[start, stop)`` for the first ``k`` stacked clients.
+
+    Attributes:
+        start: First step of the window.
+        stop: One past its last step.
+        x: Inputs, float32 (k, (stop − start)·slot, *input_shape).
+        y: Labels, int64 (k, (stop − start)·slot); padding rows hold label 0.
+        loss_weight: 1/b_is on real rows, 0 on padding, float32 (k, (stop − start)·slot).
+    """
+
+    start: int
+    stop: int
+    x: torch.Tensor
+    y: torch.Tensor
+    loss_weight: torch.Tensor
+
+    def batch(
+        self, step: int, active: int, slot: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Return views ``(x, y, loss_weight)`` of step ``step`` for ``active`` clients.
+
+        Args:
+            step: Step index, ``start ≤ step < stop``.
+            active: Number of stacked clients taking this step.
+            slot: Rows per batch slot.
+
+        Returns:
+            Shapes (active, slot, *input_shape), (active, slot), (active, slot).
+        """
+        rows = slice((step - self.start) * slot, (step - self.start + 1) * slot)
+        return (
+            self.x[:active, rows],
+            self.y[:active, rows],
+            self.loss_weight[:active, rows],
+        )
+
+
+class WindowScratch:
+    """Window tensors reused across windows and chunks (first-touch page faults of
+    fresh buffers cost more than the gather itself)."""
+
+    def __init__(self) -> None:
+        self._x = torch.empty(0)
+        self._y = torch.empty(0, dtype=torch.int64)
+        self._w = torch.empty(0)
+
+    def get(
+        self, clients: int, rows: int, sample_shape: tuple[int, ...]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Return uninitialised x (k, rows, *shape), y (k, rows), weight (k, rows)."""
+        size = clients * rows * int(np.prod(sample_shape, dtype=np.int64))
+        if self._x.numel() < size:
+            self._x = torch.empty(size)
+        if self._y.numel() < clients * rows:
+            self._y = torch.empty(clients * rows, dtype=torch.int64)
+            self._w = torch.empty(clients * rows)
+        x = self._x[:size].view(clients, rows, *sample_shape)
+        y = self._y[: clients * rows].view(clients, rows)
+        return x, y, self._w[: clients * rows].view(clients, rows)
+
+
+def iter_windows(
+    plan: BatchPlan,
+    datasets: Sequence[Dataset],
+    *,
+    scratch: WindowScratch,
+    max_bytes: int | None = None,
+) -> Iterator[DataWindow]:
+    """Yield the data windows of a plan, each at most about ``max_bytes`` of inputs.
+
+    Args:
+        plan: The batch plan.
+        datasets: ``(x, y)`` per client in the caller's order (``plan.order`` maps
+            stack positions to it); x float32 (n_i, *input_shape), y int64 (n_i,).
+        scratch: Buffers to write the windows into (a window is valid until the
+            next one is yielded).
+        max_bytes: Memory budget of one window's inputs; default ``WINDOW_BYTES``.
+
+    Yields:
+        Consecutive windows covering steps ``[0, plan.num_steps)``.
+    """
+    if plan.num_steps == 0:
+        return
+    xs = [
+        torch.from_numpy(np.asarray(datasets[i][0], dtype=np.float32))
+        for i in plan.order
+    ]
+    ys = [
+        torch.from_numpy(np.asarray(datasets[i][1], dtype=np.int64)) for i in plan.order
+    ]
+    sample_shape = tuple(xs[0].shape[1:])
+    row_bytes = 4 * int(np.prod(sample_shape, dtype=np.int64))
+    budget = WINDOW_BYTES if max_bytes is None else max_bytes
+    span = max(1, budget // max(1, plan.active(0) * plan.slot * row_bytes))
+    start = 0
+    while start < plan.num_steps:
+        k = plan.active(start)
+        stop = min(plan.num_steps, start + span)
+        rows = (stop - start) * plan.slot
+        index = np.zeros((k, rows), dtype=np.int64)
+        weight = np.zeros((k, rows), dtype=np.float32)
+        for i in range(k):
+            for s in range(start, min(stop, int(plan.steps[i]))):
+                b = plan.batches[i][s]
+                at = (s - start) * plan.slot
+                index[i, at : at + len(b)] = b
+                weight[i, at : at + len(b)] = 1.0 / len(b)
+        index_t = torch.from_numpy(index)
+        x, y, w = scratch.get(k, rows, sample_shape)
+        for i in range(k):
+            torch.index_select(
+                xs[i].view(len(xs[i]), -1), 0, index_t[i], out=x[i].view(rows, -1)
+            )
+            torch.index_select(ys[i], 0, index_t[i], out=y[i])
+        w.copy_(torch.from_numpy(weight))
+        yield DataWindow(start, stop, x, y, w)
+        start = stop
