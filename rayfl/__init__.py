@@ -14,7 +14,15 @@ from importlib import import_module
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["ConfigError", "RunConfig", "__version__", "load_config", "load_run", "run"]
+__all__ = [
+    "ConfigError",
+    "RunConfig",
+    "__version__",
+    "load_config",
+    "load_run",
+    "resume",
+    "run",
+]
 
 _LAZY = {
     "run": "rayfl.runner",
@@ -22,6 +30,7 @@ _LAZY = {
     "ConfigError": "rayfl.config",
     "RunConfig": "rayfl.config",
     "load_run": "rayfl.results",
+    "resume": "rayfl.runner",
 }
 
 

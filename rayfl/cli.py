@@ -1,6 +1,7 @@
 """The ``rayfl`` command: run, plot, info.
 
     rayfl run CONFIG [key.path=value ...]   run an experiment, print its table
+    rayfl resume RUN_DIR                    continue a run from its last checkpoint
     rayfl compare CONFIG --policies a,b,c   same config and seed under each policy
     rayfl plot RUN_DIR [RUN_DIR ...]        (re)draw plots, overlaying several runs
     rayfl info [--data-root DIR]            Ray resources and datasets found
@@ -50,6 +51,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_resume(args: argparse.Namespace) -> int:
+    from rayfl.runner import resume
+
+    result = resume(args.run_dir)
+    print(result.table())
+    print(f"\nrun directory: {result.run_dir} ({result.summary['status']})")
+    return 0
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rayfl.compare import compare
 
@@ -80,6 +90,19 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
     from rayfl.data.datasets import available_datasets
 
+    if args.run:
+        import json
+
+        summary = json.loads((Path(args.run) / "summary.json").read_text())
+        placement = summary.get("placement", {})
+        print(f"run {args.run}: {placement.get('num_nodes', '?')} node(s)")
+        for i, actor in enumerate(placement.get("client_actors", [])):
+            first, last = actor["clients"]
+            print(
+                f"  client actor {i:3d} (clients {first}-{last}) on node {actor['node'][:12]}"
+            )
+        print(f"  cloud server on node {placement.get('cloud', '?')[:12]}")
+        return 0
     print("datasets:")
     for name, status in available_datasets(args.data_root).items():
         print(f"  {name:14s} {status}")
@@ -92,7 +115,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
         for key, value in sorted(ray.cluster_resources().items()):
             if not key.startswith("node:"):
                 print(f"  {key:24s} {value:g}")
-        print(f"nodes: {len([n for n in ray.nodes() if n.get('Alive')])} alive")
+        alive = [n for n in ray.nodes() if n.get("Alive")]
+        print(f"nodes: {len(alive)} alive")
+        for node in alive:
+            cpus = node.get("Resources", {}).get("CPU", 0)
+            print(
+                f"  {node['NodeID'][:12]} {node['NodeManagerAddress']:15s} {cpus:g} CPU"
+            )
         if started:
             ray.shutdown()
     else:
@@ -113,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", help="YAML config file (see examples/)")
     p.add_argument("overrides", nargs="*", help="key.path=value overrides")
     p.set_defaults(func=_cmd_run)
+    p = sub.add_parser("resume", help="continue a run from its last checkpoint")
+    p.add_argument("run_dir")
+    p.set_defaults(func=_cmd_resume)
     p = sub.add_parser("compare", help="run one config under several policies")
     p.add_argument("config", help="YAML config file with a wireless section")
     p.add_argument("overrides", nargs="*", help="key.path=value overrides")
@@ -129,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="show Ray resources and the datasets found")
     p.add_argument("--data-root", default=None, help="directory of user datasets")
     p.add_argument("--address", default=None, help="Ray address, e.g. auto")
+    p.add_argument("--run", default=None, help="a run directory: where its actors ran")
     p.set_defaults(func=_cmd_info)
     return parser
 

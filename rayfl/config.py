@@ -123,6 +123,12 @@ class OutputConfig(_Section):
     )
     plots: bool = Field(True, description="Write plots/*.png at the end of the run.")
     progress: bool = Field(True, description="Show a progress bar on a terminal.")
+    checkpoint_every: int = Field(
+        0,
+        ge=0,
+        description="Checkpoint the run every this many rounds (0 = never); "
+        "`rayfl resume RUN_DIR` continues from the last one.",
+    )
 
 
 class RunConfig(_Section):

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from rayfl.checkpoint import load_checkpoint, save_checkpoint
 from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.metrics import round_summary
 from rayfl.plots import plot_rounds
@@ -25,7 +26,7 @@ from rayfl.schedule import Schedule
 from rayfl.scheduler import BUILTIN_POLICIES, Scheduler
 from rayfl.system import FLSystem, RoundResult
 
-__all__ = ["run"]
+__all__ = ["resume", "run"]
 
 
 def _progress(enabled: bool, total: int) -> Any:
@@ -125,6 +126,12 @@ class _SchedulerDriver:
         evaluate = (t + 1) % self.cfg.eval_every == 0 or last
         return schedule, result, self.system.evaluate() if evaluate else None
 
+    def state_dict(self) -> dict[str, Any]:
+        return {"cursor": self.scheduler.cursor}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.scheduler.cursor = int(state["cursor"])
+
     def close(self) -> None:
         self.system.close()
 
@@ -152,6 +159,23 @@ class _EnvDriver:
         schedule = Schedule(np.asarray(info["scheduled"], dtype=np.int64))
         return schedule, RoundResult(t, outcome.rows, outcome.delivered), outcome.evals
 
+    def state_dict(self) -> dict[str, Any]:
+        env = self.env
+        return {
+            "policy": self.policy,
+            "obs": self.obs,
+            "env": {
+                k: getattr(env, k)
+                for k in ("round", "_loss", "_staleness", "_mean_acc")
+            },
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.policy = state["policy"]
+        self.obs = state["obs"]
+        for key, value in state["env"].items():
+            setattr(self.env, key, value)
+
     def close(self) -> None:
         self.env.close()
 
@@ -174,18 +198,49 @@ def _driver(cfg: RunConfig) -> _SchedulerDriver | _EnvDriver:
     return _EnvDriver(cfg)
 
 
-def _run(cfg: RunConfig) -> RunResult:
+def resume(run_dir: str | Path) -> RunResult:
+    """Continue a run from its last checkpoint (``rayfl resume RUN_DIR``).
+
+    The resumed run writes into the same directory; its final ``metrics.parquet``
+    equals that of an uninterrupted run with the same config.
+
+    Raises:
+        FileNotFoundError: If the run has no checkpoint.
+    """
+    path = Path(run_dir)
+    checkpoint = load_checkpoint(path)
+    cfg = load_config(path / "config.yaml")
+    return _run(cfg, run_dir=path, checkpoint=checkpoint)
+
+
+def _run(
+    cfg: RunConfig,
+    *,
+    run_dir: Path | None = None,
+    checkpoint: dict[str, Any] | None = None,
+) -> RunResult:
     started = time.perf_counter()
     driver = _driver(cfg)
     system = driver.system
+    first_round = 0
+    log = RunLog(run_dir or make_run_dir(cfg.output.dir, cfg.name))
+    if checkpoint is not None:
+        system.load_state_dict(checkpoint["system"])
+        driver.load_state_dict(checkpoint["driver"])
+        log.client_rows = checkpoint["client_rows"]
+        log.round_rows = checkpoint["round_rows"]
+        first_round = int(checkpoint["next_round"])
+    else:
+        log.write_config(cfg.to_dict())
+    run_dir = log.run_dir
     setup_s = time.perf_counter() - started
-    run_dir = make_run_dir(cfg.output.dir, cfg.name)
-    log = RunLog(run_dir)
-    log.write_config(cfg.to_dict())
     bar = _progress(cfg.output.progress, cfg.rounds)
+    if bar is not None and first_round:
+        bar.update(first_round)
     status = "running"
+    every = cfg.output.checkpoint_every
     try:
-        for t in range(cfg.rounds):
+        for t in range(first_round, cfg.rounds):
             t0 = time.perf_counter()
             schedule, result, evals = driver.step(t)
             epsilon, nominal = system.uplink.epsilons(evaluate=True)
@@ -220,6 +275,17 @@ def _run(cfg: RunConfig) -> RunResult:
                 }
                 bar.set_postfix(post, refresh=False)
                 bar.update(1)
+            if every and (t + 1) % every == 0 and t + 1 < cfg.rounds:
+                save_checkpoint(
+                    run_dir,
+                    {
+                        "next_round": t + 1,
+                        "system": system.state_dict(),
+                        "driver": driver.state_dict(),
+                        "client_rows": log.client_rows,
+                        "round_rows": log.round_rows,
+                    },
+                )
         status = "finished"
     except KeyboardInterrupt:
         status = "interrupted"

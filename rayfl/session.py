@@ -36,8 +36,16 @@ class RaySession:
             "log_to_driver": True,
             "configure_logging": True,
         }
-        if config.address is not None:
-            ray.init(address=config.address, **kwargs)
+        address = config.address
+        if address is None and os.environ.get("RAY_ADDRESS"):
+            # ray.init() would follow RAY_ADDRESS anyway: say so instead of starting
+            # a "local" session that is in fact a cluster.
+            address = os.environ["RAY_ADDRESS"]
+            print(
+                f"rayfl: connecting to RAY_ADDRESS={address} (unset it for a local run)"
+            )
+        if address is not None:
+            ray.init(address=address, **kwargs)
         else:
             # Workers import torch: keep each to one thread (DESIGN.md).
             env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

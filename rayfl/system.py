@@ -111,7 +111,8 @@ class FLSystem:
             per_actor = max(1, math.ceil(n / cpus))
         self.groups = pack_clients(n, int(per_actor))
         actor_cpus = min(1.0, cpus / len(self.groups))
-        data_ref = ray.put(self.data)
+        # Kept alive here: a restarted actor re-reads its constructor arguments.
+        self.data_ref = data_ref = ray.put(self.data)
         self.run_id = uuid.uuid4().hex[:8]
         # SPREAD places client actors across nodes first (multi-node clusters).
         self.actors = [
@@ -285,6 +286,29 @@ class FLSystem:
         ]
         ray.get(pending)
         self.to_restore.clear()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return the run state for a checkpoint (pulls the model and client states)."""
+        self._restore_failed()
+        states = ray.get([a.get_state.remote() for a in self.actors])
+        clients = {int(c): dict(v) for state in states for c, v in state.items()}
+        return {
+            "global": np.array(ray.get(self.global_ref)),
+            "clients": clients,
+            "ledger": self.uplink.ledger.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict` (the packing may differ from the saved run)."""
+        self.global_ref = ray.put(np.asarray(state["global"], dtype=np.float32))
+        clients = state["clients"]
+        ray.get(
+            [
+                actor.set_state.remote({c: clients[c] for c in group if c in clients})
+                for actor, group in zip(self.actors, self.groups, strict=True)
+            ]
+        )
+        self.uplink.ledger.load_state_dict(state["ledger"])
 
     def local_updates(self) -> list[int]:
         """Return how many local updates each client has made (pulls small dicts)."""

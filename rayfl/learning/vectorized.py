@@ -45,6 +45,7 @@ Implementation details:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -69,6 +70,11 @@ __all__ = ["choose_path", "fast_local_sgd", "local_sgd_many"]
 
 KERNELS = ("auto", "matmul", "vmap")
 _CHUNK_BYTES = 256 << 20
+# Window buffers per model, reused across calls: a fresh multi-MB buffer costs its
+# first-touch page faults, about as much as the gather that fills it.
+_SCRATCH: weakref.WeakKeyDictionary[FlatModel, WindowScratch] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _chunk_size(dim: int, slot: int, *, clip: bool, kernel: str) -> int:
@@ -157,7 +163,7 @@ def local_sgd_many(
         dim, plan.slot, clip=clip_norm is not None, kernel=kind
     )
     results: list[LocalTrainResult | None] = [None] * m
-    scratch = WindowScratch()
+    scratch = _SCRATCH.setdefault(model, WindowScratch())
     for c0 in range(0, m, chunk):
         sub = BatchPlan(
             plan.order[c0 : c0 + chunk],
