@@ -186,6 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"rayfl: {e}", file=sys.stderr)
         return 2
+    except RuntimeError as e:
+        from rayfl.resources import ResourceError
+
+        if isinstance(e, ResourceError):
+            print(f"rayfl: {e}", file=sys.stderr)
+            return 2
+        raise
     except (FileNotFoundError, ValueError) as e:
         # Bad input (missing dataset, impossible partition...): one screen, no traceback.
         if type(e).__module__.startswith("rayfl") or isinstance(e, FileNotFoundError):

@@ -29,6 +29,7 @@ from rayfl.actors.setup import ActorSetup
 from rayfl.config import RunConfig
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.learning.models import FlatModel, build_model, init_parameters
+from rayfl.resources import check_fits, estimate_memory
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for, torch_seed_for
 from rayfl.session import RaySession
@@ -110,6 +111,19 @@ class FLSystem:
         if per_actor == "auto":
             per_actor = max(1, math.ceil(n / cpus))
         self.groups = pack_clients(n, int(per_actor))
+        resources = ray.cluster_resources()
+        check_fits(
+            estimate_memory(
+                num_clients=n,
+                clients_per_actor=int(per_actor),
+                dim=self.dim,
+                data_bytes=self.data.x.nbytes + self.data.y.nbytes,
+            ),
+            memory_bytes=resources.get("memory", float("inf")),
+            object_store_bytes=resources.get("object_store_memory", float("inf")),
+            num_clients=n,
+            clients_per_actor=int(per_actor),
+        )
         actor_cpus = min(1.0, cpus / len(self.groups))
         # Kept alive here: a restarted actor re-reads its constructor arguments.
         self.data_ref = data_ref = ray.put(self.data)

@@ -53,7 +53,7 @@ import numpy.typing as npt
 import torch
 
 from rayfl.learning.models import FlatModel
-from rayfl.learning.train import LocalTrainResult, local_sgd
+from rayfl.learning.train import LocalTrainResult, batch_indices, local_sgd
 from rayfl.learning.vectorized_kernels import (
     MatmulKernel,
     VmapKernel,
@@ -65,6 +65,7 @@ from rayfl.learning.vectorized_plan import (
     iter_windows,
     plan_batches,
 )
+from rayfl.learning.vectorized_single import linear_stack_sgd
 
 __all__ = ["choose_path", "fast_local_sgd", "local_sgd_many"]
 
@@ -244,7 +245,8 @@ def fast_local_sgd(
     Args and Returns are those of :func:`rayfl.learning.train.local_sgd`; other
     modules fall back to it. ``model``'s parameters are left untouched.
     """
-    if linear_stack_shapes(model.module) is None:
+    shapes = linear_stack_shapes(model.module)
+    if shapes is None:
         return local_sgd(
             model,
             start,
@@ -258,19 +260,28 @@ def fast_local_sgd(
             prox_weight=prox_weight,
             prox_center=prox_center,
         )
-    return local_sgd_many(
-        model,
-        np.asarray(start, dtype=np.float32)[None],
-        [(x, y)],
-        lr=lr,
+    if len(y) == 0 and local_steps:
+        raise ValueError(f"no samples but local_steps={local_steps}")
+    batches = batch_indices(
+        len(y),
         batch_size=batch_size,
         local_epochs=local_epochs,
         local_steps=local_steps,
-        rngs=[rng],
+        rng=rng,
+    )
+    vector, loss_sum = linear_stack_sgd(
+        model.spec,
+        shapes,
+        start,
+        x,
+        y,
+        batches,
+        lr=lr,
         prox_weight=prox_weight,
-        prox_centers=prox_center,
-        kernel="matmul",
-    )[0]
+        prox_center=prox_center,
+        scratch=_SCRATCH.setdefault(model, WindowScratch()),
+    )
+    return LocalTrainResult(vector, loss_sum / max(len(batches), 1), len(batches))
 
 
 def choose_path(kind: str, dim: int, batch_size: int, num_clients: int) -> str:

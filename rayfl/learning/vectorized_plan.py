@@ -145,7 +145,8 @@ class DataWindow:
 
 class WindowScratch:
     """Window tensors reused across windows and chunks (first-touch page faults of
-    fresh buffers cost more than the gather itself)."""
+    fresh buffers cost more than the gather itself).
+    """
 
     def __init__(self) -> None:
         self._x = torch.empty(0)
