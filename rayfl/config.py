@@ -95,6 +95,11 @@ class RayConfig(_Section):
         description="Virtual clients hosted by one client actor. `auto`: "
         "ceil(num_clients / CPUs), i.e. one actor per CPU; 1: one actor per client.",
     )
+    reduce_in_actor: bool = Field(
+        True,
+        description="Let each client actor sum its clients' uploads before sending "
+        "(exact: fixed-point sums) when no channel effect acts on single uploads.",
+    )
     max_actor_restarts: int = Field(
         3,
         ge=-1,

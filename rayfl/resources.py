@@ -19,7 +19,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["ACTOR_BASE_BYTES", "MemoryEstimate", "ResourceError", "check_fits", "estimate_memory"]
+__all__ = [
+    "ACTOR_BASE_BYTES",
+    "MemoryEstimate",
+    "ResourceError",
+    "check_fits",
+    "estimate_memory",
+]
 
 ACTOR_BASE_BYTES = 400 * 2**20
 
@@ -61,7 +67,11 @@ def estimate_memory(
     """
     num_actors = math.ceil(num_clients / clients_per_actor)
     model = 4 * dim
-    per_actor = ACTOR_BASE_BYTES + 4 * model + clients_per_actor * state_vectors_per_client * model
+    per_actor = (
+        ACTOR_BASE_BYTES
+        + 4 * model
+        + clients_per_actor * state_vectors_per_client * model
+    )
     store = data_bytes + model + num_clients * model
     return MemoryEstimate(num_actors * per_actor, store, per_actor)
 

@@ -179,6 +179,8 @@ class FLSystem:
             num_classes=self.data.num_classes,
             noise_std=self.uplink.noise_std,
             server_noise_std=self.uplink.server_noise_std,
+            reduce_in_actor=cfg.ray.reduce_in_actor
+            and self.uplink.per_client_effects is False,
         )
         return vector, setup
 

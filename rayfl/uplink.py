@@ -96,6 +96,11 @@ class UplinkModel:
             else None
         )
         self._states: dict[int, ChannelState] = {}
+        wireless = config.wireless
+        #: Whether the channel acts on single uploads (bit flips, losses, outage).
+        self.per_client_effects = wireless is not None and (
+            wireless.effects != "none" or wireless.snr_threshold_db is not None
+        )
         self.dim = dim
 
     # ---------------------------------------------------------------- channel

@@ -20,6 +20,7 @@ from rayfl.actors.setup import ActorSetup
 from rayfl.algorithms.base import ClientContext
 from rayfl.algorithms.registry import make_algorithm
 from rayfl.data.federated import FederatedData
+from rayfl.learning.aggregate import partial_sum
 from rayfl.learning.models import FlatModel, build_model
 from rayfl.learning.train import evaluate
 from rayfl.privacy.pipeline import build_client_stages, run_stages
@@ -116,9 +117,27 @@ class ClientHost:
                     "bits": float(payload.payload_bits),
                 }
             )
-        bundle = Uploads(
-            np.asarray(clients, dtype=np.int64), tuple(payloads), np.asarray(weights)
-        )
+        clients_arr = np.asarray(clients, dtype=np.int64)
+        if not self.setup.reduce_in_actor:
+            bundle = Uploads(clients_arr, tuple(payloads), np.asarray(weights))
+        else:
+            dense = [p.to_dense() for p in payloads]
+            ok = [i for i, v in enumerate(dense) if np.all(np.isfinite(v))]
+            dim = self.model.spec.dim
+            rows = (
+                np.stack([dense[i] for i in ok])
+                if ok
+                else np.zeros((0, dim), np.float32)
+            )
+            bundle = Uploads(
+                clients_arr,
+                (),
+                np.asarray(weights),
+                partial=partial_sum(rows, [weights[i] for i in ok]),
+                rejected=tuple(
+                    int(clients[i]) for i in range(len(clients)) if i not in ok
+                ),
+            )
         snapshot = {c: dict(v) for c, v in self.state.items() if v}
         return records, bundle, snapshot
 

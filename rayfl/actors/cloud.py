@@ -19,6 +19,7 @@ import ray
 from rayfl.actors.messages import Uploads
 from rayfl.actors.setup import ActorSetup
 from rayfl.algorithms.registry import make_algorithm
+from rayfl.learning.aggregate import partial_sum
 from rayfl.seeding import rng_for
 from rayfl.wireless.effects import flip_bits
 
@@ -85,9 +86,11 @@ class ServerHost:
         items = sorted(
             (int(c), p, float(w))
             for u in uploads
-            for c, p, w in zip(u.clients, u.payloads, u.weights, strict=False)
+            if u.partial is None
+            for c, p, w in zip(u.clients, u.payloads, u.weights, strict=True)
         )
-        rows, weights, delivered, rejected = [], [], [], []
+        rows, weights, delivered = [], [], []
+        rejected = [c for u in uploads for c in u.rejected]
         for client, payload, weight in items:
             ber, ok = lookup.get(client, (0.0, True))
             if not ok:
@@ -111,15 +114,25 @@ class ServerHost:
             delivered.append(client)
         dim = len(global_vector)
         stack = np.stack(rows) if rows else np.zeros((0, dim), np.float32)
-        new = self.algorithm.server_update(global_vector, stack, np.asarray(weights))
+        summed = partial_sum(stack, weights)
+        for u in uploads:
+            if u.partial is not None:  # pre-reduced in the actor: add exactly
+                summed = summed + u.partial
+                weights += [
+                    w
+                    for c, w in zip(u.clients, u.weights, strict=True)
+                    if int(c) not in u.rejected
+                ]
+                delivered += [int(c) for c in u.clients if int(c) not in u.rejected]
+        new = self.algorithm.combine(global_vector, summed)
         # Central DP: the weighted mean moves by at most C·max w/Σw per client.
         std = self.setup.server_noise_std * (
-            max(weights) / sum(weights) if rows else 0.0
+            max(weights) / sum(weights) if weights else 0.0
         )
         if std > 0:
             rng = rng_for(seed, "server_noise", round=round)
             new = (new + rng.normal(0.0, std, size=dim)).astype(np.float32)
-        return new, {"delivered": delivered, "rejected": rejected}
+        return new, {"delivered": sorted(delivered), "rejected": sorted(rejected)}
 
 
 CloudServer = ray.remote(ServerHost)

@@ -24,6 +24,8 @@ class ActorSetup:
         num_classes: Number of classes.
         noise_std: Per-element std σ of the uplink Gaussian noise (0 = none).
         server_noise_std: Std of noise added by the server (central DP), 0 = none.
+        reduce_in_actor: Sum the uploads inside the client actor (no channel effects
+            act on individual uploads); see ``rayfl.learning.aggregate``.
     """
 
     config: RunConfig
@@ -31,6 +33,7 @@ class ActorSetup:
     num_classes: int
     noise_std: float = 0.0
     server_noise_std: float = 0.0
+    reduce_in_actor: bool = False
 
     @property
     def seed(self) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rayfl.algorithms.config import LocalTrainingConfig
-from rayfl.learning.aggregate import weighted_mean
+from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.learning.models import FlatModel
 
 __all__ = ["Algorithm", "ClientContext", "ClientUpdate"]
@@ -100,9 +100,24 @@ class Algorithm:
         Returns:
             ω^{t+1}; ω^t unchanged when nothing arrived.
         """
-        if len(received) == 0:
+        return self.combine(global_vector, partial_sum(received, weights))
+
+    def combine(
+        self, global_vector: npt.NDArray[np.float32], summed: PartialSum
+    ) -> npt.NDArray[np.float32]:
+        """Return ω^{t+1} from the (fixed-point) weighted sum of what arrived.
+
+        Args:
+            global_vector: ω^t, float32 (dim,).
+            summed: Σ w_n u_n and Σ w_n over the arrived uploads (possibly
+                pre-reduced inside the client actors).
+
+        Returns:
+            ω^{t+1}; ω^t unchanged when nothing arrived.
+        """
+        if summed.count == 0:
             return np.array(global_vector, dtype=np.float32)
-        mean = weighted_mean(received, weights)
+        mean = summed.mean()
         if self.uploads_delta:
             return (global_vector + mean).astype(np.float32)
         return mean

@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from rayfl.learning import vectorized_plan
 from rayfl.learning.models import FlatModel
 from rayfl.learning.train import LocalTrainResult, batch_indices, local_sgd
 from rayfl.learning.vectorized_kernels import (
@@ -78,10 +79,12 @@ _SCRATCH: weakref.WeakKeyDictionary[FlatModel, WindowScratch] = (
 )
 
 
-def _chunk_size(dim: int, slot: int, *, clip: bool, kernel: str) -> int:
-    """Clients per chunk so stacked parameters and gradients stay ≲ 256 MB."""
+def _chunk_size(dim: int, row_bytes: int, slot: int, *, clip: bool, kernel: str) -> int:
+    """Clients per chunk: one step's batch ≤ ``WINDOW_BYTES``, parameters ≲ 256 MB."""
     per_client = 4 * dim * (3 + (slot if clip and kernel == "vmap" else 0))
-    return max(1, _CHUNK_BYTES // per_client)
+    by_params = _CHUNK_BYTES // per_client
+    by_batch = vectorized_plan.WINDOW_BYTES // max(1, slot * row_bytes)
+    return max(1, min(by_params, by_batch))
 
 
 def local_sgd_many(
@@ -160,8 +163,9 @@ def local_sgd_many(
         local_steps=local_steps,
         rngs=rngs,
     )
+    row_bytes = 4 * int(np.prod(np.shape(datasets[0][0])[1:])) if m else 4
     chunk = max_clients or _chunk_size(
-        dim, plan.slot, clip=clip_norm is not None, kernel=kind
+        dim, row_bytes, plan.slot, clip=clip_norm is not None, kernel=kind
     )
     results: list[LocalTrainResult | None] = [None] * m
     scratch = _SCRATCH.setdefault(model, WindowScratch())
@@ -172,25 +176,26 @@ def local_sgd_many(
             plan.batches[c0 : c0 + chunk],
             plan.slot,
         )
-        flat = torch.from_numpy(starts[sub.order])  # fancy indexing copies
+        chunk_starts = torch.from_numpy(starts[sub.order])  # fancy indexing copies
+        chunk_centers = (
+            None if centers is None else torch.from_numpy(centers[sub.order])
+        )
         kern: MatmulKernel | VmapKernel
-        if kind == "matmul":
-            assert shapes is not None
-            kern = MatmulKernel(model.spec, flat, shapes)
+        if kind == "matmul" and shapes is not None:
+            kern = MatmulKernel(model.spec, chunk_starts, shapes, chunk_centers)
         else:
-            kern = VmapKernel(model.module, model.spec, flat)
+            kern = VmapKernel(model.module, model.spec, chunk_starts, chunk_centers)
         losses = _run_chunk(
             kern,
             sub,
             datasets,
-            flat,
             neg_lr=torch.from_numpy(-lrs[sub.order]),
             prox_rate=torch.from_numpy(lrs[sub.order] * np.float32(prox_weight)),
-            centers=None if centers is None else torch.from_numpy(centers[sub.order]),
+            prox=centers is not None,
             clip_norm=clip_norm,
             scratch=scratch,
         )
-        vectors = flat.numpy()
+        vectors = kern.vectors().numpy()
         for pos, client in enumerate(sub.order):
             steps = int(sub.steps[pos])
             results[client] = LocalTrainResult(
@@ -203,27 +208,25 @@ def _run_chunk(
     kern: MatmulKernel | VmapKernel,
     plan: BatchPlan,
     datasets: Sequence[tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]],
-    flat: torch.Tensor,
     *,
     neg_lr: torch.Tensor,
     prox_rate: torch.Tensor,
-    centers: torch.Tensor | None,
+    prox: bool,
     clip_norm: float | None,
     scratch: WindowScratch,
 ) -> npt.NDArray[np.float64]:
     """Train one chunk in place; return each stacked client's summed batch loss."""
     active = [plan.active(s) for s in range(plan.num_steps)]
-    total = torch.zeros(len(plan.order), dtype=torch.float64)
-    rate = prox_rate.unsqueeze(1)
+    step_loss = torch.zeros(plan.num_steps, len(plan.order))
     for window in iter_windows(plan, datasets, scratch=scratch):
         for s in range(window.start, window.stop):
             k = active[s]
             x, y, weight = window.batch(s, k, plan.slot)
-            total[:k] += kern.step(k, x, y, weight, neg_lr[:k], clip_norm)
-            if centers is not None:
+            step_loss[s, :k] = kern.step(k, x, y, weight, neg_lr[:k], clip_norm)
+            if prox:
                 # ∇(μ/2)‖w − w_c‖² = μ (w − w_c), after the gradient step (local_sgd).
-                flat[:k].sub_((flat[:k] - centers[:k]).mul_(rate[:k]))
-    return total.numpy()
+                kern.prox_(k, prox_rate[:k])
+    return step_loss.double().sum(0).numpy()
 
 
 def fast_local_sgd(
@@ -303,4 +306,6 @@ def choose_path(kind: str, dim: int, batch_size: int, num_clients: int) -> str:
         >>> choose_path("cnn", 582026, 32, 10)
         'loop'
     """
-    raise NotImplementedError
+    if kind in ("mlr", "mlp") and num_clients > 1:
+        return "vectorized"
+    return "loop"

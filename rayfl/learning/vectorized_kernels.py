@@ -1,8 +1,8 @@
 """One SGD step of k clients at once, on stacked flat parameters.
 
-Both kernels hold views into a stacked parameter tensor ``flat`` (m, dim) (row i
-is stacked client i's flat vector, laid out by its :class:`ModelSpec`) and update
-its first ``active`` rows in place. The gradient of stacked client i is
+Both kernels hold the stacked parameters of m clients (row i of ``vectors()`` is
+stacked client i's flat vector, laid out by its :class:`ModelSpec`) and update the
+first ``active`` clients in place. The gradient of stacked client i is
 ``Σ_j w_ij ∇ce_ij`` with ``w_ij = 1/b_i`` on its real batch rows and 0 on padding,
 i.e. the mean cross-entropy gradient of its batch; with ``clip_norm`` C each
 per-sample gradient ∇ce_ij is first scaled by ``min(1, C / ‖∇ce_ij‖)`` (DP-SGD,
@@ -70,24 +70,55 @@ def linear_stack_shapes(module: nn.Module) -> list[tuple[int, int]] | None:
 class MatmulKernel:
     """Batched-matmul SGD step of the built-in MLR/MLP.
 
+    Each layer's weights (and biases) of all clients are one contiguous
+    (m, out, in) tensor, so ``baddbmm_`` updates them in one batched call (on
+    strided views into a flat (m, dim) stack it falls back to one call per client).
+
     Args:
         spec: The model's spec (weight, bias, weight, bias, … in order).
-        flat: Stacked parameters, float32 (m, dim); updated in place.
+        starts: Initial stacked parameters, float32 (m, dim).
         shapes: ``(out, in)`` per Linear, from :func:`linear_stack_shapes`.
+        centers: Proximal centres, float32 (m, dim), or None.
     """
 
     def __init__(
-        self, spec: ModelSpec, flat: torch.Tensor, shapes: list[tuple[int, int]]
+        self,
+        spec: ModelSpec,
+        starts: torch.Tensor,
+        shapes: list[tuple[int, int]],
+        centers: torch.Tensor | None = None,
     ) -> None:
-        m = flat.shape[0]
-        off = spec.offsets
+        m, off = starts.shape[0], spec.offsets
         self.weights = [
-            flat[:, off[2 * i] : off[2 * i + 1]].view(m, *shape)
+            starts[:, off[2 * i] : off[2 * i + 1]].reshape(m, *shape).clone()
             for i, shape in enumerate(shapes)
         ]
         self.biases = [
-            flat[:, off[2 * i + 1] : off[2 * i + 2]] for i in range(len(shapes))
+            starts[:, off[2 * i + 1] : off[2 * i + 2]].clone()
+            for i in range(len(shapes))
         ]
+        self.params = [
+            p for pair in zip(self.weights, self.biases, strict=True) for p in pair
+        ]
+        self.centers = None
+        if centers is not None:
+            self.centers = [
+                centers[:, a:b].reshape(p.shape).clone()
+                for p, a, b in zip(self.params, off[:-1], off[1:], strict=True)
+            ]
+
+    def vectors(self) -> torch.Tensor:
+        """Return the stacked parameters, float32 (m, dim)."""
+        m = self.weights[0].shape[0]
+        return torch.cat([p.reshape(m, -1) for p in self.params], dim=1)
+
+    def prox_(self, active: int, rate: torch.Tensor) -> None:
+        """Apply w ← w − ημ (w − w_c) to the first ``active`` clients (rate = ημ, (k,))."""
+        if self.centers is None:
+            raise ValueError("prox_ needs the proximal centres at construction")
+        for p, c in zip(self.params, self.centers, strict=True):
+            head = p[:active]
+            head.sub_((head - c[:active]).mul_(rate.view(-1, *[1] * (p.dim() - 1))))
 
     def step(
         self,
@@ -162,14 +193,23 @@ class VmapKernel:
     Args:
         module: The model; only its structure is used (``functional_call``).
         spec: Its spec.
-        flat: Stacked parameters, float32 (m, dim); updated in place.
+        starts: Initial stacked parameters, float32 (m, dim).
+        centers: Proximal centres, float32 (m, dim), or None.
     """
 
-    def __init__(self, module: nn.Module, spec: ModelSpec, flat: torch.Tensor) -> None:
-        m = flat.shape[0]
+    def __init__(
+        self,
+        module: nn.Module,
+        spec: ModelSpec,
+        starts: torch.Tensor,
+        centers: torch.Tensor | None = None,
+    ) -> None:
         self.module = module
+        self.flat = starts.clone()
+        self.centers = centers
+        m = self.flat.shape[0]
         self.params = {
-            name: flat[:, start:stop].view(m, *shape)
+            name: self.flat[:, start:stop].view(m, *shape)
             for name, shape, start, stop in zip(
                 spec.names,
                 spec.shapes,
@@ -179,6 +219,17 @@ class VmapKernel:
             )
         }
         self._plain = vmap(grad_and_value(self._batch_loss))
+
+    def vectors(self) -> torch.Tensor:
+        """Return the stacked parameters, float32 (m, dim)."""
+        return self.flat
+
+    def prox_(self, active: int, rate: torch.Tensor) -> None:
+        """Apply w ← w − ημ (w − w_c) to the first ``active`` clients (rate = ημ, (k,))."""
+        if self.centers is None:
+            raise ValueError("prox_ needs the proximal centres at construction")
+        head = self.flat[:active]
+        head.sub_((head - self.centers[:active]).mul_(rate.unsqueeze(1)))
 
     def _batch_loss(
         self,

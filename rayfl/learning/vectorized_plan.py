@@ -19,7 +19,14 @@ import torch
 
 from rayfl.learning.train import batch_indices
 
-__all__ = ["BatchPlan", "DataWindow", "WindowScratch", "iter_windows", "plan_batches"]
+__all__ = [
+    "BatchPlan",
+    "DataWindow",
+    "WindowScratch",
+    "iter_windows",
+    "plan_batches",
+    "shared_rows",
+]
 
 WINDOW_BYTES = 16 << 20
 """Default memory budget of one data window's inputs."""
@@ -143,9 +150,65 @@ class DataWindow:
         )
 
 
+def shared_rows(
+    arrays: Sequence[np.ndarray],
+) -> tuple[np.ndarray, npt.NDArray[np.int64]] | None:
+    """Return one array spanning row slices of a common buffer, and their offsets.
+
+    Clients' splits are usually row slices of one array (``FederatedData``); then
+    one ``index_select`` per window gathers every client's batches at once.
+
+    Args:
+        arrays: C-contiguous arrays of equal dtype and trailing shape.
+
+    Returns:
+        ``(span, offsets)`` with ``arrays[i] == span[offsets[i] : offsets[i] +
+        len(arrays[i])]`` (read-only view, no copy), or None when the non-empty
+        arrays are not row slices of one memory owner.
+
+    Example:
+        >>> base = np.arange(12.0).reshape(6, 2)
+        >>> span, offsets = shared_rows([base[4:6], base[1:3]])
+        >>> span.shape, offsets.tolist()
+        ((5, 2), [3, 0])
+    """
+    full = [a for a in arrays if len(a)]
+    if not full:
+        return None
+    first = full[0]
+    row_bytes = first.itemsize * int(np.prod(first.shape[1:], dtype=np.int64))
+    for a in full:
+        if (
+            a.base is None
+            or a.base is not first.base
+            or not a.flags.c_contiguous
+            or a.dtype != first.dtype
+            or a.shape[1:] != first.shape[1:]
+        ):
+            return None
+    pointers = np.array([a.__array_interface__["data"][0] for a in arrays])
+    pointers[[len(a) == 0 for a in arrays]] = pointers[[len(a) > 0 for a in arrays]][0]
+    low = int(pointers.min())
+    high = max(
+        int(p) + len(a) * row_bytes for p, a in zip(pointers, arrays, strict=True)
+    )
+    if row_bytes == 0 or np.any((pointers - low) % row_bytes):
+        return None
+    anchor = full[int(np.argmin([a.__array_interface__["data"][0] for a in full]))]
+    span = np.lib.stride_tricks.as_strided(
+        anchor,
+        shape=((high - low) // row_bytes, *first.shape[1:]),
+        strides=(row_bytes, *first.strides[1:]),
+        writeable=False,
+    )
+    return span, ((pointers - low) // row_bytes).astype(np.int64)
+
+
 class WindowScratch:
-    """Window tensors reused across windows and chunks (first-touch page faults of
-    fresh buffers cost more than the gather itself).
+    """Window tensors reused across windows and chunks.
+
+    The first-touch page faults of a fresh multi-MB buffer cost about as much as
+    the gather that fills it.
     """
 
     def __init__(self) -> None:
@@ -190,17 +253,19 @@ def iter_windows(
     """
     if plan.num_steps == 0:
         return
-    xs = [
-        torch.from_numpy(np.asarray(datasets[i][0], dtype=np.float32))
-        for i in plan.order
-    ]
-    ys = [
-        torch.from_numpy(np.asarray(datasets[i][1], dtype=np.int64)) for i in plan.order
-    ]
-    sample_shape = tuple(xs[0].shape[1:])
+    x_np = [np.asarray(datasets[i][0], dtype=np.float32) for i in plan.order]
+    y_np = [np.asarray(datasets[i][1], dtype=np.int64) for i in plan.order]
+    sample_shape = tuple(x_np[0].shape[1:])
     row_bytes = 4 * int(np.prod(sample_shape, dtype=np.int64))
     budget = WINDOW_BYTES if max_bytes is None else max_bytes
     span = max(1, budget // max(1, plan.active(0) * plan.slot * row_bytes))
+    shared_x, shared_y = shared_rows(x_np), shared_rows(y_np)
+    shared = None
+    if shared_x is not None and shared_y is not None:
+        x_all = torch.from_numpy(shared_x[0]).reshape(len(shared_x[0]), -1)
+        shared = (x_all, torch.from_numpy(shared_y[0]), shared_x[1], shared_y[1])
+    xs = [torch.from_numpy(a).reshape(len(a), -1) for a in x_np]
+    ys = [torch.from_numpy(a) for a in y_np]
     start = 0
     while start < plan.num_steps:
         k = plan.active(start)
@@ -214,13 +279,18 @@ def iter_windows(
                 at = (s - start) * plan.slot
                 index[i, at : at + len(b)] = b
                 weight[i, at : at + len(b)] = 1.0 / len(b)
-        index_t = torch.from_numpy(index)
         x, y, w = scratch.get(k, rows, sample_shape)
-        for i in range(k):
-            torch.index_select(
-                xs[i].view(len(xs[i]), -1), 0, index_t[i], out=x[i].view(rows, -1)
-            )
-            torch.index_select(ys[i], 0, index_t[i], out=y[i])
+        if shared is not None:
+            x_all, y_all, x_off, y_off = shared
+            flat_x = torch.from_numpy((index + x_off[:k, None]).reshape(-1))
+            flat_y = torch.from_numpy((index + y_off[:k, None]).reshape(-1))
+            torch.index_select(x_all, 0, flat_x, out=x.view(k * rows, -1))
+            torch.index_select(y_all, 0, flat_y, out=y.view(-1))
+        else:
+            index_t = torch.from_numpy(index)
+            for i in range(k):
+                torch.index_select(xs[i], 0, index_t[i], out=x[i].view(rows, -1))
+                torch.index_select(ys[i], 0, index_t[i], out=y[i])
         w.copy_(torch.from_numpy(weight))
         yield DataWindow(start, stop, x, y, w)
         start = stop

@@ -75,7 +75,9 @@ def linear_stack_sgd(
     weights = [
         flat[off[2 * i] : off[2 * i + 1]].view(shape) for i, shape in enumerate(shapes)
     ]
-    biases = [flat[off[2 * i + 1] : off[2 * i + 2]].view(-1, 1) for i in range(len(shapes))]
+    biases = [
+        flat[off[2 * i + 1] : off[2 * i + 2]].view(-1, 1) for i in range(len(shapes))
+    ]
     center = None
     if prox_weight > 0.0:
         c = start if prox_center is None else prox_center
@@ -83,14 +85,16 @@ def linear_stack_sgd(
     xt = torch.from_numpy(np.asarray(x, dtype=np.float32)).reshape(len(y), -1)
     yt = torch.from_numpy(np.asarray(y, dtype=np.int64))
     num_classes, last = shapes[-1][0], len(shapes) - 1
-    total = torch.zeros((), dtype=torch.float64)
+    losses: list[torch.Tensor] = []  # summed (not mean) batch losses, float32
     max_rows = max(1, max_bytes // (4 * max(1, xt.shape[1])))
     for first, stop in _windows(batches, max_rows):
         index = torch.from_numpy(np.concatenate(batches[first:stop]))
         xw, yw, _ = scratch.get(1, len(index), (xt.shape[1],))
         xw = torch.index_select(xt, 0, index, out=xw[0])
         torch.index_select(yt, 0, index, out=yw[0])
-        onehot = torch.zeros(num_classes, len(index)).scatter_(0, yw[:, : len(index)], 1.0)
+        onehot = torch.zeros(num_classes, len(index)).scatter_(
+            0, yw[:, : len(index)], 1.0
+        )
         row = 0
         for b in batches[first:stop]:
             rows = slice(row, row + len(b))
@@ -102,7 +106,7 @@ def linear_stack_sgd(
                     acts.append(z.clamp_(min=0.0))
             log_p = torch.log_softmax(z, dim=0)
             target = onehot[:, rows]
-            total -= (log_p * target).sum() / len(b)
+            losses.append((log_p * target).sum())
             deltas = [log_p.exp_().sub_(target)]  # ∂ce_j/∂z, column j
             for i in range(last, 0, -1):
                 back = torch.mm(weights[i].t(), deltas[0])
@@ -113,4 +117,5 @@ def linear_stack_sgd(
                 bias.add_(d.sum(1, keepdim=True), alpha=alpha)
             if center is not None:
                 flat.sub_(flat - center, alpha=lr * prox_weight)
-    return flat.numpy(), float(total)
+    sizes = [len(b) for b in batches]
+    return flat.numpy(), -sum(float(v) / n for v, n in zip(losses, sizes, strict=True))

@@ -44,7 +44,7 @@ def test_local_dp_upload_is_clipped_update_plus_noise_of_configured_std():
     )
     host = ClientHost(data, [0, 1], setup)
     # Act: what the client returns is what enters the object store
-    records, uploads = host.train(3, start, [1])
+    records, uploads, _ = host.train(3, start, [1])
     sent = uploads.payloads[0].to_dense()
     # Assert: recompute the clipped update independently of the pipeline
     fm = FlatModel(
@@ -81,7 +81,7 @@ def test_central_dp_client_sends_clipped_update_and_server_adds_noise():
         server_noise_std=sigma,
     )
     host = ClientHost(data, [0, 1, 2, 3], setup)
-    _, uploads = host.train(0, start, [0, 1, 2, 3])
+    _, uploads, _ = host.train(0, start, [0, 1, 2, 3])
     dense = np.stack([p.to_dense() for p in uploads.payloads])
     np.testing.assert_array_less(np.linalg.norm(dense, axis=1), clip * (1 + 1e-5))
     server = ServerHost(setup)
@@ -96,7 +96,7 @@ def test_central_dp_client_sends_clipped_update_and_server_adds_noise():
 def test_server_drops_lost_packets_and_rejects_non_finite_updates():
     cfg, data, setup, start = _host([])
     host = ClientHost(data, [0, 1, 2], setup)
-    _, uploads = host.train(0, start, [0, 1, 2])
+    _, uploads, _ = host.train(0, start, [0, 1, 2])
     link = LinkOutcome(np.array([0, 1, 2]), np.zeros(3), np.array([True, False, True]))
     server = ServerHost(setup)
     poisoned = uploads.payloads[2].to_dense().copy()
@@ -124,7 +124,7 @@ def test_bit_flip_effects_corrupt_quantized_payload_at_eq14_rate(bits):
         ]
     )
     host = ClientHost(data, [0], setup)
-    _, uploads = host.train(0, start, [0])
+    _, uploads, _ = host.train(0, start, [0])
     payload = uploads.payloads[0]
     ber = 1e-3
     server = ServerHost(setup)
@@ -135,3 +135,25 @@ def test_bit_flip_effects_corrupt_quantized_payload_at_eq14_rate(bits):
     expected = 1 - (1 - ber) ** bits  # eq. (14) of seed_000
     d = payload.dim
     assert abs(changed - expected) < 5 * np.sqrt(expected / d) + 1e-3
+
+
+def test_pre_reduced_uploads_aggregate_bit_for_bit_like_per_client_uploads():
+    # Arrange: the same clients, once summed in their actors, once sent one by one
+    cfg, data, setup, start = _host([])
+    import dataclasses
+
+    reduced = dataclasses.replace(setup, reduce_in_actor=True)
+    plain_hosts = [ClientHost(data, [0, 1], setup), ClientHost(data, [2, 3], setup)]
+    reduced_hosts = [
+        ClientHost(data, [0], reduced),
+        ClientHost(data, [1, 2, 3], reduced),
+    ]
+    # Act
+    plain = [h.train(0, start, h.clients)[1] for h in plain_hosts]
+    summed = [h.train(0, start, h.clients)[1] for h in reduced_hosts]
+    new_plain, rec_plain = ServerHost(setup).aggregate(0, start, None, *plain)
+    new_summed, rec_summed = ServerHost(reduced).aggregate(0, start, None, *summed)
+    # Assert
+    assert all(u.partial is not None and u.payloads == () for u in summed)
+    np.testing.assert_array_equal(new_plain, new_summed)
+    assert rec_plain == rec_summed == {"delivered": [0, 1, 2, 3], "rejected": []}
