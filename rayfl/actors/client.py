@@ -87,20 +87,25 @@ class ClientHost:
         records: list[dict[str, float]] = []
         payloads = []
         weights = []
+        contexts = []
         for i, client in enumerate(clients):
             x, y = self.data.train(client)
-            ctx = ClientContext(
-                client=client,
-                round=round,
-                global_vector=global_vector,
-                x_train=x,
-                y_train=y,
-                model=self.model,
-                state=self.state[client],
-                controls={k: float(v[i]) for k, v in (controls or {}).items()},
-                rng=rng_for(seed, "batch", round=round, client=client),
+            contexts.append(
+                ClientContext(
+                    client=client,
+                    round=round,
+                    global_vector=global_vector,
+                    x_train=x,
+                    y_train=y,
+                    model=self.model,
+                    state=self.state[client],
+                    controls={k: float(v[i]) for k, v in (controls or {}).items()},
+                    rng=rng_for(seed, "batch", round=round, client=client),
+                )
             )
-            update = self.algorithm.client_update(ctx)
+        updates = self.algorithm.client_update_many(contexts)
+        for ctx, update in zip(contexts, updates, strict=True):
+            client = ctx.client
             ctx.state["local_updates"] = ctx.state.get("local_updates", 0) + 1
             payload, stage_metrics = run_stages(
                 update.vector,

@@ -84,6 +84,10 @@ class Algorithm:
         """Train one client and return its upload (override in subclasses)."""
         raise NotImplementedError
 
+    def client_update_many(self, contexts: list[ClientContext]) -> list[ClientUpdate]:
+        """Train several clients of one actor (default: one after another)."""
+        return [self.client_update(ctx) for ctx in contexts]
+
     def server_update(
         self,
         global_vector: npt.NDArray[np.float32],

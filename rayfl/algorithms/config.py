@@ -33,6 +33,14 @@ class LocalTrainingConfig(BaseModel):
     )
     batch_size: int = Field(32, ge=1, description="Mini-batch size B.")
     lr: float = Field(0.05, gt=0, description="Local learning rate η.")
+    trainer: Literal["auto", "autograd", "fast", "vectorized"] = Field(
+        "auto",
+        description="How local SGD runs: `autograd` (torch autograd, any model); "
+        "`fast` (hand-written MLR/MLP step, same results to ~1e-7, others fall back "
+        "to autograd); `vectorized` (all clients of an actor at once, fastest for many "
+        "small clients, but float rounding then depends on the packing, so results "
+        "are reproducible for a fixed ray.clients_per_actor only); `auto` = fast.",
+    )
 
 
 class FedAvgConfig(LocalTrainingConfig):

@@ -22,7 +22,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
-from rayfl.learning.train import local_sgd
+import numpy as np
+
+from rayfl.learning.train import LocalTrainResult, local_sgd
+from rayfl.learning.vectorized import fast_local_sgd, local_sgd_many
 
 __all__ = ["FedAvg"]
 
@@ -36,7 +39,8 @@ class FedAvg(Algorithm):
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Run local SGD from ω^t and return Δ = u − ω^t."""
         cfg = self.config
-        result = local_sgd(
+        train = local_sgd if cfg.trainer == "autograd" else fast_local_sgd
+        result = train(
             ctx.model,
             ctx.global_vector,
             ctx.x_train,
@@ -48,6 +52,28 @@ class FedAvg(Algorithm):
             rng=ctx.rng,
             prox_weight=self.prox_weight,
         )
+        return self._update(ctx, result)
+
+    def client_update_many(self, contexts: list[ClientContext]) -> list[ClientUpdate]:
+        """Train the actor's clients at once when ``trainer: vectorized``."""
+        cfg = self.config
+        if cfg.trainer != "vectorized" or len(contexts) < 2:
+            return super().client_update_many(contexts)
+        results = local_sgd_many(
+            contexts[0].model,
+            np.stack([c.global_vector for c in contexts]),
+            [(c.x_train, c.y_train) for c in contexts],
+            lr=[float(c.controls.get("lr", cfg.lr)) for c in contexts],
+            batch_size=cfg.batch_size,
+            local_epochs=cfg.local_epochs,
+            local_steps=cfg.local_steps,
+            rngs=[c.rng for c in contexts],
+            prox_weight=self.prox_weight,
+        )
+        return [self._update(c, r) for c, r in zip(contexts, results, strict=True)]
+
+    @staticmethod
+    def _update(ctx: ClientContext, result: LocalTrainResult) -> ClientUpdate:
         delta = result.vector - ctx.global_vector
         return ClientUpdate(
             delta,

@@ -41,9 +41,9 @@ __all__ = ["FlatModel", "ModelSpec", "build_model", "init_parameters"]
 
 def _cnn(input_shape: Sequence[int], num_classes: int) -> nn.Module:
     channels, height, width = input_shape
-    if height < 12 or width < 12:
+    if height < 16 or width < 16:
         raise ValueError(
-            f"model.kind=cnn needs images of at least 12×12, got {height}×{width}; "
+            f"model.kind=cnn needs images of at least 16×16, got {height}×{width}; "
             "use model.kind=mlp or mlr for this dataset"
         )
     out_h = ((height - 4) // 2 - 4) // 2

@@ -23,24 +23,59 @@ Implementation details:
        prefix of the stack (a view, no gather/scatter of parameters); every batch
        slot is padded to the largest batch, with per-row loss weight 1/b_i on real
        rows and 0 on padding. Padding costs ≤ one slot per client and epoch.
-    2. Batches are gathered per window of steps (≤ 64 MB of inputs) with one
-       ``index_select`` per client and window, not per step.
+    2. Batches are gathered per window of steps (≤ 16 MB of inputs) into reused
+       buffers: one ``index_select`` per window when the clients' arrays are row
+       slices of one buffer (``FederatedData``), else one per client and window.
+       Clients are trained in chunks whose one-step batch is ≤ 16 MB (160 clients
+       at 28×28, B = 32): for 1000 × 60 MLR chunks of 160 ran at 0.47 of the
+       ``fast`` loop vs 0.64 for chunks of 10; for 100 × 600 chunk size (5–80)
+       was within noise.
     3. Per-sample clipping (``clip_norm``) clips the cross-entropy gradient of each
        sample, then averages over the batch (sum / b_i); the proximal step is not
        clipped. No noise is added here (the uplink's DP stage adds it).
     4. Kernels: the built-in MLR/MLP run as explicit ``baddbmm`` with a
-       hand-written backward (``kernel="matmul"``); any other module (CNN) runs
-       through ``torch.func`` ``vmap(grad_and_value(functional_call))``
-       (``kernel="vmap"``). ``kernel="auto"`` picks matmul when it applies: it beat
-       vmap everywhere we measured (table below).
-    5. ``fast_local_sgd`` is ``local_sgd_many`` with one client and the matmul
-       kernel (it falls back to ``local_sgd`` for other modules).
-    6. Measured (``.venv/bin/python bench/train_speed.py``; 1 torch thread, random
-       Fashion-MNIST-shaped data, 600 samples/client, B = 32, E = 1; ratio = time
-       / time of the autograd ``local_sgd`` loop in the same run; the machine was
-       shared, so absolute times vary by ~2×, ratios much less):
-       MEASUREMENTS
-    7. Rule (:func:`choose_path`), from these numbers: RULE
+       hand-written backward (``kernel="matmul"``, per-sample norms without
+       per-sample gradients); any other module (CNN) runs through ``torch.func``
+       ``vmap(grad_and_value(functional_call))`` (``kernel="vmap"``; modules
+       without buffers such as BatchNorm statistics). ``auto`` picks matmul when
+       it applies: it beat vmap in every case below.
+    5. ``fast_local_sgd`` is a separate one-client loop (``vectorized_single``):
+       mm/addmm instead of 1-batch bmm, no padding, no loss-weight tensors.
+    6. Equality: parameters match ``local_sgd`` to ~3e-8 (MLR, MLP, CNN; tests at
+       1e-5). A CNN trajectory can still split by ~1e-4 after a few steps when
+       float32 rounding of a different but equally valid kernel (grouped conv,
+       bmm) flips a near-tie of a max-pool or ReLU: seen for 1 of 10 clients in
+       the bench (28×28, 7 steps); the same client matches with ``max_clients=1``.
+    7. Measured by ``.venv/bin/python bench/train_speed.py`` (1 torch thread,
+       random Fashion-MNIST-shaped data as row slices of one array, E = 1, lr 0.05;
+       time / time of the autograd ``local_sgd`` loop in the same run, two runs on
+       a shared 2-core machine, ``fast`` = ``fast_local_sgd`` loop, ``vec`` =
+       ``local_sgd_many`` auto kernel, ``vmap`` = its vmap kernel):
+
+       | model | clients × n | B | fast | vec | vmap |
+       |-------|-------------|---|------|-----|------|
+       | mlr | 10 × 600 | 32 | 0.46 / 0.33 | 0.36 / 0.21 | 1.25 / 0.66 |
+       | mlr | 100 × 600 | 32 | 0.53 / 0.65 | 0.32 / 0.38 | 0.50 / 0.65 |
+       | mlr | 1000 × 60 | 32 | 0.72 / 0.58 | 0.40 / 0.24 | 0.52 / 0.31 |
+       | mlr | 100 × 600 | 128 | 0.57 / 0.54 | 0.70 / 0.52 | 1.00 / 0.74 |
+       | mlp 784-200-10 | 2 × 600 | 32 | 0.57 / 0.56 | 0.68 / 0.61 | 2.32 / 2.14 |
+       | mlp 784-200-10 | 10 × 600 | 32 | 0.55 / 0.54 | 0.46 / 0.40 | 0.90 / 0.88 |
+       | mlp 784-200-10 | 100 × 600 | 32 | 0.53 / 0.55 | 0.49 / 0.47 | 1.18 / 1.00 |
+       | mlp 784-200-10 | 10 × 600 | 128 | 0.74 / 0.76 | 0.73 / 0.71 | 0.92 / 0.99 |
+       | cnn | 10 × 200 | 32 | — | 1.51 / 1.23 (vmap) | — |
+
+       Loop step vs arithmetic (FLOPs / peak 2048² ``torch.mm``, 113–117 GFLOP/s):
+       MLP B = 32: 20.5 MFLOP = 0.18 ms; loop 0.80–0.91 ms (4.4–5.2×), fast
+       0.45–0.51 ms (2.5–2.9×: the two 784×200 matmuls run at ~75 GFLOP/s, the
+       rest is ~15 small ops). MLR: 1 MFLOP, loop 0.22–0.31 ms (25–37×), fast
+       0.10 ms. CNN: 790 MFLOP, loop 19–23 ms (2.8–3.4×).
+    8. Rule (:func:`choose_path`): one client, fewer than ``MIN_CLIENTS`` = 8, or
+       B > ``MAX_BATCH`` = 64 → ``"loop"`` (per-client ``fast_local_sgd`` ties or
+       wins: MLP 2 clients, B = 128 rows); MLR/MLP otherwise → ``"vectorized"``;
+       other models (vmap) → ``"vectorized"`` only with dim ≤ 20,000 and ≥ 50
+       clients (vmap on the 7,850-parameter MLR: 0.31–0.65 at 100–1000 clients,
+       0.66–1.25 at 10; MLP and CNN through vmap are no faster than the loop).
+       Per-sample clipping → ``"vectorized"`` (the loop has none).
 """
 
 from __future__ import annotations
@@ -71,6 +106,11 @@ from rayfl.learning.vectorized_single import linear_stack_sgd
 __all__ = ["choose_path", "fast_local_sgd", "local_sgd_many"]
 
 KERNELS = ("auto", "matmul", "vmap")
+# choose_path thresholds (Implementation details 8)
+MIN_CLIENTS = 8
+MAX_BATCH = 64
+VMAP_MAX_DIM = 20_000
+VMAP_MIN_CLIENTS = 50
 _CHUNK_BYTES = 256 << 20
 # Window buffers per model, reused across calls: a fresh multi-MB buffer costs its
 # first-touch page faults, about as much as the gather that fills it.
@@ -133,8 +173,8 @@ def local_sgd_many(
         >>> x = np.ones((3, 2), np.float32); y = np.zeros(3, np.int64)
         >>> res = local_sgd_many(fm, np.zeros((2, 6), np.float32), [(x, y)] * 2,
         ...     lr=[0.0, 0.5], batch_size=3, rngs=[np.random.default_rng(0)] * 2)
-        >>> [round(r.train_loss, 4) for r in res], res[1].vector[4] > 0
-        ([0.6931, 0.6931], np.True_)
+        >>> [round(r.train_loss, 4) for r in res], bool(res[1].vector[4] > 0)
+        ([0.6931, 0.6931], True)
     """
     m, dim = len(datasets), model.spec.dim
     starts = np.asarray(starts, dtype=np.float32)
@@ -155,6 +195,10 @@ def local_sgd_many(
     centers = None
     if prox_weight > 0.0:
         c = starts if prox_centers is None else np.asarray(prox_centers, np.float32)
+        if c.shape not in ((dim,), (m, dim)):
+            raise ValueError(
+                f"prox_centers must have shape ({dim},) or ({m}, {dim}), got {c.shape}"
+            )
         centers = np.broadcast_to(c, (m, dim))
     plan = plan_batches(
         [len(y) for _, y in datasets],
@@ -167,6 +211,8 @@ def local_sgd_many(
     chunk = max_clients or _chunk_size(
         dim, row_bytes, plan.slot, clip=clip_norm is not None, kernel=kind
     )
+    starts_t = torch.from_numpy(starts)
+    centers_t = None if centers is None else torch.from_numpy(centers)
     results: list[LocalTrainResult | None] = [None] * m
     scratch = _SCRATCH.setdefault(model, WindowScratch())
     for c0 in range(0, m, chunk):
@@ -176,15 +222,12 @@ def local_sgd_many(
             plan.batches[c0 : c0 + chunk],
             plan.slot,
         )
-        chunk_starts = torch.from_numpy(starts[sub.order])  # fancy indexing copies
-        chunk_centers = (
-            None if centers is None else torch.from_numpy(centers[sub.order])
-        )
+        order = torch.from_numpy(sub.order)
         kern: MatmulKernel | VmapKernel
         if kind == "matmul" and shapes is not None:
-            kern = MatmulKernel(model.spec, chunk_starts, shapes, chunk_centers)
+            kern = MatmulKernel(model.spec, shapes, starts_t, order, centers_t)
         else:
-            kern = VmapKernel(model.module, model.spec, chunk_starts, chunk_centers)
+            kern = VmapKernel(model.module, model.spec, starts_t, order, centers_t)
         losses = _run_chunk(
             kern,
             sub,
@@ -287,14 +330,26 @@ def fast_local_sgd(
     return LocalTrainResult(vector, loss_sum / max(len(batches), 1), len(batches))
 
 
-def choose_path(kind: str, dim: int, batch_size: int, num_clients: int) -> str:
+def choose_path(
+    kind: str,
+    dim: int,
+    batch_size: int,
+    num_clients: int,
+    *,
+    per_sample_clipping: bool = False,
+) -> str:
     """Return ``"loop"`` or ``"vectorized"``: the faster way to train these clients.
 
+    The rule of the module docstring (Implementation details 8), from
+    ``bench/train_speed.py``.
+
     Args:
-        kind: Model kind, ``"mlr"``, ``"mlp"``, ``"cnn"`` or a custom name.
+        kind: Model kind: ``"mlr"``, ``"mlp"`` (matmul kernel), anything else
+            (``"cnn"``, custom) runs through ``vmap``.
         dim: Number of parameters.
         batch_size: Mini-batch size B.
-        num_clients: Clients trained together by one actor.
+        num_clients: Clients one actor trains in the round.
+        per_sample_clipping: DP-SGD clipping needed: only ``local_sgd_many`` has it.
 
     Returns:
         ``"loop"`` (``fast_local_sgd`` per client) or ``"vectorized"``
@@ -306,6 +361,12 @@ def choose_path(kind: str, dim: int, batch_size: int, num_clients: int) -> str:
         >>> choose_path("cnn", 582026, 32, 10)
         'loop'
     """
-    if kind in ("mlr", "mlp") and num_clients > 1:
+    if per_sample_clipping:
+        return "vectorized"
+    if num_clients < MIN_CLIENTS or batch_size > MAX_BATCH:
+        return "loop"
+    if kind in ("mlr", "mlp"):
+        return "vectorized"
+    if dim <= VMAP_MAX_DIM and num_clients >= VMAP_MIN_CLIENTS:
         return "vectorized"
     return "loop"

@@ -19,6 +19,7 @@ Abadi et al. 2016, Algorithm 1, without the noise).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import torch
@@ -76,34 +77,31 @@ class MatmulKernel:
 
     Args:
         spec: The model's spec (weight, bias, weight, bias, … in order).
-        starts: Initial stacked parameters, float32 (m, dim).
         shapes: ``(out, in)`` per Linear, from :func:`linear_stack_shapes`.
-        centers: Proximal centres, float32 (m, dim), or None.
+        starts: Initial parameters of all clients, float32 (M, dim); not modified.
+        order: Rows of ``starts`` to train, stacked in this order, int64 (m,).
+        centers: Proximal centres of all clients, float32 (M, dim), or None.
     """
 
     def __init__(
         self,
         spec: ModelSpec,
-        starts: torch.Tensor,
         shapes: list[tuple[int, int]],
+        starts: torch.Tensor,
+        order: torch.Tensor,
         centers: torch.Tensor | None = None,
     ) -> None:
-        m, off = starts.shape[0], spec.offsets
-        self.weights = [
-            starts[:, off[2 * i] : off[2 * i + 1]].reshape(m, *shape).clone()
-            for i, shape in enumerate(shapes)
-        ]
-        self.biases = [
-            starts[:, off[2 * i + 1] : off[2 * i + 2]].clone()
-            for i in range(len(shapes))
-        ]
+        m, off = len(order), spec.offsets
+        sizes = [s for shape in shapes for s in (shape, (shape[0],))]
         self.params = [
-            p for pair in zip(self.weights, self.biases, strict=True) for p in pair
+            starts[:, a:b].index_select(0, order).view(m, *size)
+            for size, a, b in zip(sizes, off[:-1], off[1:], strict=True)
         ]
+        self.weights, self.biases = self.params[0::2], self.params[1::2]
         self.centers = None
         if centers is not None:
             self.centers = [
-                centers[:, a:b].reshape(p.shape).clone()
+                centers[:, a:b].index_select(0, order).view(p.shape)
                 for p, a, b in zip(self.params, off[:-1], off[1:], strict=True)
             ]
 
@@ -144,6 +142,9 @@ class MatmulKernel:
         """
         # One client runs on 2-D tensors (mm/addmm beat 1-batch bmm/baddbmm).
         single = active == 1
+        mm: Callable[..., torch.Tensor]
+        addmm: Callable[..., torch.Tensor]
+        addmm_: Callable[..., torch.Tensor]
         if single:
             weights = [w[0] for w in self.weights]
             biases = [b[0] for b in self.biases]
@@ -184,7 +185,6 @@ class MatmulKernel:
             addmm_(w, d, a.mT)
             b.add_(d.sum(-1))
         return losses.reshape(active)
-        return losses
 
 
 class VmapKernel:
@@ -193,8 +193,9 @@ class VmapKernel:
     Args:
         module: The model; only its structure is used (``functional_call``).
         spec: Its spec.
-        starts: Initial stacked parameters, float32 (m, dim).
-        centers: Proximal centres, float32 (m, dim), or None.
+        starts: Initial parameters of all clients, float32 (M, dim); not modified.
+        order: Rows of ``starts`` to train, stacked in this order, int64 (m,).
+        centers: Proximal centres of all clients, float32 (M, dim), or None.
     """
 
     def __init__(
@@ -202,11 +203,12 @@ class VmapKernel:
         module: nn.Module,
         spec: ModelSpec,
         starts: torch.Tensor,
+        order: torch.Tensor,
         centers: torch.Tensor | None = None,
     ) -> None:
         self.module = module
-        self.flat = starts.clone()
-        self.centers = centers
+        self.flat = starts.index_select(0, order)
+        self.centers = None if centers is None else centers.index_select(0, order)
         m = self.flat.shape[0]
         self.params = {
             name: self.flat[:, start:stop].view(m, *shape)

@@ -262,9 +262,9 @@ def iter_windows(
     shared_x, shared_y = shared_rows(x_np), shared_rows(y_np)
     shared = None
     if shared_x is not None and shared_y is not None:
-        x_all = torch.from_numpy(shared_x[0]).reshape(len(shared_x[0]), -1)
+        x_all = torch.from_numpy(shared_x[0]).reshape(len(shared_x[0]), row_bytes // 4)
         shared = (x_all, torch.from_numpy(shared_y[0]), shared_x[1], shared_y[1])
-    xs = [torch.from_numpy(a).reshape(len(a), -1) for a in x_np]
+    xs = [torch.from_numpy(a).reshape(len(a), row_bytes // 4) for a in x_np]
     ys = [torch.from_numpy(a) for a in y_np]
     start = 0
     while start < plan.num_steps:

@@ -22,7 +22,7 @@ def test_parameter_counts_match_spec_seed000(kind, shape, hidden, expected):
 
 
 def test_cnn_rejects_tiny_images():
-    with pytest.raises(ValueError, match="at least 12"):
+    with pytest.raises(ValueError, match="at least 16"):
         build_model("cnn", input_shape=(1, 8, 8), num_classes=10)
 
 

@@ -1,0 +1,295 @@
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from rayfl.learning.models import FlatModel, build_model, init_parameters
+from rayfl.learning.train import batch_indices, local_sgd
+from rayfl.learning.vectorized import choose_path, fast_local_sgd, local_sgd_many
+from rayfl.learning.vectorized_plan import shared_rows
+
+SHAPE = (1, 16, 16)  # the smallest images the CNN accepts
+CLASSES = 10
+TOL = {"rtol": 1e-5, "atol": 1e-5}
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    # as in a client actor (DESIGN.md); also keeps the tests fast on a busy machine
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _model(kind):
+    fm = FlatModel(
+        build_model(kind, input_shape=SHAPE, num_classes=CLASSES, hidden=(24,))
+    )
+    init_parameters(fm.module, torch.Generator().manual_seed(0))
+    return fm
+
+
+def _clients(fm, sizes, seed=1, shared=True):
+    """Starts near the model's init and data; ``shared``: row slices of one array
+    (as FederatedData gives them), else one array per client."""
+    rng = np.random.default_rng(seed)
+    base = fm.vector()
+    starts = np.stack(
+        [
+            base + 0.05 * rng.standard_normal(base.shape).astype(np.float32)
+            for _ in sizes
+        ]
+    )
+    x = rng.random((sum(sizes), *SHAPE), dtype=np.float32)
+    y = rng.integers(0, CLASSES, sum(sizes))
+    bounds = np.cumsum([0, *sizes])
+    data = [(x[a:b], y[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    if not shared:
+        data = [(xi.copy(), yi.copy()) for xi, yi in data]
+    return starts, data
+
+
+def _rngs(m):
+    return [np.random.default_rng([7, i]) for i in range(m)]
+
+
+EQUAL = [24, 24, 24]
+UNEQUAL = [24, 7, 17, 3]
+CASES = [
+    # kind, kernel, sizes, per-client lr, prox_weight, local_steps
+    ("mlr", "auto", EQUAL, False, 0.0, None),
+    ("mlr", "auto", UNEQUAL, True, 0.5, None),
+    ("mlr", "vmap", UNEQUAL, True, 0.0, None),
+    ("mlp", "auto", EQUAL, False, 0.0, None),
+    ("mlp", "auto", UNEQUAL, True, 0.5, None),
+    ("mlp", "auto", UNEQUAL, True, 0.0, 5),
+    ("mlp", "vmap", UNEQUAL, False, 0.5, None),
+    ("cnn", "auto", EQUAL, False, 0.0, None),
+    ("cnn", "auto", UNEQUAL, True, 0.5, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "kernel", "sizes", "per_client_lr", "prox_weight", "local_steps"),
+    CASES,
+    ids=[
+        f"{k}-{ker}-{'equal' if s is EQUAL else 'unequal'}"
+        f"-{'lrs' if lrs else 'lr'}-prox{p}-{'steps' if st else 'epochs'}"
+        for k, ker, s, lrs, p, st in CASES
+    ],
+)
+def test_many_equals_per_client_loop(
+    kind, kernel, sizes, per_client_lr, prox_weight, local_steps
+):
+    # Arrange
+    fm = _model(kind)
+    starts, data = _clients(fm, sizes)
+    lrs = (
+        np.linspace(0.05, 0.2, len(sizes))
+        if per_client_lr
+        else np.full(len(sizes), 0.1)
+    )
+    kwargs = dict(batch_size=8, local_epochs=2, local_steps=local_steps)
+    loop_rngs, many_rngs = _rngs(len(sizes)), _rngs(len(sizes))
+    # Act
+    expected = [
+        local_sgd(fm, s, x, y, lr=float(lr), rng=r, prox_weight=prox_weight, **kwargs)
+        for s, (x, y), lr, r in zip(starts, data, lrs, loop_rngs, strict=True)
+    ]
+    lr_arg = lrs if per_client_lr else 0.1
+    got = local_sgd_many(
+        fm,
+        starts,
+        data,
+        lr=lr_arg,
+        rngs=many_rngs,
+        prox_weight=prox_weight,
+        kernel=kernel,
+        **kwargs,
+    )
+    # Assert
+    for e, g in zip(expected, got, strict=True):
+        assert g.steps == e.steps
+        np.testing.assert_allclose(g.vector, e.vector, **TOL)
+        np.testing.assert_allclose(g.train_loss, e.train_loss, **TOL)
+    # the rngs were consumed exactly as the loop consumed them
+    assert [r.random() for r in many_rngs] == [r.random() for r in loop_rngs]
+
+
+@pytest.mark.parametrize("max_clients", [1, 2], ids=["chunk1", "chunk2"])
+def test_many_chunked_equals_unchunked(max_clients):
+    fm = _model("mlp")
+    starts, data = _clients(fm, UNEQUAL)
+    kwargs = dict(lr=0.1, batch_size=8, prox_weight=0.2)
+    whole = local_sgd_many(fm, starts, data, rngs=_rngs(4), **kwargs)
+    chunked = local_sgd_many(
+        fm, starts, data, rngs=_rngs(4), max_clients=max_clients, **kwargs
+    )
+    for a, b in zip(whole, chunked, strict=True):
+        np.testing.assert_allclose(b.vector, a.vector, **TOL)
+
+
+@pytest.mark.parametrize("kernel", ["matmul", "vmap"])
+def test_many_separate_arrays_equal_row_slices(kernel):
+    # one gather over a shared buffer vs one gather per client: same batches
+    fm = _model("mlp")
+    starts, shared = _clients(fm, UNEQUAL)
+    _, separate = _clients(fm, UNEQUAL, shared=False)
+    kwargs = dict(lr=0.1, batch_size=8, kernel=kernel)
+    a = local_sgd_many(fm, starts, shared, rngs=_rngs(4), **kwargs)
+    b = local_sgd_many(fm, starts, separate, rngs=_rngs(4), **kwargs)
+    for ra, rb in zip(a, b, strict=True):
+        np.testing.assert_array_equal(rb.vector, ra.vector)
+
+
+def test_shared_rows_rejects_non_row_slices():
+    base = np.zeros((6, 4), np.float32)
+    assert shared_rows([base[0:2], base[2:4]]) is not None
+    assert shared_rows([base[0:2, :2], base[2:4, :2]]) is None  # not contiguous
+    assert shared_rows([base[0:2], np.zeros((2, 4), np.float32)]) is None
+
+
+def test_many_client_without_samples_keeps_its_start():
+    fm = _model("mlr")
+    starts, data = _clients(fm, [10, 0])
+    got = local_sgd_many(fm, starts, data, lr=0.1, batch_size=4, rngs=_rngs(2))
+    assert got[1].steps == 0 and got[1].train_loss == 0.0
+    np.testing.assert_array_equal(got[1].vector, starts[1])
+
+
+def _dp_sgd_reference(fm, start, x, y, *, lr, rng, clip_norm, prox_weight):
+    """Oracle: per-sample autograd, clip each gradient, average, step, prox."""
+    fm.load(start)
+    center = torch.from_numpy(start.copy())
+    for idx in batch_indices(
+        len(y), batch_size=4, local_epochs=1, local_steps=None, rng=rng
+    ):
+        acc = [torch.zeros_like(p) for p in fm.params]
+        for j in idx:
+            out = fm.module(torch.from_numpy(x[j : j + 1]))
+            loss = F.cross_entropy(out, torch.from_numpy(y[j : j + 1]))
+            grads = torch.autograd.grad(loss, fm.params)
+            norm = float(torch.sqrt(sum(g.square().sum() for g in grads)))
+            factor = min(1.0, clip_norm / max(norm, 1e-12))
+            for a, g in zip(acc, grads, strict=True):
+                a += factor * g
+        with torch.no_grad():
+            for p, a in zip(fm.params, acc, strict=True):
+                p -= lr * a / len(idx)
+            fm.flat -= lr * prox_weight * (fm.flat - center)
+    return fm.vector()
+
+
+CLIP_CASES = [
+    ("mlr", "auto", 0.0),
+    ("mlp", "auto", 0.3),
+    ("mlp", "vmap", 0.0),
+    ("cnn", "auto", 0.3),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "kernel", "prox_weight"),
+    CLIP_CASES,
+    ids=[f"{k}-{ker}-prox{p}" for k, ker, p in CLIP_CASES],
+)
+def test_many_per_sample_clipping_equals_oracle(kind, kernel, prox_weight):
+    # Arrange
+    fm = _model(kind)
+    starts, data = _clients(fm, [10, 6])
+    lrs = np.array([0.2, 0.1])
+    clip_norm = 0.3
+    # Act
+    expected = [
+        _dp_sgd_reference(
+            fm, s, x, y, lr=lr, rng=r, clip_norm=clip_norm, prox_weight=prox_weight
+        )
+        for s, (x, y), lr, r in zip(starts, data, lrs, _rngs(2), strict=True)
+    ]
+    kwargs = dict(lr=lrs, batch_size=4, prox_weight=prox_weight, kernel=kernel)
+    got = local_sgd_many(fm, starts, data, rngs=_rngs(2), clip_norm=clip_norm, **kwargs)
+    unclipped = local_sgd_many(fm, starts, data, rngs=_rngs(2), **kwargs)
+    # Assert
+    for e, g, u in zip(expected, got, unclipped, strict=True):
+        np.testing.assert_allclose(g.vector, e, **TOL)
+        assert np.abs(u.vector - e).max() > 1e-4  # clipping was active
+
+
+FAST_CASES = [
+    ("mlr", 0.0, None),
+    ("mlp", 0.5, None),
+    ("mlp", 0.0, 7),
+    ("cnn", 0.0, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "prox_weight", "local_steps"),
+    FAST_CASES,
+    ids=[f"{k}-prox{p}-steps{s}" for k, p, s in FAST_CASES],
+)
+def test_fast_local_sgd_equals_local_sgd(kind, prox_weight, local_steps):
+    fm = _model(kind)
+    starts, ((x, y),) = _clients(fm, [27])
+    center = starts[0] + 0.1
+    kwargs = dict(
+        lr=0.1,
+        batch_size=8,
+        local_epochs=2,
+        local_steps=local_steps,
+        prox_weight=prox_weight,
+        prox_center=center,
+    )
+    expected = local_sgd(fm, starts[0], x, y, rng=np.random.default_rng(3), **kwargs)
+    got = fast_local_sgd(fm, starts[0], x, y, rng=np.random.default_rng(3), **kwargs)
+    assert got.steps == expected.steps
+    np.testing.assert_allclose(got.vector, expected.vector, **TOL)
+    np.testing.assert_allclose(got.train_loss, expected.train_loss, **TOL)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"starts": np.zeros((1, 3), np.float32)}, "starts"),
+        ({"lr": [0.1, 0.2, 0.3]}, "lr"),
+        ({"kernel": "fused"}, "kernel"),
+        ({"clip_norm": 0.0}, "clip_norm"),
+    ],
+    ids=["starts-shape", "lr-length", "kernel", "clip-norm"],
+)
+def test_many_rejects_bad_input(kwargs, match):
+    fm = _model("mlr")
+    starts, data = _clients(fm, [4, 4])
+    args = dict(starts=starts, lr=0.1, kernel="auto") | kwargs
+    with pytest.raises(ValueError, match=match):
+        local_sgd_many(fm, datasets=data, batch_size=2, rngs=_rngs(2), **args)
+
+
+def test_matmul_kernel_rejects_cnn():
+    fm = _model("cnn")
+    starts, data = _clients(fm, [4])
+    with pytest.raises(ValueError, match="matmul"):
+        local_sgd_many(
+            fm, starts, data, lr=0.1, batch_size=2, rngs=_rngs(1), kernel="matmul"
+        )
+
+
+@pytest.mark.parametrize(
+    ("kind", "dim", "batch_size", "num_clients"),
+    [
+        ("mlr", 7850, 32, 1),
+        ("mlr", 7850, 32, 10_000),
+        ("mlp", 159_010, 32, 100),
+        ("mlp", 159_010, 256, 2),
+        ("cnn", 582_026, 32, 10),
+        ("custom", 1000, 8, 50),
+    ],
+    ids=["mlr-1", "mlr-10k", "mlp-100", "mlp-big-batch", "cnn-10", "custom"],
+)
+def test_choose_path_returns_a_valid_path(kind, dim, batch_size, num_clients):
+    assert choose_path(kind, dim, batch_size, num_clients) in ("loop", "vectorized")
+
+
+def test_choose_path_single_client_is_loop():
+    assert choose_path("mlp", 159_010, 32, 1) == "loop"
