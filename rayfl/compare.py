@@ -106,7 +106,7 @@ def run_variants(
             curves[name] = result.rounds
     finally:
         session.close()
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows).dropna(axis=1, how="all")  # e.g. no ε without DP
     atomic_write(out / "table.csv", lambda p: table.to_csv(p, index=False))
     text = markdown_table(table.drop(columns=["run_dir"]))
     atomic_write(out / "table.md", lambda p: p.write_text(text + "\n"))

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 import numpy as np
 
+from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.learning.train import LocalTrainResult, local_sgd
 from rayfl.learning.vectorized import fast_local_sgd, local_sgd_many
 
