@@ -60,6 +60,38 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tune_ditto(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from rayfl.algorithms.ditto_analysis import inputs_from_run_config, tune
+    from rayfl.config import load_config, parse_overrides
+
+    rest = [
+        o
+        for o in args.overrides
+        if o.split("=", 1)[0] not in load_config().model_fields
+    ]
+    cfg = load_config(args.config, [o for o in args.overrides if o not in rest])
+    result = tune({**inputs_from_run_config(cfg), **parse_overrides(rest)})
+    for key, value in result.items():
+        if np.ndim(value) == 0:
+            print(f"{key:24s} {value}")
+    curve = {
+        k: np.asarray(v, dtype=float)
+        for k, v in result.items()
+        if np.ndim(v) == 1 and len(v) and np.issubdtype(np.asarray(v).dtype, np.number)
+    }
+    for warning in result.get("warnings") or []:
+        print(f"warning: {warning}")
+    if curve:
+        names = sorted(curve, key=lambda n: (n != "rounds_axis", n))
+        print("\n" + "  ".join(f"{n:>12s}" for n in names))
+        length = min(len(v) for v in curve.values())
+        for i in np.unique(np.linspace(0, length - 1, 15).astype(int)):
+            print("  ".join(f"{curve[n][i]:12.5g}" for n in names))
+    return 0
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rayfl.compare import compare
 
@@ -145,6 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("resume", help="continue a run from its last checkpoint")
     p.add_argument("run_dir")
     p.set_defaults(func=_cmd_resume)
+    p = sub.add_parser(
+        "tune-ditto", help="seed 001's T* and λ* for a DP-Ditto config (bound analysis)"
+    )
+    p.add_argument("config")
+    p.add_argument(
+        "overrides", nargs="*", help="config overrides, or analysis inputs (dim=582026)"
+    )
+    p.set_defaults(func=_cmd_tune_ditto)
     p = sub.add_parser("compare", help="run one config under several policies")
     p.add_argument("config", help="YAML config file with a wireless section")
     p.add_argument("overrides", nargs="*", help="key.path=value overrides")

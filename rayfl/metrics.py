@@ -102,7 +102,8 @@ def round_summary(
         ``global_acc``/``global_loss`` (test-size weighted over all clients' test
         splits), ``mean_acc``, ``min_acc``, ``worst10_acc``, ``max_loss``,
         ``mean_loss``, ``worst10_loss``, ``jain_acc``, ``jain_train_loss`` (Jain's
-        index of the evaluated models' train losses, spec seed_000 §6.4), and the
+        index of the evaluated models' train losses, spec seed_000 §6.4),
+        ``var_train_loss`` (their variance, seed_001 Definition 1), and the
         ``personal_*`` counterparts when present. ``eval_acc``/``eval_max_loss`` are
         the personal values when present, else the global ones.
     """
@@ -121,6 +122,9 @@ def round_summary(
         "worst10_loss": worst_fraction_mean(loss),
         "jain_acc": jain_index(acc),
         "jain_train_loss": jain_index(train_loss),
+        # Fairness of seed 001 (Definition 1): variance (ddof=0) of the clients'
+        # train losses of their evaluated (personal, if any) models.
+        "var_train_loss": float(np.nanvar(train_loss)),
     }
     if evals and "personal_acc" in evals[0]:
         p_acc = np.array([e["personal_acc"] for e in evals], dtype=np.float64)

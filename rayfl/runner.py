@@ -65,6 +65,8 @@ def _client_rows(
                 "test_loss": float(e.get("test_loss", nan)),
                 "test_acc": float(e.get("test_acc", nan)),
                 "personal_acc": float(e.get("personal_acc", nan)),
+                "personal_loss": float(e.get("personal_loss", nan)),
+                "eval_train_loss": float(e.get("eval_train_loss", nan)),
                 "epsilon": float(epsilon[c]) if epsilon is not None else nan,
                 "epsilon_nominal": float(nominal[c]) if nominal is not None else nan,
                 "bits": float(r.get("bits", 0.0)),

@@ -105,3 +105,16 @@ def test_round_robin_cycles_through_clients(ray_session, tmp_path):
     m = result.metrics
     picked = [sorted(m[(m["round"] == t) & m.scheduled]["client"]) for t in range(3)]
     assert picked == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_ditto_personal_models_are_packing_independent(ray_session, tmp_path):
+    cfg = {
+        **BASE,
+        "algorithm": {"kind": "ditto", "lam": 0.5, "batch_size": 16, "lr": 0.1},
+        "rounds": 2,
+    }
+    one = rayfl.run(cfg, {"ray.clients_per_actor": 1, "output.dir": str(tmp_path)})
+    packed = rayfl.run(cfg, {"ray.clients_per_actor": 3, "output.dir": str(tmp_path)})
+    pd.testing.assert_frame_equal(one.metrics, packed.metrics)
+    assert one.metrics["personal_acc"].notna().all()
+    assert "personal_acc" in one.rounds and "var_train_loss" in one.rounds

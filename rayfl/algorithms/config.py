@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 __all__ = [
     "AlgorithmConfig",
+    "DittoConfig",
     "FedAvgConfig",
     "FedProxConfig",
     "LocalTrainingConfig",
@@ -56,7 +57,64 @@ class FedProxConfig(LocalTrainingConfig):
     mu: float = Field(0.01, ge=0, description="Proximal weight μ (eq. 2 of FedProx).")
 
 
-_CONFIGS: tuple[type[LocalTrainingConfig], ...] = (FedAvgConfig, FedProxConfig)
+class DittoConfig(LocalTrainingConfig):
+    """Ditto / DP-Ditto (Li et al. 2021; Zhao et al., spec seed_001).
+
+    ``lr``/``local_epochs``/``local_steps`` drive the FL local model (η_G); the
+    ``personal_*`` fields drive the PL model. DP comes from the ``privacy``
+    section (``mechanism: gaussian``, ``calibration: dp_ditto``).
+    """
+
+    kind: Literal["ditto"] = "ditto"
+    lam: float = Field(
+        0.1,
+        ge=0.0,
+        le=2.0,
+        description="Ditto weight λ in [0, 2] (eq. 3a): 0 = local training only, "
+        "2 = no personalization.",
+    )
+    personal_lr: float = Field(
+        None,  # type: ignore[assignment]  # filled from lr by the validator
+        gt=0.0,
+        description="PL learning rate η_L > 0; default: lr (η_G).",
+    )
+    personal_epochs: int = Field(
+        1, ge=1, description="Local epochs of the PL model per round."
+    )
+    personal_steps: int | None = Field(
+        None,
+        ge=1,
+        description="Local SGD steps of the PL model; overrides personal_epochs.",
+    )
+    local_mode: Literal["epochs", "paper_gd_step"] = Field(
+        "epochs",
+        description="'epochs': mini-batch SGD for E epochs (PFLlib); "
+        "'paper_gd_step': one full-batch gradient step per model (Alg. 1).",
+    )
+    clip_target: Literal["model", "update"] = Field(
+        "model",
+        description="What is uploaded (and clipped): the FL local model u (eq. 5) "
+        "or the update u − ω.",
+    )
+    aggregation: Literal["uniform", "data_weighted"] = Field(
+        "uniform",
+        description="Server weights: 'uniform' p_n = 1/N (paper) or |D_n|.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_personal_lr(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("personal_lr") is None:
+            lr = data.get("lr", cls.model_fields["lr"].default)
+            return {**data, "personal_lr": lr}
+        return data
+
+
+_CONFIGS: tuple[type[LocalTrainingConfig], ...] = (
+    FedAvgConfig,
+    FedProxConfig,
+    DittoConfig,
+)
 
 
 def algorithm_names() -> list[str]:
@@ -71,7 +129,7 @@ def _default_kind(value: Any) -> Any:
 
 
 AlgorithmConfig = Annotated[
-    FedAvgConfig | FedProxConfig,
+    FedAvgConfig | FedProxConfig | DittoConfig,
     Field(discriminator="kind"),
     BeforeValidator(_default_kind),
 ]

@@ -42,8 +42,8 @@ Implementation details:
        ``uploads_delta`` is False and the server averages models. ``"update"``
        uploads Δ = u − ω^t instead (DP-FedAvg style), same server result without
        clipping.
-    3. ϖ_n is initialised to the global model the client receives the first time
-       it is scheduled: ω^0 under full participation, as the spec's
+    3. [AMBIG-2] ϖ_n is initialised to the global model the client receives the
+       first time it is scheduled: ω^0 under full participation, as the spec's
        ϖ_n^0 = ω^0 (PFLlib ``model_per = deepcopy(model)``). Before that,
        ``eval_vectors`` reports the global model as the personal one.
     4. Order inside a round: the FL model's batches are drawn first from the
@@ -59,77 +59,27 @@ Implementation details:
     8. The PL step is the simultaneous gradient of f_n at ϖ_k (both terms at the
        same point), not FedProx's gradient-then-proximal split of
        ``rayfl.learning.train.local_sgd``.
+    9. ``trainer`` selects the FL step as in FedAvg (``autograd`` or the fast
+       MLR/MLP step; ``vectorized`` trains clients one by one with the fast step).
+       The PL step always uses torch autograd.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 import torch
 import torch.nn.functional as F
-from pydantic import Field, model_validator
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
-from rayfl.algorithms.config import LocalTrainingConfig
+from rayfl.algorithms.config import DittoConfig
 from rayfl.learning.models import FlatModel
 from rayfl.learning.train import LocalTrainResult, batch_indices, local_sgd
+from rayfl.learning.vectorized import fast_local_sgd
 
 __all__ = ["Ditto", "DittoConfig", "personal_sgd"]
-
-
-class DittoConfig(LocalTrainingConfig):
-    """Ditto / DP-Ditto (Li et al. 2021; Zhao et al., spec seed_001).
-
-    ``lr``/``local_epochs``/``local_steps`` drive the FL local model (η_G); the
-    ``personal_*`` fields drive the PL model. DP comes from the ``privacy``
-    section (``mechanism: gaussian``, ``calibration: dp_ditto``).
-    """
-
-    kind: Literal["ditto"] = "ditto"
-    lam: float = Field(
-        0.1,
-        ge=0.0,
-        le=2.0,
-        description="Ditto weight λ in [0, 2] (eq. 3a): 0 = local training only, "
-        "2 = no personalization.",
-    )
-    personal_lr: float = Field(
-        None,  # type: ignore[assignment]  # filled from lr by the validator
-        gt=0.0,
-        description="PL learning rate η_L > 0; default: lr (η_G).",
-    )
-    personal_epochs: int = Field(
-        1, ge=1, description="Local epochs of the PL model per round."
-    )
-    personal_steps: int | None = Field(
-        None,
-        ge=1,
-        description="Local SGD steps of the PL model; overrides personal_epochs.",
-    )
-    local_mode: Literal["epochs", "paper_gd_step"] = Field(
-        "epochs",
-        description="'epochs': mini-batch SGD for E epochs (PFLlib); "
-        "'paper_gd_step': one full-batch gradient step per model (Alg. 1).",
-    )
-    clip_target: Literal["model", "update"] = Field(
-        "model",
-        description="What is uploaded (and clipped): the FL local model u (eq. 5) "
-        "or the update u − ω.",
-    )
-    aggregation: Literal["uniform", "data_weighted"] = Field(
-        "uniform",
-        description="Server weights: 'uniform' p_n = 1/N (paper) or |D_n|.",
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _default_personal_lr(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("personal_lr") is None:
-            lr = data.get("lr", cls.model_fields["lr"].default)
-            return {**data, "personal_lr": lr}
-        return data
 
 
 def personal_sgd(
@@ -235,7 +185,8 @@ class Ditto(Algorithm):
         else:
             batch, epochs, steps = cfg.batch_size, cfg.local_epochs, cfg.local_steps
             p_epochs, p_steps = cfg.personal_epochs, cfg.personal_steps
-        fl = local_sgd(
+        train = local_sgd if cfg.trainer == "autograd" else fast_local_sgd
+        fl = train(
             ctx.model,
             ctx.global_vector,
             ctx.x_train,

@@ -12,6 +12,7 @@ __all__ = ["ALGORITHMS", "algorithm_class", "algorithm_controls", "make_algorith
 ALGORITHMS: dict[str, str] = {
     "fedavg": "rayfl.algorithms.fedavg:FedAvg",
     "fedprox": "rayfl.algorithms.fedprox:FedProx",
+    "ditto": "rayfl.algorithms.ditto:Ditto",
 }
 
 
