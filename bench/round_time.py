@@ -19,8 +19,6 @@ import torch
 
 from rayfl.config import load_config
 from rayfl.data.federated import build_federated
-from rayfl.learning.models import FlatModel, build_model
-from rayfl.learning.train import local_sgd
 from rayfl.schedule import Schedule
 from rayfl.system import FLSystem, initial_vector
 
@@ -40,33 +38,44 @@ CONFIG = {
 }
 
 
-def plain_round(
-    fm: FlatModel, data, start: np.ndarray, lr: float, rounds: int
-) -> float:
-    """Seconds per round of the plain per-client loop on one thread."""
+def plain_round(data, start: np.ndarray, lr: float, rounds: int) -> float:
+    """Seconds per round of a plain PyTorch loop over the clients, on one thread.
+
+    Idiomatic PyTorch, no rayfl code: an ``nn.Sequential`` MLP, ``torch.optim.SGD``,
+    a fresh permutation per epoch, ``zero_grad / backward / step``.
+    """
     torch.set_num_threads(1)
+    model = torch.nn.Sequential(
+        torch.nn.Flatten(),
+        torch.nn.Linear(784, 200),
+        torch.nn.ReLU(),
+        torch.nn.Linear(200, 10),
+    )
+    params = list(model.parameters())
+    sizes = [p.numel() for p in params]
+    vector = torch.from_numpy(start.copy())
     times = []
-    vector = start
     for t in range(rounds):
         t0 = time.perf_counter()
-        total = np.zeros_like(vector, dtype=np.float64)
-        weight = 0.0
+        total = torch.zeros_like(vector, dtype=torch.float64)
+        weight = 0
         for c in range(data.num_clients):
             x, y = data.train(c)
-            res = local_sgd(
-                fm,
-                vector,
-                x,
-                y,
-                lr=lr,
-                batch_size=32,
-                local_epochs=1,
-                rng=np.random.default_rng([t, c]),
-            )
-            total += len(y) * (res.vector - vector)
-            weight += len(y)
-        vector = (vector + total / weight).astype(np.float32)
+            xt, yt = torch.from_numpy(np.array(x)), torch.from_numpy(np.array(y))
+            torch.nn.utils.vector_to_parameters(vector, params)
+            opt = torch.optim.SGD(params, lr=lr)
+            perm = torch.from_numpy(np.random.default_rng([t, c]).permutation(len(yt)))
+            for i in range(0, len(yt), 32):
+                idx = perm[i : i + 32]
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(xt[idx]), yt[idx]).backward()
+                opt.step()
+            local = torch.nn.utils.parameters_to_vector(params).detach()
+            total += len(yt) * (local - vector).double()
+            weight += len(yt)
+        vector = (vector + total / weight).float()
         times.append(time.perf_counter() - t0)
+    assert sum(sizes) == len(start)
     return float(np.median(times))
 
 
@@ -101,11 +110,8 @@ def main() -> None:
     system.close()
     ray.shutdown()
 
-    fm = FlatModel(
-        build_model("mlp", input_shape=data.input_shape, num_classes=10, hidden=(200,))
-    )
     start = initial_vector(cfg, tuple(data.input_shape), data.num_classes)
-    plain_s = plain_round(fm, data, start, 0.05, args.rounds)
+    plain_s = plain_round(data, start, 0.05, args.rounds)
     print(f"rayfl setup (actors): {setup_s:.2f} s")
     print(
         f"rayfl  s/round: {rayfl_s:.3f}  ({args.cpus} CPUs, {len(system.groups)} actors)"
