@@ -33,6 +33,7 @@ PURPOSES: dict[str, int] = {
     "policy": 11,
     "env": 12,
     "server_noise": 13,
+    "packet_loss": 14,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

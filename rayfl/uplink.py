@@ -159,14 +159,10 @@ class UplinkModel:
         if wireless.effects == "packet_loss" or (
             wireless.effects == "bit_flip" and not quantized
         ):
-            u = np.array(
-                [
-                    rng_for(
-                        self.config.seed, "effects", round=round, client=int(c)
-                    ).random()
-                    for c in schedule.clients
-                ]
-            )
+            # One uniform per client per round, indexed by client id: the same
+            # draw whatever else is scheduled.
+            rng = rng_for(self.config.seed, "packet_loss", round=round)
+            u = rng.random(self.num_clients)[schedule.clients]
             delivered &= u >= out.packet_error_rate
         rows = {
             int(c): {
