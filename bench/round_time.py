@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 import ray
@@ -22,20 +23,7 @@ from rayfl.data.federated import build_federated
 from rayfl.schedule import Schedule
 from rayfl.system import FLSystem, initial_vector
 
-CONFIG = {
-    "name": "bench",
-    "data": {
-        "dataset": "fashion_mnist",
-        "num_clients": 100,
-        "partition": "iid",
-        "pool": "all",
-        "test_fraction": 1 / 7,
-    },
-    "model": {"kind": "mlp", "hidden": [200]},
-    "algorithm": {"kind": "fedavg", "local_epochs": 1, "batch_size": 32, "lr": 0.05},
-    "scheduler": {"policy": "all"},
-    "output": {"progress": False, "plots": False},
-}
+CONFIG = Path(__file__).parents[1] / "examples" / "bench_fedavg_mlp.yaml"
 
 
 def plain_round(data, start: np.ndarray, lr: float, rounds: int) -> float:
@@ -84,7 +72,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cpus", type=int, default=2)
     args = parser.parse_args()
-    cfg = load_config(CONFIG, {"rounds": args.rounds + 1})
+    cfg = load_config(CONFIG, {"rounds": args.rounds + 1, "output.progress": False})
     data = build_federated(cfg.data, seed=cfg.seed)
     print(
         f"clients: {data.num_clients}, train samples/client: "

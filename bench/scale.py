@@ -55,8 +55,11 @@ def main() -> None:
     args = parser.parse_args()
     cfg = load_config(
         {
-            "data": {"dataset": "fashion_mnist", "num_clients": args.clients,
-                     "partition": "iid"},
+            "data": {
+                "dataset": "fashion_mnist",
+                "num_clients": args.clients,
+                "partition": "iid",
+            },
             "model": {"kind": "mlr"},
             "algorithm": {"batch_size": 32, "lr": 0.05, "trainer": args.trainer},
             "output": {"progress": False},
@@ -77,7 +80,9 @@ def main() -> None:
     system.evaluate()
     eval_s = time.perf_counter() - s
     rss = total_rss_gb()
-    print(f"clients: {args.clients}, actors: {len(system.actors)}, trainer: {args.trainer}")
+    print(
+        f"clients: {args.clients}, actors: {len(system.actors)}, trainer: {args.trainer}"
+    )
     print(f"ray.init: {t1 - t0:.1f} s; data + actors: {t2 - t1:.1f} s")
     print(f"round of all clients: {times[0]:.2f} s (first), {times[1]:.2f} s (second)")
     print(f"evaluation of all clients: {eval_s:.2f} s")
