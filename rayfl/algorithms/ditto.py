@@ -76,7 +76,7 @@ import torch.nn.functional as F
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.algorithms.config import DittoConfig
 from rayfl.learning.models import FlatModel
-from rayfl.learning.train import LocalTrainResult, batch_indices, local_sgd
+from rayfl.learning.train import LocalTrainResult, iterate_batches, local_sgd
 from rayfl.learning.vectorized import fast_local_sgd
 
 __all__ = ["Ditto", "DittoConfig", "personal_sgd"]
@@ -126,20 +126,17 @@ def personal_sgd(
     model.load(start)
     omega = torch.from_numpy(np.array(center, dtype=np.float32).reshape(-1))
     loss_weight = 1.0 - lam / 2.0
-    batches = batch_indices(
-        len(y),
+    params = model.params
+    total = torch.zeros((), dtype=torch.float64)
+    steps = 0
+    for xb, yb in iterate_batches(
+        x,
+        y,
         batch_size=batch_size,
         local_epochs=local_epochs,
         local_steps=local_steps,
         rng=rng,
-    )
-    xt = torch.from_numpy(np.asarray(x))
-    yt = torch.from_numpy(np.asarray(y))
-    params = model.params
-    total = torch.zeros((), dtype=torch.float64)
-    for idx in batches:
-        it = torch.from_numpy(idx)
-        xb, yb = xt.index_select(0, it), yt.index_select(0, it)
+    ):
         if loss_weight > 0.0:
             loss = F.cross_entropy(model.module(xb), yb)
             grads = torch.autograd.grad(loss, params)
@@ -153,7 +150,7 @@ def personal_sgd(
             if lam > 0.0:
                 model.flat.sub_(pull, alpha=lr * lam)
         total += loss.detach()
-    steps = len(batches)
+        steps += 1
     return LocalTrainResult(model.vector(), float(total) / max(steps, 1), steps)
 
 

@@ -24,6 +24,7 @@ Implementation details:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +34,13 @@ import torch.nn.functional as F
 
 from rayfl.learning.models import FlatModel
 
-__all__ = ["LocalTrainResult", "batch_indices", "evaluate", "local_sgd"]
+__all__ = [
+    "LocalTrainResult",
+    "batch_indices",
+    "evaluate",
+    "iterate_batches",
+    "local_sgd",
+]
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,32 @@ def batch_indices(
             return batches
 
 
+def iterate_batches(
+    x: npt.NDArray[np.float32],
+    y: npt.NDArray[np.int64],
+    *,
+    batch_size: int,
+    local_epochs: int,
+    local_steps: int | None,
+    rng: np.random.Generator,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Yield the (inputs, labels) tensors of a local run's mini-batches.
+
+    The order is :func:`batch_indices`'; tensors view read-only numpy data.
+    """
+    xt = torch.from_numpy(np.asarray(x))
+    yt = torch.from_numpy(np.asarray(y))
+    for idx in batch_indices(
+        len(y),
+        batch_size=batch_size,
+        local_epochs=local_epochs,
+        local_steps=local_steps,
+        rng=rng,
+    ):
+        it = torch.from_numpy(idx)
+        yield xt.index_select(0, it), yt.index_select(0, it)
+
+
 def local_sgd(
     model: FlatModel,
     start: npt.NDArray[np.float32],
@@ -128,21 +161,18 @@ def local_sgd(
     if prox_weight > 0.0:
         c = start if prox_center is None else prox_center
         center = torch.from_numpy(np.array(c, dtype=np.float32))
-    batches = batch_indices(
-        len(y),
+    params = model.params
+    total = torch.zeros((), dtype=torch.float64)
+    steps = 0
+    for xb, yb in iterate_batches(
+        x,
+        y,
         batch_size=batch_size,
         local_epochs=local_epochs,
         local_steps=local_steps,
         rng=rng,
-    )
-    xt = torch.from_numpy(np.asarray(x))
-    yt = torch.from_numpy(np.asarray(y))
-    params = model.params
-    total = torch.zeros((), dtype=torch.float64)
-    for idx in batches:
-        it = torch.from_numpy(idx)
-        out = model.module(xt.index_select(0, it))
-        loss = F.cross_entropy(out, yt.index_select(0, it))
+    ):
+        loss = F.cross_entropy(model.module(xb), yb)
         grads = torch.autograd.grad(loss, params)
         with torch.no_grad():
             torch._foreach_add_(params, grads, alpha=-lr)
@@ -150,7 +180,7 @@ def local_sgd(
                 # ∇(μ/2)‖w − w_c‖² = μ (w − w_c), applied on the flat vector.
                 model.flat.sub_(model.flat - center, alpha=lr * prox_weight)
         total += loss.detach()
-    steps = len(batches)
+        steps += 1
     return LocalTrainResult(model.vector(), float(total) / max(steps, 1), steps)
 
 
