@@ -1,42 +1,8 @@
-"""FLUTE's published workload: LR on MNIST-shaped data, 1000 clients, 10/round, 100 rounds.
+"""Thin wrapper: the benchmark lives in ``rayfl.benchmarks.flute_workload`` (`rayfl bench`)."""
 
-FLUTE's README reports 200 s (FLUTE) and 1814 s (Flower 1.0) on CPU. We run the
-same shape on Fashion-MNIST (same 28×28×1 / 10 classes as MNIST; MNIST itself is
-not installable offline here): 1000 iid clients (~52 train samples each), MLR,
-10 clients per round (random), 100 rounds, batch 10, one local epoch, evaluation
-only at the end. Prints start-up (Ray + actors) and the time of the 100 rounds.
+import sys
 
-Run:  .venv/bin/python bench/flute_workload.py
-"""
-
-from __future__ import annotations
-
-import time
-
-import rayfl
-
-CONFIG = {
-    "name": "flute",
-    "rounds": 100,
-    "eval_every": 100,
-    "data": {"dataset": "fashion_mnist", "num_clients": 1000, "partition": "iid"},
-    "model": {"kind": "mlr"},
-    "algorithm": {"kind": "fedavg", "local_epochs": 1, "batch_size": 10, "lr": 0.05},
-    "scheduler": {"policy": "random", "clients_per_round": 10},
-    "output": {"progress": False, "plots": False, "dir": "bench/_out"},
-}
-
-
-def main() -> None:
-    t0 = time.perf_counter()
-    result = rayfl.run(CONFIG)
-    total = time.perf_counter() - t0
-    rounds_s = float(result.rounds["round_time_s"].sum())
-    print(f"start-up (Ray, data, actors): {result.summary['setup_s']:.1f} s")
-    print(f"100 rounds:                   {rounds_s:.1f} s")
-    print(f"total wall time:              {total:.1f} s")
-    print(f"final global accuracy:        {result.summary['final']['global_acc']:.4f}")
-
+from rayfl.benchmarks.flute_workload import main
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

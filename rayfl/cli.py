@@ -5,6 +5,7 @@
     rayfl compare CONFIG --policies a,b,c   same config and seed under each policy
     rayfl plot RUN_DIR [RUN_DIR ...]        (re)draw plots, overlaying several runs
     rayfl info [--data-root DIR]            Ray resources and datasets found
+    rayfl bench NAME [args]                 benchmarks (bench/results.md)
 
 Configuration errors print in a few lines, without a traceback (exit code 2).
 """
@@ -106,6 +107,18 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from importlib import import_module
+
+    from rayfl.benchmarks import BENCHMARKS
+
+    names = list(BENCHMARKS) if args.name == "all" else [args.name]
+    for name in names:
+        print(f"== rayfl bench {name}")
+        import_module(BENCHMARKS[name]).main(list(args.overrides))
+    return 0
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
     from rayfl.plots import plot_rounds
     from rayfl.results import load_run
@@ -194,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated names, e.g. random,round_robin,proportional_fair",
     )
     p.set_defaults(func=_cmd_compare)
+    p = sub.add_parser(
+        "bench", help="run a benchmark (round-time, flute, scale, env, all)"
+    )
+    p.add_argument("name", choices=["round-time", "flute", "scale", "env", "all"])
+    p.add_argument("overrides", nargs="*", help="arguments of the benchmark")
+    p.set_defaults(func=_cmd_bench)
     p = sub.add_parser("plot", help="draw the plots of one or more run directories")
     p.add_argument("run_dirs", nargs="+")
     p.add_argument("--out", help="output directory (default RUN_DIR/plots)")

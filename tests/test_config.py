@@ -98,3 +98,14 @@ def test_cli_prints_config_error_without_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
     # nothing half-written
     assert not any(p.is_dir() for p in tmp_path.iterdir())
+
+
+def test_bench_example_matches_the_benchmark_workload():
+    from rayfl.benchmarks.round_time import CONFIG
+
+    example = Path(__file__).parents[1] / "examples" / "bench_fedavg_mlp.yaml"
+    a = load_config(example).to_dict()
+    b = load_config(CONFIG).to_dict()
+    for key in ("rounds",):
+        a.pop(key), b.pop(key)
+    assert a == b

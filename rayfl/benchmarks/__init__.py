@@ -1,0 +1,10 @@
+"""Benchmarks behind ``rayfl bench`` (also runnable as ``bench/*.py``)."""
+
+BENCHMARKS = {
+    "round-time": "rayfl.benchmarks.round_time",
+    "flute": "rayfl.benchmarks.flute_workload",
+    "scale": "rayfl.benchmarks.scale",
+    "env": "rayfl.benchmarks.env_speed",
+}
+
+__all__ = ["BENCHMARKS"]
