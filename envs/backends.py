@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from envs.surrogate import SurrogateDynamics
+from rayfl.compression.payload import payload_size_bits
 from rayfl.config import RunConfig
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.schedule import Schedule
@@ -107,16 +108,16 @@ class SurrogateBackend:
     def restart(self, seed: int) -> npt.NDArray[np.float64]:
         """Start a new episode with ``seed``; return the initial losses."""
         self.config = self.config.model_copy(update={"seed": int(seed)})
-        self.uplink = UplinkModel(self.config, num_train=self.data_size, dim=self.dim)
+        self.uplink = UplinkModel(self.config, num_train=self.data_size)
         comp = self.config.compression
-        bits = comp.quantize_bits or 32
-        kept = self.dim * comp.sparsify_fraction
-        index_bits = (
-            min(kept * np.ceil(np.log2(self.dim)), self.dim)
-            if comp.sparsify_fraction < 1
-            else 0
+        self.payload_bits = float(
+            payload_size_bits(
+                dim=self.dim,
+                carried=self.dim * comp.sparsify_fraction,  # expected kept values
+                bits_per_element=comp.quantize_bits or 32,
+                sparse=comp.sparsify_fraction < 1,
+            )
         )
-        self.payload_bits = float(kept * bits + index_bits)
         self.dynamics = SurrogateDynamics(
             self.data_size / self.data_size.sum(),
             self.num_classes,

@@ -31,7 +31,7 @@ from rayfl.data.federated import FederatedData, build_federated
 from rayfl.learning.models import FlatModel, build_model, init_parameters
 from rayfl.resources import check_fits, estimate_memory
 from rayfl.schedule import Schedule
-from rayfl.seeding import rng_for, torch_seed_for
+from rayfl.seeding import torch_seed_for
 from rayfl.session import RaySession
 from rayfl.uplink import UplinkModel
 
@@ -171,7 +171,7 @@ class FLSystem:
             cfg, tuple(self.data.input_shape), self.data.num_classes
         )
         self.dim = len(vector)
-        self.uplink = UplinkModel(cfg, num_train=self.num_train, dim=self.dim)
+        self.uplink = UplinkModel(cfg, num_train=self.num_train)
         self.global_ref = ray.put(vector)
         setup = ActorSetup(
             config=cfg,
@@ -339,10 +339,6 @@ class FLSystem:
     def global_vector(self) -> npt.NDArray[np.float32]:
         """Return ω^t (pulls the array: not for the hot path)."""
         return np.array(ray.get(self.global_ref))
-
-    def rng(self, purpose: str, round: int = 0) -> np.random.Generator:
-        """Return the run's generator for ``purpose`` at ``round``."""
-        return rng_for(self.config.seed, purpose, round=round)
 
     def close(self) -> None:
         """Kill the actors and stop Ray if this system started it."""

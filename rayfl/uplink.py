@@ -55,12 +55,9 @@ class UplinkModel:
     Args:
         config: The run config.
         num_train: Train-split size of each client (N,).
-        dim: Model dimension.
     """
 
-    def __init__(
-        self, config: RunConfig, *, num_train: npt.ArrayLike, dim: int
-    ) -> None:
+    def __init__(self, config: RunConfig, *, num_train: npt.ArrayLike) -> None:
         self.config = config
         self.num_train = np.asarray(num_train, dtype=np.int64)
         n = len(self.num_train)
@@ -110,7 +107,6 @@ class UplinkModel:
         self.per_client_effects = wireless is not None and (
             wireless.effects != "none" or wireless.snr_threshold_db is not None
         )
-        self.dim = dim
 
     # ---------------------------------------------------------------- channel
     def channel_state(self, round: int) -> ChannelState | None:

@@ -76,8 +76,8 @@ import torch.nn.functional as F
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.algorithms.config import DittoConfig
 from rayfl.learning.models import FlatModel
-from rayfl.learning.train import LocalTrainResult, iterate_batches, local_sgd
-from rayfl.learning.vectorized import fast_local_sgd
+from rayfl.learning.train import LocalTrainResult, iterate_batches
+from rayfl.learning.vectorized import per_client_trainer
 
 __all__ = ["Ditto", "DittoConfig", "personal_sgd"]
 
@@ -182,7 +182,7 @@ class Ditto(Algorithm):
         else:
             batch, epochs, steps = cfg.batch_size, cfg.local_epochs, cfg.local_steps
             p_epochs, p_steps = cfg.personal_epochs, cfg.personal_steps
-        train = local_sgd if cfg.trainer == "autograd" else fast_local_sgd
+        train = per_client_trainer(cfg.trainer)
         fl = train(
             ctx.model,
             ctx.global_vector,

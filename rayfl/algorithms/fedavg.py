@@ -24,8 +24,8 @@ from typing import ClassVar
 import numpy as np
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
-from rayfl.learning.train import LocalTrainResult, local_sgd
-from rayfl.learning.vectorized import fast_local_sgd, local_sgd_many
+from rayfl.learning.train import LocalTrainResult
+from rayfl.learning.vectorized import local_sgd_many, per_client_trainer
 
 __all__ = ["FedAvg"]
 
@@ -39,7 +39,7 @@ class FedAvg(Algorithm):
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Run local SGD from ω^t and return Δ = u − ω^t."""
         cfg = self.config
-        train = local_sgd if cfg.trainer == "autograd" else fast_local_sgd
+        train = per_client_trainer(cfg.trainer)
         result = train(
             ctx.model,
             ctx.global_vector,

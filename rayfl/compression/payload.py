@@ -37,6 +37,25 @@ import numpy as np
 import numpy.typing as npt
 
 
+def payload_size_bits(
+    *, dim: int, carried: float, bits_per_element: int, sparse: bool
+) -> float:
+    """Return the uplink size of a payload carrying ``carried`` of ``dim`` values.
+
+    Value bits are ``bits_per_element`` per carried value; a sparse payload adds
+    min(k·⌈log2 d⌉, d) bits of indices (index list or bitmap, module notes item 1).
+    ``carried`` may be an expected count (e.g. p·d for random sparsification).
+
+    Example:
+        >>> payload_size_bits(dim=1024, carried=10, bits_per_element=16, sparse=True)
+        260
+    """
+    value_bits = carried * bits_per_element
+    if not sparse:
+        return value_bits
+    return value_bits + min(carried * math.ceil(math.log2(dim)), dim)
+
+
 @dataclass(frozen=True, eq=False)
 class Payload:
     """An uplink message: values (dense or sparse), optional integer codes.
@@ -119,17 +138,18 @@ class Payload:
         return self.indices is not None
 
     @property
-    def payload_bits(self) -> int:
+    def payload_bits(self) -> float:
         """Uplink size in bits: value bits plus the index overhead when sparse.
 
         Value bits are ``bits_per_element`` per carried value. A sparse payload
         adds min(k·⌈log2 d⌉, d) bits (index list or bitmap, see module notes).
         """
-        value_bits = int(self.values.shape[0]) * self.bits_per_element
-        if self.indices is None:
-            return value_bits
-        index_bits = int(self.indices.shape[0]) * math.ceil(math.log2(self.dim))
-        return value_bits + min(index_bits, self.dim)
+        return payload_size_bits(
+            dim=self.dim,
+            carried=int(self.values.shape[0]),
+            bits_per_element=self.bits_per_element,
+            sparse=self.indices is not None,
+        )
 
     def to_dense(self) -> npt.NDArray[np.float32]:
         """Decode into a dense model vector.

@@ -81,7 +81,7 @@ Implementation details:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -103,7 +103,7 @@ from rayfl.learning.vectorized_plan import (
 )
 from rayfl.learning.vectorized_single import linear_stack_sgd
 
-__all__ = ["choose_path", "fast_local_sgd", "local_sgd_many"]
+__all__ = ["choose_path", "fast_local_sgd", "local_sgd_many", "per_client_trainer"]
 
 KERNELS = ("auto", "matmul", "vmap")
 # choose_path thresholds (Implementation details 8)
@@ -328,6 +328,15 @@ def fast_local_sgd(
         scratch=_SCRATCH.setdefault(model, WindowScratch()),
     )
     return LocalTrainResult(vector, loss_sum / max(len(batches), 1), len(batches))
+
+
+def per_client_trainer(trainer: str) -> Callable[..., LocalTrainResult]:
+    """Return the per-client SGD function of an ``algorithm.trainer`` setting.
+
+    ``autograd`` → :func:`~rayfl.learning.train.local_sgd`; anything else (``auto``,
+    ``fast``, and ``vectorized`` for single clients) → :func:`fast_local_sgd`.
+    """
+    return local_sgd if trainer == "autograd" else fast_local_sgd
 
 
 def choose_path(
