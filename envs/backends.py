@@ -21,6 +21,7 @@ from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.uplink import UplinkModel
 from rayfl.wireless.channel import ChannelState
+from rayfl.wireless.modulation import element_error_probability
 
 __all__ = ["EmulatedBackend", "Outcome", "SurrogateBackend"]
 
@@ -139,7 +140,7 @@ class SurrogateBackend:
             if link_rows
             else np.zeros(len(delivered))
         )
-        element_error = 1.0 - (1.0 - ber) ** r
+        element_error = element_error_probability(ber, bits_per_element=r)  # eq. 14
         observed = self.dynamics.step(delivered, element_error)
         self.uplink.record_releases(schedule.clients)
         obs_loss = dict(zip(delivered.tolist(), observed.tolist(), strict=False))
