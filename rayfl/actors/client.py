@@ -62,6 +62,8 @@ class ClientHost:
             layer_offsets=np.asarray(self.model.spec.offsets),
         )
         self.state: dict[int, dict[str, Any]] = {c: {} for c in self.clients}
+        sizes = data.num_train
+        self.max_train_size = int(sizes.max()) if len(sizes) else 0
 
     def train(
         self,
@@ -101,6 +103,7 @@ class ClientHost:
                     state=self.state[client],
                     controls={k: float(v[i]) for k, v in (controls or {}).items()},
                     rng=rng_for(seed, "batch", round=round, client=client),
+                    max_train_size=self.max_train_size,
                 )
             )
         updates = self.algorithm.client_update_many(contexts)

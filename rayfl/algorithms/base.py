@@ -36,6 +36,8 @@ class ClientContext:
         state: The client's persistent state (personal model, counters...).
         controls: Per-client knobs set by the scheduler this round (e.g. ``lr``).
         rng: The client's batch-order generator for this round.
+        max_train_size: The largest train split of any client of the run (a
+            run-level constant for packing-independent vectorized training).
     """
 
     client: int
@@ -47,6 +49,7 @@ class ClientContext:
     state: dict[str, Any]
     controls: dict[str, float]
     rng: np.random.Generator
+    max_train_size: int | None = None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,11 @@ import numpy as np
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.learning.train import LocalTrainResult
-from rayfl.learning.vectorized import local_sgd_many, per_client_trainer
+from rayfl.learning.vectorized import (
+    auto_vectorizes,
+    local_sgd_many,
+    per_client_trainer,
+)
 
 __all__ = ["FedAvg"]
 
@@ -38,6 +42,8 @@ class FedAvg(Algorithm):
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Run local SGD from ω^t and return Δ = u − ω^t."""
+        if self._auto_vectorized(ctx):
+            return self._train_many([ctx])[0]
         cfg = self.config
         train = per_client_trainer(cfg.trainer)
         result = train(
@@ -55,10 +61,25 @@ class FedAvg(Algorithm):
         return self._update(ctx, result)
 
     def client_update_many(self, contexts: list[ClientContext]) -> list[ClientUpdate]:
-        """Train the actor's clients at once when ``trainer: vectorized``."""
+        """Train the actor's clients at once (``vectorized``, or ``auto`` on MLR/MLP).
+
+        ``auto`` vectorizes every client of a built-in MLR/MLP with B ≤ 64, even
+        one alone in its actor, so that results never depend on the packing
+        (Implementation details 9 of :mod:`rayfl.learning.vectorized`).
+        """
+        if contexts and (
+            self._auto_vectorized(contexts[0])
+            or (self.config.trainer == "vectorized" and len(contexts) >= 2)
+        ):
+            return self._train_many(contexts)
+        return [self.client_update(ctx) for ctx in contexts]
+
+    def _auto_vectorized(self, ctx: ClientContext) -> bool:
         cfg = self.config
-        if cfg.trainer != "vectorized" or len(contexts) < 2:
-            return super().client_update_many(contexts)
+        return cfg.trainer == "auto" and auto_vectorizes(ctx.model, cfg.batch_size)
+
+    def _train_many(self, contexts: list[ClientContext]) -> list[ClientUpdate]:
+        cfg = self.config
         results = local_sgd_many(
             contexts[0].model,
             np.stack([c.global_vector for c in contexts]),
@@ -69,8 +90,16 @@ class FedAvg(Algorithm):
             local_steps=cfg.local_steps,
             rngs=[c.rng for c in contexts],
             prox_weight=self.prox_weight,
+            slot=self._slot(contexts),
         )
         return [self._update(c, r) for c, r in zip(contexts, results, strict=True)]
+
+    def _slot(self, contexts: list[ClientContext]) -> int | None:
+        """Run-level batch slot, so a client's rounding ignores its stack partners."""
+        largest = contexts[0].max_train_size
+        if largest is None or not all(c.max_train_size == largest for c in contexts):
+            return None
+        return max(1, min(self.config.batch_size, largest))
 
     @staticmethod
     def _update(ctx: ClientContext, result: LocalTrainResult) -> ClientUpdate:

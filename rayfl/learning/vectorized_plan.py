@@ -67,6 +67,7 @@ def plan_batches(
     local_epochs: int,
     local_steps: int | None,
     rngs: Sequence[np.random.Generator],
+    slot: int | None = None,
 ) -> BatchPlan:
     """Draw every client's batch order and stack the clients by step count.
 
@@ -77,12 +78,17 @@ def plan_batches(
         local_steps: Steps S, or None to use epochs.
         rngs: One generator per client; each draws exactly what ``local_sgd``
             draws for that client.
+        slot: Rows per batch slot; default the largest batch of these clients.
+            A value fixed for the whole run (e.g. min(B, largest client of the
+            run)) keeps every client's float rounding independent of which other
+            clients are stacked with it.
 
     Returns:
         The plan.
 
     Raises:
-        ValueError: If lengths differ, or a client without samples must take steps.
+        ValueError: If lengths differ, a client without samples must take steps,
+            or ``slot`` is smaller than a batch.
 
     Example:
         >>> plan = plan_batches([10, 3], batch_size=4, local_epochs=1,
@@ -107,7 +113,11 @@ def plan_batches(
         )
     counts = np.array([len(b) for b in batches], dtype=np.int64)
     order = np.argsort(-counts, kind="stable").astype(np.int64)
-    slot = max((len(b) for bs in batches for b in bs), default=1)
+    largest = max((len(b) for bs in batches for b in bs), default=1)
+    if slot is None:
+        slot = largest
+    elif slot < largest:
+        raise ValueError(f"slot={slot} is smaller than a batch of {largest} rows")
     return BatchPlan(order, counts[order], [batches[i] for i in order], slot)
 
 

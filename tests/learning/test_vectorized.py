@@ -293,3 +293,45 @@ def test_choose_path_returns_a_valid_path(kind, dim, batch_size, num_clients):
 
 def test_choose_path_single_client_is_loop():
     assert choose_path("mlp", 159_010, 32, 1) == "loop"
+
+
+@pytest.mark.parametrize("kind", ["mlr", "mlp"])
+def test_matmul_kernel_is_independent_of_stack_partners(kind):
+    # trainer: auto relies on this (Implementation details 9): a client's result
+    # must be bit-identical whichever other clients share its stack or chunk, so
+    # that packing clients differently into actors cannot change any metric.
+    fm = _model(kind)
+    sizes = [37, 64, 5, 120, 64, 90, 33, 71]
+    starts, data = _clients(fm, sizes)
+    lrs = np.linspace(0.02, 0.2, len(sizes))
+
+    def run(idx, max_clients=None):
+        res = local_sgd_many(
+            fm, starts[idx], [data[i] for i in idx], lr=lrs[idx], batch_size=16,
+            rngs=[np.random.default_rng(100 + i) for i in idx], kernel="matmul",
+            max_clients=max_clients, slot=16,
+        )
+        return {i: r.vector for i, r in zip(idx, res, strict=True)}
+
+    everyone = run(np.arange(len(sizes)))
+    for idx, chunk in [([2], None), ([6, 1, 3], None), ([0, 4, 5, 7], 2),
+                       (list(range(len(sizes))), 3)]:
+        for i, vec in run(np.asarray(idx), chunk).items():
+            assert np.array_equal(vec, everyone[i]), (idx, i)
+
+
+def test_auto_vectorizes_only_linear_stacks_with_small_batches():
+    from rayfl.learning.vectorized import auto_vectorizes
+
+    assert auto_vectorizes(_model("mlr"), 32)
+    assert auto_vectorizes(_model("mlp"), 64)
+    assert not auto_vectorizes(_model("mlp"), 65)
+    assert not auto_vectorizes(_model("cnn"), 32)
+
+
+def test_slot_smaller_than_a_batch_is_rejected():
+    fm = _model("mlr")
+    starts, data = _clients(fm, [20])
+    with pytest.raises(ValueError, match="slot"):
+        local_sgd_many(fm, starts, data, lr=0.1, batch_size=16,
+                       rngs=[np.random.default_rng(0)], slot=8)
