@@ -17,6 +17,7 @@ import torch
 
 from rayfl.actors.messages import Uploads
 from rayfl.actors.setup import ActorSetup
+from rayfl.actors.state import ClientStateStore
 from rayfl.algorithms.base import ClientContext
 from rayfl.algorithms.registry import make_algorithm
 from rayfl.data.federated import FederatedData
@@ -61,7 +62,7 @@ class ClientHost:
             noise_std=setup.noise_std,
             layer_offsets=np.asarray(self.model.spec.offsets),
         )
-        self.state: dict[int, dict[str, Any]] = {c: {} for c in self.clients}
+        self.state = ClientStateStore(self.clients)
         sizes = data.num_train
         self.max_train_size = int(sizes.max()) if len(sizes) else 0
 
@@ -146,8 +147,7 @@ class ClientHost:
                     int(clients[i]) for i in range(len(clients)) if i not in ok
                 ),
             )
-        snapshot = {c: dict(v) for c, v in self.state.items() if v}
-        return records, bundle, snapshot
+        return records, bundle, self.state.export()
 
     def evaluate(
         self, global_vector: npt.NDArray[np.float32], clients: list[int] | None = None
@@ -178,16 +178,19 @@ class ClientHost:
     def reset(self, setup: ActorSetup) -> None:
         """Start a new run on the same data: new setup (seed), empty client state."""
         self.setup = setup
-        self.state = {c: {} for c in self.clients}
+        self.state = ClientStateStore(self.clients)
 
     def get_state(self) -> dict[int, dict[str, Any]]:
-        """Return the per-client state (for checkpoints)."""
-        return self.state
+        """Return the per-client state (for checkpoints), ``{client: {name: value}}``."""
+        return self.state.export()
 
     def set_state(self, state: dict[int, dict[str, Any]]) -> None:
         """Restore per-client state saved by :meth:`get_state`."""
-        self.state = {c: {} for c in self.clients}
-        self.state.update({int(k): dict(v) for k, v in state.items()})
+        self.state.load(state)
+
+    def state_nbytes(self) -> int:
+        """Bytes of client state held by this actor (memory reports)."""
+        return self.state.nbytes()
 
     def ping(self) -> str:
         """Return the node id this actor runs on (placement reports)."""

@@ -9,6 +9,7 @@ per-client state themselves: the actor keeps one ``state`` dict per virtual clie
 
 from __future__ import annotations
 
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -33,7 +34,8 @@ class ClientContext:
         x_train: The client's train inputs (a zero-copy view, read-only).
         y_train: The client's train labels.
         model: The actor's flat torch model (scratch space).
-        state: The client's persistent state (personal model, counters...).
+        state: The client's persistent state (personal model, counters...), a
+            mapping backed by the actor's compact store (rayfl.actors.state).
         controls: Per-client knobs set by the scheduler this round (e.g. ``lr``).
         rng: The client's batch-order generator for this round.
         max_train_size: The largest train split of any client of the run (a
@@ -46,7 +48,7 @@ class ClientContext:
     x_train: npt.NDArray[np.float32]
     y_train: npt.NDArray[np.int64]
     model: FlatModel
-    state: dict[str, Any]
+    state: MutableMapping[str, Any]
     controls: dict[str, float]
     rng: np.random.Generator
     max_train_size: int | None = None
@@ -130,7 +132,7 @@ class Algorithm:
         return mean
 
     def eval_vectors(
-        self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]
+        self, global_vector: npt.NDArray[np.float32], state: Mapping[str, Any]
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Return the models to evaluate for a client: ``global`` and maybe ``personal``."""
         out = {"global": global_vector}
