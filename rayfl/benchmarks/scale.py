@@ -3,7 +3,7 @@
 Goals: ≤ 10 s per round, ≤ 8 GB total RSS, ≤ 15 s of Ray-side start-up.
 Data: Fashion-MNIST split iid over N clients (7 samples each at N = 10,000).
 
-Run:  rayfl bench scale [--clients 10000] [--trainer auto|vectorized]
+Run:  rayfl bench scale [--clients 10000] [--trainer auto|vectorized] [--algorithm ditto]
 """
 
 from __future__ import annotations
@@ -53,6 +53,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, default=10_000)
     parser.add_argument("--trainer", default="auto")
     parser.add_argument("--cpus", type=int, default=2)
+    parser.add_argument(
+        "--algorithm",
+        default="fedavg",
+        choices=["fedavg", "ditto"],
+        help="ditto keeps a personal model per client in the actors' state",
+    )
     args = parser.parse_args(argv)
     cfg = load_config(
         {
@@ -62,7 +68,12 @@ def main(argv: list[str] | None = None) -> None:
                 "partition": "iid",
             },
             "model": {"kind": "mlr"},
-            "algorithm": {"batch_size": 32, "lr": 0.05, "trainer": args.trainer},
+            "algorithm": {
+                "kind": args.algorithm,
+                "batch_size": 32,
+                "lr": 0.05,
+                "trainer": args.trainer,
+            },
             "output": {"progress": False},
         }
     )
@@ -81,15 +92,19 @@ def main(argv: list[str] | None = None) -> None:
     system.evaluate()
     eval_s = time.perf_counter() - s
     rss = total_rss_gb()
+    state_bytes = sum(ray.get([a.state_nbytes.remote() for a in system.actors]))
     print(
-        f"clients: {args.clients}, actors: {len(system.actors)}, trainer: {args.trainer}"
+        f"clients: {args.clients}, actors: {len(system.actors)}, "
+        f"algorithm: {args.algorithm}, trainer: {args.trainer}"
     )
     print(f"ray.init: {t1 - t0:.1f} s; data + actors: {t2 - t1:.1f} s")
     print(f"round of all clients: {times[0]:.2f} s (first), {times[1]:.2f} s (second)")
     print(f"evaluation of all clients: {eval_s:.2f} s")
     print(f"total RSS (driver + Ray processes): {rss:.2f} GB")
     print(
-        f"memory per client: {rss * 2**30 / args.clients / 1024:.0f} KiB (RSS / clients)"
+        f"memory per client: {rss * 2**30 / args.clients / 1024:.0f} KiB (RSS / clients); "
+        f"client state held in the actors: {state_bytes / args.clients / 1024:.1f} KiB "
+        "per client"
     )
     system.close()
     ray.shutdown()
