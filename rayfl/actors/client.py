@@ -69,6 +69,7 @@ class ClientHost:
         global_vector: npt.NDArray[np.float32],
         clients: list[int],
         controls: dict[str, list[float]] | None = None,
+        downloads: dict[int, Any] | None = None,
     ) -> tuple[list[dict[str, float]], Uploads, dict[int, dict[str, Any]]]:
         """Train the scheduled ``clients`` and run their uplink stages.
 
@@ -77,6 +78,9 @@ class ClientHost:
             global_vector: ω^t, float32 (dim,).
             clients: Scheduled client ids hosted here, ascending.
             controls: Per-client knobs, name → one value per entry of ``clients``.
+            downloads: client → its personalized download (an object ref or the
+                :class:`~rayfl.algorithms.base.Download` itself), for algorithms
+                with ``personalized_downloads``.
 
         Returns:
             One record per client, the bundle of their payloads, and a snapshot of
@@ -88,6 +92,7 @@ class ClientHost:
         payloads = []
         weights = []
         contexts = []
+        received = _resolve(downloads or {})
         for i, client in enumerate(clients):
             x, y = self.data.train(client)
             contexts.append(
@@ -101,6 +106,9 @@ class ClientHost:
                     state=self.state[client],
                     controls={k: float(v[i]) for k, v in (controls or {}).items()},
                     rng=rng_for(seed, "batch", round=round, client=client),
+                    download=received.get(client),
+                    num_rounds=self.setup.config.rounds,
+                    num_train_all=np.asarray(self.data.num_train),
                 )
             )
         updates = self.algorithm.client_update_many(contexts)
@@ -161,7 +169,27 @@ class ClientHost:
         for client in self.clients if clients is None else clients:
             x_te, y_te = self.data.test(client)
             x_tr, y_tr = self.data.train(client)
-            vectors = self.algorithm.eval_vectors(global_vector, self.state[client])
+            state = self.state[client]
+            vectors = self.algorithm.eval_vectors_for(
+                ClientContext(
+                    client=client,
+                    round=-1,
+                    global_vector=global_vector,
+                    x_train=x_tr,
+                    y_train=y_tr,
+                    model=self.model,
+                    state=state,
+                    controls={},
+                    rng=rng_for(
+                        self.setup.seed,
+                        "eval_adapt",
+                        round=int(state.get("local_updates", 0)),
+                        client=client,
+                    ),
+                    num_rounds=self.setup.config.rounds,
+                    num_train_all=np.asarray(self.data.num_train),
+                )
+            )
             loss, acc = evaluate(self.model, vectors["global"], x_te, y_te)
             row = {"client": client, "test_loss": loss, "test_acc": acc}
             main = vectors.get("personal", vectors["global"])
@@ -189,6 +217,15 @@ class ClientHost:
     def ping(self) -> str:
         """Return the node id this actor runs on (placement reports)."""
         return ray.get_runtime_context().get_node_id()
+
+
+def _resolve(downloads: dict[int, Any]) -> dict[int, Any]:
+    """Return client → download data, fetching object refs (one get for all)."""
+    refs = {c: v for c, v in downloads.items() if isinstance(v, ray.ObjectRef)}
+    out = dict(downloads)
+    if refs:
+        out.update(zip(refs, ray.get(list(refs.values())), strict=True))
+    return {int(c): getattr(v, "data", v) for c, v in out.items()}
 
 
 ClientActor = ray.remote(ClientHost)
