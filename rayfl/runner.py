@@ -268,6 +268,12 @@ def _run(
                 else float("nan"),
                 "bits": float(sum(r.get("bits", 0.0) for r in rows)),
                 "download_bits": float(sum(r.get("download_bits", 0.0) for r in rows)),
+                # personalized downloads (FedAMP, APPLE): the slowest one's airtime
+                "downlink_latency_s": max(
+                    (r.get("downlink_latency_s", 0.0) for r in rows), default=0.0
+                )
+                if cfg.wireless is not None
+                else float("nan"),
                 **summary,
             }
             log.round_rows.append(row)

@@ -107,7 +107,10 @@ def test_pfedme_one_round_matches_hand_computation():
     np.testing.assert_allclose(update.vector, w, atol=2e-6)
     np.testing.assert_allclose(ctx.state["personal"], theta, atol=2e-6)
     np.testing.assert_allclose(new, 0.5 * omega + 0.5 * w, atol=2e-6)
-    assert algo.eval_vectors(ctx.global_vector, ctx.state)["personal"] is ctx.state["personal"]
+    assert (
+        algo.eval_vectors(ctx.global_vector, ctx.state)["personal"]
+        is ctx.state["personal"]
+    )
 
 
 def test_perfedavg_one_round_and_personalization_match_hand_computation():
@@ -124,7 +127,9 @@ def test_perfedavg_one_round_and_personalization_match_hand_computation():
     update = algo.client_update(ctx)
     np.testing.assert_allclose(update.vector, w - omega, atol=2e-6)  # upload Δ
     personal = algo.eval_vectors_for(_ctx(omega))["personal"]
-    np.testing.assert_allclose(personal, omega - alpha * grad_np(omega, x, y), atol=2e-6)
+    np.testing.assert_allclose(
+        personal, omega - alpha * grad_np(omega, x, y), atol=2e-6
+    )
 
 
 def test_fedamp_attention_and_cloud_models_match_definition():

@@ -101,7 +101,9 @@ def test_fedamp_lambda_zero_is_local_training():
     cfg = _config({"kind": "fedamp", "lam": 0.0, "alpha_k": 1.0, "sigma": 1.0})
     _, evals, data = _run(cfg)
     omega0 = initial_vector(cfg, tuple(data.input_shape), data.num_classes)
-    model = FlatModel(build_model("mlp", input_shape=(64,), num_classes=10, hidden=[16]))
+    model = FlatModel(
+        build_model("mlp", input_shape=(64,), num_classes=10, hidden=[16])
+    )
     # Act
     for c in range(CLIENTS):
         w = omega0
