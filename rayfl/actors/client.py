@@ -17,7 +17,7 @@ import torch
 
 from rayfl.actors.messages import Uploads
 from rayfl.actors.setup import ActorSetup
-from rayfl.algorithms.base import ClientContext
+from rayfl.algorithms.base import ClientContext, Download
 from rayfl.algorithms.registry import make_algorithm
 from rayfl.data.federated import FederatedData
 from rayfl.learning.aggregate import partial_sum
@@ -225,7 +225,7 @@ def _resolve(downloads: dict[int, Any]) -> dict[int, Any]:
     out = dict(downloads)
     if refs:
         out.update(zip(refs, ray.get(list(refs.values())), strict=True))
-    return {int(c): getattr(v, "data", v) for c, v in out.items()}
+    return {int(c): v.data if isinstance(v, Download) else v for c, v in out.items()}
 
 
 ClientActor = ray.remote(ClientHost)
