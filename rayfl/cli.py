@@ -3,6 +3,7 @@
     rayfl run CONFIG [key.path=value ...]   run an experiment, print its table
     rayfl resume RUN_DIR                    continue a run from its last checkpoint
     rayfl compare CONFIG --policies a,b,c   same config and seed under each policy
+    rayfl compare CONFIG --algorithms a,b   same config and seed under each algorithm
     rayfl plot RUN_DIR [RUN_DIR ...]        (re)draw plots, overlaying several runs
     rayfl info [--data-root DIR]            Ray resources and datasets found
     rayfl bench NAME [args]                 benchmarks (bench/results.md)
@@ -94,8 +95,21 @@ def _cmd_tune_ditto(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rayfl.compare import compare
+    from rayfl.compare import compare, compare_algorithms
 
+    if args.algorithms:
+        names = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+        table, out = compare_algorithms(args.config, names, args.overrides)
+        print(
+            table.drop(columns=["run_dir"]).to_string(
+                index=False, float_format=lambda v: f"{v:.4g}"
+            )
+        )
+        print(f"\ncomparison directory: {out}")
+        return 0
+    if not args.policies:
+        print("rayfl compare: give --policies or --algorithms", file=sys.stderr)
+        return 2
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     table, out = compare(args.config, policies, args.overrides)
     print(
@@ -203,8 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="*", help="key.path=value overrides")
     p.add_argument(
         "--policies",
-        required=True,
+        required=False,
         help="comma-separated names, e.g. random,round_robin,proportional_fair",
+    )
+    p.add_argument(
+        "--algorithms",
+        default=None,
+        help="comma-separated algorithm kinds, e.g. fedavg,ditto,fedamp "
+        "(instead of --policies)",
     )
     p.set_defaults(func=_cmd_compare)
     p = sub.add_parser(

@@ -1,13 +1,14 @@
 """Compare scheduling policies on one config: same seed, one table, overlaid plots.
 
 ``rayfl compare CONFIG --policies random,round_robin,...`` runs the config once per
-policy (``scheduler.policy`` overridden, everything else equal, same seed) in one
+policy; ``--algorithms fedavg,ditto,...`` runs it once per FL algorithm (see
+:func:`compare_algorithms`) (``scheduler.policy`` overridden, everything else equal, same seed) in one
 Ray session; a config with a ``sweep`` section (``rayfl run``) runs the grid of its
 values the same way. Both write ``<output.dir>/compare-<name>-<timestamp>/``:
 
 | file | content |
 |------|---------|
-| ``table.csv`` / ``table.md`` | per policy: final accuracy, max client test loss, Jain's index, total latency, energy, bits |
+| ``table.csv`` / ``table.md`` | per policy: final accuracy, max client test loss, Jain's index, total latency, energy, bits (per algorithm also: mean / worst-10 % / Jain's index of the clients' personalized test accuracy, downlink bits) |
 | ``plots/*.png`` | every run's curves overlaid |
 | ``<name>-<policy>-*/`` | each run's own directory |
 """
@@ -15,7 +16,7 @@ values the same way. Both write ``<output.dir>/compare-<name>-<timestamp>/``:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,13 @@ from rayfl.results import atomic_write, make_run_dir
 from rayfl.runner import run
 from rayfl.session import RaySession
 
-__all__ = ["compare", "markdown_table", "run_variants", "sweep"]
+__all__ = [
+    "compare",
+    "compare_algorithms",
+    "markdown_table",
+    "run_variants",
+    "sweep",
+]
 
 
 def _row(policy: str, summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
@@ -72,11 +79,13 @@ def run_variants(
     variants: Sequence[tuple[str, dict[str, Any]]],
     *,
     label: str = "variant",
+    extra_columns: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """Run ``base`` once per variant (label, overrides) in one Ray session.
 
     Every variant is validated before any runs. Each run's directory is made
-    inside ``<output.dir>/compare-<name>-<timestamp>/``.
+    inside ``<output.dir>/compare-<name>-<timestamp>/``. ``extra_columns`` maps a
+    run's summary to more table columns (placed before ``run_dir``).
 
     Returns:
         The table (one row per variant, first column named ``label``) and the
@@ -102,7 +111,9 @@ def run_variants(
                 },
             )
             row = _row(name, result.summary, result.run_dir)
-            rows.append({label: row.pop("policy"), **row})
+            more = extra_columns(result.summary) if extra_columns else {}
+            run_dir = row.pop("run_dir")
+            rows.append({label: row.pop("policy"), **row, **more, "run_dir": run_dir})
             curves[name] = result.rounds
     finally:
         session.close()
@@ -141,6 +152,66 @@ def compare(
     base = load_config(config, extra)
     variants = [(p, {"scheduler.policy": p}) for p in policies]
     return run_variants(base, variants, label="policy")
+
+
+def _algorithm_columns(summary: dict[str, Any]) -> dict[str, Any]:
+    final = summary.get("final", {})
+    return {
+        "mean_personal_acc": final.get("eval_mean_acc"),
+        "worst10_personal_acc": final.get("eval_worst10_acc"),
+        "jain_personal_acc": final.get("eval_jain_acc"),
+        "global_acc": final.get("global_acc"),
+        "total_download_bits": summary.get("totals", {}).get("download_bits"),
+    }
+
+
+def compare_algorithms(
+    config: str | Path | Mapping[str, Any] | RunConfig,
+    algorithms: Sequence[str],
+    overrides: Sequence[str] | Mapping[str, Any] = (),
+) -> tuple[pd.DataFrame, Path]:
+    """Run ``config`` once per FL algorithm (same seed, data, model) and tabulate.
+
+    Each run's ``algorithm`` section is ``{kind: <name>}`` plus the shared local
+    training fields of the config's own ``algorithm`` section (``local_epochs``,
+    ``local_steps``, ``batch_size``, ``lr``, ``trainer``); the algorithm named by
+    the config's ``algorithm.kind`` keeps its whole section. Other fields take
+    each algorithm's defaults. Besides :func:`compare`'s columns the table has
+    the clients' personalized test accuracy (the personal model when the
+    algorithm has one, else the global model on each client's test split): its
+    unweighted mean, worst-10 % mean and Jain's index.
+
+    Args:
+        config: The base config.
+        algorithms: ``algorithm.kind`` names (see ``rayfl.algorithms.ALGORITHMS``).
+        overrides: Config overrides applied before the algorithm is swapped.
+
+    Returns:
+        The comparison table and the directory it was written to.
+
+    Raises:
+        ConfigError: If a variant's config is invalid (checked before anything runs).
+        ValueError: If ``algorithms`` is empty.
+    """
+    from rayfl.algorithms.config import LocalTrainingConfig
+
+    extra = (
+        dict(overrides)
+        if isinstance(overrides, Mapping)
+        else parse_overrides(overrides)
+    )
+    base = load_config(config, extra)
+    own = base.algorithm.model_dump()
+    shared = {
+        k: own[k] for k in LocalTrainingConfig.model_fields if k in own and k != "kind"
+    }
+    variants = [
+        (a, {"algorithm": own if a == base.algorithm.kind else {**shared, "kind": a}})
+        for a in algorithms
+    ]
+    return run_variants(
+        base, variants, label="algorithm", extra_columns=_algorithm_columns
+    )
 
 
 def sweep(config: RunConfig) -> tuple[pd.DataFrame, Path]:

@@ -104,8 +104,10 @@ def round_summary(
         ``mean_loss``, ``worst10_loss``, ``jain_acc``, ``jain_train_loss`` (Jain's
         index of the evaluated models' train losses, spec seed_000 §6.4),
         ``var_train_loss`` (their variance, seed_001 Definition 1), and the
-        ``personal_*`` counterparts when present. ``eval_acc``/``eval_max_loss`` are
-        the personal values when present, else the global ones.
+        ``personal_*`` counterparts when present (also ``personal_mean_acc``,
+        the unweighted mean, and ``personal_worst10_acc``). ``eval_acc``/
+        ``eval_max_loss``/``eval_mean_acc``/``eval_worst10_acc``/``eval_jain_acc``
+        are the personal values when present, else the global ones.
     """
     w = np.asarray(num_test, dtype=np.float64)
     acc = np.array([e["test_acc"] for e in evals], dtype=np.float64)
@@ -134,7 +136,14 @@ def round_summary(
             personal_min_acc=float(np.nanmin(p_acc)),
             personal_max_loss=float(np.nanmax(p_loss)),
             personal_jain_acc=jain_index(p_acc),
+            personal_mean_acc=float(np.nanmean(p_acc)),
+            personal_worst10_acc=worst_fraction_mean(p_acc, higher_is_worse=False),
         )
     out["eval_acc"] = out.get("personal_acc", out["global_acc"])
+    # Per-client accuracy of the evaluated models (personal, else global): the
+    # unweighted mean, the worst 10 % and Jain's index (PFL baselines' table).
+    out["eval_mean_acc"] = out.get("personal_mean_acc", out["mean_acc"])
+    out["eval_worst10_acc"] = out.get("personal_worst10_acc", out["worst10_acc"])
+    out["eval_jain_acc"] = out.get("personal_jain_acc", out["jain_acc"])
     out["eval_max_loss"] = out.get("personal_max_loss", out["max_loss"])
     return out

@@ -267,6 +267,13 @@ def _run(
                 if cfg.wireless is not None
                 else float("nan"),
                 "bits": float(sum(r.get("bits", 0.0) for r in rows)),
+                "download_bits": float(sum(r.get("download_bits", 0.0) for r in rows)),
+                # personalized downloads (FedAMP, APPLE): the slowest one's airtime
+                "downlink_latency_s": max(
+                    (r.get("downlink_latency_s", 0.0) for r in rows), default=0.0
+                )
+                if cfg.wireless is not None
+                else float("nan"),
                 **summary,
             }
             log.round_rows.append(row)
@@ -313,6 +320,9 @@ def _run(
                 "latency_s": _total(log.round_rows, "latency_s"),
                 "energy_j": _total(log.round_rows, "energy_j"),
                 "bits": float(sum(r["bits"] for r in log.round_rows)),
+                "download_bits": float(
+                    sum(r.get("download_bits", 0.0) for r in log.round_rows)
+                ),
             },
             "privacy": system.uplink.privacy_summary(eps),
         }

@@ -34,6 +34,7 @@ PURPOSES: dict[str, int] = {
     "env": 12,
     "server_noise": 13,
     "packet_loss": 14,
+    "eval_adapt": 30,  # issue 10 (ids 15+ may be taken by parallel work)
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

@@ -26,6 +26,7 @@ import torch
 from rayfl.actors.client import ClientActor
 from rayfl.actors.cloud import CloudServer
 from rayfl.actors.setup import ActorSetup
+from rayfl.algorithms.registry import algorithm_class
 from rayfl.config import RunConfig
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.learning.models import FlatModel, build_model, init_parameters
@@ -172,6 +173,9 @@ class FLSystem:
         )
         self.dim = len(vector)
         self.uplink = UplinkModel(cfg, num_train=self.num_train)
+        #: The algorithm sends per-client downloads (FedAMP, APPLE): the server
+        #: needs every upload, so actors never pre-reduce them.
+        self.personalized = algorithm_class(cfg.algorithm).personalized_downloads
         self.global_ref = ray.put(vector)
         setup = ActorSetup(
             config=cfg,
@@ -180,7 +184,8 @@ class FLSystem:
             noise_std=self.uplink.noise_std,
             server_noise_std=self.uplink.server_noise_std,
             reduce_in_actor=cfg.ray.reduce_in_actor
-            and self.uplink.per_client_effects is False,
+            and self.uplink.per_client_effects is False
+            and not self.personalized,
         )
         return vector, setup
 
@@ -212,6 +217,17 @@ class FLSystem:
         order = np.argsort(schedule.clients, kind="stable")
         clients = schedule.clients[order]
         calls, called = [], []
+        extra: dict[int, dict[str, Any]] = {}
+        down_bits: dict[int, float] = {}
+        if self.personalized and len(clients):
+            refs, down_bits = ray.get(
+                self.cloud.download_refs.remote(
+                    round, self.global_ref, clients.tolist(), self.num_clients
+                )
+            )
+            for a in np.unique(self.actor_of[clients]):
+                mine = clients[self.actor_of[clients] == a].tolist()
+                extra[int(a)] = {"downloads": {c: refs[c] for c in mine}}
         for a in np.unique(self.actor_of[clients]) if len(clients) else []:
             mask = self.actor_of[clients] == a
             controls = {
@@ -221,7 +237,13 @@ class FLSystem:
             calls.append(
                 self.actors[a]
                 .train.options(num_returns=3)
-                .remote(round, self.global_ref, clients[mask].tolist(), controls)
+                .remote(
+                    round,
+                    self.global_ref,
+                    clients[mask].tolist(),
+                    controls,
+                    **extra.get(int(a), {}),
+                )
             )
             called.append(int(a))
         batches = self._gather([c[0] for c in calls], called)
@@ -246,9 +268,27 @@ class FLSystem:
             row = {**records[int(c)], **link_rows.get(int(c), {})}
             row["delivered"] = int(c) in delivered
             row["rejected"] = int(c) in rejected
+            if down_bits:
+                row.update(self._downlink(round, int(c), down_bits.get(int(c), 0.0)))
             rows.append(row)
         self.uplink.record_releases([c for c in schedule.clients if int(c) not in lost])
         return RoundResult(round, rows, sorted(delivered))
+
+    def _downlink(self, round: int, client: int, bits: float) -> dict[str, float]:
+        """Return the downlink record of a personalized download of ``bits`` bits.
+
+        With a wireless model the download is sent at the Shannon rate
+        B·log₂(1 + SNR_dl) of the client's downlink SNR (one subchannel of
+        bandwidth B, BS power; the broadcast of ω is not counted, as before).
+        """
+        row = {"download_bits": float(bits)}
+        state = self.uplink.channel_state(round)
+        if state is not None:
+            snr = 10.0 ** (float(state.downlink_snr_db[client]) / 10.0)
+            rate = state.bandwidth_hz * math.log2(1.0 + snr)
+            row["downlink_rate_bps"] = rate
+            row["downlink_latency_s"] = bits / rate if rate > 0 else float("inf")
+        return row
 
     def evaluate(self) -> list[dict[str, float]]:
         """Evaluate every client's models; one record per client, by id.
@@ -308,11 +348,14 @@ class FLSystem:
         self._restore_failed()
         states = ray.get([a.get_state.remote() for a in self.actors])
         clients = {int(c): dict(v) for state in states for c, v in state.items()}
-        return {
+        out = {
             "global": np.array(ray.get(self.global_ref)),
             "clients": clients,
             "ledger": self.uplink.ledger.state_dict(),
         }
+        if self.personalized:
+            out["server"] = ray.get(self.cloud.get_state.remote())
+        return out
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a :meth:`state_dict` (the packing may differ from the saved run)."""
@@ -325,6 +368,8 @@ class FLSystem:
             ]
         )
         self.uplink.ledger.load_state_dict(state["ledger"])
+        if "server" in state:
+            ray.get(self.cloud.set_state.remote(state["server"]))
 
     def local_updates(self) -> list[int]:
         """Return how many local updates each client has made (pulls small dicts)."""

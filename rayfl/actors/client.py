@@ -18,7 +18,7 @@ import torch
 from rayfl.actors.messages import Uploads
 from rayfl.actors.setup import ActorSetup
 from rayfl.actors.state import ClientStateStore
-from rayfl.algorithms.base import ClientContext
+from rayfl.algorithms.base import ClientContext, Download
 from rayfl.algorithms.registry import make_algorithm
 from rayfl.data.federated import FederatedData
 from rayfl.learning.aggregate import partial_sum
@@ -72,6 +72,7 @@ class ClientHost:
         global_vector: npt.NDArray[np.float32],
         clients: list[int],
         controls: dict[str, list[float]] | None = None,
+        downloads: dict[int, Any] | None = None,
     ) -> tuple[list[dict[str, float]], Uploads, dict[int, dict[str, Any]]]:
         """Train the scheduled ``clients`` and run their uplink stages.
 
@@ -80,6 +81,9 @@ class ClientHost:
             global_vector: ω^t, float32 (dim,).
             clients: Scheduled client ids hosted here, ascending.
             controls: Per-client knobs, name → one value per entry of ``clients``.
+            downloads: client → its personalized download (an object ref or the
+                :class:`~rayfl.algorithms.base.Download` itself), for algorithms
+                with ``personalized_downloads``.
 
         Returns:
             One record per client, the bundle of their payloads, and a snapshot of
@@ -91,6 +95,7 @@ class ClientHost:
         payloads = []
         weights = []
         contexts = []
+        received = _resolve(downloads or {})
         for i, client in enumerate(clients):
             x, y = self.data.train(client)
             contexts.append(
@@ -105,6 +110,9 @@ class ClientHost:
                     controls={k: float(v[i]) for k, v in (controls or {}).items()},
                     rng=rng_for(seed, "batch", round=round, client=client),
                     max_train_size=self.max_train_size,
+                    download=received.get(client),
+                    num_rounds=self.setup.config.rounds,
+                    num_train_all=np.asarray(self.data.num_train),
                 )
             )
         updates = self.algorithm.client_update_many(contexts)
@@ -164,7 +172,27 @@ class ClientHost:
         for client in self.clients if clients is None else clients:
             x_te, y_te = self.data.test(client)
             x_tr, y_tr = self.data.train(client)
-            vectors = self.algorithm.eval_vectors(global_vector, self.state[client])
+            state = self.state[client]
+            vectors = self.algorithm.eval_vectors_for(
+                ClientContext(
+                    client=client,
+                    round=-1,
+                    global_vector=global_vector,
+                    x_train=x_tr,
+                    y_train=y_tr,
+                    model=self.model,
+                    state=state,
+                    controls={},
+                    rng=rng_for(
+                        self.setup.seed,
+                        "eval_adapt",
+                        round=int(state.get("local_updates", 0)),
+                        client=client,
+                    ),
+                    num_rounds=self.setup.config.rounds,
+                    num_train_all=np.asarray(self.data.num_train),
+                )
+            )
             loss, acc = evaluate(self.model, vectors["global"], x_te, y_te)
             row = {"client": client, "test_loss": loss, "test_acc": acc}
             main = vectors.get("personal", vectors["global"])
@@ -195,6 +223,15 @@ class ClientHost:
     def ping(self) -> str:
         """Return the node id this actor runs on (placement reports)."""
         return ray.get_runtime_context().get_node_id()
+
+
+def _resolve(downloads: dict[int, Any]) -> dict[int, Any]:
+    """Return client → download data, fetching object refs (one get for all)."""
+    refs = {c: v for c, v in downloads.items() if isinstance(v, ray.ObjectRef)}
+    out = dict(downloads)
+    if refs:
+        out.update(zip(refs, ray.get(list(refs.values())), strict=True))
+    return {int(c): v.data if isinstance(v, Download) else v for c, v in out.items()}
 
 
 ClientActor = ray.remote(ClientHost)

@@ -11,6 +11,7 @@ Server side of the uplink (STYLE.md rule 8), in this order:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,10 +50,54 @@ class ServerHost:
         self.algorithm = make_algorithm(setup.config.algorithm)
         wireless = setup.config.wireless
         self.bit_flips = wireless is not None and wireless.effects == "bit_flip"
+        #: What ``personalized_downloads`` algorithms keep between rounds (uploads).
+        self.store: dict[str, Any] = {}
 
     def reset(self, setup: ActorSetup) -> None:
         """Start a new run: new setup (seed)."""
         self.setup = setup
+        self.store = {}
+
+    def downloads(
+        self,
+        round: int,
+        global_vector: npt.NDArray[np.float32],
+        clients: list[int],
+        num_clients: int,
+    ) -> dict[int, Any]:
+        """Return each scheduled client's :class:`~rayfl.algorithms.base.Download`."""
+        return self.algorithm.server_downloads(
+            round, global_vector, self.store, [int(c) for c in clients], num_clients
+        )
+
+    def download_refs(
+        self,
+        round: int,
+        global_vector: npt.NDArray[np.float32],
+        clients: list[int],
+        num_clients: int,
+    ) -> tuple[dict[int, Any], dict[int, float]]:
+        """Put the downloads in the object store: client → ref, and client → bits.
+
+        A data object shared by several clients (APPLE's core models) is put once.
+        """
+        out = self.downloads(round, global_vector, clients, num_clients)
+        refs: dict[int, Any] = {}
+        put: dict[int, Any] = {}
+        for c, d in out.items():
+            key = id(d.data)
+            if key not in put:
+                put[key] = ray.put(d.data)
+            refs[c] = put[key]
+        return refs, {c: 32.0 * d.num_elements for c, d in out.items()}
+
+    def get_state(self) -> dict[str, Any]:
+        """Return the server's store (for checkpoints)."""
+        return self.store
+
+    def set_state(self, store: dict[str, Any]) -> None:
+        """Restore a store saved by :meth:`get_state`."""
+        self.store = dict(store)
 
     def ping(self) -> str:
         """Return the node id this actor runs on (placement reports)."""
@@ -115,6 +160,9 @@ class ServerHost:
         dim = len(global_vector)
         stack = np.stack(rows) if rows else np.zeros((0, dim), np.float32)
         summed = partial_sum(stack, weights)
+        if self.algorithm.personalized_downloads:  # never pre-reduced (system.py)
+            for client, row in zip(delivered, rows, strict=True):
+                self.algorithm.server_receive(self.store, client, row)
         for u in uploads:
             if u.partial is not None:  # pre-reduced in the actor: add exactly
                 summed = summed + u.partial

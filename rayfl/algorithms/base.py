@@ -20,7 +20,7 @@ from rayfl.algorithms.config import LocalTrainingConfig
 from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.learning.models import FlatModel
 
-__all__ = ["Algorithm", "ClientContext", "ClientUpdate"]
+__all__ = ["Algorithm", "ClientContext", "ClientUpdate", "Download"]
 
 
 @dataclass
@@ -40,6 +40,12 @@ class ClientContext:
         rng: The client's batch-order generator for this round.
         max_train_size: The largest train split of any client of the run (a
             run-level constant for packing-independent vectorized training).
+        download: The client's own download this round (a :class:`Download`'s
+            ``data``) when the algorithm has ``personalized_downloads``, else None.
+        num_rounds: The run's planned number of rounds T (schedules such as
+            APPLE's cosine decay); 0 when unknown.
+        num_train_all: Train-split sizes of all N clients (public metadata, e.g.
+            APPLE's prior p⁰), or None.
     """
 
     client: int
@@ -52,6 +58,24 @@ class ClientContext:
     controls: dict[str, float]
     rng: np.random.Generator
     max_train_size: int | None = None
+    download: Any = None
+    num_rounds: int = 0
+    num_train_all: npt.NDArray[np.int64] | None = None
+
+
+@dataclass(frozen=True)
+class Download:
+    """One client's personalized download (FedAMP's cloud model, APPLE's cores).
+
+    Attributes:
+        data: What the client receives (arrays, possibly shared between clients:
+            the server puts each distinct object in the object store once).
+        num_elements: Number of float32 values actually sent to this client; the
+            downlink carries 32·``num_elements`` bits.
+    """
+
+    data: Any
+    num_elements: int
 
 
 @dataclass(frozen=True)
@@ -81,6 +105,9 @@ class Algorithm:
     #: Per-client knobs a scheduler may set each round: name → (low, high). The
     #: name is also the config field holding the default value.
     controls: ClassVar[dict[str, tuple[float, float]]] = {}
+    #: True when the server sends each scheduled client its own download (computed
+    #: by :meth:`server_downloads` from the uploads it kept) besides ω.
+    personalized_downloads: ClassVar[bool] = False
 
     def __init__(self, config: LocalTrainingConfig) -> None:
         self.config = config
@@ -139,3 +166,52 @@ class Algorithm:
         if "personal" in state:
             out["personal"] = state["personal"]
         return out
+
+    def eval_vectors_for(
+        self, ctx: ClientContext
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """Return the models to evaluate when the algorithm needs the client's data.
+
+        Called by the client actor at evaluation time with the latest global model,
+        the client's train split and state, and an evaluation-only generator.
+        Default: :meth:`eval_vectors` (no data needed). Per-FedAvg overrides it to
+        adapt ω with one local step before testing.
+        """
+        return self.eval_vectors(ctx.global_vector, ctx.state)
+
+    # ------------------------------------------------------------ server side
+    def server_receive(
+        self, store: dict[str, Any], client: int, vector: npt.NDArray[np.float32]
+    ) -> None:
+        """Keep an arrived upload in the server's store (``personalized_downloads``).
+
+        Args:
+            store: The server's persistent store (a plain dict, checkpointed).
+            client: The uploading client n.
+            vector: Its upload as received (after channel and DP noise).
+        """
+        store.setdefault("uploads", {})[int(client)] = np.array(vector, np.float32)
+
+    def server_downloads(
+        self,
+        round: int,
+        global_vector: npt.NDArray[np.float32],
+        store: dict[str, Any],
+        clients: list[int],
+        num_clients: int,
+    ) -> dict[int, Download]:
+        """Return each scheduled client's download (``personalized_downloads`` only).
+
+        Args:
+            round: Round index t.
+            global_vector: ω^t.
+            store: The server's store (uploads kept by :meth:`server_receive`).
+            clients: The scheduled clients, ascending.
+            num_clients: N, the number of clients of the run.
+
+        Returns:
+            client → :class:`Download`.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} has no personalized downloads"
+        )

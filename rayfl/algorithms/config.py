@@ -14,10 +14,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 __all__ = [
     "AlgorithmConfig",
+    "APPLEConfig",
     "DittoConfig",
+    "FedALAConfig",
+    "FedAMPConfig",
     "FedAvgConfig",
     "FedProxConfig",
     "LocalTrainingConfig",
+    "PFedMeConfig",
+    "PerFedAvgConfig",
     "algorithm_names",
 ]
 
@@ -112,10 +117,144 @@ class DittoConfig(LocalTrainingConfig):
         return data
 
 
+class PFedMeConfig(LocalTrainingConfig):
+    """pFedMe (Dinh et al., NeurIPS 2020): Moreau-envelope personalization.
+
+    ``lr`` is η (local-model step), ``local_steps``/``local_epochs`` count the
+    local rounds R (one mini-batch each); see :mod:`rayfl.algorithms.pfedme`.
+    """
+
+    kind: Literal["pfedme"] = "pfedme"
+    lam: float = Field(
+        15.0, ge=0.0, description="Moreau-envelope weight λ (pFedMe paper: 15)."
+    )
+    personal_lr: float = Field(
+        0.01, gt=0.0, description="Step of the K inner steps on θ (PFLlib: 0.01)."
+    )
+    inner_steps: int = Field(5, ge=1, description="K inner steps per mini-batch.")
+    beta: float = Field(
+        1.0,
+        gt=0.0,
+        description="Server mixing β: ω ← (1 − β)ω + β·mean(w_n); 1 = averaging.",
+    )
+    clip_target: Literal["model", "update"] = Field(
+        "model",
+        description="What is uploaded (and clipped): the local model w_n or w_n − ω.",
+    )
+
+
+class PerFedAvgConfig(LocalTrainingConfig):
+    """Per-FedAvg (Fallah et al., NeurIPS 2020), first-order MAML.
+
+    ``lr`` is α (inner step, also the evaluation-time adaptation step), ``beta``
+    the outer step β; see :mod:`rayfl.algorithms.perfedavg`.
+    """
+
+    kind: Literal["perfedavg"] = "perfedavg"
+    beta: float = Field(
+        0.001, gt=0.0, description="Outer (meta) step β (PFLlib example: 0.001)."
+    )
+    eval_steps: int = Field(
+        1,
+        ge=0,
+        description="SGD steps (step α, batch B) from ω on the client's train data "
+        "before its personalized test; 0 = test ω itself.",
+    )
+
+
+class FedAMPConfig(LocalTrainingConfig):
+    """FedAMP (Huang et al., AAAI 2021): attentive message passing.
+
+    Defaults are PFLlib's example configuration (spec seed_003 §5); see
+    :mod:`rayfl.algorithms.fedamp`.
+    """
+
+    kind: Literal["fedamp"] = "fedamp"
+    alpha_k: float = Field(
+        5e-3, gt=0.0, description="α_K: step of the server's attention message."
+    )
+    lam: float = Field(
+        5e-7,
+        ge=0.0,
+        description="λ: the local objective adds (λ/(2α_K))‖w − U_n‖²; 0 = local "
+        "training only.",
+    )
+    sigma: float = Field(
+        0.1, gt=0.0, description="σ of the attention A'(d²) = exp(−d²/σ)/σ."
+    )
+
+
+class FedALAConfig(LocalTrainingConfig):
+    """FedALA (Zhang et al., AAAI 2023): adaptive local aggregation.
+
+    Defaults are the paper's / PFLlib's; see :mod:`rayfl.algorithms.fedala`.
+    """
+
+    kind: Literal["fedala"] = "fedala"
+    layer_idx: int = Field(
+        2,
+        ge=0,
+        description="p: number of top parameter tensors (weights and biases count "
+        "separately) aggregated adaptively; lower ones take the global values. "
+        "0 = plain FedAvg (unlike PFLlib, where 0 means all).",
+    )
+    rand_percent: int = Field(
+        80, ge=0, le=100, description="s: percent of the train split used to learn W."
+    )
+    eta: float = Field(1.0, gt=0.0, description="η: step of the ALA weights W.")
+    threshold: float = Field(
+        0.1,
+        ge=0.0,
+        description="First ALA: learn W until the std of the last losses is below this.",
+    )
+    num_pre_loss: int = Field(
+        10, ge=1, description="How many recent losses the threshold's std uses."
+    )
+    max_start_epochs: int = Field(
+        50, ge=1, description="Cap on the first ALA's epochs (PFLlib has none)."
+    )
+    clip_target: Literal["model", "update"] = Field(
+        "model",
+        description="What is uploaded (and clipped): the local model θ_n or θ_n − Θ.",
+    )
+
+
+class APPLEConfig(LocalTrainingConfig):
+    """APPLE (Luo & Wu, IJCAI 2022): core models and learned relationship vectors.
+
+    Defaults: spec seed_001 §5 (PFLlib's, with a non-zero ``dr_lr``); see
+    :mod:`rayfl.algorithms.apple`.
+    """
+
+    kind: Literal["apple"] = "apple"
+    dr_lr: float = Field(
+        0.01,
+        ge=0.0,
+        description="η₂: step of the directed relationship vector p_n; 0 = fixed p.",
+    )
+    mu: float = Field(0.01, ge=0.0, description="μ of the proximal term on p_n.")
+    decay_fraction: float = Field(
+        1.0,
+        gt=0.0,
+        description="L: the proximal weight λ(t) decays by a cosine to 0 over "
+        "L·rounds rounds.",
+    )
+    p_grad: Literal["layer_mean", "exact"] = Field(
+        "layer_mean",
+        description="∂/∂p_j: 'layer_mean' = mean over parameter tensors of "
+        "mean(∇θ ⊙ c_j) (PFLlib); 'exact' = the chain rule ⟨∇θ, c_j⟩.",
+    )
+
+
 _CONFIGS: tuple[type[LocalTrainingConfig], ...] = (
     FedAvgConfig,
     FedProxConfig,
     DittoConfig,
+    PFedMeConfig,
+    PerFedAvgConfig,
+    FedAMPConfig,
+    FedALAConfig,
+    APPLEConfig,
 )
 
 
@@ -131,7 +270,14 @@ def _default_kind(value: Any) -> Any:
 
 
 AlgorithmConfig = Annotated[
-    FedAvgConfig | FedProxConfig | DittoConfig,
+    FedAvgConfig
+    | FedProxConfig
+    | DittoConfig
+    | PFedMeConfig
+    | PerFedAvgConfig
+    | FedAMPConfig
+    | FedALAConfig
+    | APPLEConfig,
     Field(discriminator="kind"),
     BeforeValidator(_default_kind),
 ]

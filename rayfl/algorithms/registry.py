@@ -13,6 +13,11 @@ ALGORITHMS: dict[str, str] = {
     "fedavg": "rayfl.algorithms.fedavg:FedAvg",
     "fedprox": "rayfl.algorithms.fedprox:FedProx",
     "ditto": "rayfl.algorithms.ditto:Ditto",
+    "pfedme": "rayfl.algorithms.pfedme:PFedMe",
+    "perfedavg": "rayfl.algorithms.perfedavg:PerFedAvg",
+    "fedamp": "rayfl.algorithms.fedamp:FedAMP",
+    "fedala": "rayfl.algorithms.fedala:FedALA",
+    "apple": "rayfl.algorithms.apple:APPLE",
 }
 
 

@@ -1,0 +1,41 @@
+"""``rayfl compare --algorithms``: which algorithm section each run gets (no Ray)."""
+
+import pytest
+
+import rayfl.compare as compare_mod
+from rayfl.cli import build_parser
+from rayfl.config import ConfigError, load_config
+
+CFG = {
+    "name": "t",
+    "algorithm": {"kind": "ditto", "lam": 0.3, "lr": 0.02, "batch_size": 8},
+}
+
+
+def test_each_algorithm_keeps_shared_fields_and_its_own_defaults(monkeypatch):
+    seen = {}
+
+    def fake(base, variants, *, label, extra_columns):
+        seen.update(variants=variants, label=label, extra=extra_columns)
+        return None, None
+
+    monkeypatch.setattr(compare_mod, "run_variants", fake)
+    compare_mod.compare_algorithms(CFG, ["ditto", "fedamp", "pfedme"])
+    variants = dict(seen["variants"])
+    assert seen["label"] == "algorithm"
+    assert variants["ditto"]["algorithm"]["lam"] == 0.3  # its own section, whole
+    amp = load_config(CFG, variants["fedamp"]).algorithm
+    assert (amp.kind, amp.lr, amp.batch_size, amp.lam) == ("fedamp", 0.02, 8, 5e-7)
+    assert load_config(CFG, variants["pfedme"]).algorithm.lam == 15.0
+    cols = seen["extra"]({"final": {"eval_mean_acc": 0.5, "eval_jain_acc": 0.9}})
+    assert cols["mean_personal_acc"] == 0.5 and cols["jain_personal_acc"] == 0.9
+
+
+def test_unknown_algorithm_is_a_config_error_before_anything_runs():
+    with pytest.raises(ConfigError, match="algorithm"):
+        compare_mod.compare_algorithms(CFG, ["fedavg", "nope"])
+
+
+def test_cli_accepts_algorithms_instead_of_policies():
+    args = build_parser().parse_args(["compare", "x.yaml", "--algorithms", "a,b"])
+    assert args.algorithms == "a,b" and args.policies is None
