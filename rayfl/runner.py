@@ -124,7 +124,7 @@ class _SchedulerDriver:
     def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:
         schedule = self.scheduler.schedule(t)
         result = self.system.run_round(t, schedule)
-        last = t == self.cfg.rounds - 1
+        last = t == self.cfg.rounds - 1 or self.system.exhausted()
         evaluate = (t + 1) % self.cfg.eval_every == 0 or last
         return schedule, result, self.system.evaluate() if evaluate else None
 
@@ -277,6 +277,8 @@ def _run(
                 }
                 bar.set_postfix(post, refresh=False)
                 bar.update(1)
+            if system.exhausted():  # seed 000: every client used its T0 uploads
+                break
             if every and (t + 1) % every == 0 and t + 1 < cfg.rounds:
                 save_checkpoint(
                     run_dir,

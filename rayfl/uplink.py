@@ -79,6 +79,14 @@ class UplinkModel:
             keep_fraction=config.compression.sparsify_fraction,
             batch_size=config.algorithm.batch_size,
         )
+        from rayfl.algorithms.registry import algorithm_class
+
+        # An algorithm may own its calibration (seed 000's DP baselines).
+        custom = algorithm_class(config.algorithm).calibrate_noise(
+            config, num_train=self.num_train
+        )
+        if custom is not None:
+            sigma = custom[0]
         self.planned_uploads = planned
         central = privacy.placement == "cloud"
         self.noise_std = 0.0 if central else float(sigma)
@@ -91,6 +99,8 @@ class UplinkModel:
         sensitivity = clip
         if clip and privacy.calibration == "dp_ditto":
             sensitivity = 2.0 * clip / float(self.num_train.mean())
+        if custom is not None:
+            sensitivity = custom[1]
         self.noise_multiplier = (
             float(sigma / sensitivity) if sensitivity and sigma > 0 else 0.0
         )

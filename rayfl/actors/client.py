@@ -55,6 +55,7 @@ class ClientHost:
             )
         )
         self.algorithm = make_algorithm(cfg.algorithm)
+        self.algorithm.bind(cfg)
         self.stages = build_client_stages(
             cfg.privacy,
             cfg.compression,
@@ -69,6 +70,9 @@ class ClientHost:
         global_vector: npt.NDArray[np.float32],
         clients: list[int],
         controls: dict[str, list[float]] | None = None,
+        downlink_ber: dict[int, float] | None = None,
+        personal_only: list[int] | None = None,
+        personal_controls: dict[str, list[float]] | None = None,
     ) -> tuple[list[dict[str, float]], Uploads, dict[int, dict[str, Any]]]:
         """Train the scheduled ``clients`` and run their uplink stages.
 
@@ -77,6 +81,11 @@ class ClientHost:
             global_vector: ω^t, float32 (dim,).
             clients: Scheduled client ids hosted here, ascending.
             controls: Per-client knobs, name → one value per entry of ``clients``.
+            downlink_ber: Downlink BER of hosted clients this round (algorithms
+                with ``uses_downlink``); missing = 0.
+            personal_only: Unscheduled hosted clients that run the algorithm's
+                ``personal_update`` (algorithms with ``updates_unscheduled``).
+            personal_controls: Their knobs, one value per entry of ``personal_only``.
 
         Returns:
             One record per client, the bundle of their payloads, and a snapshot of
@@ -101,6 +110,7 @@ class ClientHost:
                     state=self.state[client],
                     controls={k: float(v[i]) for k, v in (controls or {}).items()},
                     rng=rng_for(seed, "batch", round=round, client=client),
+                    downlink_bit_error_rate=(downlink_ber or {}).get(client, 0.0),
                 )
             )
         updates = self.algorithm.client_update_many(contexts)
@@ -119,8 +129,27 @@ class ClientHost:
                     "client": client,
                     **update.metrics,
                     **stage_metrics,
+                    **self.algorithm.payload_metrics(payload),
                     "bits": float(payload.payload_bits),
                 }
+            )
+        for i, client in enumerate(personal_only or []):
+            x, y = self.data.train(client)
+            ctx = ClientContext(
+                client=client,
+                round=round,
+                global_vector=global_vector,
+                x_train=x,
+                y_train=y,
+                model=self.model,
+                state=self.state[client],
+                controls={k: float(v[i]) for k, v in (personal_controls or {}).items()},
+                rng=rng_for(seed, "batch", round=round, client=client),
+                downlink_bit_error_rate=(downlink_ber or {}).get(client, 0.0),
+            )
+            records.append(
+                {"client": client, "personal_only": True}
+                | self.algorithm.personal_update(ctx)
             )
         clients_arr = np.asarray(clients, dtype=np.int64)
         if not self.setup.reduce_in_actor:
@@ -175,6 +204,7 @@ class ClientHost:
     def reset(self, setup: ActorSetup) -> None:
         """Start a new run on the same data: new setup (seed), empty client state."""
         self.setup = setup
+        self.algorithm.bind(setup.config)
         self.state = {c: {} for c in self.clients}
 
     def get_state(self) -> dict[int, dict[str, Any]]:

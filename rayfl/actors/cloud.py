@@ -47,12 +47,14 @@ class ServerHost:
     def __init__(self, setup: ActorSetup) -> None:
         self.setup = setup
         self.algorithm = make_algorithm(setup.config.algorithm)
+        self.algorithm.bind(setup.config)
         wireless = setup.config.wireless
         self.bit_flips = wireless is not None and wireless.effects == "bit_flip"
 
     def reset(self, setup: ActorSetup) -> None:
         """Start a new run: new setup (seed)."""
         self.setup = setup
+        self.algorithm.bind(setup.config)
 
     def ping(self) -> str:
         """Return the node id this actor runs on (placement reports)."""

@@ -36,6 +36,8 @@ class ClientContext:
         state: The client's persistent state (personal model, counters...).
         controls: Per-client knobs set by the scheduler this round (e.g. ``lr``).
         rng: The client's batch-order generator for this round.
+        downlink_bit_error_rate: BER of the client's copy of the broadcast this
+            round (0 = error-free; used by algorithms with ``uses_downlink``).
     """
 
     client: int
@@ -47,6 +49,7 @@ class ClientContext:
     state: dict[str, Any]
     controls: dict[str, float]
     rng: np.random.Generator
+    downlink_bit_error_rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -76,9 +79,32 @@ class Algorithm:
     #: Per-client knobs a scheduler may set each round: name → (low, high). The
     #: name is also the config field holding the default value.
     controls: ClassVar[dict[str, tuple[float, float]]] = {}
+    #: True when clients receive the global model over a noisy downlink: the
+    #: driver then passes each client's downlink BER in ``ClientContext``.
+    uses_downlink: ClassVar[bool] = False
+    #: True when unscheduled clients also update (``personal_update``) each round.
+    updates_unscheduled: bool = False
 
     def __init__(self, config: LocalTrainingConfig) -> None:
         self.config = config
+
+    def bind(self, run_config: Any) -> None:
+        """Read run-level settings beyond the algorithm section (default: none)."""
+
+    @classmethod
+    def calibrate_noise(
+        cls, config: Any, *, num_train: npt.ArrayLike
+    ) -> tuple[float, float] | None:
+        """Return (σ, Δs) overriding the privacy calibration, or None."""
+        return None
+
+    def personal_update(self, ctx: ClientContext) -> dict[str, float]:
+        """Update an unscheduled client's own state (``updates_unscheduled``)."""
+        raise NotImplementedError
+
+    def payload_metrics(self, payload: Any) -> dict[str, float]:
+        """Return extra metrics of an upload's payload (default: none)."""
+        return {}
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Train one client and return its upload (override in subclasses)."""
