@@ -144,8 +144,13 @@ class _EnvDriver:
     def __init__(self, cfg: RunConfig) -> None:
         from envs.scheduling import WirelessFLEnv
         from policies import make_policy
+        from policies.registry import policy_class
 
-        self.env = WirelessFLEnv(cfg, mode="emulate")
+        # A policy that sets per-client knobs (e.g. minmax: lr, personal_lr, lam)
+        # declares ``uses_controls``; the env then exposes the algorithm's controls.
+        policy = policy_class(cfg.scheduler.policy)
+        controls = bool(getattr(policy, "uses_controls", False))
+        self.env = WirelessFLEnv(cfg, mode="emulate", controls=controls)
         self.obs, _ = self.env.reset(seed=cfg.seed)
         self.system = self.env.backend.system  # type: ignore[union-attr]
         self.policy = make_policy(
