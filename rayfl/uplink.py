@@ -69,16 +69,6 @@ class UplinkModel:
                 "servers, which this run does not have; use client or cloud"
             )
         planned = privacy.max_uploads or config.rounds
-        sigma = calibrate_noise_std(
-            privacy,
-            releases=planned,
-            sensitivity=privacy.clip_norm,
-            dataset_size=int(self.num_train.mean()),
-            num_clients=n,
-            quantize_bits=config.compression.quantize_bits,
-            keep_fraction=config.compression.sparsify_fraction,
-            batch_size=config.algorithm.batch_size,
-        )
         from rayfl.algorithms.registry import algorithm_class
 
         # An algorithm may own its calibration (seed 000's DP baselines).
@@ -87,6 +77,17 @@ class UplinkModel:
         )
         if custom is not None:
             sigma = custom[0]
+        else:
+            sigma = calibrate_noise_std(
+                privacy,
+                releases=planned,
+                sensitivity=privacy.clip_norm,
+                dataset_size=int(self.num_train.mean()),
+                num_clients=n,
+                quantize_bits=config.compression.quantize_bits,
+                keep_fraction=config.compression.sparsify_fraction,
+                batch_size=config.algorithm.batch_size,
+            )
         self.planned_uploads = planned
         central = privacy.placement == "cloud"
         self.noise_std = 0.0 if central else float(sigma)
