@@ -40,18 +40,46 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 BASE_CONFIG = HERE / "wpfl_minmax.yaml"
 
-#: Per pair: dataset, model, C, δ_Q (Table I / spec §6.1).
+#: Per pair: dataset, model, C, δ_Q (Table I / spec §6.1), the paper's μ and L
+#: (spec §4.6) and abs(ω), which the min-max scheduler's bound needs.
 PAIRS: dict[str, dict[str, Any]] = {
     "cnn-fmnist": {
         "dataset": "fashion_mnist",
         "model": "cnn",
         "clip": 20.0,
         "delta": 5e-3,
+        "mu": 0.05,
+        "L": 0.29,
+        "params": 582_026,
     },
-    "dnn-mnist": {"dataset": "mnist", "model": "mlp", "clip": 7.0, "delta": 1e-3},
-    "mlr-mnist": {"dataset": "mnist", "model": "mlr", "clip": 3.0, "delta": 1e-3},
-    # scikit-learn's shipped 8x8 digits: for smoke tests only
-    "mlr-digits": {"dataset": "digits", "model": "mlr", "clip": 3.0, "delta": 1e-3},
+    "dnn-mnist": {
+        "dataset": "mnist",
+        "model": "mlp",
+        "clip": 7.0,
+        "delta": 1e-3,
+        "mu": 0.27,
+        "L": 1.32,
+        "params": 79_510,
+    },
+    "mlr-mnist": {
+        "dataset": "mnist",
+        "model": "mlr",
+        "clip": 3.0,
+        "delta": 1e-3,
+        "mu": 0.13,
+        "L": 0.43,
+        "params": 7_850,
+    },
+    # scikit-learn's shipped 8x8 digits: for smoke tests only (MLR constants)
+    "mlr-digits": {
+        "dataset": "digits",
+        "model": "mlr",
+        "clip": 3.0,
+        "delta": 1e-3,
+        "mu": 0.13,
+        "L": 0.43,
+        "params": 650,
+    },
 }
 #: Paper's claims for CNN (abstract; spec §7.5), relative to the second best.
 PAPER_CNN = {"max_test_loss": 16.21, "jain": 38.37, "accuracy": 87.08}
@@ -97,9 +125,28 @@ def overrides_for(
         out["data.max_samples_per_client"] = args.samples_per_client
     if spec["model"] == "mlp":
         out["model.hidden"] = [100]
+    if policy in ("minmax", "error_free", "non_adjustment"):
+        from rayfl.privacy.quantized_gaussian import wpfl_noise_std
+
+        sigma = wpfl_noise_std(
+            epsilon=1.0,
+            delta=spec["delta"],
+            max_uploads=t0,
+            clip_norm=spec["clip"],
+            bits=16,
+            sample_rate=0.01,
+        )
+        out["scheduler.params"] = {
+            "mu": spec["mu"],
+            "smoothness": spec["L"],
+            "num_params": spec["params"],
+            "clip_norm": spec["clip"],
+            "noise_std": sigma,
+        }
     if policy == "error_free":
         out["wireless.effects"] = "none"
         out["algorithm.downlink_errors"] = False
+        out["scheduler.params"]["assume_error_free"] = True
     return out
 
 

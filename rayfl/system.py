@@ -184,6 +184,9 @@ class FLSystem:
             server_noise_std=self.uplink.server_noise_std,
             reduce_in_actor=cfg.ray.reduce_in_actor
             and self.uplink.per_client_effects is False,
+            client_noise_std=None
+            if self.uplink.client_noise_std is None
+            else tuple(float(s) for s in self.uplink.client_noise_std),
         )
         return vector, setup
 

@@ -63,6 +63,23 @@ class ClientHost:
             layer_offsets=np.asarray(self.model.spec.offsets),
         )
         self.state: dict[int, dict[str, Any]] = {c: {} for c in self.clients}
+        self._client_stages: dict[float, list[Any]] = {}
+
+    def _stages_for(self, client: int) -> list[Any]:
+        """Return the uplink stages of ``client`` (its own σ_n when set)."""
+        stds = self.setup.client_noise_std
+        if stds is None:
+            return self.stages
+        std = float(stds[client])
+        if std not in self._client_stages:
+            cfg = self.setup.config
+            self._client_stages[std] = build_client_stages(
+                cfg.privacy,
+                cfg.compression,
+                noise_std=std,
+                layer_offsets=np.asarray(self.model.spec.offsets),
+            )
+        return self._client_stages[std]
 
     def train(
         self,
@@ -119,7 +136,7 @@ class ClientHost:
             ctx.state["local_updates"] = ctx.state.get("local_updates", 0) + 1
             payload, stage_metrics = run_stages(
                 update.vector,
-                self.stages,
+                self._stages_for(client),
                 rng_for(seed, "noise", round=round, client=client),
             )
             payloads.append(payload)
@@ -205,6 +222,7 @@ class ClientHost:
         """Start a new run on the same data: new setup (seed), empty client state."""
         self.setup = setup
         self.algorithm.bind(setup.config)
+        self._client_stages = {}
         self.state = {c: {} for c in self.clients}
 
     def get_state(self) -> dict[int, dict[str, Any]]:
