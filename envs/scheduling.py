@@ -361,6 +361,7 @@ class WirelessFLEnv(gym.Env):
             subchannels.append(s)
             power_w.append(self.power_w[levels[s]])
         ctrl: dict[str, npt.NDArray[np.float64]] = {}
+        all_ctrl: dict[str, npt.NDArray[np.float64]] = {}
         if self.control_names:
             table = self.default_controls if controls is None else np.asarray(controls)
             if table.shape != self.default_controls.shape:
@@ -373,11 +374,16 @@ class WirelessFLEnv(gym.Env):
                 name: table[idx, j].astype(np.float64)
                 for j, name in enumerate(self.control_names)
             }
+            all_ctrl = {
+                name: table[:, j].astype(np.float64)
+                for j, name in enumerate(self.control_names)
+            }
         schedule = Schedule(
             np.asarray(clients, dtype=np.int64),
             subchannel=np.asarray(subchannels, dtype=np.int64),
             tx_power_w=np.asarray(power_w, dtype=np.float64),
             controls=ctrl,
+            all_controls=all_ctrl,
         )
         return schedule, ignored
 

@@ -19,6 +19,8 @@ POLICIES: dict[str, str] = {
     "best_channel": "policies.best_channel:BestChannelPolicy",
     "age_based": "policies.age_based:AgeBasedPolicy",
     "delay_min": "policies.delay_min:DelayMinPolicy",
+    "minmax": "policies.minmax:MinMaxPolicy",
+    "non_adjustment": "policies.minmax:NonAdjustmentPolicy",
 }
 
 
@@ -52,6 +54,21 @@ def register_policy(name: str, entry_point: str, *, force: bool = False) -> None
             "pass force=True to replace it"
         )
     POLICIES[name] = entry_point
+
+
+def policy_class(name: str) -> type[Policy]:
+    """Import and return the class registered under ``name``.
+
+    Raises:
+        ValueError: If ``name`` is unknown (the message lists the known names).
+    """
+    if name not in POLICIES:
+        raise ValueError(
+            f"unknown policy {name!r}; known policies: {', '.join(sorted(POLICIES))}"
+        )
+    module, _, attribute = POLICIES[name].partition(":")
+    cls: type[Policy] = getattr(importlib.import_module(module), attribute)
+    return cls
 
 
 def make_policy(name: str, env_or_spaces: Any = None, **params: Any) -> Policy:

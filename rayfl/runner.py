@@ -124,7 +124,7 @@ class _SchedulerDriver:
     def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:
         schedule = self.scheduler.schedule(t)
         result = self.system.run_round(t, schedule)
-        last = t == self.cfg.rounds - 1
+        last = t == self.cfg.rounds - 1 or self.system.exhausted()
         evaluate = (t + 1) % self.cfg.eval_every == 0 or last
         return schedule, result, self.system.evaluate() if evaluate else None
 
@@ -144,8 +144,13 @@ class _EnvDriver:
     def __init__(self, cfg: RunConfig) -> None:
         from envs.scheduling import WirelessFLEnv
         from policies import make_policy
+        from policies.registry import policy_class
 
-        self.env = WirelessFLEnv(cfg, mode="emulate")
+        # A policy that sets per-client knobs (e.g. minmax: lr, personal_lr, lam)
+        # declares ``uses_controls``; the env then exposes the algorithm's controls.
+        policy = policy_class(cfg.scheduler.policy)
+        controls = bool(getattr(policy, "uses_controls", False))
+        self.env = WirelessFLEnv(cfg, mode="emulate", controls=controls)
         self.obs, _ = self.env.reset(seed=cfg.seed)
         self.system = self.env.backend.system  # type: ignore[union-attr]
         self.policy = make_policy(
@@ -284,6 +289,8 @@ def _run(
                 }
                 bar.set_postfix(post, refresh=False)
                 bar.update(1)
+            if system.exhausted():  # seed 000: every client used its T0 uploads
+                break
             if every and (t + 1) % every == 0 and t + 1 < cfg.rounds:
                 save_checkpoint(
                     run_dir,

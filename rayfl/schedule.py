@@ -23,6 +23,8 @@ class Schedule:
         subchannel: Subchannel of each scheduled client (m,), -1 = none (ideal link).
         tx_power_w: Transmit power of each (m,) in W; NaN = the configured maximum.
         controls: Per-client knobs, name → float array (m,) (e.g. ``lr``).
+        all_controls: The same knobs for every client, name → float array (N,),
+            read by algorithms that also update unscheduled clients.
     """
 
     clients: npt.NDArray[np.int64]
@@ -33,6 +35,7 @@ class Schedule:
         default_factory=lambda: np.zeros(0, np.float64)
     )
     controls: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+    all_controls: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         clients = np.asarray(self.clients, dtype=np.int64).reshape(-1)

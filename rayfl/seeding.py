@@ -35,6 +35,7 @@ PURPOSES: dict[str, int] = {
     "server_noise": 13,
     "packet_loss": 14,
     "eval_adapt": 30,  # issue 10 (ids 15+ may be taken by parallel work)
+    "downlink": 15,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

@@ -26,7 +26,7 @@ import torch
 from rayfl.actors.client import ClientActor
 from rayfl.actors.cloud import CloudServer
 from rayfl.actors.setup import ActorSetup
-from rayfl.algorithms.registry import algorithm_class
+from rayfl.algorithms.registry import algorithm_class, make_algorithm
 from rayfl.config import RunConfig
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.learning.models import FlatModel, build_model, init_parameters
@@ -176,6 +176,8 @@ class FLSystem:
         #: The algorithm sends per-client downloads (FedAMP, APPLE): the server
         #: needs every upload, so actors never pre-reduce them.
         self.personalized = algorithm_class(cfg.algorithm).personalized_downloads
+        # Driver-side instance: only its flags are read (downlink, unscheduled).
+        self.algorithm = make_algorithm(cfg.algorithm)
         self.global_ref = ray.put(vector)
         setup = ActorSetup(
             config=cfg,
@@ -186,6 +188,9 @@ class FLSystem:
             reduce_in_actor=cfg.ray.reduce_in_actor
             and self.uplink.per_client_effects is False
             and not self.personalized,
+            client_noise_std=None
+            if self.uplink.client_noise_std is None
+            else tuple(float(s) for s in self.uplink.client_noise_std),
         )
         return vector, setup
 
@@ -217,7 +222,7 @@ class FLSystem:
         order = np.argsort(schedule.clients, kind="stable")
         clients = schedule.clients[order]
         calls, called = [], []
-        extra: dict[int, dict[str, Any]] = {}
+        extra = self._round_extras(round, schedule)
         down_bits: dict[int, float] = {}
         if self.personalized and len(clients):
             refs, down_bits = ray.get(
@@ -227,8 +232,11 @@ class FLSystem:
             )
             for a in np.unique(self.actor_of[clients]):
                 mine = clients[self.actor_of[clients] == a].tolist()
-                extra[int(a)] = {"downloads": {c: refs[c] for c in mine}}
-        for a in np.unique(self.actor_of[clients]) if len(clients) else []:
+                extra.setdefault(int(a), {})["downloads"] = {c: refs[c] for c in mine}
+        targets = np.unique(self.actor_of[clients]) if len(clients) else []
+        if self.algorithm.updates_unscheduled:
+            targets = np.arange(len(self.actors))
+        for a in targets:
             mask = self.actor_of[clients] == a
             controls = {
                 k: np.asarray(v)[order][mask].tolist()
@@ -289,6 +297,50 @@ class FLSystem:
             row["downlink_rate_bps"] = rate
             row["downlink_latency_s"] = bits / rate if rate > 0 else float("inf")
         return row
+    def _round_extras(
+        self, round: int, schedule: Schedule
+    ) -> dict[int, dict[str, Any]]:
+        """Per-actor extra arguments of ``train``: downlink BER, personal-only clients.
+
+        Empty for algorithms without ``uses_downlink``/``updates_unscheduled``.
+        """
+        algo = self.algorithm
+        out: dict[int, dict[str, Any]] = {}
+        if algo.uses_downlink:
+            ber = self.downlink_bit_error_rate(round)
+            for a, group in enumerate(self.groups):
+                out.setdefault(a, {})["downlink_ber"] = {
+                    c: float(ber[c]) for c in group
+                }
+        if algo.updates_unscheduled:
+            scheduled = {int(c) for c in schedule.clients}
+            for a, group in enumerate(self.groups):
+                idle = [c for c in group if c not in scheduled]
+                out.setdefault(a, {})["personal_only"] = idle
+                out[a]["personal_controls"] = {
+                    k: [float(np.asarray(v)[c]) for c in idle]
+                    for k, v in schedule.all_controls.items()
+                }
+        return out
+
+    def downlink_bit_error_rate(self, round: int) -> npt.NDArray[np.float64]:
+        """Return each client's downlink BER of round ``round`` (zeros without errors).
+
+        Seed 000 eq. 13 at the BS power (``rayfl.wireless.downlink``); zero with
+        ideal links or when ``wireless.effects`` is not ``bit_flip``.
+        """
+        from rayfl.wireless.downlink import downlink_bit_error_rate
+
+        wireless = self.config.wireless
+        state = self.uplink.channel_state(round)
+        if wireless is None or state is None or wireless.effects != "bit_flip":
+            return np.zeros(self.num_clients)
+        return downlink_bit_error_rate(state, qam_order=wireless.qam_order)
+
+    def exhausted(self) -> bool:
+        """Return True when a T0 cap is set and no client may upload any more."""
+        cap = self.config.privacy.max_uploads
+        return cap is not None and not bool(self.uplink.eligible().any())
 
     def evaluate(self) -> list[dict[str, float]]:
         """Evaluate every client's models; one record per client, by id.

@@ -69,16 +69,25 @@ class UplinkModel:
                 "servers, which this run does not have; use client or cloud"
             )
         planned = privacy.max_uploads or config.rounds
-        sigma = calibrate_noise_std(
-            privacy,
-            releases=planned,
-            sensitivity=privacy.clip_norm,
-            dataset_size=int(self.num_train.mean()),
-            num_clients=n,
-            quantize_bits=config.compression.quantize_bits,
-            keep_fraction=config.compression.sparsify_fraction,
-            batch_size=config.algorithm.batch_size,
+        from rayfl.algorithms.registry import algorithm_class
+
+        # An algorithm may own its calibration (seed 000's DP baselines).
+        custom = algorithm_class(config.algorithm).calibrate_noise(
+            config, num_train=self.num_train
         )
+        if custom is not None:
+            sigma = custom[0]
+        else:
+            sigma = calibrate_noise_std(
+                privacy,
+                releases=planned,
+                sensitivity=privacy.clip_norm,
+                dataset_size=int(self.num_train.mean()),
+                num_clients=n,
+                quantize_bits=config.compression.quantize_bits,
+                keep_fraction=config.compression.sparsify_fraction,
+                batch_size=config.algorithm.batch_size,
+            )
         self.planned_uploads = planned
         central = privacy.placement == "cloud"
         self.noise_std = 0.0 if central else float(sigma)
@@ -89,8 +98,20 @@ class UplinkModel:
         # datasets (seed 001 eqs. 6-7, a heuristic the spec flags; one σ from the
         # mean |D_n|, see NOTES.md).
         sensitivity = clip
+        #: Per-client σ_n when it depends on abs(D_n) (seed 001 eqs. 6-8:
+        #: Δs_n = 2C/abs(D_n)), else None (one σ for every client).
+        self.client_noise_std: npt.NDArray[np.float64] | None = None
         if clip and privacy.calibration == "dp_ditto":
             sensitivity = 2.0 * clip / float(self.num_train.mean())
+            formula = privacy.noise_std is None and privacy.noise_multiplier is None
+            if custom is None and formula and not central and sigma > 0:
+                # σ ∝ Δs_n = 2C/abs(D_n): every client gets its own σ_n and the
+                # same noise multiplier z = σ_n/Δs_n (the ledger's).
+                size = int(self.num_train.mean())
+                self.client_noise_std = sigma * size / self.num_train.astype(float)
+                sensitivity = 2.0 * clip / size
+        if custom is not None:
+            sensitivity = custom[1]
         self.noise_multiplier = (
             float(sigma / sensitivity) if sensitivity and sigma > 0 else 0.0
         )
@@ -248,6 +269,11 @@ class UplinkModel:
             "delta": privacy.delta,
             "noise_std": max(self.noise_std, self.server_noise_std),
             "noise_multiplier": self.noise_multiplier,
+            **(
+                {"noise_std_per_client": self.client_noise_std.tolist()}
+                if self.client_noise_std is not None
+                else {}
+            ),
             "epsilon_target": privacy.epsilon,
             "epsilon_max": float(np.max(eps)),
             "epsilon_median": float(np.median(eps)),

@@ -56,6 +56,7 @@ class ClientHost:
             )
         )
         self.algorithm = make_algorithm(cfg.algorithm)
+        self.algorithm.bind(cfg)
         self.stages = build_client_stages(
             cfg.privacy,
             cfg.compression,
@@ -65,6 +66,23 @@ class ClientHost:
         self.state = ClientStateStore(self.clients)
         sizes = data.num_train
         self.max_train_size = int(sizes.max()) if len(sizes) else 0
+        self._client_stages: dict[float, list[Any]] = {}
+
+    def _stages_for(self, client: int) -> list[Any]:
+        """Return the uplink stages of ``client`` (its own σ_n when set)."""
+        stds = self.setup.client_noise_std
+        if stds is None:
+            return self.stages
+        std = float(stds[client])
+        if std not in self._client_stages:
+            cfg = self.setup.config
+            self._client_stages[std] = build_client_stages(
+                cfg.privacy,
+                cfg.compression,
+                noise_std=std,
+                layer_offsets=np.asarray(self.model.spec.offsets),
+            )
+        return self._client_stages[std]
 
     def train(
         self,
@@ -73,6 +91,9 @@ class ClientHost:
         clients: list[int],
         controls: dict[str, list[float]] | None = None,
         downloads: dict[int, Any] | None = None,
+        downlink_ber: dict[int, float] | None = None,
+        personal_only: list[int] | None = None,
+        personal_controls: dict[str, list[float]] | None = None,
     ) -> tuple[list[dict[str, float]], Uploads, dict[int, dict[str, Any]]]:
         """Train the scheduled ``clients`` and run their uplink stages.
 
@@ -84,6 +105,11 @@ class ClientHost:
             downloads: client → its personalized download (an object ref or the
                 :class:`~rayfl.algorithms.base.Download` itself), for algorithms
                 with ``personalized_downloads``.
+            downlink_ber: Downlink BER of hosted clients this round (algorithms
+                with ``uses_downlink``); missing = 0.
+            personal_only: Unscheduled hosted clients that run the algorithm's
+                ``personal_update`` (algorithms with ``updates_unscheduled``).
+            personal_controls: Their knobs, one value per entry of ``personal_only``.
 
         Returns:
             One record per client, the bundle of their payloads, and a snapshot of
@@ -113,6 +139,7 @@ class ClientHost:
                     download=received.get(client),
                     num_rounds=self.setup.config.rounds,
                     num_train_all=np.asarray(self.data.num_train),
+                    downlink_bit_error_rate=(downlink_ber or {}).get(client, 0.0),
                 )
             )
         updates = self.algorithm.client_update_many(contexts)
@@ -121,7 +148,7 @@ class ClientHost:
             ctx.state["local_updates"] = ctx.state.get("local_updates", 0) + 1
             payload, stage_metrics = run_stages(
                 update.vector,
-                self.stages,
+                self._stages_for(client),
                 rng_for(seed, "noise", round=round, client=client),
             )
             payloads.append(payload)
@@ -131,8 +158,27 @@ class ClientHost:
                     "client": client,
                     **update.metrics,
                     **stage_metrics,
+                    **self.algorithm.payload_metrics(payload),
                     "bits": float(payload.payload_bits),
                 }
+            )
+        for i, client in enumerate(personal_only or []):
+            x, y = self.data.train(client)
+            ctx = ClientContext(
+                client=client,
+                round=round,
+                global_vector=global_vector,
+                x_train=x,
+                y_train=y,
+                model=self.model,
+                state=self.state[client],
+                controls={k: float(v[i]) for k, v in (personal_controls or {}).items()},
+                rng=rng_for(seed, "batch", round=round, client=client),
+                downlink_bit_error_rate=(downlink_ber or {}).get(client, 0.0),
+            )
+            records.append(
+                {"client": client, "personal_only": True}
+                | self.algorithm.personal_update(ctx)
             )
         clients_arr = np.asarray(clients, dtype=np.int64)
         if not self.setup.reduce_in_actor:
@@ -207,6 +253,8 @@ class ClientHost:
         """Start a new run on the same data: new setup (seed), empty client state."""
         self.setup = setup
         self.state = ClientStateStore(self.clients)
+        self.algorithm.bind(setup.config)
+        self._client_stages = {}
 
     def get_state(self) -> dict[int, dict[str, Any]]:
         """Return the per-client state (for checkpoints), ``{client: {name: value}}``."""

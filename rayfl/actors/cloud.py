@@ -48,6 +48,7 @@ class ServerHost:
     def __init__(self, setup: ActorSetup) -> None:
         self.setup = setup
         self.algorithm = make_algorithm(setup.config.algorithm)
+        self.algorithm.bind(setup.config)
         wireless = setup.config.wireless
         self.bit_flips = wireless is not None and wireless.effects == "bit_flip"
         #: What ``personalized_downloads`` algorithms keep between rounds (uploads).
@@ -57,6 +58,7 @@ class ServerHost:
         """Start a new run: new setup (seed)."""
         self.setup = setup
         self.store = {}
+        self.algorithm.bind(setup.config)
 
     def downloads(
         self,

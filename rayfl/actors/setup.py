@@ -26,6 +26,8 @@ class ActorSetup:
         server_noise_std: Std of noise added by the server (central DP), 0 = none.
         reduce_in_actor: Sum the uploads inside the client actor (no channel effects
             act on individual uploads); see ``rayfl.learning.aggregate``.
+        client_noise_std: Per-client σ_n by client id (N,), overriding
+            ``noise_std`` when set (seed 001: Δs_n = 2C/abs(D_n)).
     """
 
     config: RunConfig
@@ -34,6 +36,7 @@ class ActorSetup:
     noise_std: float = 0.0
     server_noise_std: float = 0.0
     reduce_in_actor: bool = False
+    client_noise_std: tuple[float, ...] | None = None
 
     @property
     def seed(self) -> int:

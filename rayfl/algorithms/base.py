@@ -46,6 +46,8 @@ class ClientContext:
             APPLE's cosine decay); 0 when unknown.
         num_train_all: Train-split sizes of all N clients (public metadata, e.g.
             APPLE's prior p⁰), or None.
+        downlink_bit_error_rate: BER of the client's copy of the broadcast this
+            round (0 = error-free; used by algorithms with ``uses_downlink``).
     """
 
     client: int
@@ -61,6 +63,7 @@ class ClientContext:
     download: Any = None
     num_rounds: int = 0
     num_train_all: npt.NDArray[np.int64] | None = None
+    downlink_bit_error_rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -108,9 +111,32 @@ class Algorithm:
     #: True when the server sends each scheduled client its own download (computed
     #: by :meth:`server_downloads` from the uploads it kept) besides ω.
     personalized_downloads: ClassVar[bool] = False
+    #: True when clients receive the global model over a noisy downlink: the
+    #: driver then passes each client's downlink BER in ``ClientContext``.
+    uses_downlink: ClassVar[bool] = False
+    #: True when unscheduled clients also update (``personal_update``) each round.
+    updates_unscheduled: bool = False
 
     def __init__(self, config: LocalTrainingConfig) -> None:
         self.config = config
+
+    def bind(self, run_config: Any) -> None:
+        """Read run-level settings beyond the algorithm section (default: none)."""
+
+    @classmethod
+    def calibrate_noise(
+        cls, config: Any, *, num_train: npt.ArrayLike
+    ) -> tuple[float, float] | None:
+        """Return (σ, Δs) overriding the privacy calibration, or None."""
+        return None
+
+    def personal_update(self, ctx: ClientContext) -> dict[str, float]:
+        """Update an unscheduled client's own state (``updates_unscheduled``)."""
+        raise NotImplementedError
+
+    def payload_metrics(self, payload: Any) -> dict[str, float]:
+        """Return extra metrics of an upload's payload (default: none)."""
+        return {}
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Train one client and return its upload (override in subclasses)."""

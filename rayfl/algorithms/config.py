@@ -23,6 +23,7 @@ __all__ = [
     "LocalTrainingConfig",
     "PFedMeConfig",
     "PerFedAvgConfig",
+    "WpflConfig",
     "algorithm_names",
 ]
 
@@ -244,6 +245,71 @@ class APPLEConfig(LocalTrainingConfig):
         description="∂/∂p_j: 'layer_mean' = mean over parameter tensors of "
         "mean(∇θ ⊙ c_j) (PFLlib); 'exact' = the chain rule ⟨∇θ, c_j⟩.",
     )
+class WpflConfig(DittoConfig):
+    """WPFL (Zhao et al. 2025, spec seed_000): DP-Ditto over a quantized, noisy channel.
+
+    Adds to Ditto the R-bit downlink (quantized global model, per-client bit
+    errors), the personal update of every client in every round [AMBIG-5] and the
+    choice of DP mechanism (seed 000 §5.2); the uplink (clip → noise → R-bit
+    quantization over ±(C + 3σ) → bit errors) comes from the ``privacy``,
+    ``compression`` and ``wireless`` sections. Defaults are Table I's
+    (η_F = η_P = 0.01, λ = 0.5). See ``rayfl.algorithms.wpfl``.
+    """
+
+    kind: Literal["wpfl"] = "wpfl"  # type: ignore[assignment]
+    lr: float = Field(0.01, gt=0, description="FL learning rate η_F (Table I).")
+    lam: float = Field(
+        0.5, ge=0.0, le=2.0, description="PL-FL weight λ in [0, 2] (Table I: 0.5)."
+    )
+    downlink_bits: int | None = Field(
+        16,
+        ge=1,
+        le=32,
+        description="R of the downlink quantizer Q_G over ±C (eq. 7); null = the "
+        "global model is broadcast unquantized and error-free (Perfect Gaussian).",
+    )
+    downlink_errors: bool = Field(
+        True,
+        description="Corrupt each client's copy of the quantized global model with "
+        "bit flips at its downlink 256-QAM BER (eq. 18; needs wireless.effects="
+        "bit_flip). False = error-free downlink (the 'error-free' baseline).",
+    )
+    first_broadcast: Literal["error_free", "downlink"] = Field(
+        "error_free",
+        description="[AMBIG-10] ω⁰ reaches the clients unquantized and error-free "
+        "('error_free') or through the quantized, noisy downlink ('downlink').",
+    )
+    personal_all_clients: bool = Field(
+        True,
+        description="[AMBIG-5] Every client updates its PL model every round from the "
+        "broadcast (Sec. III-A, Alg. 2); False = only scheduled clients (Alg. 1).",
+    )
+    dp_mechanism: Literal["proposed", "gaussian", "ma", "perfect_gaussian", "none"] = (
+        Field(
+            "proposed",
+            description="Seed 000 §5.2 noise calibration: 'proposed' = Theorem 1 "
+            "(privacy.calibration wpfl or privacy.noise_std, e.g. Table II); 'gaussian' "
+            "= NbAFL σ = c·T0·Δs/ε; 'ma' = RDP accountant z(q, T0, ε, δ)·Δs; "
+            "'perfect_gaussian' = NbAFL σ with no quantization and no channel errors; "
+            "'none' = no noise (quantization over ±C and errors stay). Dithering "
+            "(P2CEFL) is not implemented.",
+        )
+    )
+    sensitivity: Literal["clip", "sample_level"] = Field(
+        "sample_level",
+        description="Δs of the baselines' calibration [AMBIG-11]: 'sample_level' = "
+        "2C/min_n abs(D_n) (one sample changes the clipped model by at most 2C/m); "
+        "'clip' = C.",
+    )
+
+    @model_validator(mode="after")
+    def _check_wpfl(self) -> WpflConfig:
+        if self.clip_target != "model":
+            raise ValueError(
+                "algorithm.clip_target must be 'model' for wpfl (the clipped FL "
+                f"local model is uploaded, eq. 2), got {self.clip_target!r}"
+            )
+        return self
 
 
 _CONFIGS: tuple[type[LocalTrainingConfig], ...] = (
@@ -255,6 +321,7 @@ _CONFIGS: tuple[type[LocalTrainingConfig], ...] = (
     FedAMPConfig,
     FedALAConfig,
     APPLEConfig,
+    WpflConfig,
 )
 
 
@@ -277,7 +344,8 @@ AlgorithmConfig = Annotated[
     | PerFedAvgConfig
     | FedAMPConfig
     | FedALAConfig
-    | APPLEConfig,
+    | APPLEConfig
+    | WpflConfig,
     Field(discriminator="kind"),
     BeforeValidator(_default_kind),
 ]

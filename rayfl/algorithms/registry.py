@@ -18,6 +18,7 @@ ALGORITHMS: dict[str, str] = {
     "fedamp": "rayfl.algorithms.fedamp:FedAMP",
     "fedala": "rayfl.algorithms.fedala:FedALA",
     "apple": "rayfl.algorithms.apple:APPLE",
+    "wpfl": "rayfl.algorithms.wpfl:Wpfl",
 }
 
 

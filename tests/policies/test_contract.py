@@ -1,8 +1,9 @@
 """Contract of every registered policy (STYLE §34): valid actions on sampled obs.
 
 No shipped policy may idle a subchannel while at least K clients are eligible
-(``Policy.allows_idle`` is False for all of them); with fewer eligible clients
-than subchannels, every eligible client is scheduled.
+(``Policy.allows_idle`` is False for all of them, except minmax, which idles only
+subchannels its optional rate constraint C5 closes; C5 is off here); with fewer
+eligible clients than subchannels, every eligible client is scheduled.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ NAMES = [
     "best_channel",
     "age_based",
     "delay_min",
+    "minmax",
+    "non_adjustment",
 ]
 
 

@@ -1,0 +1,262 @@
+"""DP-Ditto's U-shaped PL training loss versus the number of aggregations T.
+
+Fig. 5 of Zhao et al., "Convergence-Privacy-Fairness Trade-Off in Personalized
+Federated Learning" (spec seed_001 §7.3): at a small privacy budget ε the final PL
+training loss first falls with T (more training, the FL model helps the PL
+models generalise) and then rises (the per-round DP noise σ_u of eq. 8 grows as
+√T and accumulates in the global model the PL models are pulled towards), so a
+finite T* exists. With ε = ∞ (no noise) the loss only falls.
+
+Each point is one DP-Ditto run of exactly T rounds on real Fashion-MNIST, since σ_u
+is calibrated to the planned T. The value plotted is the mean over clients of the
+train-split loss of each client's PL model ϖ_n after round T (``eval_train_loss``).
+With ``--bound`` the bound h(T, λ) of Theorem 1 (``rayfl tune-ditto``) is overlaid
+on a second (log) axis; its constants μ, L, G0, M, Ψ1, Ψ2 are the illustrative
+defaults of ``rayfl.algorithms.ditto_analysis`` (the paper gives none), so only
+its shape and its T* can be compared.
+
+Run (24 runs of about a minute each on 2 cores; most of it is Ray start-up):
+    python examples/dp_ditto_u_shape.py --bound
+    python examples/dp_ditto_u_shape.py --rounds 4,16,64 --epsilons 0.1 \
+        --clients 10 --samples 200 --seeds 0,1 --out runs/u_shape
+
+Writes ``OUT/u_shape.png`` and ``OUT/u_shape.csv`` (one row per ε, T, seed) and
+prints the table of means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse the command line."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rounds", default="1,4,8,16,32,64,128,256", help="T values")
+    p.add_argument("--epsilons", default="0.1,1,inf", help="ε values (inf = no DP)")
+    p.add_argument("--seeds", default="0", help="seeds, averaged")
+    p.add_argument("--clients", type=int, default=10, help="N")
+    p.add_argument("--samples", type=int, default=200, help="samples per client")
+    p.add_argument("--model", default="mlr", choices=["mlr", "mlp"])
+    p.add_argument("--lam", type=float, default=0.1, help="λ (Fig. 5: 0.1)")
+    p.add_argument("--lr", type=float, default=0.05, help="η_G = η_L")
+    p.add_argument("--clip", type=float, default=10.0, help="clip norm C")
+    p.add_argument("--delta", type=float, default=0.01, help="δ (Fig. 5: 0.01)")
+    p.add_argument("--batch", type=int, default=32, help="mini-batch size B")
+    p.add_argument("--out", default="runs/dp_ditto_u_shape", help="output directory")
+    p.add_argument("--num-cpus", type=int, default=2, help="Ray CPUs")
+    p.add_argument("--from-csv", help="re-plot a table written before; no runs")
+    p.add_argument(
+        "--bound",
+        action="store_true",
+        help="overlay Theorem 1's h(T, λ) (rayfl tune-ditto; illustrative constants)",
+    )
+    return p.parse_args(argv)
+
+
+def run_config(
+    args: argparse.Namespace, rounds: int, epsilon: float, seed: int
+) -> dict[str, Any]:
+    """Return the run config of one point (T, ε, seed)."""
+    return {
+        "name": f"u-T{rounds}-eps{epsilon}-s{seed}",
+        "seed": seed,
+        "rounds": rounds,
+        "eval_every": rounds,
+        "data": {
+            "dataset": "fashion_mnist",
+            "num_clients": args.clients,
+            "partition": "pathological",
+            "classes_per_client": 2,
+            "pool": "all",
+            "test_fraction": 0.25,
+            "max_samples_per_client": args.samples,
+        },
+        "model": {
+            "kind": args.model,
+            **({"hidden": [32]} if args.model == "mlp" else {}),
+        },
+        "algorithm": {
+            "kind": "ditto",
+            "lam": args.lam,
+            "lr": args.lr,
+            "personal_lr": args.lr,
+            "local_epochs": 1,
+            "personal_epochs": 1,
+            "batch_size": args.batch,
+            "local_mode": "epochs",
+            "clip_target": "model",
+            "aggregation": "uniform",
+        },
+        "scheduler": {"policy": "all"},
+        "privacy": (
+            {"mechanism": "none"}
+            if math.isinf(epsilon)
+            else {
+                "mechanism": "gaussian",
+                "calibration": "dp_ditto",
+                "epsilon": epsilon,
+                "delta": args.delta,
+                "clip_norm": args.clip,
+                "placement": "client",
+                "sample_rate": 1.0,
+            }
+        ),
+        "ray": {"num_cpus": args.num_cpus},
+        "output": {
+            "progress": False,
+            "plots": False,
+            "dir": str(Path(args.out) / "runs"),
+        },
+    }
+
+
+def bound_overlay(
+    args: argparse.Namespace, epsilon: float, t_max: int, train_size: int
+) -> dict[str, Any]:
+    """Return ``rayfl tune-ditto``'s h(T, λ) curve and T* for this setting."""
+    from rayfl.algorithms.ditto_analysis import tune
+
+    dim = 7850 if args.model == "mlr" else 784 * 32 + 32 + 32 * 10 + 10
+    return tune(
+        {
+            "num_clients": args.clients,
+            "epsilon": epsilon,
+            "delta": args.delta,
+            "clip_norm": args.clip,
+            "lr_global": args.lr,
+            "lr_personal": args.lr,
+            "lam": args.lam,
+            "dim": dim,
+            "dataset_size": train_size,
+            "t_max": t_max,
+        }
+    )
+
+
+def start_ray(num_cpus: int, attempts: int = 8) -> None:
+    """Start Ray, retrying: a loaded machine can time out Ray's node start."""
+    import ray
+
+    for attempt in range(attempts):
+        if ray.is_initialized():
+            return
+        try:
+            ray.init(
+                num_cpus=num_cpus,
+                include_dashboard=False,
+                logging_level="ERROR",
+                runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}},
+            )
+        except Exception:  # noqa: BLE001  (Ray raises a bare Exception here)
+            ray.shutdown()
+            if attempt == attempts - 1:
+                raise
+            time.sleep(10)
+
+
+def sweep(args: argparse.Namespace, out: Path) -> pd.DataFrame:
+    """Run one DP-Ditto run per (ε, T, seed); write the CSV after each run."""
+    import rayfl
+
+    start_ray(args.num_cpus)
+    rows = []
+    for epsilon in [float(v) for v in args.epsilons.split(",")]:
+        for t in [int(v) for v in args.rounds.split(",")]:
+            for seed in [int(v) for v in args.seeds.split(",")]:
+                started = time.perf_counter()
+                result = rayfl.run(run_config(args, t, epsilon, seed))
+                metrics = result.metrics
+                last = metrics[metrics["round"] == metrics["round"].max()]
+                rows.append(
+                    {
+                        "epsilon": epsilon,
+                        "T": t,
+                        "seed": seed,
+                        "pl_train_loss": float(last["eval_train_loss"].mean()),
+                        "pl_test_acc": float(last["personal_acc"].mean()),
+                        "pl_max_test_loss": float(last["personal_loss"].max()),
+                        "seconds": time.perf_counter() - started,
+                    }
+                )
+                print(
+                    f"eps={epsilon:g} T={t} seed={seed}: PL train loss "
+                    f"{rows[-1]['pl_train_loss']:.4f}, PL test acc "
+                    f"{rows[-1]['pl_test_acc']:.4f} ({rows[-1]['seconds']:.0f} s)",
+                    flush=True,
+                )
+                pd.DataFrame(rows).to_csv(out / "u_shape.csv", index=False)
+    return pd.DataFrame(rows)
+
+
+def plot(table: pd.DataFrame, args: argparse.Namespace, out: Path) -> None:
+    """Draw the final PL training loss vs T per ε (and the bound with ``--bound``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    means = table.groupby(["epsilon", "T"])[["pl_train_loss", "pl_test_acc"]].mean()
+    train_size = int(round(args.samples * (1 - 0.25)))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    twin = ax.twinx()
+    for i, epsilon in enumerate(sorted(table["epsilon"].unique())):
+        colour = f"C{i}"
+        m = means.loc[epsilon]["pl_train_loss"]
+        label = "no DP (ε = ∞)" if math.isinf(epsilon) else f"ε = {epsilon:g}"
+        ax.plot(m.index, m.values, "o-", color=colour, label=f"DP-Ditto, {label}")
+        ax.plot([int(m.idxmin())], [m.min()], "*", color=colour, markersize=14)
+        if args.bound and not math.isinf(epsilon):
+            theory = bound_overlay(args, epsilon, int(m.index.max()), train_size)
+            twin.plot(
+                theory["rounds_axis"][1:],
+                theory["bound"][1:],
+                "--",
+                color=colour,
+                alpha=0.6,
+                label=f"bound h(T), {label} (T* = {theory['t_star']})",
+            )
+    if args.bound:
+        twin.set_yscale("log")
+        twin.set_ylabel("Theorem 1 bound h(T, λ) (illustrative constants)")
+    else:
+        twin.set_axis_off()
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("number of aggregations T (one run per T; ★ = measured T*)")
+    ax.set_ylabel("final PL training loss (mean over clients)")
+    ax.set_title(
+        f"DP-Ditto, Fashion-MNIST, {args.model.upper()}, N = {args.clients}, "
+        f"{args.samples} samples/client, C = {args.clip:g}, λ = {args.lam:g}, "
+        f"δ = {args.delta:g}",
+        fontsize=8,
+    )
+    lines = ax.get_legend_handles_labels()
+    extra = twin.get_legend_handles_labels()
+    ax.legend(lines[0] + extra[0], lines[1] + extra[1], fontsize=7, loc="upper center")
+    fig.tight_layout()
+    fig.savefig(out / "u_shape.png", dpi=130)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> pd.DataFrame:
+    """Run the sweep (or read ``--from-csv``), write the table and the plot."""
+    args = parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = pd.read_csv(args.from_csv) if args.from_csv else sweep(args, out)
+    table.to_csv(out / "u_shape.csv", index=False)
+    means = table.groupby(["epsilon", "T"])[["pl_train_loss", "pl_test_acc"]].mean()
+    print(means.unstack("epsilon").round(4).to_string())
+    plot(table, args, out)
+    print(f"wrote {out / 'u_shape.png'} and {out / 'u_shape.csv'}")
+    return table
+
+
+if __name__ == "__main__":
+    main()

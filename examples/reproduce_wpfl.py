@@ -1,0 +1,394 @@
+"""Reproduce seed 000's scheduling comparison (Figs. 3-4): metrics versus T0.
+
+Runs WPFL (``examples/wpfl_minmax.yaml``) for every (model/data pair, policy, T0,
+seed) and writes, under ``--out``:
+
+- ``results.csv``: one row per run, the final round's PL test accuracy
+  (test-size weighted), max PL test loss over all clients, Jain's index of the PL
+  training losses, rounds run, wall time;
+- ``table.md``: means over seeds per (pair, policy, T0), and the relative gap of
+  the proposed scheduler to the best baseline at each T0 (spec [AMBIG-15]);
+- ``accuracy_vs_t0.png``, ``jain_vs_t0.png``, ``max_loss_vs_t0.png``.
+
+Policies: ``minmax`` (proposed, Algorithm 2), ``round_robin``, ``random``,
+``non_adjustment`` (KM selection, fixed coefficients) and ``error_free``
+(``minmax`` with ρ = 0 on both links). Pairs: ``cnn-fmnist`` (always available);
+``dnn-mnist`` and ``mlr-mnist`` when MNIST IDX files are under ``--data-root``;
+``mlr-digits`` (scikit-learn's digits) for quick checks.
+
+The machine this was written on is shared and slow: every knob that sets the
+cost has a flag (``--seeds``, ``--t0``, ``--samples-per-client``, ``--steps``,
+``--rounds``), and finished runs are kept in ``results.csv`` and skipped when the
+script is run again (``--fresh`` starts over).
+
+Example:
+    python examples/reproduce_wpfl.py --t0 20 --seeds 0 1 2
+        --policies minmax round_robin random --out runs/wpfl_repro
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+BASE_CONFIG = HERE / "wpfl_minmax.yaml"
+
+#: Per pair: dataset, model, C, δ_Q (Table I / spec §6.1), the paper's μ and L
+#: (spec §4.6) and abs(ω), which the min-max scheduler's bound needs.
+PAIRS: dict[str, dict[str, Any]] = {
+    "cnn-fmnist": {
+        "dataset": "fashion_mnist",
+        "model": "cnn",
+        "clip": 20.0,
+        "delta": 5e-3,
+        "mu": 0.05,
+        "L": 0.29,
+        "params": 582_026,
+    },
+    "dnn-mnist": {
+        "dataset": "mnist",
+        "model": "mlp",
+        "clip": 7.0,
+        "delta": 1e-3,
+        "mu": 0.27,
+        "L": 1.32,
+        "params": 79_510,
+    },
+    "mlr-mnist": {
+        "dataset": "mnist",
+        "model": "mlr",
+        "clip": 3.0,
+        "delta": 1e-3,
+        "mu": 0.13,
+        "L": 0.43,
+        "params": 7_850,
+    },
+    # scikit-learn's shipped 8x8 digits: for smoke tests only (MLR constants)
+    "mlr-digits": {
+        "dataset": "digits",
+        "model": "mlr",
+        "clip": 3.0,
+        "delta": 1e-3,
+        "mu": 0.13,
+        "L": 0.43,
+        "params": 650,
+    },
+}
+#: Paper's claims for CNN (abstract; spec §7.5), relative to the second best.
+PAPER_CNN = {"max_test_loss": 16.21, "jain": 38.37, "accuracy": 87.08}
+POLICIES = ("minmax", "round_robin", "random", "non_adjustment", "error_free")
+FIELDS = (
+    "pair",
+    "policy",
+    "t0",
+    "seed",
+    "accuracy",
+    "max_test_loss",
+    "jain",
+    "mean_acc",
+    "rounds",
+    "wall_s",
+)
+
+
+def overrides_for(
+    pair: str, policy: str, t0: int, seed: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Return the dotted config overrides of one run."""
+    spec = PAIRS[pair]
+    out: dict[str, Any] = {
+        "name": f"wpfl-{pair}-{policy}-t{t0}-s{seed}",
+        "seed": seed,
+        "rounds": args.rounds,
+        "data.dataset": spec["dataset"],
+        "model.kind": spec["model"],
+        "privacy.clip_norm": spec["clip"],
+        "privacy.delta": spec["delta"],
+        "privacy.max_uploads": t0,
+        "scheduler.policy": "minmax" if policy == "error_free" else policy,
+        "algorithm.local_steps": args.steps,
+        "algorithm.personal_steps": args.steps,
+        "output.dir": str(Path(args.out) / "runs"),
+        "output.plots": False,
+        "output.progress": False,
+    }
+    if args.data_root:
+        out["data.root"] = args.data_root
+    if args.samples_per_client:
+        out["data.max_samples_per_client"] = args.samples_per_client
+    if spec["model"] == "mlp":
+        out["model.hidden"] = [100]
+    if policy in ("minmax", "error_free", "non_adjustment"):
+        from rayfl.privacy.quantized_gaussian import wpfl_noise_std
+
+        sigma = wpfl_noise_std(
+            epsilon=1.0,
+            delta=spec["delta"],
+            max_uploads=t0,
+            clip_norm=spec["clip"],
+            bits=16,
+            sample_rate=0.01,
+        )
+        out["scheduler.params"] = {
+            "mu": spec["mu"],
+            "smoothness": spec["L"],
+            "num_params": spec["params"],
+            "clip_norm": spec["clip"],
+            "noise_std": sigma,
+        }
+    if policy == "error_free":
+        out["wireless.effects"] = "none"
+        out["algorithm.downlink_errors"] = False
+        out["scheduler.params"]["assume_error_free"] = True
+    return out
+
+
+def final_metrics(result: Any) -> dict[str, float]:
+    """Return the last evaluated round's PL metrics of a run."""
+    rounds = result.rounds
+    last = rounds.dropna(subset=["personal_acc"]).iloc[-1]
+    return {
+        "accuracy": float(last["personal_acc"]),
+        "max_test_loss": float(last["personal_max_loss"]),
+        "jain": float(last["jain_train_loss"]),
+        "mean_acc": float(last["mean_acc"]),
+        "rounds": int(len(rounds)),
+    }
+
+
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    """Read finished runs from ``results.csv`` (empty if absent)."""
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def append_row(path: Path, row: dict[str, Any]) -> None:
+    """Append one run's row to ``results.csv`` (header on first write)."""
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
+        if new:
+            writer.writeheader()
+        writer.writerow({k: row[k] for k in FIELDS})
+
+
+def aggregate(
+    rows: list[dict[str, Any]],
+) -> dict[tuple[str, str, int], dict[str, float]]:
+    """Return seed means (and counts) per (pair, policy, T0)."""
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["pair"], r["policy"], int(r["t0"])), []).append(r)
+    out = {}
+    for key, items in groups.items():
+        out[key] = {
+            m: float(np.mean([float(i[m]) for i in items]))
+            for m in ("accuracy", "max_test_loss", "jain")
+        }
+        out[key]["seeds"] = len(items)
+    return out
+
+
+def relative_gain(ours: float, others: list[float], higher_is_better: bool) -> float:
+    """Return (ours − best other)/best other in %, signed so that > 0 is better."""
+    if not others:
+        return math.nan
+    best = max(others) if higher_is_better else min(others)
+    gain = (ours - best) / abs(best) * 100.0
+    return gain if higher_is_better else -gain
+
+
+def write_table(rows: list[dict[str, Any]], out: Path) -> str:
+    """Write ``table.md`` (means over seeds, relative gaps) and return its text."""
+    means = aggregate(rows)
+    lines = [
+        "| pair | policy | T0 | seeds | PL accuracy | max PL test loss | "
+        "Jain (PL train loss) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (pair, policy, t0), m in sorted(means.items()):
+        lines.append(
+            f"| {pair} | {policy} | {t0} | {m['seeds']:.0f} | {m['accuracy']:.4f} | "
+            f"{m['max_test_loss']:.4f} | {m['jain']:.4f} |"
+        )
+    lines += [
+        "",
+        "Relative gain of `minmax` over the best of round_robin / random / "
+        "non_adjustment (positive = minmax better; loss: lower is better):",
+        "",
+        "| pair | T0 | accuracy % | max test loss % | Jain % |",
+        "|---|---|---|---|---|",
+    ]
+    baselines = ("round_robin", "random", "non_adjustment")
+    for pair, policy, t0 in sorted(means):
+        if policy != "minmax":
+            continue
+        ours = means[(pair, "minmax", t0)]
+        others = [means[(pair, b, t0)] for b in baselines if (pair, b, t0) in means]
+        if not others:
+            continue
+        acc = relative_gain(ours["accuracy"], [o["accuracy"] for o in others], True)
+        loss = relative_gain(
+            ours["max_test_loss"], [o["max_test_loss"] for o in others], False
+        )
+        jain = relative_gain(ours["jain"], [o["jain"] for o in others], True)
+        lines.append(f"| {pair} | {t0} | {acc:+.2f} | {loss:+.2f} | {jain:+.2f} |")
+    lines += [
+        "",
+        f"Paper (CNN, vs second best): accuracy +{PAPER_CNN['accuracy']}%, "
+        f"max test loss {PAPER_CNN['max_test_loss']}% lower, Jain "
+        f"+{PAPER_CNN['jain']}%.",
+    ]
+    text = "\n".join(lines) + "\n"
+    (out / "table.md").write_text(text)
+    return text
+
+
+def write_plots(rows: list[dict[str, Any]], out: Path) -> None:
+    """Write one figure per metric: metric vs T0, one line per policy, per pair."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    means = aggregate(rows)
+    pairs = sorted({k[0] for k in means})
+    for metric, label, fname in (
+        ("accuracy", "PL test accuracy", "accuracy_vs_t0.png"),
+        ("jain", "Jain's index of PL training losses", "jain_vs_t0.png"),
+        ("max_test_loss", "max client PL test loss", "max_loss_vs_t0.png"),
+    ):
+        fig, axes = plt.subplots(
+            1, len(pairs), figsize=(5 * len(pairs), 3.6), squeeze=False
+        )
+        for ax, pair in zip(axes[0], pairs, strict=True):
+            for policy in POLICIES:
+                pts = sorted(
+                    (t0, m[metric])
+                    for (p, pol, t0), m in means.items()
+                    if p == pair and pol == policy
+                )
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), marker="o", label=policy)
+            ax.set_title(pair)
+            ax.set_xlabel("T0 (max uploads per client)")
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / fname, dpi=120)
+        plt.close(fig)
+
+
+def available_pairs(requested: list[str], data_root: str | None) -> list[str]:
+    """Drop MNIST pairs when no MNIST files are found (with a note)."""
+    from rayfl.data.datasets import available_datasets
+
+    found = available_datasets(data_root)
+    keep = []
+    for pair in requested:
+        if PAIRS[pair]["dataset"] in found:
+            keep.append(pair)
+        else:
+            print(f"skipping {pair}: {PAIRS[pair]['dataset']} files not found")
+    return keep
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the flags, run what is missing, write the table and plots."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--pairs",
+        nargs="+",
+        default=["cnn-fmnist", "dnn-mnist", "mlr-mnist"],
+        choices=sorted(PAIRS),
+    )
+    parser.add_argument(
+        "--policies", nargs="+", default=list(POLICIES), choices=POLICIES
+    )
+    parser.add_argument("--t0", nargs="+", type=int, default=[5, 10, 15, 20, 25, 30])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument(
+        "--samples-per-client",
+        type=int,
+        default=400,
+        help="cap per client before the 75/25 split (0 = all)",
+    )
+    parser.add_argument(
+        "--steps", type=int, default=10, help="mini-batch steps per model per round"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=200,
+        help="round guard (the T0 rule normally ends a run first)",
+    )
+    parser.add_argument("--data-root", default=None, help="MNIST IDX files root")
+    parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument("--out", default="runs/wpfl_repro")
+    parser.add_argument("--fresh", action="store_true", help="ignore results.csv")
+    args = parser.parse_args(argv)
+
+    import ray
+
+    import rayfl
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = out / "results.csv"
+    if args.fresh and results.exists():
+        results.unlink()
+    done = {
+        (r["pair"], r["policy"], int(r["t0"]), int(r["seed"]))
+        for r in load_rows(results)
+    }
+    pairs = available_pairs(args.pairs, args.data_root)
+    for attempt in range(3):  # one session for every run; start-up can time out
+        if ray.is_initialized():
+            break
+        try:
+            ray.init(
+                num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR"
+            )
+        except Exception as error:  # noqa: BLE001  (Ray raises a bare Exception)
+            print(f"ray.init failed ({error}); retry {attempt + 1}/3", flush=True)
+            ray.shutdown()
+            time.sleep(30)
+    for pair in pairs:
+        for t0 in args.t0:
+            for seed in args.seeds:
+                for policy in args.policies:
+                    key = (pair, policy, t0, seed)
+                    if key in done:
+                        continue
+                    started = time.perf_counter()
+                    result = rayfl.run(
+                        BASE_CONFIG, overrides_for(pair, policy, t0, seed, args)
+                    )
+                    row = {
+                        "pair": pair,
+                        "policy": policy,
+                        "t0": t0,
+                        "seed": seed,
+                        **final_metrics(result),
+                        "wall_s": round(time.perf_counter() - started, 1),
+                    }
+                    append_row(results, row)
+                    print(row, flush=True)
+    rows = load_rows(results)
+    if rows:
+        print(write_table(rows, out))
+        write_plots(rows, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""WPFL: Ditto over a quantized, noisy OFDMA channel with the quantization-assisted DP.
+
+Zhao et al. 2025, "Enhancing Convergence, Privacy and Fairness for Wireless
+Personalized Federated Learning: Quantization-Assisted Min-Max Fair Scheduling"
+(spec seed_000). Algorithm 1, round t, as the engine runs it:
+
+1. every client n receives the broadcast ω̂_{n,G}^t: the server's R-bit global
+   model Q_G(ω̃_L) over ±C with its own downlink bit errors (eq. 7, 18;
+   :mod:`rayfl.wireless.downlink`);
+2. each scheduled client trains its FL local model from it,
+   u_n = ω̂_{n,G}^t − η_F ∇F_n(ω̂_{n,G}^t) (eq. 20a), and uploads it through the
+   engine's uplink: whole-model L2 clip to C (eq. 2) → N(0, σ_DP²) (σ_DP from
+   Theorem 1 / Table II) → R-bit quantization over ±(C + 3σ_DP) (eq. 6-8) →
+   bit flips at its subchannel's 256-QAM BER (eq. 13-15);
+3. every client (``personal_all_clients``, [AMBIG-5]) updates its PL model,
+   ϖ ← ϖ − η_P[(1 − λ/2)∇F_n(ϖ) + λ(ϖ − ω̂_{n,G}^t)] (eq. 20b);
+4. the server averages what arrived (eq. 16) and quantizes the mean with Q_G.
+
+A client uploads at most T0 = ``privacy.max_uploads`` times (C7); the run ends
+when no client may upload any more, or at ``rounds``.
+
+| paper symbol | code name |
+|---|---|
+| ω̃_G^t, ω̂_{n,G}^t | server's global vector, ``received`` in ``client_update`` |
+| u_n^t, ϖ_n^t | upload ``ClientUpdate.vector``, ``state["personal"]`` |
+| η_F, η_P, λ_n | ``lr``, ``personal_lr``, ``lam`` (per-client controls) |
+| R (downlink), C | ``downlink_bits``, ``privacy.clip_norm`` |
+| e_{n,G} | ``ClientContext.downlink_bit_error_rate`` |
+| T0 | ``privacy.max_uploads`` |
+| B_q, B_o | record keys ``effective_quantization_bits``, ``effective_overhead_bits`` |
+
+Implementation details:
+    1. [AMBIG-5] The PL step of round t uses the broadcast ω̂^t received at the
+       start of the round (Alg. 1 as printed, and the FL step's start point); the
+       spec's §3.4 order applies it after aggregation (ω̂^{t+1}). The two differ by
+       one broadcast of lag in ϖ; the final PL models miss the last aggregate.
+    2. [AMBIG-10] ω⁰ reaches everyone error-free and unquantized
+       (``first_broadcast``), and ϖ_n^0 = ω⁰.
+    3. [AMBIG-4] Local work per round is Ditto's: ``local_mode="paper_gd_step"`` is
+       one full-batch step per model; the default ``epochs`` runs ``local_steps``
+       (or epochs) of mini-batch SGD with batch ``batch_size`` (q·abs(D_n) in the
+       paper), the same η per step.
+    4. [AMBIG-9] A selected client whose upload was corrupted is still averaged;
+       with nothing delivered, the global model is unchanged.
+    5. The downlink BER of round t comes from the round's channel realisation
+       (per-client Rayleigh fading at P_BS, [AMBIG-2]); it is zero when
+       ``downlink_errors`` is false or ``wireless.effects`` is not ``bit_flip``
+       ("error-free" baseline).
+    6. ``dp_mechanism`` selects seed 000's baselines (§5.2, [AMBIG-11]); the
+       driver's ``UplinkModel`` asks :meth:`Wpfl.calibrate_noise` for their σ.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from rayfl.algorithms.base import ClientContext, ClientUpdate
+from rayfl.algorithms.config import WpflConfig
+from rayfl.algorithms.ditto import Ditto, personal_sgd
+from rayfl.compression.effective_bits import effective_bits
+from rayfl.compression.payload import Payload
+from rayfl.learning.aggregate import PartialSum
+from rayfl.seeding import rng_for
+from rayfl.wireless.downlink import quantize_global, receive_broadcast
+
+__all__ = ["Wpfl", "WpflConfig"]
+
+
+class Wpfl(Ditto):
+    """WPFL (seed 000 Algorithm 1): Ditto with a quantized, noisy downlink.
+
+    Args:
+        config: The ``algorithm`` section (:class:`WpflConfig`).
+    """
+
+    uses_downlink: ClassVar[bool] = True
+
+    def __init__(self, config: WpflConfig) -> None:
+        super().__init__(config)
+        self.updates_unscheduled = config.personal_all_clients
+        self.clip_norm: float | None = None
+        self.seed = 0
+
+    def bind(self, run_config: Any) -> None:
+        """Read C (downlink range ±C) and the seed from the run config."""
+        self.clip_norm = run_config.privacy.clip_norm
+        self.seed = int(run_config.seed)
+
+    # ---------------------------------------------------------------- downlink
+    def received_global(self, ctx: ClientContext) -> npt.NDArray[np.float32]:
+        """Return ω̂_{n,G}^t, client n's copy of the broadcast (eq. 18)."""
+        cfg: WpflConfig = self.config  # type: ignore[assignment]
+        clip = self.clip_norm
+        if cfg.downlink_bits is None or clip is None:
+            return ctx.global_vector
+        if ctx.round == 0 and cfg.first_broadcast == "error_free":
+            return ctx.global_vector
+        ber = ctx.downlink_bit_error_rate if cfg.downlink_errors else 0.0
+        received, wrong = receive_broadcast(
+            ctx.global_vector,
+            clip_norm=clip,
+            bits=cfg.downlink_bits,
+            bit_error_rate=ber,
+            rng=rng_for(self.seed, "downlink", round=ctx.round, client=ctx.client),
+        )
+        ctx.state["downlink_errors"] = wrong
+        return received
+
+    # ---------------------------------------------------------------- client
+    def client_update(self, ctx: ClientContext) -> ClientUpdate:
+        """FL step from the received broadcast (uploaded) and the PL step (kept)."""
+        received = self.received_global(ctx)
+        update = super().client_update(dataclasses.replace(ctx, global_vector=received))
+        wrong = float(ctx.state.pop("downlink_errors", 0))
+        return dataclasses.replace(
+            update, metrics={**update.metrics, "downlink_errors": wrong}
+        )
+
+    def personal_update(self, ctx: ClientContext) -> dict[str, float]:
+        """PL step (eq. 20b) of an unscheduled client towards its received broadcast."""
+        cfg: WpflConfig = self.config  # type: ignore[assignment]
+        received = self.received_global(ctx)
+        n = len(ctx.y_train)
+        if cfg.local_mode == "paper_gd_step":
+            batch, p_epochs, p_steps = n, 1, 1
+        else:
+            batch, p_epochs, p_steps = (
+                cfg.batch_size,
+                cfg.personal_epochs,
+                cfg.personal_steps,
+            )
+        start = ctx.state.get("personal")
+        if start is None:
+            start = np.array(received, dtype=np.float32)
+        pl = personal_sgd(
+            ctx.model,
+            start,
+            received,
+            ctx.x_train,
+            ctx.y_train,
+            lr=float(ctx.controls.get("personal_lr", cfg.personal_lr)),
+            lam=float(ctx.controls.get("lam", cfg.lam)),
+            batch_size=batch,
+            local_epochs=p_epochs,
+            local_steps=p_steps,
+            rng=ctx.rng,
+        )
+        ctx.state["personal"] = pl.vector
+        return {
+            "personal_train_loss": pl.train_loss,
+            "personal_steps": float(pl.steps),
+            "downlink_errors": float(ctx.state.pop("downlink_errors", 0)),
+        }
+
+    def payload_metrics(self, payload: Payload) -> dict[str, float]:
+        """Return Table III's B_q, B_o and bits per parameter of a quantized upload."""
+        if payload.codes is None:
+            return {}
+        bits = effective_bits(payload.codes, bits=payload.bits_per_element)
+        return {
+            "effective_quantization_bits": bits.quantization_bits,
+            "effective_overhead_bits": bits.overhead_bits,
+            "effective_bits_per_parameter": bits.bits_per_parameter,
+        }
+
+    # ---------------------------------------------------------------- server
+    def combine(
+        self, global_vector: npt.NDArray[np.float32], summed: PartialSum
+    ) -> npt.NDArray[np.float32]:
+        """Return Q_G(mean of the received models), eq. 16 then eq. 7."""
+        new = super().combine(global_vector, summed)
+        cfg: WpflConfig = self.config  # type: ignore[assignment]
+        clip = self.clip_norm
+        if cfg.downlink_bits is None or clip is None or summed.count == 0:
+            return new
+        return quantize_global(new, clip_norm=clip, bits=cfg.downlink_bits)
+
+    # ---------------------------------------------------------------- driver
+    @classmethod
+    def calibrate_noise(
+        cls, config: Any, *, num_train: npt.ArrayLike
+    ) -> tuple[float, float] | None:
+        """Return (σ, Δs) of a baseline mechanism; None for 'proposed'.
+
+        Args:
+            config: The run config (``RunConfig``).
+            num_train: Train-set size per client (N,).
+
+        Raises:
+            ValueError: If the mechanism needs a budget or settings that are missing
+                or inconsistent (e.g. Perfect Gaussian with a quantizer).
+        """
+        from rayfl.privacy.wpfl_mechanisms import mechanism_noise
+
+        algo: WpflConfig = config.algorithm
+        mech = algo.dp_mechanism
+        if mech == "proposed":
+            return None
+        privacy = config.privacy
+        if mech == "perfect_gaussian" and (
+            config.compression.quantize_bits is not None
+            or algo.downlink_bits is not None
+            or (config.wireless is not None and config.wireless.effects != "none")
+        ):
+            raise ValueError(
+                "algorithm.dp_mechanism=perfect_gaussian means no quantization and "
+                "no channel errors: set compression.quantize_bits=null, "
+                "algorithm.downlink_bits=null and wireless.effects=none"
+            )
+        if mech == "none":
+            return 0.0, float(privacy.clip_norm or 0.0)
+        if privacy.clip_norm is None or privacy.max_uploads is None:
+            raise ValueError(
+                f"algorithm.dp_mechanism={mech} needs privacy.clip_norm and "
+                "privacy.max_uploads (T0)"
+            )
+        if privacy.mechanism == "none":
+            raise ValueError(
+                f"algorithm.dp_mechanism={mech} needs privacy.mechanism=gaussian "
+                "(the noise stage); got none"
+            )
+        noise = mechanism_noise(
+            mech,
+            epsilon=privacy.epsilon,
+            delta=privacy.delta,
+            max_uploads=privacy.max_uploads,
+            clip_norm=privacy.clip_norm,
+            num_train=num_train,
+            sample_rate=privacy.sample_rate,
+            sensitivity=algo.sensitivity,
+            accountant=privacy.accountant,
+        )
+        return noise.noise_std, noise.sensitivity

@@ -1,0 +1,175 @@
+"""WPFL (seed 000 Algorithm 1): downlink quantization and errors, PL of every client,
+T0 end rule, and a short end-to-end run."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from rayfl.actors.client import ClientHost
+from rayfl.actors.setup import ActorSetup
+from rayfl.algorithms.base import ClientContext
+from rayfl.algorithms.ditto import Ditto
+from rayfl.algorithms.registry import make_algorithm
+from rayfl.config import load_config
+from rayfl.data.federated import build_federated
+from rayfl.learning.aggregate import partial_sum
+from rayfl.learning.models import FlatModel, build_model
+from rayfl.seeding import rng_for
+from rayfl.system import initial_vector
+from rayfl.wireless.downlink import quantize_global, receive_broadcast
+
+CFG = {
+    "seed": 3,
+    "data": {"dataset": "digits", "num_clients": 10, "partition": "iid"},
+    "model": {"kind": "mlr"},
+    "algorithm": {
+        "kind": "wpfl",
+        "lr": 0.1,
+        "personal_lr": 0.1,
+        "local_steps": 3,
+        "personal_steps": 3,
+        "batch_size": 16,
+    },
+    "scheduler": {"policy": "round_robin"},
+    "wireless": {"num_subchannels": 4},
+    "privacy": {
+        "mechanism": "quantized_gaussian",
+        "calibration": "wpfl",
+        "epsilon": 1.0,
+        "delta": 1e-3,
+        "clip_norm": 3.0,
+        "max_uploads": 2,
+        "sample_rate": 0.01,
+    },
+    "compression": {"quantize_bits": 16},
+    "ray": {"num_cpus": 2},
+    "output": {"plots": False, "progress": False},
+}
+
+
+@pytest.fixture(scope="module")
+def setup_parts():
+    cfg = load_config(CFG)
+    data = build_federated(cfg.data, seed=cfg.seed)
+    vector = initial_vector(cfg, tuple(data.input_shape), data.num_classes)
+    return cfg, data, vector
+
+
+def _ctx(cfg, data, vector, *, round, ber=0.0, client=0, state=None):
+    module = build_model(
+        "mlr", input_shape=tuple(data.input_shape), num_classes=data.num_classes
+    )
+    x, y = data.train(client)
+    return ClientContext(
+        client=client,
+        round=round,
+        global_vector=vector,
+        x_train=x,
+        y_train=y,
+        model=FlatModel(module),
+        state={} if state is None else state,
+        controls={},
+        rng=rng_for(cfg.seed, "batch", round=round, client=client),
+        downlink_bit_error_rate=ber,
+    )
+
+
+def _wpfl(cfg):
+    algo = make_algorithm(cfg.algorithm)
+    algo.bind(cfg)
+    return algo
+
+
+def test_server_quantizes_the_average_to_the_c_grid(setup_parts):
+    cfg, _, vector = setup_parts
+    algo = _wpfl(cfg)
+    rows = np.stack([vector, -vector, 10 * np.ones_like(vector)])
+    new = algo.combine(vector, partial_sum(rows, [1.0, 1.0, 1.0]))
+    mean = rows.astype(np.float64).mean(axis=0)
+    np.testing.assert_array_equal(new, quantize_global(mean, clip_norm=3.0, bits=16))
+    assert np.all(np.abs(new) <= 3.0)
+    same = algo.combine(vector, partial_sum(rows[:0], []))  # nothing arrived
+    np.testing.assert_array_equal(same, vector)
+
+
+def test_first_broadcast_is_error_free_then_quantized_and_corrupted(setup_parts):
+    cfg, data, vector = setup_parts
+    wpfl, ditto = _wpfl(cfg), Ditto(cfg.algorithm)
+    # round 0: ω⁰ unquantized and error-free ([AMBIG-10]) → exactly Ditto's update
+    ours = wpfl.client_update(_ctx(cfg, data, vector, round=0, ber=0.1))
+    ref = ditto.client_update(_ctx(cfg, data, vector, round=0))
+    np.testing.assert_array_equal(ours.vector, ref.vector)
+    assert ours.metrics["downlink_errors"] == 0
+    # round 2 with BER e: Ditto on an independently rebuilt corrupted copy of Q_G(ω)
+    ber, state = 0.01, {}
+    ours = wpfl.client_update(_ctx(cfg, data, vector, round=2, ber=ber, state=state))
+    received, wrong = receive_broadcast(
+        quantize_global(vector, clip_norm=3.0, bits=16),
+        clip_norm=3.0,
+        bits=16,
+        bit_error_rate=ber,
+        rng=rng_for(cfg.seed, "downlink", round=2, client=0),
+    )
+    ref_state: dict = {}
+    ref = ditto.client_update(_ctx(cfg, data, received, round=2, state=ref_state))
+    np.testing.assert_array_equal(ours.vector, ref.vector)
+    np.testing.assert_array_equal(state["personal"], ref_state["personal"])
+    assert ours.metrics["downlink_errors"] == wrong
+    rho = 1 - (1 - ber) ** 16  # eq. 14
+    assert abs(wrong - rho * len(vector)) < 5 * np.sqrt(rho * len(vector)) + 1
+
+
+def test_error_free_switch_removes_downlink_errors(setup_parts):
+    cfg, data, vector = setup_parts
+    off = load_config(cfg, {"algorithm.downlink_errors": False})
+    update = _wpfl(off).client_update(_ctx(off, data, vector, round=1, ber=0.2))
+    assert update.metrics["downlink_errors"] == 0
+
+
+def test_personal_update_moves_only_the_personal_model(setup_parts):
+    cfg, data, vector = setup_parts
+    algo, state = _wpfl(cfg), {}
+    ctx = _ctx(cfg, data, vector, round=0, state=state)
+    ctx = dataclasses.replace(ctx, controls={"personal_lr": 0.2, "lam": 0.0})
+    metrics = algo.personal_update(ctx)
+    assert set(state) == {"personal"}
+    assert metrics["personal_steps"] == 3
+    assert not np.allclose(state["personal"], vector)
+
+
+@pytest.mark.parametrize("all_clients", [True, False], ids=["all", "scheduled"])
+def test_unscheduled_clients_update_their_pl_model_only_when_asked(
+    setup_parts, all_clients
+):
+    cfg, data, vector = setup_parts
+    cfg = load_config(cfg, {"algorithm.personal_all_clients": all_clients})
+    setup = ActorSetup(cfg, tuple(data.input_shape), data.num_classes, 0.01)
+    host = ClientHost(data, [0, 1, 2], setup)
+    personal_only = [1, 2] if _wpfl(cfg).updates_unscheduled else None
+    records, bundle, _ = host.train(0, vector, [0], personal_only=personal_only)
+    assert bundle.clients.tolist() == [0]  # only the scheduled client uploads
+    updated = {c for c in (0, 1, 2) if "personal" in host.state[c]}
+    assert updated == ({0, 1, 2} if all_clients else {0})
+    assert "local_updates" not in host.state[1]
+
+
+def test_end_to_end_run_stops_when_every_client_used_t0_uploads(ray_session):
+    import json
+
+    import rayfl
+
+    result = rayfl.run(CFG, {"output.dir": "/tmp/rayfl-test-wpfl", "rounds": 50})
+    rounds = result.rounds
+    # N·T0/K = 10·2/4 = 5 rounds, then nobody is eligible (C7, [AMBIG-8])
+    assert len(rounds) == 5
+    summary = json.loads((result.run_dir / "summary.json").read_text())
+    assert summary["privacy"]["uploads_per_client"] == [2] * 10
+    last = rounds.iloc[-1]
+    assert 0.0 < last["jain_train_loss"] <= 1.0
+    assert np.isfinite(last["personal_max_loss"]) and last["personal_acc"] > 0.5
+    # every client's PL model moved away from the global one, scheduled or not
+    first = result.metrics[result.metrics["round"] == 0]
+    assert (first["personal_loss"] != first["test_loss"]).all()
