@@ -34,6 +34,9 @@ PURPOSES: dict[str, int] = {
     "env": 12,
     "server_noise": 13,
     "packet_loss": 14,
+    "d2d_geometry": 15,
+    "d2d_link": 16,
+    "d2d_personal_batch": 17,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]
