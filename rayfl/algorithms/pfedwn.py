@@ -144,9 +144,11 @@ def fit_mixture_weights(
         The weights, the trajectory and the log-likelihoods.
 
     Example:
-        >>> losses = -np.log([[0.9, 0.1], [0.9, 0.1], [0.2, 0.8]])
+        Two samples explained only by neighbor 0, one only by neighbor 1:
+
+        >>> losses = [[0.0, 50.0], [0.0, 50.0], [50.0, 0.0]]
         >>> fit_mixture_weights(losses).weights.round(2).tolist()
-        [0.71, 0.29]
+        [0.67, 0.33]
     """
     losses = np.asarray(loss_matrix, dtype=np.float64)
     m = losses.shape[1] if losses.ndim == 2 else 0
