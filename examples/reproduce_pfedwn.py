@@ -237,6 +237,53 @@ def plots(counts: pd.DataFrame, results: pd.DataFrame, out: Path) -> None:
         plt.close(fig)
 
 
+def layout_plot(out: Path, seed: int = 0) -> None:
+    """Fig. 4-style: one layout, P^err to the target, selected neighbors ringed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gammas = (5.0, 10.0, 15.0)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), dpi=120)
+    for ax, gamma in zip(axes, gammas, strict=True):
+        topology = D2DTopologyConfig(sinr_threshold=gamma)
+        layout = make_layout(topology, 11, seed=seed)
+        (sel,) = select_neighbors(layout, topology, seed=seed)
+        pos = layout.positions_m
+        others = [s for s in range(11) if s != sel.target]
+        points = ax.scatter(
+            pos[others, 0],
+            pos[others, 1],
+            c=sel.error_probability[others],
+            cmap="viridis_r",
+            vmin=0.0,
+            vmax=0.14,
+            s=60,
+        )
+        ax.scatter(*pos[sel.target], marker="*", s=250, c="red", label="target")
+        if sel.neighbors:
+            chosen = list(sel.neighbors)
+            ax.scatter(
+                pos[chosen, 0],
+                pos[chosen, 1],
+                s=200,
+                facecolors="none",
+                edgecolors="black",
+                label="selected",
+            )
+        for s in others:
+            ax.annotate(str(s), pos[s], textcoords="offset points", xytext=(5, 5))
+        ax.set_title(f"γ_th={gamma:g}: {len(sel.neighbors)} selected", fontsize=9)
+        ax.set_xlim(0, 50)
+        ax.set_ylim(0, 50)
+        ax.set_aspect("equal")
+        ax.legend(fontsize=7, loc="lower right")
+    fig.colorbar(points, ax=axes, label="P_err to the target")
+    fig.savefig(out / "layout.png")
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse the flags, count selected neighbors, run the table, write outputs."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -260,6 +307,7 @@ def main(argv: list[str] | None = None) -> None:
 
     counts = count_selected(args.layouts, [5.0, 10.0, 15.0], args.epsilons)
     counts.to_csv(args.out / "counts.csv", index=False)
+    layout_plot(args.out)
     print(counts.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
 
     found = available_datasets()
