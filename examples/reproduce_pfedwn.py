@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
         "--methods", nargs="+", default=["local", "fedavg", "fedprox", "pfedwn"]
     )
     parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--alpha", type=float, default=0.5, help="α of eq. 1")
+    parser.add_argument("--alpha", type=float, default=0.9, help="α of eq. 1")
     parser.add_argument("--max-samples", type=int, default=2000)
     parser.add_argument("--model", default="mlp", choices=["mlp", "cnn", "mlr"])
     parser.add_argument("--layouts", type=int, default=100)
