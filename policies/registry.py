@@ -21,6 +21,7 @@ POLICIES: dict[str, str] = {
     "delay_min": "policies.delay_min:DelayMinPolicy",
     "minmax": "policies.minmax:MinMaxPolicy",
     "non_adjustment": "policies.minmax:NonAdjustmentPolicy",
+    "channel_threshold": "policies.channel_threshold:ChannelThresholdPolicy",
 }
 
 

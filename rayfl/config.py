@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_names
 from rayfl.compression.config import CompressionConfig
+from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.wireless.config import WirelessConfig
@@ -136,6 +137,18 @@ class OutputConfig(_Section):
     )
 
 
+class FlatTopologyConfig(_Section):
+    """Clients and one cloud server (the default; behaviour of every other run)."""
+
+    kind: Literal["flat"] = "flat"
+
+
+TopologyConfig = Annotated[
+    FlatTopologyConfig | D2DTopologyConfig, Field(discriminator="kind")
+]
+"""The ``topology`` section: a discriminated union on ``kind`` (default flat)."""
+
+
 class RunConfig(_Section):
     """One run: data, model, algorithm, scheduling, channel, privacy, Ray, output."""
 
@@ -162,6 +175,10 @@ class RunConfig(_Section):
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
+    topology: TopologyConfig = Field(
+        default_factory=FlatTopologyConfig,
+        description="flat (clients + cloud) or d2d (server-free, rayfl.d2d).",
+    )
     output: OutputConfig = Field(default_factory=OutputConfig)
     sweep: dict[str, list[Any]] = Field(
         default_factory=dict,

@@ -226,6 +226,10 @@ def _run(
     run_dir: Path | None = None,
     checkpoint: dict[str, Any] | None = None,
 ) -> RunResult:
+    if cfg.topology.kind == "d2d":  # server-free D2D (pFedWN): its own round loop
+        from rayfl.d2d.runner import run_d2d
+
+        return run_d2d(cfg, run_dir=run_dir)
     started = time.perf_counter()
     driver = _driver(cfg)
     system = driver.system

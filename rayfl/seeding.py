@@ -34,8 +34,11 @@ PURPOSES: dict[str, int] = {
     "env": 12,
     "server_noise": 13,
     "packet_loss": 14,
-    "eval_adapt": 30,  # issue 10 (ids 15+ may be taken by parallel work)
-    "downlink": 15,
+    "eval_adapt": 30,
+    "downlink": 18,
+    "d2d_geometry": 15,
+    "d2d_link": 16,
+    "d2d_personal_batch": 17,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

@@ -24,7 +24,11 @@ Implementation details:
     1. Distances below d_0 are clamped to d_0 (seed_003 §2.2 [REC]); self-links get
        gain 0, so a node never interferes with its own reception.
     2. The SINR is the instantaneous one ("mc_sinr" link model, seed_003 A8); the
-       paper's analytic log-normal error probability is not computed here.
+       paper's analytic log-normal error probability is in
+       :mod:`rayfl.wireless.d2d_error`.
+    3. Sub-channel choice in the ISM band: each node uses f* = argmax_f h̃^f of its
+       own fading towards the receiver and transmits only if h̃^{f*} ≥ β
+       (``best_subchannel``; seed_003 §2.3 and [35]).
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ import numpy.typing as npt
 from rayfl.wireless.units import linear_to_db
 
 __all__ = [
+    "best_subchannel",
     "d2d_gain_linear",
+    "d2d_round_delivery",
     "d2d_sinr_linear",
     "free_space_reference_loss_db",
     "pairwise_distances_m",
@@ -197,3 +203,84 @@ def d2d_sinr_linear(
     total_per_channel_w = one_hot.T @ received_w  # [f, j]
     interference_w = np.maximum(total_per_channel_w[channel] - received_w, 0.0)
     return np.asarray(received_w / (noise_power_w + interference_w), np.float64)
+
+
+def best_subchannel(
+    fading_power_gain: npt.ArrayLike, *, fading_threshold: float
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Pick each node's best sub-channel and apply the fading threshold β.
+
+    f* = argmax_f h̃^f (path loss does not depend on f), and the node transmits
+    only if h̃^{f*} ≥ β, i.e. its power gain (h̃^{f*})² ≥ β² (seed_003 §2.3).
+
+    Args:
+        fading_power_gain: (N, F) fading power gains (h̃^f)², e.g. Exp(Γ) draws.
+        fading_threshold: β, amplitude, ≥ 0.
+
+    Returns:
+        ``(subchannel, transmitting)``: (N,) int64 f* and (N,) bool.
+
+    Example:
+        >>> f, on = best_subchannel([[1.0, 5.0], [0.5, 2.0]], fading_threshold=2.0)
+        >>> f.tolist(), on.tolist()
+        ([1, 1], [True, False])
+    """
+    fading = np.asarray(fading_power_gain, dtype=np.float64)
+    if fading.ndim != 2 or fading.shape[1] < 1:
+        raise ValueError(f"fading_power_gain must be (N, F), got {fading.shape}")
+    channel = np.argmax(fading, axis=1).astype(np.int64)
+    best = fading[np.arange(fading.shape[0]), channel]
+    return channel, best >= fading_threshold**2
+
+
+def d2d_round_delivery(
+    path_gain_linear: npt.ArrayLike,
+    target: int,
+    *,
+    tx_power_w: float,
+    noise_power_w: float,
+    sinr_threshold: float,
+    fading_threshold: float,
+    rayleigh_factor: float,
+    num_subchannels: int,
+    rng: np.random.Generator,
+    subchannel: npt.ArrayLike | None = None,
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+    """Draw one block of fading and return which links s → target succeed.
+
+    Every node other than the target is a D2D session in the band: it draws
+    h̃² ~ Exp(Γ) on each of the |F| sub-channels of its link to the target, uses
+    its best one (or the sub-channel given in ``subchannel``), transmits if the
+    amplitude there is ≥ β, and interferes with the co-channel sessions. Link s
+    succeeds if s transmits and its SINR ≥ γ_th (``"mc_sinr"``, seed_003 A8).
+
+    Args:
+        path_gain_linear: (N, N) path-loss gains ĥ², [i, j] for i → j.
+        target: The receiving node n.
+        tx_power_w: P, common transmit power in W.
+        noise_power_w: σ² in W.
+        sinr_threshold: γ_th, linear.
+        fading_threshold: β.
+        rayleigh_factor: Γ.
+        num_subchannels: |F|.
+        rng: Source of the fading draws.
+        subchannel: Optional (N,) sub-channel per node (-1: its best one).
+
+    Returns:
+        ``(delivered, sinr)``: (N,) bool and (N,) linear SINR at the target
+        (0 for the target and for silent nodes).
+    """
+    gain = np.asarray(path_gain_linear, dtype=np.float64)
+    n = gain.shape[0]
+    fading = rng.exponential(rayleigh_factor, size=(n, num_subchannels))
+    channel, active = best_subchannel(fading, fading_threshold=fading_threshold)
+    if subchannel is not None:
+        forced = np.asarray(subchannel, dtype=np.int64)
+        channel = np.where(forced >= 0, forced, channel)
+        active = fading[np.arange(n), channel] >= fading_threshold**2
+    active[target] = False
+    received = tx_power_w * gain[:, target] * fading[np.arange(n), channel] * active
+    per_channel = np.bincount(channel, weights=received, minlength=num_subchannels)
+    interference = per_channel[channel] - received
+    sinr = np.where(active, received / (noise_power_w + interference), 0.0)
+    return active & (sinr >= sinr_threshold), sinr

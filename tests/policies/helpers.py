@@ -24,6 +24,8 @@ def make_spaces(
             **per_client,
             "eligible": spaces.Box(0.0, 1.0, (num_clients,), np.float32),
             "round": spaces.Box(0.0, inf, (1,), np.float32),
+            # D2D neighbor selection (policies.channel_threshold); ignored by others
+            "error_probability": spaces.Box(0.0, 1.0, (num_clients,), np.float32),
         }
     )
     assignment = spaces.MultiDiscrete([num_clients + 1] * num_subchannels)

@@ -22,6 +22,7 @@ NAMES = [
     "delay_min",
     "minmax",
     "non_adjustment",
+    "channel_threshold",
 ]
 
 

@@ -1,0 +1,1 @@
+"""Server-free device-to-device FL (pFedWN, spec seed_003): config, selection, driver."""

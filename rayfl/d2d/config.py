@@ -1,0 +1,147 @@
+"""``D2DTopologyConfig``: the ``topology: {kind: d2d, ...}`` section (pFedWN).
+
+A server-free device-to-device network (spec seed_003): nodes dropped in a square,
+each target client selects neighbors by the analytic link error probability and
+aggregates their models itself. Defaults are Table I of pFedWN and the spec's
+recommendations for its 19 ambiguities (tags ``[A-k]`` below).
+
+| parameter | default | paper symbol / source |
+|-----------|---------|-----------------------|
+| method | pfedwn | pFedWN, Local, or the ``algorithm`` section run over the group (FedAvg, FedProx…) |
+| target | random | the target client n (TC); ``all``: every client is a target [A18] |
+| side_m | 50 | square side (50 × 50 m², §2.2) |
+| num_subchannels | 14 | abs(F), ISM 2.4 GHz sub-channels |
+| rayleigh_factor | 2 | Γ |
+| path_loss_exponent | 3 | α_s |
+| reference_distance_m | 1 | d_0 |
+| tx_power_w | 0.2 | P_s |
+| carrier_frequency_hz | 2.4e9 | f_c (λ_w = c/f_c) |
+| bandwidth_hz | 1e8 | W (σ² = κTW) |
+| noise_temperature_k | 290 | T |
+| fading_threshold | 2 | β_s |
+| sinr_threshold | 5 | γ_th (linear): 5, 10, 15 in Cases 1–3 |
+| epsilon | 0.05 | ε [A10] |
+| interference_var | paper | D̃ as printed or Bernoulli variance [A1] |
+| fading_pdf | single | pdf in the P^err integral [A2] |
+| participants | selected | baselines over {TC} ∪ M_n or {TC} ∪ G_n [A7] |
+| link_model | ideal | every model arrives / Bernoulli(1 − P^err) / per-round SINR [A8] |
+| on_loss | renormalize | lost packet: renormalise π, or reuse the last model received [A8] |
+| policy | channel_threshold | neighbor-selection policy (policies registry) |
+| alpha | 0.5 | α of eq. 1 [A3] |
+| em_mode | two_phase | π frozen once EM converged, or re-estimated every round [A4] |
+| em_stop, em_tol, em_max_rounds, em_steps_per_round | l1, 1e-3, 50, 1 | stopping rule [§2.6] |
+| neighbor_model | local | what neighbors send in all-targets mode [A18] |
+| primary | post_aggregation | which accuracy is ``test_acc`` [A6] |
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["D2DTopologyConfig"]
+
+
+class D2DTopologyConfig(BaseModel):
+    """Server-free D2D topology of pFedWN (spec seed_003); see the module table."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["d2d"] = "d2d"
+    method: Literal["pfedwn", "local", "federated"] = Field(
+        "pfedwn",
+        description="pfedwn (EM weights + eq. 1 at the target), local (the target "
+        "trains alone), or federated: the `algorithm` section (fedavg, fedprox, ... "
+        "and any algorithm in the registry) run over the target's group with the "
+        "target as the aggregator.",
+    )
+    target: int | Literal["random", "all"] = Field(
+        "random",
+        description="Target client id (>= 0), `random` (uniform, from the seed) or "
+        "`all` (every client is a target with its own neighbors) [A18].",
+    )
+    side_m: float = Field(50.0, gt=0, description="Side of the square area in m.")
+    num_subchannels: int = Field(14, ge=1, description="|F|: ISM sub-channels.")
+    rayleigh_factor: float = Field(2.0, gt=0, description="Γ: Rayleigh factor.")
+    path_loss_exponent: float = Field(3.0, gt=0, description="α_s: path-loss exponent.")
+    reference_distance_m: float = Field(1.0, gt=0, description="d_0 in m.")
+    tx_power_w: float = Field(0.2, gt=0, description="P_s: transmit power in W.")
+    carrier_frequency_hz: float = Field(2.4e9, gt=0, description="f_c in Hz.")
+    bandwidth_hz: float = Field(1e8, gt=0, description="W in Hz (noise κTW).")
+    noise_temperature_k: float = Field(290.0, gt=0, description="T in K (noise κTW).")
+    fading_threshold: float = Field(2.0, ge=0, description="β: fading threshold.")
+    sinr_threshold: float = Field(
+        5.0, gt=0, description="γ_th, linear (Cases 1/2/3: 5/10/15)."
+    )
+    epsilon: float = Field(
+        0.05, gt=0, le=1, description="ε: select s iff P_s^err < ε [A10]."
+    )
+    interference_var: Literal["paper", "bernoulli"] = Field(
+        "paper", description="D̃ as printed in App. A, or the Bernoulli variance [A1]."
+    )
+    fading_pdf: Literal["single", "max_of_F"] = Field(
+        "single", description="Fading pdf in the P^err integral [A2]."
+    )
+    participants: Literal["selected", "all"] = Field(
+        "selected",
+        description="Who federates in the local/federated baselines: the target and "
+        "its selected neighbors M_n, or all its neighbors G_n [A7].",
+    )
+    link_model: Literal["ideal", "bernoulli", "mc_sinr"] = Field(
+        "ideal",
+        description="ideal: every model arrives (paper); bernoulli: arrives w.p. "
+        "1 − P^err each round; mc_sinr: per-round fading, best sub-channel, SINR ≥ "
+        "γ_th [A8].",
+    )
+    on_loss: Literal["renormalize", "stale"] = Field(
+        "renormalize",
+        description="pFedWN on a lost model: renormalise π over what arrived, or "
+        "reuse the last model received from that neighbor [A8].",
+    )
+    policy: str = Field(
+        "channel_threshold",
+        description="Neighbor-selection policy (a name in policies.POLICIES) used "
+        "through the D2D selection observation; see rayfl.d2d.selection.",
+    )
+    policy_params: dict[str, Any] = Field(
+        default_factory=dict, description="Extra keyword arguments of the policy."
+    )
+    alpha: float = Field(
+        0.5, ge=0, le=1, description="α of eq. 1 (self weight); 1 = local training."
+    )
+    em_mode: Literal["two_phase", "online"] = Field(
+        "two_phase",
+        description="two_phase: one E/M step per round until the stopping rule "
+        "fires, then π* is frozen; online: re-estimate π every round [A4].",
+    )
+    em_stop: Literal["l1", "loglik"] = Field(
+        "l1",
+        description="EM stopping rule: ‖Δπ‖₁ < em_tol, or mean log-likelihood "
+        "change < em_tol.",
+    )
+    em_tol: float = Field(1e-3, gt=0, description="Tolerance of the EM stopping rule.")
+    em_max_rounds: int = Field(
+        50, ge=1, description="Rounds after which π is frozen even if not converged."
+    )
+    em_steps_per_round: int = Field(
+        1, ge=1, description="E/M steps per round on the freshly received models."
+    )
+    neighbor_model: Literal["local", "personalized"] = Field(
+        "local",
+        description="What a neighbor sends when it is also a target (target=all): "
+        "its pure local model (paper) or its personalized pFedWN model [A18].",
+    )
+    primary: Literal["post_aggregation", "post_training"] = Field(
+        "post_aggregation",
+        description="Which target accuracy is reported as test_acc (both are "
+        "logged) [A6].",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> D2DTopologyConfig:
+        if isinstance(self.target, int) and self.target < 0:
+            raise ValueError(
+                f"topology.target must be >= 0, 'random' or 'all', got {self.target}"
+            )
+        return self

@@ -1,0 +1,428 @@
+"""D2DSystem: the actors of a server-free D2D run and one round of its method.
+
+No server actor. Client actors (:class:`~rayfl.d2d.host.D2DClientHost`, packed
+1..M clients each as in the star topology) hold every client's own model(s);
+a model goes from a neighbor's actor to its target's actor as an ObjectRef.
+
+One pFedWN round t (Alg. 2; spec seed_003 §3.1):
+    1. every selected neighbor m trains its own (pure local) model one local run
+       and "sends" it: the driver forwards the ref of its actor's result;
+    2. the D2D link of round t decides which models arrive (``link_model``);
+    3. while EM runs (``em_mode``), each target does E/M steps (eqs. 9–10) on its
+       train split with the arrived models;
+    4. each target aggregates, ω_n ← α ω_n + (1−α) Σ π_m ω_m (eq. 1), is
+       evaluated, trains one local run and is evaluated again.
+
+``method: local`` is step 4 with no neighbors. ``method: federated`` runs the
+``algorithm`` section (FedAvg, FedProx, … any registered algorithm) over each
+target's group with the target's actor as the aggregator: the client half is
+``ClientHost.train`` and the server half ``ServerHost.aggregate``, unchanged.
+
+Implementation details:
+    1. EM phases overlap training (``two_phase``): rounds keep aggregating with
+       the current π while EM runs, and π is frozen once the stopping rule fires
+       or after ``em_max_rounds``, so every method gets the same number of rounds
+       and local epochs [A4].
+    2. When some models are lost, the E/M step runs on the arrived ones and
+       updates only their π entries (keeping their total mass).
+    3. Link draws of round t come from (seed, "d2d_link", round t + 1, target).
+    4. Hook for personalized baselines (Per-FedAvg, FedAMP, issue 10): any
+       algorithm registered in ``rayfl.algorithms.registry`` runs with
+       ``method: federated``; the target's reported model is
+       ``algorithm.eval_vectors(global, state)["personal"]`` when the algorithm
+       keeps one, else the group's global model.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import ray
+from scipy.special import logsumexp
+
+from rayfl.actors.cloud import LinkOutcome
+from rayfl.actors.setup import ActorSetup
+from rayfl.algorithms.pfedwn import stop_reached
+from rayfl.config import RunConfig
+from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.host import D2DClientActor
+from rayfl.d2d.selection import Selection, make_layout, select_neighbors
+from rayfl.data.federated import FederatedData, build_federated
+from rayfl.seeding import rng_for
+from rayfl.session import RaySession
+from rayfl.system import initial_vector, pack_clients
+from rayfl.wireless.d2d import d2d_round_delivery
+
+__all__ = ["D2DSystem"]
+
+
+class _EMState:
+    """π of one target over its selected neighbors, and its trajectory."""
+
+    def __init__(self, neighbors: tuple[int, ...]) -> None:
+        m = len(neighbors)
+        self.log_pi = np.full(m, -math.log(m)) if m else np.zeros(0)
+        self.frozen = m <= 1
+        self.loglik: list[float] = []
+        self.history: list[list[float]] = [np.exp(self.log_pi).tolist()]
+        self.converged_round: int | None = None
+
+
+class D2DSystem:
+    """The actors, layout and per-target state of one D2D run.
+
+    Args:
+        config: The run config (``topology.kind == "d2d"``).
+        data: A prebuilt federated dataset (default: built from ``config.data``).
+    """
+
+    def __init__(self, config: RunConfig, data: FederatedData | None = None) -> None:
+        if not isinstance(config.topology, D2DTopologyConfig):
+            raise ValueError("D2DSystem needs topology.kind=d2d")
+        self.config = config
+        self.topology: D2DTopologyConfig = config.topology
+        self.session = RaySession(config.ray)
+        try:
+            self._build(data)
+        except BaseException:
+            self.session.close()
+            raise
+
+    def _build(self, data: FederatedData | None) -> None:
+        cfg, topo = self.config, self.topology
+        self.data = (
+            data if data is not None else build_federated(cfg.data, seed=cfg.seed)
+        )
+        n = self.data.num_clients
+        self.num_clients = n
+        self.num_test = np.asarray(self.data.num_test, dtype=np.int64)
+        init = initial_vector(cfg, tuple(self.data.input_shape), self.data.num_classes)
+        self.dim = len(init)
+        self.init_ref = ray.put(init)
+        self.layout = make_layout(topo, n, seed=cfg.seed)
+        self.selections: dict[int, Selection] = {
+            s.target: s for s in select_neighbors(self.layout, topo, seed=cfg.seed)
+        }
+        self.targets = list(self.layout.targets)
+        cpus = RaySession.num_cpus()
+        per_actor = cfg.ray.clients_per_actor
+        if per_actor == "auto":
+            per_actor = max(1, math.ceil(n / cpus))
+        self.groups = pack_clients(n, int(per_actor))
+        self.actor_of = np.empty(n, dtype=np.int64)
+        for a, group in enumerate(self.groups):
+            self.actor_of[group] = a
+        setup = ActorSetup(
+            config=cfg,
+            input_shape=tuple(self.data.input_shape),
+            num_classes=self.data.num_classes,
+        )
+        self.data_ref = ray.put(self.data)
+        actor_cpus = min(1.0, cpus / len(self.groups))
+        self.actors = [
+            D2DClientActor.options(num_cpus=actor_cpus).remote(
+                self.data_ref, group, setup
+            )
+            for group in self.groups
+        ]
+        ray.get([a.ping.remote() for a in self.actors])
+        self.em = {t: _EMState(self.selections[t].neighbors) for t in self.targets}
+        # Federated baselines: each target's group and its global model ref.
+        self.members = {t: self._members(t) for t in self.targets}
+        self.global_refs = {t: self.init_ref for t in self.targets}
+        # Last ref that carried each (target, neighbor) model (on_loss: stale).
+        self.last_source: dict[tuple[int, int], Any] = {}
+
+    def _members(self, target: int) -> list[int]:
+        if self.topology.participants == "all":
+            return list(range(self.num_clients))
+        return sorted({target, *self.selections[target].neighbors})
+
+    # ------------------------------------------------------------------ links
+    def deliveries(
+        self, round: int, target: int, senders: list[int]
+    ) -> dict[int, bool]:
+        """Return which senders' models reach ``target`` in ``round`` (link_model)."""
+        topo = self.topology
+        if topo.link_model == "ideal" or not senders:
+            return {s: True for s in senders}
+        rng = rng_for(self.config.seed, "d2d_link", round=round + 1, client=target)
+        if topo.link_model == "bernoulli":
+            error = self.selections[target].error_probability
+            draws = rng.random(self.num_clients)
+            return {s: bool(draws[s] >= error[s]) for s in senders}
+        forced = np.full(self.num_clients, -1, dtype=np.int64)
+        sel = self.selections[target]
+        forced[list(sel.neighbors)] = list(sel.subchannel)
+        ok, _ = d2d_round_delivery(
+            self.layout.path_gain,
+            target,
+            tx_power_w=topo.tx_power_w,
+            noise_power_w=self.layout.noise_power_w,
+            sinr_threshold=topo.sinr_threshold,
+            fading_threshold=topo.fading_threshold,
+            rayleigh_factor=topo.rayleigh_factor,
+            num_subchannels=topo.num_subchannels,
+            rng=rng,
+            subchannel=forced,
+        )
+        return {s: bool(ok[s]) for s in senders}
+
+    # ------------------------------------------------------------------ rounds
+    def run_round(self, round: int) -> list[dict[str, Any]]:
+        """Run one round of ``topology.method``; return one record per client."""
+        method = self.topology.method
+        if method == "federated":
+            return self._federated_round(round)
+        return self._pfedwn_round(round, local_only=method == "local")
+
+    def _by_actor(self, clients: list[int]) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for c in sorted(clients):
+            out.setdefault(int(self.actor_of[c]), []).append(c)
+        return out
+
+    def _pfedwn_round(self, round: int, *, local_only: bool) -> list[dict[str, Any]]:
+        topo = self.topology
+        targets = set(self.targets)
+        senders = sorted(
+            {m for t in self.targets for m in self.selections[t].neighbors}
+        )
+        if local_only:
+            senders = []
+        personalized = topo.neighbor_model == "personalized"
+        # 1. neighbors train (or, personalized, send their current model).
+        refs: dict[int, Any] = {}
+        train_records: list[Any] = []
+        for a, clients in self._by_actor(senders).items():
+            local = [c for c in clients if not (personalized and c in targets)]
+            sent = [c for c in clients if c not in local]
+            if local:
+                rec, models = (
+                    self.actors[a]
+                    .train_models.options(num_returns=2)
+                    .remote(round, local, "local", self.init_ref)
+                )
+                train_records.append(rec)
+                for c in local:
+                    refs[c] = models
+            if sent:
+                current = self.actors[a].current_models.remote(
+                    sent, "personal", self.init_ref
+                )
+                for c in sent:
+                    refs[c] = current
+        # 2.–3. links and EM.
+        arrived: dict[int, list[int]] = {}
+        em_calls = {}
+        for t in self.targets:
+            neighbors = [] if local_only else list(self.selections[t].neighbors)
+            ok = self.deliveries(round, t, neighbors)
+            arrived[t] = [m for m in neighbors if ok[m]]
+            for m in arrived[t]:
+                self.last_source[(t, m)] = refs[m]
+            state = self.em[t]
+            usable = arrived[t]
+            if topo.on_loss == "stale":
+                usable = [m for m in neighbors if (t, m) in self.last_source]
+            run_em = not state.frozen or topo.em_mode == "online"
+            if run_em and len(usable) >= 1 and len(neighbors) > 1:
+                idx = [neighbors.index(m) for m in usable]
+                sub = state.log_pi[idx]
+                dicts, sources = self._sources(t, usable)
+                em_calls[t] = (
+                    idx,
+                    self.actors[int(self.actor_of[t])].em_update.remote(
+                        t,
+                        usable,
+                        sources,
+                        sub - logsumexp(sub),
+                        topo.em_steps_per_round,
+                        *dicts,
+                    ),
+                )
+        results = ray.get([call for _, call in em_calls.values()])
+        for (t, (idx, _)), (new_sub, loglik) in zip(
+            em_calls.items(), results, strict=True
+        ):
+            state = self.em[t]
+            old = np.exp(state.log_pi)
+            mass = old[idx].sum()
+            new = old.copy()
+            new[idx] = mass * np.exp(new_sub)
+            previous = state.loglik[-1] if state.loglik else None
+            state.loglik.append(float(loglik))
+            state.log_pi = np.log(np.maximum(new, 1e-300))
+            state.history.append(new.tolist())
+            if topo.em_mode == "two_phase" and not state.frozen:
+                done = stop_reached(
+                    topo.em_stop,
+                    old=old,
+                    new=new,
+                    loglik_old=previous,
+                    loglik_new=float(loglik),
+                    tol=topo.em_tol,
+                )
+                if done or round + 1 >= topo.em_max_rounds:
+                    state.frozen = True
+                    state.converged_round = round if done else None
+        # 4. targets aggregate and train.
+        target_calls = []
+        for t in self.targets:
+            neighbors = [] if local_only else list(self.selections[t].neighbors)
+            usable = arrived[t]
+            if topo.on_loss == "stale":
+                usable = [m for m in neighbors if (t, m) in self.last_source]
+            pi = np.exp(self.em[t].log_pi)
+            weights = [float(pi[neighbors.index(m)]) for m in usable]
+            dicts, sources = self._sources(t, usable)
+            alpha = 1.0 if local_only else topo.alpha
+            target_calls.append(
+                self.actors[int(self.actor_of[t])].target_round.remote(
+                    round, t, usable, sources, weights, alpha, self.init_ref, *dicts
+                )
+            )
+        target_rows = ray.get(target_calls)
+        neighbor_rows = [r for batch in ray.get(train_records) for r in batch]
+        return self._rows(round, target_rows, neighbor_rows, arrived, senders)
+
+    def _sources(self, target: int, clients: list[int]) -> tuple[list[Any], list[int]]:
+        """Distinct refs holding the clients' models, and each client's index."""
+        dicts: list[Any] = []
+        sources = []
+        for m in clients:
+            ref = self.last_source[(target, m)]
+            for i, d in enumerate(dicts):
+                if d is ref:
+                    sources.append(i)
+                    break
+            else:
+                sources.append(len(dicts))
+                dicts.append(ref)
+        return dicts, sources
+
+    def _federated_round(self, round: int) -> list[dict[str, Any]]:
+        agg_calls = []
+        arrived: dict[int, list[int]] = {}
+        train_records = []
+        for t in self.targets:
+            members = self.members[t]
+            uploads = []
+            for a, clients in self._by_actor(members).items():
+                rec, bundle, _ = (
+                    self.actors[a]
+                    .train.options(num_returns=3)
+                    .remote(round, self.global_refs[t], clients, None)
+                )
+                train_records.append(rec)
+                uploads.append(bundle)
+            others = [m for m in members if m != t]
+            ok = self.deliveries(round, t, others)
+            arrived[t] = [m for m in others if ok[m]]
+            link = LinkOutcome(
+                np.asarray(members, dtype=np.int64),
+                np.zeros(len(members)),
+                np.array([m == t or ok[m] for m in members]),
+            )
+            new_ref, record = (
+                self.actors[int(self.actor_of[t])]
+                .aggregate_group.options(num_returns=2)
+                .remote(round, t, self.global_refs[t], link, *uploads)
+            )
+            self.global_refs[t] = new_ref
+            agg_calls.append(record)
+        target_rows = ray.get(agg_calls)
+        records = [r for batch in ray.get(train_records) for r in batch]
+        senders = sorted({m for t in self.targets for m in self.members[t] if m != t})
+        return self._rows(round, target_rows, records, arrived, senders)
+
+    def _rows(
+        self,
+        round: int,
+        target_rows: list[dict[str, Any]],
+        train_rows: list[dict[str, Any]],
+        arrived: dict[int, list[int]],
+        senders: list[int],
+    ) -> list[dict[str, Any]]:
+        nan = float("nan")
+        primary = (
+            "post_train_acc"
+            if self.topology.method == "local"
+            or self.topology.primary == "post_training"
+            else "post_agg_acc"
+        )
+        by_target = {int(r["client"]): r for r in target_rows}
+        losses: dict[int, list[float]] = {}
+        for r in train_rows:
+            losses.setdefault(int(r["client"]), []).append(float(r["train_loss"]))
+        delivered = {m for ms in arrived.values() for m in ms}
+        selected = {m for t in self.targets for m in self.selections[t].neighbors}
+        bits = 32.0 * self.dim
+        rows = []
+        for c in range(self.num_clients):
+            tr = by_target.get(c, {})
+            sent = c in senders
+            rows.append(
+                {
+                    "round": round,
+                    "client": c,
+                    "role": "target"
+                    if c in by_target
+                    else "neighbor"
+                    if sent
+                    else "idle",
+                    "scheduled": sent or c in by_target,
+                    "selected": c in selected,
+                    "delivered": c in delivered,
+                    "train_loss": float(
+                        np.mean(losses[c]) if c in losses else tr.get("train_loss", nan)
+                    ),
+                    "test_acc": float(tr.get(primary, nan)),
+                    "test_loss": float(tr.get(primary.replace("acc", "loss"), nan)),
+                    "post_agg_acc": float(tr.get("post_agg_acc", nan)),
+                    "post_train_acc": float(tr.get("post_train_acc", nan)),
+                    "bits": bits if sent else 0.0,
+                }
+            )
+        return rows
+
+    # ------------------------------------------------------------------ report
+    def selection_report(self) -> dict[str, Any]:
+        """Return the layout, each target's neighbors, P^err and EM trajectory."""
+        return {
+            "positions_m": self.layout.positions_m.round(3).tolist(),
+            "targets": {
+                str(t): {
+                    "neighbors": list(self.selections[t].neighbors),
+                    "subchannel": list(self.selections[t].subchannel),
+                    "error_probability": self.selections[t]
+                    .error_probability.round(6)
+                    .tolist(),
+                    "em_weights": self.em[t].history,
+                    "em_loglik": self.em[t].loglik,
+                    "em_converged_round": self.em[t].converged_round,
+                    "members": self.members[t],
+                }
+                for t in self.targets
+            },
+        }
+
+    def em_weights(self, target: int) -> npt.NDArray[np.float64]:
+        """Return the current π of ``target`` over its selected neighbors."""
+        return np.exp(self.em[target].log_pi)
+
+    def close(self) -> None:
+        """Kill the actors and stop Ray if this system started it."""
+        for actor in getattr(self, "actors", []):
+            ray.kill(actor)
+        self.actors = []
+        self.session.close()
+
+    def __enter__(self) -> D2DSystem:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
