@@ -145,12 +145,18 @@ class _EnvDriver:
         from envs.scheduling import WirelessFLEnv
         from policies import make_policy
 
-        self.env = WirelessFLEnv(cfg, mode="emulate")
+        self.env = WirelessFLEnv(
+            cfg, mode="emulate", controls=cfg.scheduler.controls
+        )
         self.obs, _ = self.env.reset(seed=cfg.seed)
         self.system = self.env.backend.system  # type: ignore[union-attr]
         self.policy = make_policy(
             cfg.scheduler.policy, self.env, **cfg.scheduler.params
         )
+        # Policies that need run constants (model size, DP targets) read them here.
+        bind = getattr(self.policy, "bind_system", None)
+        if callable(bind):
+            bind(self.system)
         self.policy.reset(seed=cfg.seed)
 
     def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:

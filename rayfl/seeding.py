@@ -34,6 +34,7 @@ PURPOSES: dict[str, int] = {
     "env": 12,
     "server_noise": 13,
     "packet_loss": 14,
+    "epsilon_budget": 15,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

@@ -171,7 +171,7 @@ class FLSystem:
             cfg, tuple(self.data.input_shape), self.data.num_classes
         )
         self.dim = len(vector)
-        self.uplink = UplinkModel(cfg, num_train=self.num_train)
+        self.uplink = UplinkModel(cfg, num_train=self.num_train, model_dim=self.dim)
         self.global_ref = ray.put(vector)
         setup = ActorSetup(
             config=cfg,

@@ -13,6 +13,7 @@ ALGORITHMS: dict[str, str] = {
     "fedavg": "rayfl.algorithms.fedavg:FedAvg",
     "fedprox": "rayfl.algorithms.fedprox:FedProx",
     "ditto": "rayfl.algorithms.ditto:Ditto",
+    "sparse_dp": "rayfl.algorithms.sparse_dp:SparseDP",
 }
 
 
