@@ -38,6 +38,10 @@ Implementation details:
        without it β_i = min(1, N/abs(Û)).
     4. Powers are quantised down to the env's L levels P^max·(l+1)/L.
     5. Clients outside Û keep their queue values frozen.
+    6. Large systems only (more than ``max_candidates`` available clients, never
+       at the paper's U = 20): the solver sees the union over channels of the
+       N clients with the largest λp̂_i − Q_i and the N with the smallest dense
+       delay on that channel — a heuristic prefilter, not part of the paper.
 """
 
 from __future__ import annotations
@@ -77,7 +81,11 @@ class LyapunovPolicy(Policy):
         fairness_queue: "as_printed" or "lower_bound" ([AMBIG-3]).
         solver: "alternating" (paper) or "sweep" (exact at P^max).
         payload_mode: "sec2" (z = 32·abs(w), z0 = abs(w)) or "paper_sec5".
-        model_dim: abs(w); None = from ``bind_system``.
+        model_dim: abs(w) (default: the paper's FMNIST CNN, §5.2); the runner
+            replaces it with the run's model through ``bind_system``.
+        max_candidates: With more available clients than this, keep only the
+            union over channels of the ``num_subchannels`` best clients by
+            penalty weight and by dense delay (detail 6); None = never.
         bandwidth_hz: B per channel.
         noise_psd_dbm_hz: N0 (σ² = N0·B).
         tx_power_dbm: P^max.
@@ -105,7 +113,7 @@ class LyapunovPolicy(Policy):
         fairness_queue: str = "as_printed",
         solver: str = "alternating",
         payload_mode: str = "sec2",
-        model_dim: int | None = None,
+        model_dim: int | None = 1_663_370,
         bandwidth_hz: float = 15e3,
         noise_psd_dbm_hz: float = -107.0 - 10.0 * math.log10(15e3),
         tx_power_dbm: float = 30.0,
@@ -117,6 +125,7 @@ class LyapunovPolicy(Policy):
         effective_capacitance: float = 2e-28,
         control_index: int = 0,
         beta: list[float] | None = None,
+        max_candidates: int | None = 100,
     ) -> None:
         if not V > 0:
             raise ValueError(f"V must be > 0, got {V}")
@@ -151,6 +160,7 @@ class LyapunovPolicy(Policy):
         self.energy_max_j = energy_max_j
         self.effective_capacitance = float(effective_capacitance)
         self.control_index = int(control_index)
+        self.max_candidates = max_candidates
         self.beta_param = None if beta is None else np.asarray(beta, np.float64)
         super().__init__(observation_space, action_space)
         if self.beta_param is not None and self.beta_param.shape != (self.num_clients,):
@@ -246,6 +256,8 @@ class LyapunovPolicy(Policy):
             budget = np.full(self.num_clients, self.energy_max_j - compute_j)
         fixed = self._fixed_delay_s(gain)
         e = eligible
+        if self.max_candidates is not None and e.size > self.max_candidates:
+            e = self._prefilter(e, gain, fixed, z, z0, p_hat, sign)
         return (
             RoundProblem(
                 client_cost=sign * self.fairness_queue_values[e],
@@ -261,8 +273,29 @@ class LyapunovPolicy(Policy):
                 min_sparsity=self.min_sparsity,
                 energy_budget_j=budget[e],
             ),
-            eligible,
+            e,
         )
+
+    def _prefilter(
+        self,
+        eligible: npt.NDArray[np.int64],
+        gain: npt.NDArray[np.float64],
+        fixed: npt.NDArray[np.float64],
+        z: npt.NDArray[np.float64],
+        z0: npt.NDArray[np.float64],
+        p_hat: npt.NDArray[np.float64],
+        sign: float,
+    ) -> npt.NDArray[np.int64]:
+        """Candidate clients of a large system (module detail 6)."""
+        k = self.num_subchannels
+        score = self.V * p_hat - sign * self.fairness_queue_values
+        keep = set(eligible[np.argsort(-score[eligible], kind="stable")[:k]].tolist())
+        snr = _dbm_to_w(self.tx_power_dbm) * gain[eligible] / self._noise_power_w()
+        rate = self.bandwidth_hz * np.log2(1.0 + snr)
+        dense = fixed[eligible, None] + (z[eligible, None] + z0[eligible, None]) / rate
+        for j in range(k):
+            keep.update(eligible[np.argsort(dense[:, j], kind="stable")[:k]].tolist())
+        return np.array(sorted(keep), dtype=np.int64)
 
     def round_delay_s(self, problem: RoundProblem, solution: Solution) -> float:
         """d^t = max over scheduled clients of d^do + d^lo + d^up (§2.8)."""

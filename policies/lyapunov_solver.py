@@ -51,7 +51,12 @@ Implementation details:
        energy-feasible); with E^max = ∞ that is P^max.
     5. The alternating loop (spec §4.4.3) starts twice — from the Hungarian at
        s = 1 and from the min-max-delay assignment — and keeps the better end;
-       each start stops when J improves by less than 1e-9·max(1, abs(J)).
+       each start stops when J improves by less than 1e-9·max(1, abs(J)). Further
+       starts re-solve the channel block at the breakpoints of the starts'
+       sparsity blocks (at most ``max_restarts`` per start), and each start is
+       also tried with its clients on their min-max-delay channels.
+    6. Above U·N = 2000 (never at the paper's 20 × 5) only the two starts run,
+       for at most 4 iterations each, to keep a decision within seconds.
 """
 
 from __future__ import annotations
@@ -62,6 +67,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 from scipy.optimize import brentq, linear_sum_assignment
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_bipartite_matching
 
 __all__ = [
     "RoundProblem",
@@ -76,6 +83,7 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 _BIG = 1e30
+_LARGE = 2000  # U·N above which the alternating solver runs its cheap variant
 
 
 @dataclass(frozen=True)
@@ -197,18 +205,15 @@ def solve_sparsity(
     d_cap = base + z * cap / rate
     candidates = np.unique(np.append(d_cap[d_cap >= d_low], d_low))
 
-    def at(d: float) -> FloatArray:
-        return np.clip((d - base) * rate / z, s_min, cap)
-
-    values = [
-        float(np.sum(problem.client_cost[rows] - problem.sparsity_weight[rows] * at(d)))
-        + problem.delay_queue * d
-        for d in candidates
-    ]
-    best = min(values)
+    levels = np.clip((candidates[:, None] - base) * rate / z, s_min, cap)
+    values = (
+        np.sum(problem.client_cost[rows] - problem.sparsity_weight[rows] * levels, 1)
+        + problem.delay_queue * candidates
+    )
+    best = float(values.min())
     tol = 1e-12 * max(1.0, abs(best))
-    d_best = max(d for d, v in zip(candidates, values, strict=True) if v <= best + tol)
-    s = at(d_best)
+    pick = int(np.flatnonzero(values <= best + tol)[-1])  # ties: the larger D
+    s = levels[pick]
     return s, objective(problem, rows, cols, s, power_w)
 
 
@@ -317,6 +322,28 @@ def solve_sweep(problem: RoundProblem) -> Solution | None:
     return Solution(best.rows, best.cols, best.sparsity, best.power_w, value)
 
 
+def _min_max_match(delay: FloatArray, size: int) -> tuple[IntArray, IntArray] | None:
+    """Min-max matching of ``size`` pairs (bisection on the threshold), min-Σ ties."""
+    values = np.unique(delay[np.isfinite(delay)])
+    if values.size == 0:
+        return None
+    low, high = 0, values.size - 1
+    if _matching_size(delay <= values[high]) < size:
+        return None
+    while low < high:
+        mid = (low + high) // 2
+        if _matching_size(delay <= values[mid]) >= size:
+            high = mid
+        else:
+            low = mid + 1
+    return _match(delay, delay <= values[low])
+
+
+def _matching_size(feasible: npt.NDArray[np.bool_]) -> int:
+    matched = maximum_bipartite_matching(csr_matrix(feasible), perm_type="column")
+    return int(np.count_nonzero(matched >= 0))
+
+
 def _bottleneck_start(
     problem: RoundProblem, power: FloatArray
 ) -> tuple[IntArray, IntArray] | None:
@@ -326,12 +353,7 @@ def _bottleneck_start(
         problem.fixed_delay_s[:, None]
         + (problem.bits_per_kept[:, None] + problem.bits_fixed[:, None]) / rate
     )
-    size = min(problem.shape)
-    for threshold in np.unique(delay):
-        matched = _match(delay, delay <= threshold)
-        if matched is not None and matched[0].size == size:
-            return matched
-    return None
+    return _min_max_match(delay, min(problem.shape))
 
 
 def _alternate(
@@ -408,15 +430,14 @@ def _min_max_channels(
         + (problem.bits_per_kept[rows, None] * s + problem.bits_fixed[rows, None])
         / rate
     )
-    for threshold in np.unique(delay):
-        matched = _match(delay, delay <= threshold)
-        if matched is not None and matched[0].size == rows.size:
-            return rows[matched[0]], matched[1]
-    return rows, np.arange(rows.size)
+    matched = _min_max_match(delay, rows.size)
+    if matched is None or matched[0].size < rows.size:
+        return rows, np.arange(rows.size)
+    return rows[matched[0]], matched[1]
 
 
 def solve_alternating(
-    problem: RoundProblem, *, max_iterations: int = 20
+    problem: RoundProblem, *, max_iterations: int = 20, max_restarts: int = 12
 ) -> Solution | None:
     """Three-block alternating solver of Sec. V-B (module details 1-5).
 
@@ -439,9 +460,17 @@ def solve_alternating(
         starts.append(bottleneck)
     # Restarts of the epigraph level μ/Q^de at the breakpoints of the starts'
     # sparsity blocks (module detail 5): each is a pruned Hungarian (P32).
-    if problem.delay_queue > 0:
+    large = problem.shape[0] * problem.shape[1] > _LARGE
+    if large:  # big systems: the two starts only, few iterations (detail 6)
+        max_restarts, max_iterations = 0, min(max_iterations, 4)
+    if problem.delay_queue > 0 and max_restarts > 0:
         for rows, cols in list(starts):
-            for d in _breakpoints(problem, rows, cols, edge_power[rows, cols]):
+            points = _breakpoints(problem, rows, cols, edge_power[rows, cols])
+            if points.size > max_restarts:  # large N: evenly spaced subset
+                points = points[
+                    np.linspace(0, points.size - 1, max_restarts).astype(int)
+                ]
+            for d in points:
                 s_edge = _edge_sparsity(problem, d, edge_power)
                 ok = s_edge >= problem.min_sparsity - 1e-12
                 matched = _match(
@@ -452,7 +481,7 @@ def solve_alternating(
                 if matched is not None:
                     starts.append(matched)
     best: Solution | None = None
-    for rows, _cols in list(starts):  # the same clients on min-max channels
+    for rows, _cols in list(starts) if not large else []:  # min-max channels
         starts.append(_min_max_channels(problem, rows, edge_power, cap))
     for start in starts:
         found = _alternate(problem, start, edge_power, max_iterations)
