@@ -84,27 +84,33 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--v-grid", default="5,50,500", help="'' skips the sweep")
     parser.add_argument("--v-rounds", type=int, default=25)
     parser.add_argument("--out", default="runs/reproduce_sparse_dp")
+    parser.add_argument(
+        "--ray-address", default=None, help="join a running Ray session ('auto')"
+    )
     args = parser.parse_args(argv)
 
     import ray
 
     from rayfl.config import load_config
 
-    if not ray.is_initialized():  # one session for every run (faster start-up)
+    if args.ray_address:
+        ray.init(address=args.ray_address, logging_level="ERROR")
+    elif not ray.is_initialized():  # one session for every run (faster start-up)
         ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dim = model_dim(load_config(str(CONFIG)))
     seeds = [int(s) for s in args.seeds.split(",") if s]
     frames = []
-    for policy in args.policies.split(","):
+    for policy in [p for p in args.policies.split(",") if p]:
         for seed in seeds:
             df = run_one(policy_overrides(policy, dim), args.rounds, seed, out)
             df["policy"], df["seed"] = policy, seed
             frames.append(df)
             print(policy, seed, "final acc", df["global_acc"].iloc[-1], flush=True)
-    runs = pd.concat(frames, ignore_index=True)
-    runs.to_csv(out / "rounds.csv", index=False)
+    runs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if frames:
+        runs.to_csv(out / "rounds.csv", index=False)
     sweep = []
     for v in [float(x) for x in args.v_grid.split(",") if x]:
         for seed in seeds:
@@ -128,8 +134,12 @@ def main(argv: list[str] | None = None) -> None:
     sweep_df = pd.DataFrame(sweep)
     if len(sweep_df):
         sweep_df.to_csv(out / "v_sweep.csv", index=False)
-    write_table(runs, sweep_df, out, dim)
-    plot(runs, sweep_df, out)
+    if frames:
+        write_table(runs, sweep_df, out, dim)
+        plot(runs, sweep_df, out)
+    elif len(sweep_df):
+        (out / "table.md").write_text(markdown(sweep_df) + "\n")
+        print(markdown(sweep_df))
 
 
 def write_table(runs: pd.DataFrame, sweep: pd.DataFrame, out: Path, dim: int) -> None:

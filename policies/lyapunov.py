@@ -387,15 +387,18 @@ class LyapunovPolicy(Policy):
     def to_action(self, assignment: npt.ArrayLike) -> Action:
         """Add the chosen sparsity (controls) and power level to the action."""
         action = super().to_action(assignment)
-        if not isinstance(action, dict) or self._solution is None:
+        if not isinstance(action, dict):
             return action
         space = cast(spaces.Dict, self.action_space)
-        sol, ids = self._solution, self._ids
-        if "controls" in space.spaces:
+        sol, ids = self._solution, getattr(self, "_ids", None)
+        if "controls" in space.spaces:  # s = 1 for everyone not scheduled
             box = space["controls"]
             table = np.ones(box.shape, dtype=box.dtype)
-            table[ids[sol.rows], self.control_index] = sol.sparsity
+            if sol is not None and ids is not None:
+                table[ids[sol.rows], self.control_index] = sol.sparsity
             action["controls"] = table  # type: ignore[index]
+        if sol is None or ids is None:
+            return action
         if self.num_power_levels is not None:
             levels = np.full(self.num_subchannels, self.num_power_levels - 1)
             pmax = _dbm_to_w(self.tx_power_dbm)
