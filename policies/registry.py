@@ -22,6 +22,7 @@ POLICIES: dict[str, str] = {
     "minmax": "policies.minmax:MinMaxPolicy",
     "non_adjustment": "policies.minmax:NonAdjustmentPolicy",
     "channel_threshold": "policies.channel_threshold:ChannelThresholdPolicy",
+    "lyapunov": "policies.lyapunov:LyapunovPolicy",
 }
 
 

@@ -78,6 +78,11 @@ class SchedulerConfig(_Section):
     params: dict[str, Any] = Field(
         default_factory=dict, description="Extra keyword arguments of the policy."
     )
+    controls: bool = Field(
+        False,
+        description="Expose the algorithm's per-client controls (e.g. sparse_dp's "
+        "`sparsity`) in the env's action, so the policy can set them.",
+    )
 
 
 class RayConfig(_Section):

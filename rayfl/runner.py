@@ -149,13 +149,19 @@ class _EnvDriver:
         # A policy that sets per-client knobs (e.g. minmax: lr, personal_lr, lam)
         # declares ``uses_controls``; the env then exposes the algorithm's controls.
         policy = policy_class(cfg.scheduler.policy)
-        controls = bool(getattr(policy, "uses_controls", False))
+        controls = cfg.scheduler.controls or bool(
+            getattr(policy, "uses_controls", False)
+        )
         self.env = WirelessFLEnv(cfg, mode="emulate", controls=controls)
         self.obs, _ = self.env.reset(seed=cfg.seed)
         self.system = self.env.backend.system  # type: ignore[union-attr]
         self.policy = make_policy(
             cfg.scheduler.policy, self.env, **cfg.scheduler.params
         )
+        # Policies that need run constants (model size, DP targets) read them here.
+        bind = getattr(self.policy, "bind_system", None)
+        if callable(bind):
+            bind(self.system)
         self.policy.reset(seed=cfg.seed)
 
     def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:

@@ -39,6 +39,7 @@ PURPOSES: dict[str, int] = {
     "d2d_geometry": 15,
     "d2d_link": 16,
     "d2d_personal_batch": 17,
+    "epsilon_budget": 19,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

@@ -172,7 +172,7 @@ class FLSystem:
             cfg, tuple(self.data.input_shape), self.data.num_classes
         )
         self.dim = len(vector)
-        self.uplink = UplinkModel(cfg, num_train=self.num_train)
+        self.uplink = UplinkModel(cfg, num_train=self.num_train, model_dim=self.dim)
         #: The algorithm sends per-client downloads (FedAMP, APPLE): the server
         #: needs every upload, so actors never pre-reduce them.
         self.personalized = algorithm_class(cfg.algorithm).personalized_downloads

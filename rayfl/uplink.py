@@ -41,12 +41,51 @@ from rayfl.actors.cloud import LinkOutcome
 from rayfl.config import RunConfig
 from rayfl.privacy.accountant import PrivacyLedger
 from rayfl.privacy.calibration import calibrate_noise_std, nominal_epsilon
+from rayfl.privacy.participation import (
+    LocalDPSGD,
+    draw_epsilon_budgets,
+    participation_targets,
+)
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
-from rayfl.wireless.channel import ChannelState, WirelessChannel
+from rayfl.wireless.channel import ChannelState, WirelessChannel, shannon_rate_bps
+from rayfl.wireless.cost import transmission_time_s
 from rayfl.wireless.effects import uplink_round
 
 __all__ = ["UplinkModel"]
+
+
+def downlink_time_s(
+    state: ChannelState, clients: npt.ArrayLike, *, model_bits: float
+) -> npt.NDArray[np.float64]:
+    """Return d^do_i = Z/(B·log2(1 + SNR_do,i)), the broadcast time (seed 002 §2.6)."""
+    snr = np.power(10.0, state.downlink_snr_db[np.asarray(clients, np.int64)] / 10.0)
+    rate = shannon_rate_bps(bandwidth_hz=state.bandwidth_hz, snr_linear=snr)
+    return transmission_time_s(payload_bits=model_bits, rate_bps=rate)
+
+
+def _local_dp_sgd(
+    config: RunConfig, num_train: npt.NDArray[np.int64]
+) -> LocalDPSGD | None:
+    """Return the per-client DP-SGD accounting of a ``sparse_dp`` run, else None."""
+    algo = config.algorithm
+    if algo.kind != "sparse_dp":
+        return None
+    n = len(num_train)
+    budgets = draw_epsilon_budgets(
+        n,
+        low=algo.epsilon_min,  # type: ignore[attr-defined]
+        high=algo.epsilon_max,  # type: ignore[attr-defined]
+        rng=rng_for(config.seed, "epsilon_budget"),
+    )
+    return LocalDPSGD(
+        noise_multiplier=float(algo.noise_multiplier),  # type: ignore[attr-defined]
+        sample_rate=np.minimum(1.0, algo.batch_size / np.maximum(num_train, 1)),
+        steps=int(algo.local_steps or 1),
+        budgets=budgets,
+        delta=config.privacy.delta,
+        accountant=config.privacy.accountant,
+    )
 
 
 class UplinkModel:
@@ -57,8 +96,15 @@ class UplinkModel:
         num_train: Train-split size of each client (N,).
     """
 
-    def __init__(self, config: RunConfig, *, num_train: npt.ArrayLike) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        num_train: npt.ArrayLike,
+        model_dim: int | None = None,
+    ) -> None:
         self.config = config
+        self.model_dim = model_dim
         self.num_train = np.asarray(num_train, dtype=np.int64)
         n = len(self.num_train)
         self.num_clients = n
@@ -116,7 +162,9 @@ class UplinkModel:
             float(sigma / sensitivity) if sensitivity and sigma > 0 else 0.0
         )
         self.ledger = PrivacyLedger(n, accountant=privacy.accountant)
-        self.accounted = privacy.mechanism != "none"
+        #: Local DP-SGD inside training (seed 002's sparse_dp): accounted here.
+        self.local_dp = _local_dp_sgd(config, self.num_train)
+        self.accounted = privacy.mechanism != "none" or self.local_dp is not None
         self.channel = (
             WirelessChannel(config.wireless, n, rng_for(config.seed, "geometry"))
             if config.wireless is not None
@@ -180,6 +228,11 @@ class UplinkModel:
             bits_per_element=self.config.compression.quantize_bits or 32,
             config=wireless,
         )
+        latency_s = out.latency_s
+        if wireless.downlink_latency and self.model_dim:
+            latency_s = latency_s + downlink_time_s(
+                state, schedule.clients, model_bits=32.0 * self.model_dim
+            )
         delivered = ~out.outage
         quantized = self.config.compression.quantize_bits is not None
         if wireless.effects == "packet_loss" or (
@@ -198,7 +251,7 @@ class UplinkModel:
                 "rate_bps": float(out.rate_bps[i]),
                 "bit_error_rate": float(out.bit_error_rate[i]),
                 "packet_error_rate": float(out.packet_error_rate[i]),
-                "latency_s": float(out.latency_s[i]),
+                "latency_s": float(latency_s[i]),
                 "energy_j": float(out.energy_j[i]),
             }
             for i, c in enumerate(schedule.clients)
@@ -208,6 +261,9 @@ class UplinkModel:
     # ---------------------------------------------------------------- privacy
     def record_releases(self, clients: npt.ArrayLike) -> None:
         """Record one release for each client that transmitted this round."""
+        if self.local_dp is not None:
+            self.local_dp.record(self.ledger, clients)
+            return
         self.ledger.record(
             clients,
             noise_multiplier=self.noise_multiplier,
@@ -217,6 +273,10 @@ class UplinkModel:
     def eligible(self) -> npt.NDArray[np.bool_]:
         """Return which clients may still upload (T0 cap and ε budget)."""
         privacy = self.config.privacy
+        if self.local_dp is not None:
+            return self.local_dp.eligible(self.ledger) & self.ledger.eligible(
+                privacy.max_uploads
+            )
         budget = privacy.epsilon_budget if self.accounted else None
         return self.ledger.eligible(
             privacy.max_uploads,
@@ -226,6 +286,16 @@ class UplinkModel:
                 self.noise_multiplier if budget is not None else None
             ),
             next_sample_rate=privacy.sample_rate,
+        )
+
+    def participation_target(self) -> npt.NDArray[np.float64] | None:
+        """Return β_i (seed 002 eq. 12) under local DP-SGD, else None."""
+        if self.local_dp is None:
+            return None
+        wireless = self.config.wireless
+        return participation_targets(
+            self.local_dp.max_participations(),
+            num_subchannels=wireless.num_subchannels if wireless else self.num_clients,
         )
 
     def upload_count(self) -> npt.NDArray[np.int64]:
@@ -243,7 +313,10 @@ class UplinkModel:
         privacy = self.config.privacy
         if not self.accounted or not evaluate:
             return None, None
-        eps = self.ledger.epsilon(privacy.delta)
+        if self.local_dp is not None:  # same ε as the ledger's, composed fast
+            eps = self.local_dp.epsilon(self.ledger.upload_count)
+        else:
+            eps = self.ledger.epsilon(privacy.delta)
         nominal = eps  # "accountant"/"sparse": the calibration *is* the accountant's
         if privacy.epsilon is not None and privacy.calibration in (
             "wpfl",
@@ -280,4 +353,13 @@ class UplinkModel:
             "epsilon_min": float(np.min(eps)),
             "epsilon_per_client": [float(e) for e in eps],
             "uploads_per_client": self.ledger.upload_count.tolist(),
+            **(
+                {}
+                if self.local_dp is None
+                else {
+                    "epsilon_budget_per_client": self.local_dp.budgets.tolist(),
+                    "max_participations": self.local_dp.max_participations().tolist(),
+                    "noise_multiplier": self.local_dp.noise_multiplier,
+                }
+            ),
         }

@@ -20,6 +20,7 @@ from rayfl.actors.setup import ActorSetup
 from rayfl.actors.state import ClientStateStore
 from rayfl.algorithms.base import ClientContext, Download
 from rayfl.algorithms.registry import make_algorithm
+from rayfl.compression.payload import Payload
 from rayfl.data.federated import FederatedData
 from rayfl.learning.aggregate import partial_sum
 from rayfl.learning.models import FlatModel, build_model
@@ -146,8 +147,16 @@ class ClientHost:
         for ctx, update in zip(contexts, updates, strict=True):
             client = ctx.client
             ctx.state["local_updates"] = ctx.state.get("local_updates", 0) + 1
+            upload: npt.NDArray[np.float32] | Payload = update.vector
+            if update.support is not None:  # a sparse upload (seed 002 §2.3)
+                upload = Payload(
+                    dim=len(update.vector),
+                    values=np.asarray(update.vector, np.float32)[update.support],
+                    indices=update.support,
+                    scale=update.scale,
+                )
             payload, stage_metrics = run_stages(
-                update.vector,
+                upload,
                 self._stages_for(client),
                 rng_for(seed, "noise", round=round, client=client),
             )

@@ -89,11 +89,18 @@ class ClientUpdate:
         vector: The vector that enters the uplink pipeline, float32 (dim,).
         weight: Its aggregation weight (e.g. the number of train samples).
         metrics: Small scalar metrics (``train_loss``, ``steps``...).
+        support: Optional int32 positions of the coordinates the upload carries
+            (a sparse upload: only ``vector[support]`` plus a keep-bitmap are
+            sent, seed 002 §2.3); None = dense.
+        scale: Multiplier the receiver applies to the carried values (1/s for an
+            unbiased sparsifier); used only with ``support``.
     """
 
     vector: npt.NDArray[np.float32]
     weight: float
     metrics: dict[str, float] = field(default_factory=dict)
+    support: npt.NDArray[np.int32] | None = None
+    scale: float = 1.0
 
 
 class Algorithm:

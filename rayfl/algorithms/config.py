@@ -24,6 +24,7 @@ __all__ = [
     "PFedMeConfig",
     "PerFedAvgConfig",
     "WpflConfig",
+    "SparseDPConfig",
     "algorithm_names",
 ]
 
@@ -245,6 +246,8 @@ class APPLEConfig(LocalTrainingConfig):
         description="∂/∂p_j: 'layer_mean' = mean over parameter tensors of "
         "mean(∇θ ⊙ c_j) (PFLlib); 'exact' = the chain rule ⟨∇θ, c_j⟩.",
     )
+
+
 class WpflConfig(DittoConfig):
     """WPFL (Zhao et al. 2025, spec seed_000): DP-Ditto over a quantized, noisy channel.
 
@@ -312,6 +315,66 @@ class WpflConfig(DittoConfig):
         return self
 
 
+class SparseDPConfig(LocalTrainingConfig):
+    """DP-SparFL (Wei et al. 2023, spec seed_002): masked local DP-SGD.
+
+    ``batch_size`` is the expected Poisson batch abs(b) (q_i = abs(b)/abs(D_i));
+    ``local_steps`` is τ (required). The DP noise is added inside local training,
+    so ``privacy.mechanism`` stays ``none``; ε_i is accounted per client from
+    these fields (``rayfl.privacy.participation``).
+    """
+
+    kind: Literal["sparse_dp"] = "sparse_dp"
+    local_steps: int | None = Field(
+        60, ge=1, description="τ: local DP-SGD steps per round (seed_002 §5.3: 60)."
+    )
+    clip_norm: float = Field(
+        1.0, gt=0, description="C: base per-sample L2 clip (seed_002 [AMBIG-9])."
+    )
+    noise_multiplier: float = Field(
+        0.5, gt=0, description="σ̂: noise multiplier of DP-SGD (FMNIST 0.5, §5.3)."
+    )
+    sparsity: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="s: fraction of coordinates kept when the scheduler sets none "
+        "(control `sparsity`); 1 = dense (baselines, [AMBIG-17]).",
+    )
+    clip_mode: Literal["adjusted", "original"] = Field(
+        "adjusted",
+        description="'adjusted': clip at √s·C and noise σ̂·√s·C/abs(b) (Lemma 1); "
+        "'original': clip at C, noise σ̂·C/abs(b) (Fig. 2 ablation).",
+    )
+    rescale: bool = Field(
+        False,
+        description="Decode kept values times 1/s (unbiased sparsifier); the paper "
+        "sums sparse updates as is (§2.2), so default false.",
+    )
+    sampling: Literal["poisson", "fixed"] = Field(
+        "poisson",
+        description="Mini-batches by Poisson sampling at q_i (matches the accountant, "
+        "[AMBIG-19]) or fixed-size uniform batches.",
+    )
+    epsilon_min: float = Field(
+        2.0, gt=0, description="ε_i ~ U[epsilon_min, epsilon_max] per client (§5.3)."
+    )
+    epsilon_max: float = Field(
+        10.0, gt=0, description="Upper end of the per-client budget range."
+    )
+
+    @model_validator(mode="after")
+    def _check_budget_range(self) -> SparseDPConfig:
+        if self.local_steps is None:
+            raise ValueError("algorithm.local_steps (τ) is required for sparse_dp")
+        if self.epsilon_min > self.epsilon_max:
+            raise ValueError(
+                "algorithm.epsilon_min must be <= epsilon_max, got "
+                f"{self.epsilon_min} > {self.epsilon_max}"
+            )
+        return self
+
+
 _CONFIGS: tuple[type[LocalTrainingConfig], ...] = (
     FedAvgConfig,
     FedProxConfig,
@@ -322,6 +385,7 @@ _CONFIGS: tuple[type[LocalTrainingConfig], ...] = (
     FedALAConfig,
     APPLEConfig,
     WpflConfig,
+    SparseDPConfig,
 )
 
 
@@ -345,7 +409,8 @@ AlgorithmConfig = Annotated[
     | FedAMPConfig
     | FedALAConfig
     | APPLEConfig
-    | WpflConfig,
+    | WpflConfig
+    | SparseDPConfig,
     Field(discriminator="kind"),
     BeforeValidator(_default_kind),
 ]

@@ -19,6 +19,7 @@ ALGORITHMS: dict[str, str] = {
     "fedala": "rayfl.algorithms.fedala:FedALA",
     "apple": "rayfl.algorithms.apple:APPLE",
     "wpfl": "rayfl.algorithms.wpfl:Wpfl",
+    "sparse_dp": "rayfl.algorithms.sparse_dp:SparseDP",
 }
 
 

@@ -206,12 +206,13 @@ def build_client_stages(
 
 
 def run_stages(
-    vector: npt.ArrayLike, stages: Sequence[Stage], rng: np.random.Generator
+    vector: npt.ArrayLike | Payload, stages: Sequence[Stage], rng: np.random.Generator
 ) -> tuple[Payload, dict[str, float]]:
     """Run the stages in order and return the uplink payload and merged metrics.
 
     Args:
-        vector: Model vector, shape (d,), float.
+        vector: Model vector, shape (d,), float, or an already sparse
+            ``Payload`` (then only stages that accept payloads may follow).
         stages: Ordered stages (``build_client_stages``).
         rng: Generator shared by the stages, keyed (seed, purpose, round, client).
 
@@ -225,7 +226,11 @@ def run_stages(
         >>> metrics["payload_bits"]
         64.0
     """
-    x: StageInput = np.asarray(vector, dtype=np.float32).reshape(-1)
+    x: StageInput = (
+        vector
+        if isinstance(vector, Payload)
+        else np.asarray(vector, dtype=np.float32).reshape(-1)
+    )
     metrics: dict[str, float] = {}
     for stage in stages:
         x, stage_metrics = stage(x, rng)

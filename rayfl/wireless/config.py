@@ -118,6 +118,14 @@ class WirelessConfig(BaseModel):
             "χ·cycles·f^2/2 in J (seed_002 §2.7)."
         ),
     )
+    downlink_latency: bool = Field(
+        False,
+        description=(
+            "Add the broadcast downlink time 32·abs(w)/(B·log2(1 + SNR_do)) of the "
+            "dense global model to each scheduled client's latency_s (seed_002 §2.6, "
+            "§2.8: d = d^do + d^lo + d^up)."
+        ),
+    )
     max_latency_s: float | None = Field(
         None, gt=0, description="τ_max: uplink latency limit in s, > 0; None = none."
     )

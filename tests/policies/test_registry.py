@@ -23,6 +23,7 @@ NAMES = [
     "minmax",
     "non_adjustment",
     "channel_threshold",
+    "lyapunov",
 ]
 
 
