@@ -31,7 +31,9 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -334,6 +336,16 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--data-root", default=None, help="MNIST IDX files root")
     parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument(
+        "--parallel", type=int, default=1, help="runs at once in one Ray session"
+    )
+    parser.add_argument(
+        "--clients-per-actor",
+        type=int,
+        default=0,
+        help="ray.clients_per_actor of each run (0 = the config's; results do "
+        "not depend on it)",
+    )
     parser.add_argument("--out", default="runs/wpfl_repro")
     parser.add_argument("--fresh", action="store_true", help="ignore results.csv")
     args = parser.parse_args(argv)
@@ -363,27 +375,40 @@ def main(argv: list[str] | None = None) -> None:
             print(f"ray.init failed ({error}); retry {attempt + 1}/3", flush=True)
             ray.shutdown()
             time.sleep(30)
-    for pair in pairs:
-        for t0 in args.t0:
-            for seed in args.seeds:
-                for policy in args.policies:
-                    key = (pair, policy, t0, seed)
-                    if key in done:
-                        continue
-                    started = time.perf_counter()
-                    result = rayfl.run(
-                        BASE_CONFIG, overrides_for(pair, policy, t0, seed, args)
-                    )
-                    row = {
-                        "pair": pair,
-                        "policy": policy,
-                        "t0": t0,
-                        "seed": seed,
-                        **final_metrics(result),
-                        "wall_s": round(time.perf_counter() - started, 1),
-                    }
-                    append_row(results, row)
-                    print(row, flush=True)
+    todo = [
+        (pair, policy, t0, seed)
+        for pair in pairs
+        for t0 in args.t0
+        for seed in args.seeds
+        for policy in args.policies
+        if (pair, policy, t0, seed) not in done
+    ]
+    lock = threading.Lock()
+
+    def run_one(key: tuple[str, str, int, int]) -> None:
+        pair, policy, t0, seed = key
+        started = time.perf_counter()
+        overrides = overrides_for(pair, policy, t0, seed, args)
+        if args.clients_per_actor:
+            overrides["ray.clients_per_actor"] = args.clients_per_actor
+        result = rayfl.run(BASE_CONFIG, overrides)
+        row = {
+            "pair": pair,
+            "policy": policy,
+            "t0": t0,
+            "seed": seed,
+            **final_metrics(result),
+            "wall_s": round(time.perf_counter() - started, 1),
+        }
+        with lock:
+            append_row(results, row)
+            print(row, flush=True)
+
+    # Runs share one Ray session; with --parallel > 1 several run at once (their
+    # actors then need --num-cpus large enough to be scheduled together).
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        for future in [pool.submit(run_one, key) for key in todo]:
+            future.result()
     rows = load_rows(results)
     if rows:
         print(write_table(rows, out))
