@@ -72,6 +72,16 @@ PAIRS: dict[str, dict[str, Any]] = {
         "L": 0.43,
         "params": 7_850,
     },
+    # Fashion-MNIST with the DNN (784-100-10); μ, L of DNN/MNIST (not given for it)
+    "dnn-fmnist": {
+        "dataset": "fashion_mnist",
+        "model": "mlp",
+        "clip": 7.0,
+        "delta": 1e-3,
+        "mu": 0.27,
+        "L": 1.32,
+        "params": 79_510,
+    },
     # scikit-learn's shipped 8x8 digits: for smoke tests only (MLR constants)
     "mlr-digits": {
         "dataset": "digits",
@@ -364,7 +374,7 @@ def main(argv: list[str] | None = None) -> None:
         for r in load_rows(results)
     }
     pairs = available_pairs(args.pairs, args.data_root)
-    for attempt in range(3):  # one session for every run; start-up can time out
+    for attempt in range(8):  # one session for every run; start-up can time out
         if ray.is_initialized():
             break
         try:
@@ -372,7 +382,7 @@ def main(argv: list[str] | None = None) -> None:
                 num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR"
             )
         except Exception as error:  # noqa: BLE001  (Ray raises a bare Exception)
-            print(f"ray.init failed ({error}); retry {attempt + 1}/3", flush=True)
+            print(f"ray.init failed ({error}); retry {attempt + 1}/8", flush=True)
             ray.shutdown()
             time.sleep(30)
     todo = [
