@@ -31,7 +31,9 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,16 @@ PAIRS: dict[str, dict[str, Any]] = {
         "mu": 0.13,
         "L": 0.43,
         "params": 7_850,
+    },
+    # Fashion-MNIST with the DNN (784-100-10); μ, L of DNN/MNIST (not given for it)
+    "dnn-fmnist": {
+        "dataset": "fashion_mnist",
+        "model": "mlp",
+        "clip": 7.0,
+        "delta": 1e-3,
+        "mu": 0.27,
+        "L": 1.32,
+        "params": 79_510,
     },
     # scikit-learn's shipped 8x8 digits: for smoke tests only (MLR constants)
     "mlr-digits": {
@@ -334,6 +346,16 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--data-root", default=None, help="MNIST IDX files root")
     parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument(
+        "--parallel", type=int, default=1, help="runs at once in one Ray session"
+    )
+    parser.add_argument(
+        "--clients-per-actor",
+        type=int,
+        default=0,
+        help="ray.clients_per_actor of each run (0 = the config's; results do "
+        "not depend on it)",
+    )
     parser.add_argument("--out", default="runs/wpfl_repro")
     parser.add_argument("--fresh", action="store_true", help="ignore results.csv")
     args = parser.parse_args(argv)
@@ -352,7 +374,7 @@ def main(argv: list[str] | None = None) -> None:
         for r in load_rows(results)
     }
     pairs = available_pairs(args.pairs, args.data_root)
-    for attempt in range(3):  # one session for every run; start-up can time out
+    for attempt in range(8):  # one session for every run; start-up can time out
         if ray.is_initialized():
             break
         try:
@@ -360,30 +382,43 @@ def main(argv: list[str] | None = None) -> None:
                 num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR"
             )
         except Exception as error:  # noqa: BLE001  (Ray raises a bare Exception)
-            print(f"ray.init failed ({error}); retry {attempt + 1}/3", flush=True)
+            print(f"ray.init failed ({error}); retry {attempt + 1}/8", flush=True)
             ray.shutdown()
             time.sleep(30)
-    for pair in pairs:
-        for t0 in args.t0:
-            for seed in args.seeds:
-                for policy in args.policies:
-                    key = (pair, policy, t0, seed)
-                    if key in done:
-                        continue
-                    started = time.perf_counter()
-                    result = rayfl.run(
-                        BASE_CONFIG, overrides_for(pair, policy, t0, seed, args)
-                    )
-                    row = {
-                        "pair": pair,
-                        "policy": policy,
-                        "t0": t0,
-                        "seed": seed,
-                        **final_metrics(result),
-                        "wall_s": round(time.perf_counter() - started, 1),
-                    }
-                    append_row(results, row)
-                    print(row, flush=True)
+    todo = [
+        (pair, policy, t0, seed)
+        for pair in pairs
+        for t0 in args.t0
+        for seed in args.seeds
+        for policy in args.policies
+        if (pair, policy, t0, seed) not in done
+    ]
+    lock = threading.Lock()
+
+    def run_one(key: tuple[str, str, int, int]) -> None:
+        pair, policy, t0, seed = key
+        started = time.perf_counter()
+        overrides = overrides_for(pair, policy, t0, seed, args)
+        if args.clients_per_actor:
+            overrides["ray.clients_per_actor"] = args.clients_per_actor
+        result = rayfl.run(BASE_CONFIG, overrides)
+        row = {
+            "pair": pair,
+            "policy": policy,
+            "t0": t0,
+            "seed": seed,
+            **final_metrics(result),
+            "wall_s": round(time.perf_counter() - started, 1),
+        }
+        with lock:
+            append_row(results, row)
+            print(row, flush=True)
+
+    # Runs share one Ray session; with --parallel > 1 several run at once (their
+    # actors then need --num-cpus large enough to be scheduled together).
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        for future in [pool.submit(run_one, key) for key in todo]:
+            future.result()
     rows = load_rows(results)
     if rows:
         print(write_table(rows, out))

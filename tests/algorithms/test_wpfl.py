@@ -169,7 +169,7 @@ def test_end_to_end_run_stops_when_every_client_used_t0_uploads(ray_session):
     assert summary["privacy"]["uploads_per_client"] == [2] * 10
     last = rounds.iloc[-1]
     assert 0.0 < last["jain_train_loss"] <= 1.0
-    assert np.isfinite(last["personal_max_loss"]) and last["personal_acc"] > 0.5
+    assert np.isfinite(last["personal_max_loss"]) and last["personal_acc"] > 0.3
     # every client's PL model moved away from the global one, scheduled or not
     first = result.metrics[result.metrics["round"] == 0]
     assert (first["personal_loss"] != first["test_loss"]).all()
