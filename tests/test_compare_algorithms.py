@@ -39,3 +39,21 @@ def test_unknown_algorithm_is_a_config_error_before_anything_runs():
 def test_cli_accepts_algorithms_instead_of_policies():
     args = build_parser().parse_args(["compare", "x.yaml", "--algorithms", "a,b"])
     assert args.algorithms == "a,b" and args.policies is None
+
+
+def test_round_summary_reports_personalized_mean_worst10_and_jain():
+    from rayfl.metrics import round_summary
+
+    acc = [0.9, 0.5, 0.8, 0.7, 1.0, 0.6, 0.9, 0.95, 0.85, 0.4, 0.75, 0.8]
+    rows = [
+        {"test_acc": 0.5, "test_loss": 1.0, "personal_acc": a, "personal_loss": 0.1}
+        for a in acc
+    ]
+    out = round_summary(rows, [1] * len(acc))
+    a = sorted(acc)
+    assert out["eval_mean_acc"] == pytest.approx(sum(acc) / len(acc))
+    assert out["eval_worst10_acc"] == pytest.approx((a[0] + a[1]) / 2)  # ⌈1.2⌉ = 2
+    jain = sum(acc) ** 2 / (len(acc) * sum(x * x for x in acc))
+    assert out["eval_jain_acc"] == pytest.approx(jain)
+    glob = round_summary([{"test_acc": v, "test_loss": 1.0} for v in acc], [1] * 12)
+    assert glob["eval_worst10_acc"] == pytest.approx((a[0] + a[1]) / 2)
