@@ -19,6 +19,7 @@ POLICIES: dict[str, str] = {
     "best_channel": "policies.best_channel:BestChannelPolicy",
     "age_based": "policies.age_based:AgeBasedPolicy",
     "delay_min": "policies.delay_min:DelayMinPolicy",
+    "learned": "policies.learned:LearnedPolicy",
 }
 
 

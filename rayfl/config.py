@@ -25,6 +25,7 @@ from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_nam
 from rayfl.compression.config import CompressionConfig
 from rayfl.data.config import DataConfig
 from rayfl.privacy.config import PrivacyConfig
+from rayfl.rl.config import RLConfig
 from rayfl.wireless.config import WirelessConfig
 
 __all__ = [
@@ -163,6 +164,11 @@ class RunConfig(_Section):
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
+    rl: RLConfig | None = Field(
+        None,
+        description="Training of the learned scheduler (`rayfl train-policy`); "
+        "ignored by `rayfl run`.",
+    )
     sweep: dict[str, list[Any]] = Field(
         default_factory=dict,
         description="Grid of overrides to run as separate variants, dotted key → "
