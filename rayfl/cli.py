@@ -98,6 +98,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from rayfl.compare import compare
 
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if args.seeds:
+        from rayfl.compare import markdown_table
+        from rayfl.compare_seeds import compare_seeds, pretty_summary
+
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        summary, out = compare_seeds(args.config, policies, seeds, args.overrides)
+        print(markdown_table(pretty_summary(summary)))
+        print(f"\ncomparison directory: {out}")
+        return 0
     table, out = compare(args.config, policies, args.overrides)
     print(
         table.drop(columns=["run_dir"]).to_string(
@@ -230,6 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--policies",
         required=True,
         help="comma-separated names, e.g. random,round_robin,proportional_fair",
+    )
+    p.add_argument(
+        "--seeds",
+        default=None,
+        help="comma-separated seeds, e.g. 0,1,2: mean ± std over seeds",
     )
     p.set_defaults(func=_cmd_compare)
     p = sub.add_parser(

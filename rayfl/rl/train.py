@@ -183,6 +183,7 @@ def _row(
     seconds: float,
     steps: float,
     elapsed: float,
+    cpu_s: float,
 ) -> dict[str, Any]:
     runners = result.get("env_runners", {})
     learner = result.get("learners", {}).get("default_policy", {})
@@ -196,6 +197,7 @@ def _row(
         "env_steps_per_s": steps / max(seconds, 1e-9),
         "iteration_s": seconds,
         "elapsed_s": elapsed,
+        "cpu_s": cpu_s,
     }
 
 
@@ -235,6 +237,9 @@ def train_policy(
     rl = cfg.rl or RLConfig()
     cfg = cfg.model_copy(update={"rl": rl})
     session = RaySession(cfg.ray)  # RLlib puts its config in the object store
+    import torch
+
+    torch.set_num_threads(1)  # DESIGN.md: one torch thread per process
     rows: list[dict[str, Any]] = []
     try:
         algo = build_algorithm(cfg, rl)
@@ -257,6 +262,8 @@ def train_policy(
             "config": cfg.name,
         }
         elapsed = float(rows[-1]["elapsed_s"]) if rows else 0.0
+        cpu_before = float(rows[-1].get("cpu_s", 0.0)) if rows else 0.0
+        cpu_start = time.process_time()
         steps_before = _lifetime_steps(None)
         if verbose:
             print(
@@ -272,7 +279,8 @@ def train_policy(
             lifetime = _lifetime_steps(result)
             steps = lifetime - steps_before if steps_before is not None else lifetime
             steps_before = lifetime
-            row = _row(result, iteration, seconds, steps, elapsed)
+            cpu_s = cpu_before + time.process_time() - cpu_start
+            row = _row(result, iteration, seconds, steps, elapsed, cpu_s)
             rows.append(row)
             atomic_write(
                 run_dir / "progress.csv",
@@ -282,7 +290,8 @@ def train_policy(
                 print(
                     f"iter {iteration:4d}  return {row['episode_return_mean']:9.3f}  "
                     f"entropy {row['entropy']:7.3f}  "
-                    f"{row['env_steps_per_s']:7.1f} steps/s  ({elapsed:6.0f} s)",
+                    f"{row['env_steps_per_s']:7.1f} steps/s  "
+                    f"({elapsed:6.0f} s wall, {cpu_s:6.0f} s CPU)",
                     flush=True,
                 )
             out_of_time = rl.time_budget_s is not None and elapsed >= rl.time_budget_s

@@ -17,6 +17,8 @@ MODULES = [
     "policies.best_channel",
     "policies.age_based",
     "policies.delay_min",
+    "policies.features",
+    "policies.learned",
 ]
 
 

@@ -20,6 +20,7 @@ NAMES = [
     "best_channel",
     "age_based",
     "delay_min",
+    "learned",
 ]
 
 
