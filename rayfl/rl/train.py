@@ -438,7 +438,13 @@ def _plot(run_dir: Path) -> None:
     if evaluation is not None:
         means = evaluation.groupby("policy", sort=False)["return"].mean()
         for i, (name, value) in enumerate(means.items()):
-            ax.axhline(value, ls="--", lw=1, color=f"C{i + 1}", label=f"{name} (eval)")
+            ax.axhline(
+                value,
+                ls="--",
+                lw=1,
+                color=f"C{i + 1}",
+                label=f"{name} (eval{', deterministic' if name == 'learned' else ''})",
+            )
     ax.set_xlabel("PPO iteration")
     ax.set_ylabel("mean episode return")
     ax.legend(fontsize=8)
