@@ -76,7 +76,10 @@ class RLConfig(BaseModel):
         "runs its own env copy, so they spread over a Ray cluster.",
     )
     num_envs_per_env_runner: int = Field(
-        1, ge=1, description="Vectorised env copies per EnvRunner."
+        1,
+        ge=1,
+        description="Vectorised env copies per EnvRunner (surrogate mode; emulate "
+        "mode uses 1, each copy being a whole FL system).",
     )
     checkpoint_every: int = Field(
         5, ge=1, description="Save the RLlib checkpoint every this many iterations."

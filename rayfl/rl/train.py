@@ -113,7 +113,10 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
         )
         .env_runners(
             num_env_runners=rl.num_env_runners,
-            num_envs_per_env_runner=rl.num_envs_per_env_runner,
+            # each emulate-mode env copy is a whole FL system on Ray: one per runner
+            num_envs_per_env_runner=(
+                rl.num_envs_per_env_runner if rl.mode == "surrogate" else 1
+            ),
         )
         .learners(num_learners=0)
         .training(
