@@ -3,6 +3,9 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
+# `rl` (ray[rllib], pins gymnasium 1.2.2) so the learned-scheduler tests run in CI;
+# `make test EXTRAS=dev` tests without it (those tests then skip).
+EXTRAS ?= dev,rl
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-slow lint install data clean
@@ -15,7 +18,7 @@ $(BIN)/python:
 # would pull a multi-GB CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet torch==$(TORCH_VERSION)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -23,6 +23,7 @@ POLICIES: dict[str, str] = {
     "non_adjustment": "policies.minmax:NonAdjustmentPolicy",
     "channel_threshold": "policies.channel_threshold:ChannelThresholdPolicy",
     "lyapunov": "policies.lyapunov:LyapunovPolicy",
+    "learned": "policies.learned:LearnedPolicy",
 }
 
 

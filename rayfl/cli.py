@@ -7,6 +7,7 @@
     rayfl plot RUN_DIR [RUN_DIR ...]        (re)draw plots, overlaying several runs
     rayfl info [--data-root DIR]            Ray resources and datasets found
     rayfl bench NAME [args]                 benchmarks (bench/results.md)
+    rayfl train-policy CONFIG [options]     train the learned scheduler (PPO, RLlib)
 
 Configuration errors print in a few lines, without a traceback (exit code 2).
 """
@@ -111,6 +112,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print("rayfl compare: give --policies or --algorithms", file=sys.stderr)
         return 2
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if args.seeds:
+        from rayfl.compare import markdown_table
+        from rayfl.compare_seeds import compare_seeds, pretty_summary
+
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        summary, out = compare_seeds(args.config, policies, seeds, args.overrides)
+        print(markdown_table(pretty_summary(summary)))
+        print(f"\ncomparison directory: {out}")
+        return 0
     table, out = compare(args.config, policies, args.overrides)
     print(
         table.drop(columns=["run_dir"]).to_string(
@@ -118,6 +128,30 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         )
     )
     print(f"\ncomparison directory: {out}")
+    return 0
+
+
+def _cmd_train_policy(args: argparse.Namespace) -> int:
+    from rayfl.rl.train import INSTALL_HINT, rllib_available, train_policy
+
+    if not rllib_available():
+        print(f"rayfl: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    if (args.config is None) == (args.resume is None):
+        print("rayfl: train-policy needs CONFIG or --resume RUN_DIR", file=sys.stderr)
+        return 2
+    extra = list(args.overrides)
+    for key, value in (
+        ("mode", args.mode),
+        ("iterations", args.iterations),
+        ("num_env_runners", args.num_env_runners),
+        ("init_from", args.init_from),
+        ("time_budget_s", args.time_budget),
+    ):
+        if value is not None:
+            extra.append(f"rl.{key}={value}")
+    run_dir = train_policy(args.config, extra, resume=args.resume)
+    print(f"\nrun directory: {run_dir}\npolicy: {run_dir / 'policy'}")
     return 0
 
 
@@ -226,7 +260,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated algorithm kinds, e.g. fedavg,ditto,fedamp "
         "(instead of --policies)",
     )
+    p.add_argument(
+        "--seeds",
+        default=None,
+        help="comma-separated seeds, e.g. 0,1,2: mean ± std over seeds",
+    )
     p.set_defaults(func=_cmd_compare)
+    p = sub.add_parser(
+        "train-policy", help="train the learned scheduler with PPO (needs .[rl])"
+    )
+    p.add_argument("config", nargs="?", help="YAML config with a wireless section")
+    p.add_argument("overrides", nargs="*", help="key.path=value overrides")
+    p.add_argument("--mode", choices=["surrogate", "emulate"], default=None)
+    p.add_argument("--iterations", type=int, default=None, help="PPO iterations")
+    p.add_argument("--num-env-runners", type=int, default=None)
+    p.add_argument("--init-from", default=None, help="start from an exported policy")
+    p.add_argument("--time-budget", type=float, default=None, help="stop after [s]")
+    p.add_argument("--resume", default=None, help="continue a train-policy run dir")
+    p.set_defaults(func=_cmd_train_policy)
     p = sub.add_parser(
         "bench", help="run a benchmark (round-time, flute, scale, env, all)"
     )

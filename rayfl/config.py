@@ -26,6 +26,7 @@ from rayfl.compression.config import CompressionConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
 from rayfl.privacy.config import PrivacyConfig
+from rayfl.rl.config import RLConfig
 from rayfl.wireless.config import WirelessConfig
 
 __all__ = [
@@ -185,6 +186,11 @@ class RunConfig(_Section):
         description="flat (clients + cloud) or d2d (server-free, rayfl.d2d).",
     )
     output: OutputConfig = Field(default_factory=OutputConfig)
+    rl: RLConfig | None = Field(
+        None,
+        description="Training of the learned scheduler (`rayfl train-policy`); "
+        "ignored by `rayfl run`.",
+    )
     sweep: dict[str, list[Any]] = Field(
         default_factory=dict,
         description="Grid of overrides to run as separate variants, dotted key → "

@@ -19,6 +19,8 @@ MODULES = [
     "policies.delay_min",
     "policies.minmax",
     "policies.minmax_bound",
+    "policies.features",
+    "policies.learned",
 ]
 
 

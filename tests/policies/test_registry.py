@@ -24,6 +24,7 @@ NAMES = [
     "non_adjustment",
     "channel_threshold",
     "lyapunov",
+    "learned",
 ]
 
 

@@ -1,0 +1,239 @@
+"""Learned scheduling: a per-client score network trained with PPO, then top-K.
+
+The policy of ``rayfl train-policy`` (issue 11). Its action encoding is the
+"priority scores + top-K" trick of FAVOR (Wang, Kaplan, Niu & Li, INFOCOM 2020:
+a network scores every device, the top K are selected), here with the
+subchannels matched by the Hungarian rule like the other policies: one small
+MLP, shared by all clients, maps each client's features
+(:func:`policies.features.client_features`) to a score; the K eligible clients
+with the highest scores are scheduled and matched to subchannels maximising
+Σ gain [dB] (:func:`policies.assignment.assign_subchannels`).
+
+Inference is plain numpy on exported weights: neither RLlib nor torch is needed
+to run a trained policy (``rayfl run ... scheduler.policy=learned``).
+
+Symbol table: N → ``num_clients``, K → ``num_subchannels``, x_n (F,) → row n of
+``client_features(obs)``, s_n → ``scores[n]``, W_i, b_i → ``pi_w{i}``,
+``pi_b{i}``.
+
+    h_0 = x_n,  h_{i+1} = tanh(h_i W_i + b_i),  s_n = h_L w_out + b_out
+
+Checkpoint format (``policy/`` of a train-policy run directory):
+
+| file | content |
+|------|---------|
+| ``policy.npz`` | ``pi_w0, pi_b0, …, pi_w_out, pi_b_out`` (policy), ``log_std``, and the value net ``vf_*`` (used only to resume training) |
+| ``policy.json`` | ``format`` (``"rayfl-score-mlp"``), ``version``, ``features``, ``hidden``, how it was trained |
+
+Implementation details:
+    1. Deterministic action: the mean of the Gaussian over scores (the PPO
+       policy's mode); exploration noise is a training-time matter only.
+    2. Ties in score go to the lower client id; ineligible clients are never
+       selected; with fewer than K eligible clients all of them are scheduled.
+    3. ``checkpoint=None`` loads the policy shipped in
+       ``policies/checkpoints/learned_default`` (trained on the surrogate env of
+       ``examples/rl_scheduler.yaml``, see README), so ``make_policy("learned")``
+       works out of the box; pass a run directory to use your own.
+    4. The network sees only per-client features and K/N, so one checkpoint
+       acts for any N and K (it was trained at one N, K; quality elsewhere is
+       not guaranteed).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from policies.base import Observation, Policy
+from policies.features import FEATURE_NAMES, client_features
+
+__all__ = [
+    "DEFAULT_CHECKPOINT",
+    "FORMAT",
+    "LearnedPolicy",
+    "ScoreNetwork",
+    "resolve_checkpoint",
+    "select_top_k",
+]
+
+FORMAT = "rayfl-score-mlp"
+FORMAT_VERSION = 1
+DEFAULT_CHECKPOINT = Path(__file__).parent / "checkpoints" / "learned_default"
+
+
+def select_top_k(
+    scores: npt.ArrayLike, eligible: npt.ArrayLike, k: int
+) -> npt.NDArray[np.int64]:
+    """Return the ids of the (at most) ``k`` eligible clients with the best scores.
+
+    Args:
+        scores: (N,) scores; NaN counts as the lowest score.
+        eligible: (N,) bool mask of clients that may upload.
+        k: Number of subchannels K.
+
+    Returns:
+        Client ids by decreasing score, ties to the lower id, length
+        min(k, #eligible).
+
+    Example:
+        >>> select_top_k([0.1, 0.9, 0.9, 0.5], [True, True, True, False], 2).tolist()
+        [1, 2]
+    """
+    values = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=-np.inf)
+    candidates = np.flatnonzero(np.asarray(eligible, dtype=bool))
+    order = candidates[np.lexsort((candidates, -values[candidates]))]
+    return order[:k].astype(np.int64)
+
+
+class ScoreNetwork:
+    """The exported score MLP (numpy): features (N, F) → scores (N,).
+
+    Args:
+        arrays: The ``pi_w*``/``pi_b*`` arrays of ``policy.npz`` (others ignored).
+
+    Raises:
+        ValueError: If the arrays do not form a chain of layers.
+    """
+
+    def __init__(self, arrays: dict[str, npt.NDArray[np.float32]]) -> None:
+        hidden = sorted(
+            int(k[4:]) for k in arrays if k.startswith("pi_w") and k[4:].isdigit()
+        )
+        if hidden != list(range(len(hidden))) or "pi_w_out" not in arrays:
+            raise ValueError(
+                f"policy arrays must be pi_w0..pi_wL, pi_b0..pi_bL, pi_w_out, "
+                f"pi_b_out; got {sorted(arrays)}"
+            )
+        names = [*(str(i) for i in hidden), "_out"]
+        self.layers = [
+            (
+                np.asarray(arrays[f"pi_w{i}"], np.float64),
+                np.asarray(arrays[f"pi_b{i}"], np.float64),
+            )
+            for i in names
+        ]
+        for (w, _), (w_next, _) in zip(self.layers, self.layers[1:], strict=False):
+            if w.shape[1] != w_next.shape[0]:
+                raise ValueError(
+                    f"layer shapes do not chain: {w.shape}, {w_next.shape}"
+                )
+        if self.layers[0][0].shape[0] != len(FEATURE_NAMES):
+            raise ValueError(
+                f"first layer takes {self.layers[0][0].shape[0]} features, "
+                f"policies.features has {len(FEATURE_NAMES)}"
+            )
+
+    def __call__(self, features: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """Return the (N,) scores of a (N, F) feature matrix."""
+        h = np.asarray(features, dtype=np.float64)
+        for w, b in self.layers[:-1]:
+            h = np.tanh(h @ w + b)
+        w, b = self.layers[-1]
+        return (h @ w + b).reshape(-1)
+
+
+def resolve_checkpoint(path: str | Path | None) -> Path:
+    """Return the ``policy.npz`` of a run directory, a ``policy/`` dir or a file.
+
+    Raises:
+        FileNotFoundError: Naming the paths that were tried.
+    """
+    base = DEFAULT_CHECKPOINT if path is None else Path(path).expanduser()
+    tried = [base, base / "policy.npz", base / "policy" / "policy.npz"]
+    for candidate in tried:
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        "scheduler.params.checkpoint: no exported policy found; tried "
+        + ", ".join(str(p) for p in tried)
+        + " (train one with `rayfl train-policy CONFIG`)"
+    )
+
+
+def load_checkpoint(path: str | Path | None) -> tuple[ScoreNetwork, dict[str, Any]]:
+    """Load an exported policy: its network and its ``policy.json`` metadata.
+
+    Raises:
+        FileNotFoundError: If no ``policy.npz`` is found.
+        ValueError: If the file is not a ``rayfl-score-mlp`` of a known version.
+    """
+    npz = resolve_checkpoint(path)
+    meta_path = npz.with_name("policy.json")
+    meta: dict[str, Any] = (
+        json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    )
+    if meta.get("format", FORMAT) != FORMAT or meta.get("version", 1) > FORMAT_VERSION:
+        raise ValueError(
+            f"{npz}: format {meta.get('format')!r} v{meta.get('version')} is not "
+            f"{FORMAT!r} v<={FORMAT_VERSION}"
+        )
+    if tuple(meta.get("features", FEATURE_NAMES)) != FEATURE_NAMES:
+        raise ValueError(
+            f"{npz}: trained on features {meta.get('features')}, this version "
+            f"computes {list(FEATURE_NAMES)}"
+        )
+    with np.load(npz) as data:
+        arrays = {k: data[k] for k in data.files}
+    return ScoreNetwork(arrays), meta
+
+
+class LearnedPolicy(Policy):
+    """Schedule the top-K clients by a learned score (FAVOR-style top-K, PPO).
+
+    Args:
+        observation_space: The env's Dict observation space.
+        action_space: The env's action space.
+        checkpoint: A ``rayfl train-policy`` run directory, its ``policy/``
+            folder or a ``policy.npz``; None = the shipped default policy.
+
+    Example:
+        >>> from gymnasium import spaces
+        >>> keys = ("loss", "upload_count", "privacy_spent", "staleness",
+        ...         "data_size", "eligible")
+        >>> obs_space = spaces.Dict({
+        ...     "channel_gain": spaces.Box(-np.inf, np.inf, (4, 2)),
+        ...     "round": spaces.Box(0, np.inf, (1,)),
+        ...     **{k: spaces.Box(0, np.inf, (4,)) for k in keys}})
+        >>> policy = LearnedPolicy(obs_space, spaces.MultiDiscrete([5, 5]))
+        >>> obs = {k: v for k, v in obs_space.sample().items()}
+        >>> obs["eligible"] = np.array([1, 0, 1, 0], np.float32)
+        >>> sorted(policy(obs).tolist())
+        [0, 2]
+    """
+
+    required_keys = (
+        "channel_gain",
+        "loss",
+        "upload_count",
+        "privacy_spent",
+        "staleness",
+        "data_size",
+        "eligible",
+    )
+
+    def __init__(
+        self,
+        observation_space: Any,
+        action_space: Any,
+        checkpoint: str | Path | None = None,
+    ) -> None:
+        self.network, self.meta = load_checkpoint(checkpoint)
+        self.checkpoint = resolve_checkpoint(checkpoint)
+        super().__init__(observation_space, action_space)
+
+    def scores(self, obs: Observation) -> npt.NDArray[np.float64]:
+        """Return the (N,) scores the network gives the clients of ``obs``."""
+        features = dict(obs)
+        features.setdefault("round", np.zeros(1, np.float32))
+        return self.network(client_features(features))
+
+    def schedule(self, obs: Observation) -> npt.NDArray[np.int64]:
+        """Take the K best-scored eligible clients, then match subchannels."""
+        chosen = select_top_k(
+            self.scores(obs), self.eligible_mask(obs), self.num_subchannels
+        )
+        return self.assign_subchannels(self.field(obs, "channel_gain"), chosen)

@@ -1,0 +1,115 @@
+"""The ``rl`` config section: how ``rayfl train-policy`` trains the learned scheduler.
+
+Plain pydantic (no RLlib import), so configs with an ``rl`` section load and
+``rayfl run`` works without the ``rl`` extra. The defaults are the settings of
+``examples/rl_scheduler.yaml`` (issue 11): PPO on a small surrogate system.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["RLConfig"]
+
+#: The reward options of ``envs.scheduling.REWARDS`` (kept equal by a test).
+REWARD_NAMES = ("min_max_loss", "accuracy_gain", "jain", "latency", "energy")
+Reward = Literal["min_max_loss", "accuracy_gain", "jain", "latency", "energy"]
+
+
+class RLConfig(BaseModel):
+    """PPO training of the learned scheduler (RLlib new API stack)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["surrogate", "emulate"] = Field(
+        "surrogate",
+        description="Env dynamics to train on: `surrogate` (cheap loss model, "
+        "envs.surrogate) or `emulate` (real FL rounds on Ray; slow).",
+    )
+    reward: Reward = Field(
+        "min_max_loss",
+        description="Env reward (envs.scheduling): min_max_loss = −max client test "
+        "loss per round, jain, accuracy_gain (emulate only), latency, energy.",
+    )
+    reward_scale: float = Field(
+        1.0, gt=0, description="Multiplies every reward before PPO sees it."
+    )
+    iterations: int = Field(
+        40, ge=1, description="PPO iterations (one batch of env steps each)."
+    )
+    time_budget_s: float | None = Field(
+        None,
+        gt=0,
+        description="Stop after the iteration that crosses this wall time [s] "
+        "(None: run all iterations).",
+    )
+    train_batch_size: int = Field(
+        1000, ge=8, description="Env steps collected per iteration."
+    )
+    minibatch_size: int = Field(
+        128, ge=1, description="SGD minibatch size [env steps]."
+    )
+    num_epochs: int = Field(10, ge=1, description="SGD passes over each batch.")
+    lr: float = Field(3e-4, gt=0, description="Adam learning rate.")
+    gamma: float = Field(0.9, ge=0, le=1, description="Discount factor γ per FL round.")
+    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE λ (RLlib `lambda_`).")
+    clip_param: float = Field(0.2, gt=0, description="PPO ratio clip ε.")
+    entropy_coeff: float = Field(
+        0.0, ge=0, description="Entropy bonus weight of the PPO loss."
+    )
+    vf_loss_coeff: float = Field(0.5, ge=0, description="Value-loss weight.")
+    hidden: list[int] = Field(
+        default_factory=lambda: [64, 64],
+        min_length=1,
+        description="Hidden widths of the per-client score MLP (and of the value "
+        "net's per-client trunk); tanh activations.",
+    )
+    initial_log_std: float = Field(
+        0.0, description="Initial log σ of the Gaussian over client scores."
+    )
+    num_env_runners: int = Field(
+        0,
+        ge=0,
+        description="Remote RLlib EnvRunner actors (0: sample in the driver); each "
+        "runs its own env copy, so they spread over a Ray cluster.",
+    )
+    num_envs_per_env_runner: int = Field(
+        1,
+        ge=1,
+        description="Vectorised env copies per EnvRunner (surrogate mode; emulate "
+        "mode uses 1, each copy being a whole FL system).",
+    )
+    checkpoint_every: int = Field(
+        5, ge=1, description="Save the RLlib checkpoint every this many iterations."
+    )
+    eval_episodes: int = Field(
+        10,
+        ge=0,
+        description="Episodes (fixed seeds 10000, 10001, …) on which the trained "
+        "policy and the baselines are scored at the end (0: skip).",
+    )
+    baselines: list[str] = Field(
+        default_factory=lambda: [
+            "random",
+            "round_robin",
+            "proportional_fair",
+            "best_channel",
+        ],
+        description="Registered policies scored beside the learned one.",
+    )
+    init_from: str | None = Field(
+        None,
+        description="Start from an exported policy (a train-policy run directory, "
+        "its policy/ folder or policy.npz): the surrogate → emulate curriculum.",
+    )
+
+    @model_validator(mode="after")
+    def _check_batch(self) -> RLConfig:
+        if self.minibatch_size > self.train_batch_size:
+            raise ValueError(
+                f"rl.minibatch_size must be <= rl.train_batch_size "
+                f"({self.train_batch_size}), got {self.minibatch_size}"
+            )
+        return self

@@ -1,0 +1,473 @@
+"""``rayfl train-policy``: PPO (RLlib, new API stack) on the scheduling env.
+
+Read top to bottom (STYLE §17): config → env → networks → training loop (log,
+checkpoint) → export → evaluation against the heuristics → plots.
+
+The run directory ``<output.dir>/train-<name>-<timestamp>/`` holds:
+
+| file | content |
+|------|---------|
+| ``config.yaml`` | the resolved config, ``rl`` section included |
+| ``progress.csv`` | one row per PPO iteration: mean episode return, entropy, env steps/s… |
+| ``checkpoint/`` | the RLlib algorithm (resume with ``--resume RUN_DIR``) |
+| ``policy/`` | ``policy.npz`` + ``policy.json``: the exported numpy policy, what ``scheduler.policy=learned scheduler.params.checkpoint=RUN_DIR`` loads |
+| ``evaluation.csv`` / ``evaluation.md`` | per-episode and mean ± std returns of the learned policy and the baselines on the same seeds |
+| ``plots/learning_curve.png``, ``plots/evaluation.png`` | the two figures |
+
+Implementation details:
+    1. Environment: :func:`envs.rl.make_rl_env` (per-client features, score
+       actions decoded by top-K + Hungarian); RLlib's action normalisation and
+       clipping are off, since only the ranking of the scores matters.
+    2. The RLlib checkpoint and the exported policy are written every
+       ``rl.checkpoint_every`` iterations and at the end, each by writing a new
+       directory and renaming it over the old one.
+    3. Evaluation scores every policy on the unwrapped env with episode seeds
+       10000 + i, with the deterministic learned policy — the numbers the
+       "learned vs random" margin is read from.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rayfl.config import RunConfig, load_config
+from rayfl.results import atomic_write, make_run_dir
+from rayfl.rl.config import RLConfig
+
+__all__ = ["INSTALL_HINT", "evaluate_policies", "rllib_available", "train_policy"]
+
+INSTALL_HINT = (
+    "rayfl train-policy needs RLlib, an optional extra: "
+    "pip install -e '.[rl]'  (ray[rllib] pins gymnasium 1.2.2; use a separate venv "
+    "if you want to keep another gymnasium)"
+)
+ENV_NAME = "rayfl-WirelessFL-scores"
+EVAL_SEED = 10_000
+
+
+#: Modules the ``ray[rllib]`` extra brings (``ray.rllib`` itself ships with every
+#: ray wheel and half-imports without them; checkpoints need ``ormsgpack``).
+RLLIB_MODULES = ("ray.rllib", "tree", "lz4", "ormsgpack")
+
+
+def rllib_available() -> bool:
+    """Return True if RLlib and the dependencies of ``ray[rllib]`` are installed."""
+    import importlib.util
+
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in RLLIB_MODULES)
+    except (ImportError, ValueError):
+        return False
+
+
+# ------------------------------------------------------------------ config → env
+def _env_creator(env_config: Mapping[str, Any]) -> Any:
+    from envs.rl import make_rl_env
+
+    return make_rl_env(
+        env_config["config"],
+        mode=env_config["mode"],
+        reward=env_config["reward"],
+        reward_scale=env_config["reward_scale"],
+    )
+
+
+# ------------------------------------------------------------------ networks
+def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
+    """Return the RLlib PPO algorithm for ``cfg`` with the ``rl`` settings."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.tune.registry import register_env
+
+    from policies.learned import resolve_checkpoint
+    from rayfl.rl.module import ScoreRLModule
+
+    register_env(ENV_NAME, _env_creator)
+    model_config: dict[str, Any] = {
+        "hidden": list(rl.hidden),
+        "initial_log_std": rl.initial_log_std,
+    }
+    if rl.init_from:
+        model_config["init_from"] = str(resolve_checkpoint(rl.init_from).resolve())
+    env_config = {
+        "config": cfg.to_dict(),
+        "mode": rl.mode,
+        "reward": rl.reward,
+        "reward_scale": rl.reward_scale,
+    }
+    config = (
+        PPOConfig()
+        .environment(
+            ENV_NAME,
+            env_config=env_config,
+            normalize_actions=False,
+            clip_actions=False,
+        )
+        .env_runners(
+            num_env_runners=rl.num_env_runners,
+            # each emulate-mode env copy is a whole FL system on Ray: one per runner
+            num_envs_per_env_runner=(
+                rl.num_envs_per_env_runner if rl.mode == "surrogate" else 1
+            ),
+        )
+        .learners(num_learners=0)
+        .training(
+            train_batch_size_per_learner=rl.train_batch_size,
+            minibatch_size=rl.minibatch_size,
+            num_epochs=rl.num_epochs,
+            lr=rl.lr,
+            gamma=rl.gamma,
+            lambda_=rl.gae_lambda,
+            clip_param=rl.clip_param,
+            entropy_coeff=rl.entropy_coeff,
+            vf_loss_coeff=rl.vf_loss_coeff,
+            vf_clip_param=1e6,
+        )
+        .rl_module(
+            rl_module_spec=RLModuleSpec(
+                module_class=ScoreRLModule, model_config=model_config
+            )
+        )
+        .debugging(seed=cfg.seed, log_level="ERROR")
+    )
+    return config.build_algo()
+
+
+def export_policy(algo: Any, out: Path, meta: dict[str, Any]) -> None:
+    """Write ``out/policy.npz`` and ``out/policy.json`` from the learner's module."""
+    from policies.features import FEATURE_NAMES
+    from policies.learned import FORMAT, FORMAT_VERSION
+    from rayfl.rl.module import export_arrays
+
+    module = algo.get_module()
+    arrays = export_arrays(module)
+    info = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "features": list(FEATURE_NAMES),
+        "hidden": [
+            int(a.shape[1])
+            for k, a in sorted(arrays.items())
+            if k[:4] == "pi_w" and k[4:].isdigit()
+        ],
+        **meta,
+    }
+    tmp = out.with_name(out.name + ".new")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    np.savez(tmp / "policy.npz", **arrays)
+    (tmp / "policy.json").write_text(json.dumps(info, indent=2) + "\n")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+
+
+def _save_checkpoint(algo: Any, run_dir: Path, iteration: int) -> None:
+    target = run_dir / "checkpoint"
+    tmp = run_dir / "checkpoint.new"
+    shutil.rmtree(tmp, ignore_errors=True)
+    algo.save_to_path(str(tmp.resolve()))
+    (tmp / "rayfl_state.json").write_text(json.dumps({"iteration": iteration}))
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+
+
+# ------------------------------------------------------------------ training loop
+def _row(
+    result: Mapping[str, Any],
+    iteration: int,
+    seconds: float,
+    steps: float,
+    elapsed: float,
+    cpu_s: float,
+) -> dict[str, Any]:
+    runners = result.get("env_runners", {})
+    learner = result.get("learners", {}).get("default_policy", {})
+    return {
+        "iteration": iteration,
+        "episode_return_mean": float(runners.get("episode_return_mean", np.nan)),
+        "episodes": int(runners.get("num_episodes", 0) or 0),
+        "entropy": float(learner.get("entropy", np.nan)),
+        "vf_explained_var": float(learner.get("vf_explained_var", np.nan)),
+        "env_steps": steps,
+        "env_steps_per_s": steps / max(seconds, 1e-9),
+        "iteration_s": seconds,
+        "elapsed_s": elapsed,
+        "cpu_s": cpu_s,
+    }
+
+
+def train_policy(
+    config: str | Path | Mapping[str, Any] | RunConfig | None = None,
+    overrides: Sequence[str] | Mapping[str, Any] = (),
+    *,
+    resume: str | Path | None = None,
+    verbose: bool = True,
+) -> Path:
+    """Train the learned scheduler with PPO; return the run directory.
+
+    Args:
+        config: Run config with an optional ``rl`` section (defaults otherwise).
+        overrides: ``key.path=value`` overrides, e.g. ``rl.iterations=5``.
+        resume: A previous run directory: restore its checkpoint and continue
+            up to ``rl.iterations`` (``config`` is then read from it).
+        verbose: Print one line per iteration.
+
+    Raises:
+        ImportError: Without RLlib (the message says how to install it).
+        FileNotFoundError: If ``resume`` has no checkpoint.
+    """
+    if not rllib_available():
+        raise ImportError(INSTALL_HINT)
+    from rayfl.session import RaySession
+
+    if resume is not None:
+        run_dir = Path(resume)
+        if not (run_dir / "checkpoint" / "rayfl_state.json").is_file():
+            raise FileNotFoundError(f"{run_dir}: no checkpoint/ to resume from")
+        cfg = load_config(run_dir / "config.yaml", overrides)
+    else:
+        cfg = load_config(config, overrides)
+    if cfg.wireless is None:
+        raise ValueError("rayfl train-policy needs a config with a `wireless` section")
+    rl = cfg.rl or RLConfig()
+    cfg = cfg.model_copy(update={"rl": rl})
+    session = RaySession(cfg.ray)  # RLlib puts its config in the object store
+    import torch
+
+    torch.set_num_threads(1)  # DESIGN.md: one torch thread per process
+    rows: list[dict[str, Any]] = []
+    try:
+        algo = build_algorithm(cfg, rl)
+        start = 0
+        if resume is not None:
+            state = json.loads(
+                (run_dir / "checkpoint" / "rayfl_state.json").read_text()
+            )
+            algo.restore_from_path(str((run_dir / "checkpoint").resolve()))
+            start = int(state["iteration"])
+            rows = pd.read_csv(run_dir / "progress.csv").to_dict("records")[:start]
+        else:
+            run_dir = make_run_dir(cfg.output.dir, f"train-{cfg.name}")
+        atomic_write(run_dir / "config.yaml", lambda p: p.write_text(_yaml(cfg)))
+        meta = {
+            "mode": rl.mode,
+            "reward": rl.reward,
+            "num_clients": cfg.data.num_clients,
+            "num_subchannels": cfg.wireless.num_subchannels,
+            "config": cfg.name,
+        }
+        elapsed = float(rows[-1]["elapsed_s"]) if rows else 0.0
+        cpu_before = float(rows[-1].get("cpu_s", 0.0)) if rows else 0.0
+        cpu_start = time.process_time()
+        steps_before = _lifetime_steps(None)
+        if verbose:
+            print(
+                f"training in {run_dir} ({rl.mode}, N={meta['num_clients']}, "
+                f"K={meta['num_subchannels']}, reward {rl.reward})"
+            )
+        iteration = start
+        for iteration in range(start + 1, rl.iterations + 1):
+            t0 = time.perf_counter()
+            result = algo.train()
+            seconds = time.perf_counter() - t0
+            elapsed += seconds
+            lifetime = _lifetime_steps(result)
+            steps = lifetime - steps_before if steps_before is not None else lifetime
+            steps_before = lifetime
+            cpu_s = cpu_before + time.process_time() - cpu_start
+            row = _row(result, iteration, seconds, steps, elapsed, cpu_s)
+            rows.append(row)
+            atomic_write(
+                run_dir / "progress.csv",
+                lambda p: pd.DataFrame(rows).to_csv(p, index=False),
+            )
+            if verbose:
+                print(
+                    f"iter {iteration:4d}  return {row['episode_return_mean']:9.3f}  "
+                    f"entropy {row['entropy']:7.3f}  "
+                    f"{row['env_steps_per_s']:7.1f} steps/s  "
+                    f"({elapsed:6.0f} s wall, {cpu_s:6.0f} s CPU)",
+                    flush=True,
+                )
+            out_of_time = rl.time_budget_s is not None and elapsed >= rl.time_budget_s
+            if iteration % rl.checkpoint_every == 0 or out_of_time:
+                _save_checkpoint(algo, run_dir, iteration)
+                export_policy(
+                    algo, run_dir / "policy", {**meta, "iterations": iteration}
+                )
+            if out_of_time:
+                break
+        _save_checkpoint(algo, run_dir, iteration)
+        export_policy(algo, run_dir / "policy", {**meta, "iterations": iteration})
+        algo.stop()
+        if rl.eval_episodes:
+            table = evaluate_policies(
+                cfg, run_dir / "policy", episodes=rl.eval_episodes
+            )
+            _write_evaluation(run_dir, table, verbose=verbose)
+        _plot(run_dir)
+    finally:
+        session.close()
+    return run_dir
+
+
+def _lifetime_steps(result: Mapping[str, Any] | None) -> float | None:
+    if result is None:
+        return None
+    runners = result.get("env_runners", {})
+    value = runners.get(
+        "num_env_steps_sampled_lifetime", result.get("num_env_steps_sampled_lifetime")
+    )
+    return (
+        float(value)
+        if value is not None
+        else float(runners.get("num_env_steps_sampled", 0.0))
+    )
+
+
+def _yaml(cfg: RunConfig) -> str:
+    import yaml
+
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+
+
+# ------------------------------------------------------------------ evaluation
+def evaluate_policies(
+    cfg: RunConfig,
+    checkpoint: str | Path | None,
+    *,
+    episodes: int,
+    baselines: Sequence[str] | None = None,
+    mode: str | None = None,
+) -> pd.DataFrame:
+    """Score the learned policy and the baselines on the same episode seeds.
+
+    Args:
+        cfg: Run config (its ``rl`` section gives mode, reward and baselines).
+        checkpoint: The learned policy to load (None: skip it).
+        episodes: Episodes per policy, seeds 10000, 10001, ….
+        baselines: Registered policies to score too (default ``rl.baselines``).
+        mode: Env mode (default ``rl.mode``).
+
+    Returns:
+        One row per (policy, episode): ``return`` (unscaled env reward summed
+        over the episode) and ``final_reward``.
+    """
+    import gymnasium as gym
+
+    from envs.scheduling import WirelessFLEnv
+    from policies import make_policy
+
+    rl = cfg.rl or RLConfig()
+    names = list(rl.baselines if baselines is None else baselines)
+    env = gym.wrappers.TimeLimit(
+        WirelessFLEnv(cfg, mode=mode or rl.mode, reward=rl.reward),
+        max_episode_steps=cfg.rounds,
+    )
+    policies = [(n, {}) for n in names]
+    if checkpoint is not None:
+        policies.insert(0, ("learned", {"checkpoint": str(checkpoint)}))
+    rows = []
+    try:
+        for name, params in policies:
+            policy = make_policy(name, env, **params)
+            for episode in range(episodes):
+                policy.reset(seed=episode)
+                obs, _ = env.reset(seed=EVAL_SEED + episode)
+                total, reward, done = 0.0, 0.0, False
+                while not done:
+                    obs, reward, terminated, truncated, _ = env.step(policy(obs))
+                    total += float(reward)
+                    done = terminated or truncated
+                rows.append(
+                    {
+                        "policy": name,
+                        "episode": episode,
+                        "return": total,
+                        "final_reward": float(reward),
+                    }
+                )
+    finally:
+        env.close()
+    return pd.DataFrame(rows)
+
+
+def _write_evaluation(run_dir: Path, table: pd.DataFrame, *, verbose: bool) -> None:
+    from rayfl.compare import markdown_table
+
+    atomic_write(run_dir / "evaluation.csv", lambda p: table.to_csv(p, index=False))
+    summary = (
+        table.groupby("policy", sort=False)["return"]
+        .agg(["mean", "std", "count"])
+        .reset_index()
+        .rename(
+            columns={"mean": "return_mean", "std": "return_std", "count": "episodes"}
+        )
+    )
+    text = markdown_table(summary)
+    atomic_write(run_dir / "evaluation.md", lambda p: p.write_text(text + "\n"))
+    if verbose:
+        print("\nevaluation (same episode seeds, deterministic learned policy):")
+        print(text)
+
+
+# ------------------------------------------------------------------ plots
+def _plot(run_dir: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = run_dir / "plots"
+    out.mkdir(exist_ok=True)
+    progress = pd.read_csv(run_dir / "progress.csv")
+    evaluation = (
+        pd.read_csv(run_dir / "evaluation.csv")
+        if (run_dir / "evaluation.csv").is_file()
+        else None
+    )
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(
+        progress["iteration"], progress["episode_return_mean"], label="PPO (training)"
+    )
+    if evaluation is not None:
+        means = evaluation.groupby("policy", sort=False)["return"].mean()
+        for i, (name, value) in enumerate(means.items()):
+            ax.axhline(
+                value,
+                ls="--",
+                lw=1,
+                color=f"C{i + 1}",
+                label=f"{name} (eval{', deterministic' if name == 'learned' else ''})",
+            )
+    ax.set_xlabel("PPO iteration")
+    ax.set_ylabel("mean episode return")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "learning_curve.png", dpi=120)
+    plt.close(fig)
+    if evaluation is not None:
+        stats = evaluation.groupby("policy", sort=False)["return"].agg(["mean", "std"])
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.bar(
+            stats.index,
+            stats["mean"],
+            yerr=stats["std"].fillna(0),
+            capsize=4,
+            color=[f"C{i}" for i in range(len(stats))],
+        )
+        ax.set_ylabel("episode return (mean ± std)")
+        ax.tick_params(axis="x", rotation=30)
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "evaluation.png", dpi=120)
+        plt.close(fig)
