@@ -107,7 +107,8 @@ def export_arrays(module: ScoreRLModule) -> dict[str, np.ndarray]:
             out[f"{prefix}_w{index}"] = layer.weight.T.detach().cpu().numpy()
             out[f"{prefix}_b{index}"] = layer.bias.detach().cpu().numpy()
         out["log_std"] = module.log_std.detach().cpu().numpy().reshape(1)
-    return {k: np.asarray(v, dtype=np.float32) for k, v in out.items()}
+    # copies: ``.numpy()`` shares memory with the live parameters
+    return {k: np.array(v, dtype=np.float32) for k, v in out.items()}
 
 
 def load_arrays(module: ScoreRLModule, arrays: dict[str, np.ndarray]) -> None:

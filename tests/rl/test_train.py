@@ -74,6 +74,8 @@ def test_one_ppo_iteration_updates_the_policy(algo):
 
     before = export_arrays(algo.get_module())
     result = algo.train()
+    # the env runners receive the learner's new weights before their next sample
+    algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group)
     after = export_arrays(algo.get_module())
     assert result["env_runners"]["num_env_steps_sampled_lifetime"] >= 40
     assert np.isfinite(result["learners"]["default_policy"]["entropy"])
