@@ -86,9 +86,9 @@ def test_same_seed_same_metrics_whatever_the_packing(ray_session):
         pd.DataFrame([r for rows in rows_b for r in rows]),
         check_exact=True,
     )
-    assert report_a["targets"]["0"]["em_weights"] == report_b["targets"]["0"][
-        "em_weights"
-    ]
+    assert (
+        report_a["targets"]["0"]["em_weights"] == report_b["targets"]["0"]["em_weights"]
+    )
 
 
 def test_em_weights_stay_on_the_simplex_and_pfedwn_mixes(ray_session):
