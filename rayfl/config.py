@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_names
 from rayfl.compression.config import CompressionConfig
 from rayfl.data.config import DataConfig
+from rayfl.hierarchy.config import TopologyConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.wireless.config import WirelessConfig
 
@@ -163,6 +164,10 @@ class RunConfig(_Section):
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
+    topology: TopologyConfig = Field(
+        default_factory=TopologyConfig,
+        description="flat star (default) or hierarchical H2FDP (rayfl.hierarchy).",
+    )
     sweep: dict[str, list[Any]] = Field(
         default_factory=dict,
         description="Grid of overrides to run as separate variants, dotted key → "
