@@ -56,7 +56,7 @@ from rayfl.hierarchy.cost import CostModel
 from rayfl.hierarchy.device import DeviceActor
 from rayfl.hierarchy.dp import ObserverLedger, stream_stds
 from rayfl.hierarchy.edge import EdgeServer
-from rayfl.hierarchy.topology import build_topology
+from rayfl.hierarchy.topology import Topology, build_topology
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.session import RaySession
@@ -169,17 +169,6 @@ class HierarchicalSystem:
         self.cloud = HierCloudServer.options(num_cpus=0).remote(setup)
         self.edge_nodes: list[str] = ray.get([e.ping.remote() for e in self.edges])
         self.cloud_node: str = ray.get(self.cloud.ping.remote())
-        # schedule state
-        self.tau = topo.tau
-        self.period = topo.tau if topo.baseline == "pedpfl" else topo.local_period
-        self.num_local = (
-            len(segments(self.tau, self.period)) - 1 + int(topo.local_at_global)
-        )
-        sizes = self.topology.sizes
-        self.participants = sizes.copy()
-        self.steps_done = 0
-        self.period_index = 0
-        self.beta_hat = float("nan")
         mean_train = float(self.num_train.mean())
         self.sample_rate = topo.dp.sample_rate or min(
             1.0, cfg.algorithm.batch_size / mean_train
@@ -191,13 +180,71 @@ class HierarchicalSystem:
             model_dim=self.dim,
             backhaul=topo.baseline != "pedpfl",
         )
-        self.uplink = ObserverLedger(
-            n, delta=topo.dp.delta, strict=topo.dp.strict_accounting
+        self._reset_schedule()
+
+    def reset(
+        self,
+        *,
+        trusted: np.ndarray | None = None,
+        dp_enabled: bool | None = None,
+        epsilon: float | None = None,
+        control: bool | None = None,
+    ) -> None:
+        """Start over from w⁰ on the same actors and data (sweeps, tests).
+
+        Actor start-up dominates small runs, so a sweep over trust, ε or control
+        reuses the actors: the schedule, ledger and logs restart, batches and
+        noise are redrawn from the same keys (same seed ⇒ same run as a fresh
+        system with that config).
+
+        Args:
+            trusted: New trust flags per edge (N,), or None to keep.
+            dp_enabled: Turn DP on/off, or None to keep.
+            epsilon: New ``topology.dp.epsilon``, or None to keep.
+            control: Turn the controller on/off, or None to keep.
+        """
+        cfg = self.config
+        topo = cfg.topology
+        if epsilon is not None:
+            topo = topo.model_copy(
+                update={"dp": topo.dp.model_copy(update={"epsilon": float(epsilon)})}
+            )
+        if control is not None:
+            topo = topo.model_copy(
+                update={"control": topo.control.model_copy(update={"enabled": control})}
+            )
+        self.config = cfg.model_copy(update={"topology": topo})
+        if trusted is not None:
+            self.topology = Topology(
+                self.topology.subnets,
+                np.asarray(trusted, bool),
+                self.topology.distance_m,
+            )
+        if dp_enabled is not None:
+            self.dp_enabled = bool(dp_enabled)
+        vector = initial_vector(
+            self.config, tuple(self.data.input_shape), self.data.num_classes
         )
-        self.control_refs: tuple[float, float, float] | None = None
-        self.edge_rows: list[dict[str, Any]] = []
-        self.last_extras: dict[str, Any] = {}
-        self.local_update_count = np.zeros(n, dtype=np.int64)
+        self.global_ref = ray.put(vector)
+        self._reset_schedule()
+
+    def _reset_schedule(self) -> None:
+        topo = self.config.topology
+        self.tau = topo.tau
+        self.period = topo.tau if topo.baseline == "pedpfl" else topo.local_period
+        self.num_local = (
+            len(segments(self.tau, self.period)) - 1 + int(topo.local_at_global)
+        )
+        self.participants = self.topology.sizes.copy()
+        self.steps_done = 0
+        self.period_index = 0
+        self.beta_hat = float("nan")
+        self.uplink = ObserverLedger(
+            self.num_clients, delta=topo.dp.delta, strict=topo.dp.strict_accounting
+        )
+        self.control_refs = None
+        self.edge_rows = []
+        self.local_update_count = np.zeros(self.num_clients, dtype=np.int64)
 
     def placement(self) -> dict[str, Any]:
         """Return where the actors run (client actors, edges, cloud)."""

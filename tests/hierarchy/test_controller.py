@@ -43,7 +43,9 @@ def test_nested_line_search_finds_the_exhaustive_optimum(seed):
     exhaustive = brute_force(problem)
     # Assert: same argmin value (and same point, ties aside)
     v_nested = problem.objective(nested[0], max(nested[1], 1), max(nested[2], 1))
-    v_best = problem.objective(exhaustive[0], max(exhaustive[1], 1), max(exhaustive[2], 1))
+    v_best = problem.objective(
+        exhaustive[0], max(exhaustive[1], 1), max(exhaustive[2], 1)
+    )
     assert v_nested == pytest.approx(v_best, rel=1e-12)
     assert nested == exhaustive
 
@@ -66,24 +68,39 @@ def test_trade_offs_follow_the_paper():
         device_constant=1.5,
     )
     del rng
-    low = solve(ControlProblem(**common, alpha_energy=0.1, alpha_delay=0.0, alpha_dp=1.0))
-    high = solve(ControlProblem(**common, alpha_energy=10.0, alpha_delay=0.0, alpha_dp=1.0))
+    low = solve(
+        ControlProblem(**common, alpha_energy=0.1, alpha_delay=0.0, alpha_dp=1.0)
+    )
+    high = solve(
+        ControlProblem(**common, alpha_energy=10.0, alpha_delay=0.0, alpha_dp=1.0)
+    )
     assert high[0] >= low[0] and high[1] + high[2] <= low[1] + low[2]
     assert (high[0], high[1] + high[2]) != (low[0], low[1] + low[2])
 
 
 def test_nu_is_monotone():
     # spec §8: ↑τ ⇒ ↑ν; ↑s ⇒ ↓ν; more trusted clusters ⇒ ↓ν
-    p = _problem(np.random.default_rng(1), n=4, num_local=3, sizes=np.full(4, 6),
-                 trusted=np.array([True, False, False, False]))
+    p = _problem(
+        np.random.default_rng(1),
+        n=4,
+        num_local=3,
+        sizes=np.full(4, 6),
+        trusted=np.array([True, False, False, False]),
+    )
     nu = lambda tau, s, prob=p: prob.terms(tau, s, s)[2]  # noqa: E731
     assert nu(8, 3) > nu(4, 3)
     assert nu(8, 5) < nu(8, 3)
-    more = ControlProblem(**{**p.__dict__, "trusted": np.array([True, True, True, False])})
+    more = ControlProblem(
+        **{**p.__dict__, "trusted": np.array([True, True, True, False])}
+    )
     assert more.terms(8, 3, 3)[2] < p.terms(8, 3, 3)[2]
 
 
 def test_step_size_rule():
     # γ = min{1/τ, 1/K_g}/β̂, η_k = γ/√(k+1) (Sec. 5.1)
-    assert step_size(k=0, tau_prev=20, num_global=200, beta_hat=2.0) == pytest.approx(1 / 400)
-    assert step_size(k=3, tau_prev=40, num_global=10, beta_hat=1.0) == pytest.approx(1 / 80)
+    assert step_size(k=0, tau_prev=20, num_global=200, beta_hat=2.0) == pytest.approx(
+        1 / 400
+    )
+    assert step_size(k=3, tau_prev=40, num_global=10, beta_hat=1.0) == pytest.approx(
+        1 / 80
+    )
