@@ -114,11 +114,14 @@ def main() -> None:
 
 def _session(cfg) -> RaySession:
     """One Ray session for every variant (retries: start-up can time out under load)."""
-    for attempt in range(3):
+    for attempt in range(10):
         try:
             return RaySession(cfg.ray)
         except Exception:  # noqa: BLE001 - Ray raises a bare Exception on timeout
-            if attempt == 2:
+            import ray
+
+            ray.shutdown()  # reap the half-started processes of this attempt
+            if attempt == 9:
                 raise
             time.sleep(30)
     raise AssertionError("unreachable")
