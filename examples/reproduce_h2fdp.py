@@ -88,6 +88,18 @@ def _run(system: HierarchicalSystem, label: str, rounds: int, every: int) -> lis
     return rows
 
 
+def _md(df: pd.DataFrame, index: bool = True, fmt: str = "{:.4g}") -> str:
+    """Markdown table without the optional ``tabulate`` dependency."""
+    d = df.reset_index() if index else df
+    cells = [
+        [fmt.format(v) if isinstance(v, float) else str(v) for v in row]
+        for row in d.itertuples(index=False)
+    ]
+    head = "| " + " | ".join(map(str, d.columns)) + " |"
+    rule = "|" + "---|" * len(d.columns)
+    return "\n".join([head, rule, *("| " + " | ".join(c) + " |" for c in cells)])
+
+
 def _to_target(df: pd.DataFrame, target: float) -> tuple[float, float, float]:
     """(energy, delay, round) accumulated until the first eval ≥ target (NaN if never)."""
     hit = df[df["global_acc"] >= target]
@@ -245,7 +257,7 @@ def _report(
                 }
             )
         cost = pd.DataFrame(recs).set_index("method")
-        lines.append(cost.to_markdown(floatfmt=".4g") + "\n")
+        lines.append(_md(cost) + "\n")
         red = []
         ctrl = cost.loc["h2fdp_ctrl"]
         for base, key in (
@@ -271,7 +283,7 @@ def _report(
                     }
                 )
         lines.append("### Reductions by adaptive control\n")
-        lines.append(pd.DataFrame(red).to_markdown(index=False, floatfmt=".1f") + "\n")
+        lines.append(_md(pd.DataFrame(red), index=False, fmt="{:.1f}") + "\n")
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
         for ax, col, unit in (
             (axes[0], "energy_total_j", "J"),
@@ -323,7 +335,7 @@ def _report_sweep(evals, final, args, out, lines, plt) -> None:
         for frac in args.fractions
     }
     tab = pd.DataFrame(table).T
-    lines.append(tab.to_markdown(floatfmt=".4f") + "\n")
+    lines.append(_md(tab, fmt="{:.4f}") + "\n")
     lines.append(f"HFL without DP: {final.loc['hfl (no DP)', 'global_acc']:.4f}\n")
 
 
