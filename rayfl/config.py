@@ -25,6 +25,7 @@ from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_nam
 from rayfl.compression.config import CompressionConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
+from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.rl.config import RLConfig
 from rayfl.wireless.config import WirelessConfig
@@ -150,7 +151,8 @@ class FlatTopologyConfig(_Section):
 
 
 TopologyConfig = Annotated[
-    FlatTopologyConfig | D2DTopologyConfig, Field(discriminator="kind")
+    FlatTopologyConfig | HierarchicalTopologyConfig | D2DTopologyConfig,
+    Field(discriminator="kind"),
 ]
 """The ``topology`` section: a discriminated union on ``kind`` (default flat)."""
 
@@ -183,7 +185,8 @@ class RunConfig(_Section):
     ray: RayConfig = Field(default_factory=RayConfig)
     topology: TopologyConfig = Field(
         default_factory=FlatTopologyConfig,
-        description="flat (clients + cloud) or d2d (server-free, rayfl.d2d).",
+        description="flat (clients + cloud), hierarchical (devices → edge actors → "
+        "cloud, H2FDP, rayfl.hierarchy) or d2d (server-free, pFedWN, rayfl.d2d).",
     )
     output: OutputConfig = Field(default_factory=OutputConfig)
     rl: RLConfig | None = Field(

@@ -199,7 +199,11 @@ def _total(rows: list[dict[str, Any]], key: str) -> float | None:
     return float(values.sum()) if len(values) and np.isfinite(values).all() else None
 
 
-def _driver(cfg: RunConfig) -> _SchedulerDriver | _EnvDriver:
+def _driver(cfg: RunConfig) -> Any:
+    if cfg.topology.kind == "hierarchical":  # devices → edges → cloud (rayfl.hierarchy)
+        from rayfl.hierarchy.system import HierarchicalDriver
+
+        return HierarchicalDriver(cfg)
     policy = cfg.scheduler.policy
     if policy in BUILTIN_POLICIES and (cfg.wireless is None or policy == "all"):
         return _SchedulerDriver(cfg)
@@ -291,6 +295,8 @@ def _run(
                 else float("nan"),
                 **summary,
             }
+            if hasattr(driver, "round_extras"):  # hierarchy: energy, delay, τ_k...
+                row.update(driver.round_extras(t))
             log.round_rows.append(row)
             if bar is not None:
                 post = {
@@ -344,6 +350,8 @@ def _run(
             "privacy": system.uplink.privacy_summary(eps),
         }
         log.flush(summary_doc)
+        if hasattr(driver, "write_extra"):  # hierarchy: edges.parquet
+            driver.write_extra(run_dir)
         driver.close()
     if cfg.output.plots:
         plot_rounds({cfg.name: load_run(run_dir).rounds}, run_dir / "plots")

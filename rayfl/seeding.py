@@ -40,6 +40,12 @@ PURPOSES: dict[str, int] = {
     "d2d_link": 16,
     "d2d_personal_batch": 17,
     "epsilon_budget": 19,
+    # hierarchical DP (rayfl.hierarchy, issue 8): ids 40+ to stay clear of others
+    "hier_topology": 40,
+    "hier_device_noise": 41,
+    "hier_edge_noise": 42,
+    "hier_fading": 43,
+    "hier_participants": 44,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

@@ -23,6 +23,8 @@ def test_example_smoke(ray_session, tmp_path, path):
         pytest.skip("dataset-fashion-mnist not installed")
     if cfg.wireless is not None and cfg.wireless.num_subchannels > 4:
         cfg = load_config(cfg, {"wireless.num_subchannels": 4})
+    if cfg.topology.kind == "hierarchical":  # 4 devices: 2 edges of 2
+        cfg = load_config(cfg, {"topology.num_edges": 2})
     if cfg.scheduler.clients_per_round:
         cfg = load_config(cfg, {"scheduler.clients_per_round": 2})
     if cfg.sweep:

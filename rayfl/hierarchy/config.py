@@ -1,0 +1,222 @@
+"""The ``topology`` config section: flat (default) or hierarchical H2FDP.
+
+``topology.kind: flat`` (the default) keeps the classic star run untouched.
+``kind: hierarchical`` runs devices → edge servers → cloud (spec seed_004): the
+runner dispatches to :class:`rayfl.hierarchy.system.HierarchicalDriver`, and
+``rounds`` counts global aggregations K_g.
+
+Symbol table (spec seed_004 §2.1):
+
+| paper symbol | code name |
+|---|---|
+| N | ``num_edges`` |
+| s_c | ``clients_per_edge`` (or the assignment's subnet sizes) |
+| N_T, p_c | ``trusted_edges``, ``trusted_fraction`` |
+| τ_k (τ_0) | ``tau`` |
+| m_k | ``local_period`` |
+| G | ``dp.grad_bound`` |
+| c_2, v_2 | ``dp.edge_constant``, ``dp.device_constant`` |
+| q | ``dp.sample_rate`` (default B / mean D_i) |
+| γ | ``lr.gamma`` |
+| τ_max, α_1, α_2, α_3, M | ``control.tau_max``, ``control.alpha_*``, ``control.model_dim`` |
+| p̄, R̄ | ``cost.backhaul_power_dbm``, ``cost.backhaul_rate_bps`` |
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "ControlConfig",
+    "CostConfig",
+    "HierDPConfig",
+    "LearningRateConfig",
+    "TopologyConfig",
+]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class HierDPConfig(_Section):
+    """Hierarchical DP (spec §2.6): who adds noise depends on the edge's trust."""
+
+    enabled: bool = Field(True, description="Add DP noise (False: HFL without DP).")
+    epsilon: float = Field(
+        1.0, gt=0, description="ε per semi-honest observer, whole run."
+    )
+    delta: float = Field(1e-5, gt=0, lt=1, description="δ.")
+    grad_bound: float | None = Field(
+        1.0,
+        gt=0,
+        description="G: each device's accumulated step over s SGD steps is clipped to "
+        "η·s·G (so ‖u_i‖ ≤ η τ G as Lemma 3.2 needs); None = no clipping.",
+    )
+    edge_constant: float = Field(1.5, gt=0, description="c_2 of eq. 15 (trusted edge).")
+    device_constant: float = Field(1.5, gt=0, description="v_2 of eq. 15 (device).")
+    calibration: Literal["closed_form", "accountant"] = Field(
+        "closed_form",
+        description="closed_form: σ = c q Δ √(L ln(1/δ))/ε (eq. 15); accountant: σ = z Δ "
+        "with z from dp-accounting's RDP calibration for (q, L, ε, δ).",
+    )
+    sample_rate: float | None = Field(
+        None, gt=0, le=1, description="q; None = batch_size / mean |D_i|."
+    )
+    local_sensitivity_steps: Literal["tau", "period"] = Field(
+        "tau",
+        description="Steps in Δ of a local release: tau (paper, conservative) or the "
+        "local period m_k (spec A4).",
+    )
+    sensitivity_mode: Literal["paper", "per_sample_mean"] = Field(
+        "paper",
+        description="paper: Δ = 2ητG; per_sample_mean: Δ = 2ητG/B (spec A4).",
+    )
+    strict_accounting: bool = Field(
+        False,
+        description="Spec A5: calibrate each stream to ε/2 so an untrusted edge (which "
+        "sees both) stays within ε, and account with q_eff = 1−(1−q)^steps.",
+    )
+
+
+class LearningRateConfig(_Section):
+    """Step size η_k (spec §3.3, A8)."""
+
+    mode: Literal["constant", "manual", "theory"] = Field(
+        "manual",
+        description="constant: η = algorithm.lr; manual: η_k = γ/√(k+1); theory: "
+        "γ_k = min{1/τ_{k−1}, 1/K_g}/β̂_k (Sec. 5.1), β̂ estimated each round.",
+    )
+    gamma: float = Field(0.05, gt=0, description="γ of the manual mode.")
+
+
+class ControlConfig(_Section):
+    """Adaptive control, Algorithm 1 Part II (spec §3.4)."""
+
+    enabled: bool = Field(False, description="True: Algorithm 1; False: Algorithm 2.")
+    tau_max: int = Field(40, ge=1, description="τ_max, upper bound of the τ search.")
+    alpha_energy: float = Field(1.0, ge=0, description="α_1 (energy weight).")
+    alpha_delay: float = Field(1.0, ge=0, description="α_2 (delay weight).")
+    alpha_dp: float = Field(1.0, ge=0, description="α_3 (DP stationarity weight).")
+    model_dim: int | None = Field(
+        None, ge=1, description="M in ν; None = the model's true dimension (A1)."
+    )
+    normalize_costs: bool = Field(
+        True,
+        description="Divide (a), (b), (c) by their values at (τ_0, full s) at k = 0, "
+        "so α's of order 1 balance (spec §3.4 normalisation; φ = ν_0/((a)+(b))_0 when "
+        "False).",
+    )
+
+
+class CostConfig(_Section):
+    """Energy and delay model (spec §2.7, App. D of the paper)."""
+
+    tx_power_dbm: float = Field(24.0, description="Device transmit power p_i, dBm.")
+    bandwidth_hz: float = Field(1e6, gt=0, description="W per device uplink, Hz.")
+    noise_psd_dbm_hz: float = Field(-173.0, description="N_0, dBm/Hz.")
+    ref_gain_db: float = Field(-30.0, description="β_0: channel gain at d_0 = 1 m, dB.")
+    path_loss_exponent: float = Field(3.75, gt=0, description="α̂.")
+    distance_min_m: float = Field(
+        10.0, gt=0, description="Smallest device-edge distance."
+    )
+    distance_max_m: float = Field(
+        100.0, gt=0, description="Largest device-edge distance."
+    )
+    bits_per_param: int = Field(32, ge=1, description="Q, bits per model coordinate.")
+    backhaul_power_dbm: float = Field(
+        38.0, description="p̄ of the edge→cloud link, dBm."
+    )
+    backhaul_rate_bps: float = Field(
+        1e8, gt=0, description="R̄, edge→cloud rate, bit/s."
+    )
+
+
+class TopologyConfig(_Section):
+    """Network topology of the run: flat star (default) or device-edge-cloud."""
+
+    kind: Literal["hierarchical"] = Field(
+        "hierarchical",
+        description="hierarchical: H2FDP (the `topology` union's other members are "
+        "flat, the classic star, and d2d).",
+    )
+    num_edges: int = Field(10, ge=1, description="N, number of edge servers.")
+    clients_per_edge: int | tuple[Annotated[int, Field(ge=1)], ...] | None = Field(
+        None,
+        description="Subnet sizes s_c (one int for all, or one per edge, contiguous id "
+        "blocks; must sum to data.num_clients). None: use `assignment`.",
+    )
+    assignment: Literal["contiguous", "nearest", "random"] = Field(
+        "contiguous",
+        description="When clients_per_edge is None: contiguous equal blocks, nearest "
+        "edge on a square map (sizes vary), or a seeded random balanced split.",
+    )
+    trusted_edges: tuple[int, ...] | None = Field(
+        None, description="Ids of trusted edges N_T; overrides trusted_fraction."
+    )
+    trusted_fraction: float = Field(
+        0.5, ge=0, le=1, description="p_c: round(p_c N) edges trusted (spec A7)."
+    )
+    trust_sampling: Literal["exact", "bernoulli"] = Field(
+        "exact",
+        description="exact: round(p_c N) random edges; bernoulli: each w.p. p_c.",
+    )
+    tau: int = Field(
+        20, ge=1, description="τ (τ_0 under control): SGD steps per global round."
+    )
+    local_period: int = Field(
+        5, ge=1, description="m: SGD steps between local aggregations."
+    )
+    local_at_global: bool = Field(
+        False,
+        description="Spec A3: also aggregate locally at t_{k+1} (K_ℓ = τ/m) instead of "
+        "the global aggregation replacing it (K_ℓ = τ/m − 1).",
+    )
+    weighting: Literal["equal", "data_size"] = Field(
+        "equal",
+        description="ρ_{i,c}, ϱ_c: equal (paper: 1/s_c, 1/N) or by sample counts.",
+    )
+    baseline: Literal["h2fdp", "hfl", "hfl_dp", "pedpfl"] = Field(
+        "h2fdp",
+        description="h2fdp; hfl = no DP; hfl_dp = all edges untrusted; pedpfl = one "
+        "aggregator, all devices LDP, no local aggregation (spec §6).",
+    )
+    edge_eval: bool = Field(
+        True, description="Evaluate each edge's model on its subnet's test data."
+    )
+    dp: HierDPConfig = Field(default_factory=HierDPConfig)
+    lr: LearningRateConfig = Field(default_factory=LearningRateConfig)
+    control: ControlConfig = Field(default_factory=ControlConfig)
+    cost: CostConfig = Field(default_factory=CostConfig)
+
+    @model_validator(mode="after")
+    def _check(self) -> TopologyConfig:
+        if self.trusted_edges is not None:
+            bad = [e for e in self.trusted_edges if not 0 <= e < self.num_edges]
+            if bad:
+                raise ValueError(
+                    f"topology.trusted_edges must be edge ids in [0, {self.num_edges}), "
+                    f"got {bad}"
+                )
+        if (
+            isinstance(self.clients_per_edge, tuple)
+            and len(self.clients_per_edge) != self.num_edges
+        ):
+            raise ValueError(
+                f"topology.clients_per_edge lists {len(self.clients_per_edge)} sizes "
+                f"but num_edges={self.num_edges}"
+            )
+        if self.local_period > self.tau:
+            raise ValueError(
+                f"topology.local_period ({self.local_period}) must be <= tau ({self.tau})"
+            )
+        if self.cost.distance_min_m > self.cost.distance_max_m:
+            raise ValueError("topology.cost.distance_min_m must be <= distance_max_m")
+        return self
+
+    @property
+    def hierarchical(self) -> bool:
+        """True for the device-edge-cloud topology."""
+        return self.kind == "hierarchical"

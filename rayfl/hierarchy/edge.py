@@ -1,0 +1,129 @@
+"""The edge server actor: aggregates its subnet, adds trusted-edge noise.
+
+Numpy only (no torch import), so ten edges cost almost nothing next to the
+client actors; the driver places each edge on the node of its devices' client
+actor (soft node affinity) and reserves no CPU for it.
+
+One call is one aggregation of subnet c (spec §2.3–2.4, Alg. 2 lines 7–13):
+
+    w̄_c ← w̄_c + Σ_j ρ_{j,c} δ_j + ñ_c,     δ_j = −u_j (+ n_j if untrusted)
+
+where the device deltas arrive pre-summed in 64-bit fixed point (exactly as the
+flat engine's ``PartialSum``) and ñ_c ~ N(0, σ̄² I_M) is drawn here only for a
+trusted edge (σ̄ = 0 otherwise), from (seed, "hier_edge_noise", period, edge).
+
+Implementation details:
+    1. The fixed-point arithmetic repeats ``PartialSum.mean`` and
+       ``Algorithm.combine`` (pure numpy) without importing them: importing
+       ``rayfl.learning`` would pull torch into the edge process. With one edge
+       and no noise the result equals the flat cloud's bit for bit (tested).
+    2. Stateless: the driver threads each edge's model ref from call to call, so
+       only ObjectRefs cross actors and a restarted edge loses nothing.
+    3. ``extra_std`` is used only by ``local_at_global`` for an untrusted subnet:
+       the devices' global noise on a zero update, averaged, is one draw of
+       N(0, σ²/s_c) (same distribution; drawn at the edge).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import ray
+
+from rayfl.seeding import rng_for
+
+__all__ = ["EdgeHost", "EdgeServer", "FixedPointSum"]
+
+FIXED_POINT_SCALE = float(2**32)
+
+FixedPointSum = tuple[npt.NDArray[np.int64], float, int]
+"""(Σ round(w δ · 2³²) int64 (dim,), Σ w, count): a subnet's pre-reduced uploads."""
+
+
+def apply_sums(
+    model: npt.NDArray[np.float32], sums: tuple[FixedPointSum | None, ...]
+) -> tuple[npt.NDArray[np.float32], int]:
+    """Return model + Σ w δ / Σ w (float32) and the number of uploads summed.
+
+    Example:
+        >>> s = (np.array([2**32, 2**33], np.int64), 2.0, 2)
+        >>> apply_sums(np.zeros(2, np.float32), (s,))[0].tolist()
+        [0.5, 1.0]
+    """
+    parts = [s for s in sums if s is not None and s[2] > 0]
+    if not parts:
+        return np.array(model, dtype=np.float32), 0
+    total = parts[0][0].copy()
+    weight = parts[0][1]
+    count = parts[0][2]
+    for t, w, c in parts[1:]:
+        total += t
+        weight += w
+        count += c
+    mean = (total / FIXED_POINT_SCALE / weight).astype(np.float32)
+    return (model + mean).astype(np.float32), count
+
+
+class EdgeHost:
+    """The engine behind :class:`EdgeServer`, usable without Ray in tests.
+
+    Args:
+        edge: Edge id c.
+        seed: Run seed.
+        trusted: Whether the edge is trusted (adds the subnet noise).
+    """
+
+    def __init__(self, edge: int, seed: int, trusted: bool) -> None:
+        self.edge = int(edge)
+        self.seed = int(seed)
+        self.trusted = bool(trusted)
+
+    def reset(self, seed: int) -> None:
+        """Start a new run (new seed)."""
+        self.seed = int(seed)
+
+    def aggregate(
+        self,
+        period: int,
+        model: npt.NDArray[np.float32],
+        noise_std: float,
+        extra_std: float,
+        *sums: FixedPointSum | None,
+    ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
+        """Aggregate one period's uploads of the subnet.
+
+        Args:
+            period: Global index of the aggregation (keys the noise).
+            model: w̄_c at the subnet's last sync, float32 (dim,).
+            noise_std: σ̄ of the trusted-edge noise (0: none).
+            extra_std: See implementation detail 3 (0 otherwise).
+            *sums: Pre-reduced device uploads, one per client-actor call.
+
+        Returns:
+            The new w̄_c (or v_c at a global aggregation) and a small record.
+        """
+        new, count = apply_sums(model, sums)
+        std = float(np.hypot(noise_std, extra_std))
+        noise_norm = 0.0
+        if std > 0:
+            rng = rng_for(self.seed, "hier_edge_noise", round=period, client=self.edge)
+            noise = rng.normal(0.0, std, size=new.shape)
+            noise_norm = float(np.linalg.norm(noise))
+            new = (new + noise).astype(np.float32)
+        return new, {
+            "edge": self.edge,
+            "period": int(period),
+            "uploads": count,
+            "edge_noise_std": std,
+            "edge_noise_norm": noise_norm,
+        }
+
+    def ping(self) -> str:
+        """Return the node id this actor runs on (placement reports)."""
+        return ray.get_runtime_context().get_node_id()
+
+
+EdgeServer = ray.remote(EdgeHost)
+"""``EdgeHost`` as a Ray actor class."""

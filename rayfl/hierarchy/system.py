@@ -1,0 +1,756 @@
+"""HierarchicalSystem: devices → edge servers → cloud, one global round per call.
+
+Algorithm 2 of H2FDP (spec §3.1), with Algorithm 1's controller (§3.2) when
+``topology.control.enabled``. Global round k (interval T_k of τ_k SGD steps):
+
+    1. pick S_c^k (s_c^k devices per subnet, seeded) and η_k; compute every
+       noise std of the interval (``rayfl.hierarchy.dp``);
+    2. split τ_k into segments [m_k]·K + [τ_k − K m_k]; for each segment, every
+       client actor trains its participants of subnet c from w̄_c and uploads one
+       fixed-point sum (untrusted: noised per device, in the actor); the edge
+       adds its subnet noise when trusted and returns w̄_c;
+    3. the last segment's edge output is v_c (the global aggregation replaces
+       the local one, spec A3); the cloud averages the v_c (eq. 14) and every
+       edge and device restarts from w̄^(t_{k+1});
+    4. energy and delay of every upload (``rayfl.hierarchy.cost``), the observer
+       ledger, edge-level metrics; with control, solve problem P for τ_{k+1},
+       s_T, s_U (``rayfl.hierarchy.controller``).
+
+Only ObjectRefs cross actors: the driver submits the whole round's calls
+(devices → edge → devices → … → cloud) without waiting, then gets the small
+records once per round.
+
+Implementation details:
+    1. Edges run with ``num_cpus=0`` and are pinned (soft node affinity) to the
+       node of the client actor hosting most of their devices.
+    2. With one edge, τ = m, no noise and ``weighting: data_size`` the run is the
+       flat FedAvg run bit for bit (tests/hierarchy/test_system.py).
+    3. Under control K_ℓ is fixed to the configured ⌈τ_0/m⌉ − 1 and
+       m_k = max(1, ⌊τ_k/(K_ℓ + 1)⌋) (spec §8).
+    4. PEDPFL: one aggregator, no local aggregation (m = τ) and no backhaul
+       hop (spec §6, the choice drives the Fig. 5 gaps).
+    5. How a scheduling action maps onto the hierarchy (DESIGN.md env/policy):
+       each edge owns its own band, so the action space is the concatenation of
+       per-edge actions ("device j of subnet c on subchannel k of edge c"); the
+       participant set S_c^k is where such an action enters. Built in: the
+       seeded uniform choice of s_c^k devices (spec §2.5).
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from rayfl.actors.setup import ActorSetup
+from rayfl.config import RunConfig
+from rayfl.data.federated import build_federated
+from rayfl.hierarchy.cloud import HierCloudServer
+from rayfl.hierarchy.controller import ControlProblem, solve, step_size
+from rayfl.hierarchy.cost import CostModel
+from rayfl.hierarchy.device import DeviceActor
+from rayfl.hierarchy.dp import ObserverLedger, stream_stds
+from rayfl.hierarchy.edge import EdgeServer
+from rayfl.hierarchy.topology import Topology, build_topology
+from rayfl.schedule import Schedule
+from rayfl.seeding import rng_for
+from rayfl.session import RaySession
+from rayfl.system import RoundResult, initial_vector, pack_clients
+
+__all__ = ["HierarchicalDriver", "HierarchicalSystem", "segments"]
+
+
+def segments(tau: int, period: int, num_local: int | None = None) -> list[int]:
+    """Return the SGD steps between aggregations in one interval.
+
+    Args:
+        tau: τ_k.
+        period: m_k.
+        num_local: K_ℓ cap (None: as many as fit, ⌈τ/m⌉ − 1).
+
+    Returns:
+        [m]·K + [τ − K m] with K = min(K_ℓ, ⌈τ/m⌉ − 1).
+
+    Example:
+        >>> segments(20, 5), segments(7, 5), segments(3, 1, num_local=1)
+        ([5, 5, 5, 5], [5, 2], [1, 2])
+    """
+    k = math.ceil(tau / period) - 1
+    if num_local is not None:
+        k = min(k, num_local)
+    return [period] * k + [tau - k * period]
+
+
+class HierarchicalSystem:
+    """The actors of a hierarchical run and one global round at a time.
+
+    Args:
+        config: The run config (``topology.kind: hierarchical``).
+    """
+
+    def __init__(self, config: RunConfig) -> None:
+        if config.privacy.mechanism != "none" or config.compression.quantize_bits:
+            raise ValueError(
+                "topology.kind=hierarchical has its own DP (topology.dp): set "
+                "privacy.mechanism=none and no compression"
+            )
+        if config.wireless is not None:
+            raise ValueError(
+                "topology.kind=hierarchical uses topology.cost for the device→edge "
+                "links; remove the `wireless` section"
+            )
+        self.config = config
+        self.session = RaySession(config.ray)
+        try:
+            self._build()
+        except BaseException:
+            self.session.close()
+            raise
+
+    # ------------------------------------------------------------------ build
+    def _build(self) -> None:
+        cfg = self.config
+        topo = cfg.topology
+        self.data = build_federated(cfg.data, seed=cfg.seed)
+        n = len(self.data.train_slices)
+        self.num_clients = n
+        self.num_train = np.asarray(self.data.num_train, dtype=np.int64)
+        self.num_test = np.asarray(self.data.num_test, dtype=np.int64)
+        self.topology = build_topology(topo, n, cfg.seed)
+        self.edge_of = self.topology.edge_of()
+        vector = initial_vector(
+            cfg, tuple(self.data.input_shape), self.data.num_classes
+        )
+        self.dim = len(vector)
+        self.global_ref = ray.put(vector)
+        cpus = RaySession.num_cpus()
+        per_actor = cfg.ray.clients_per_actor
+        if per_actor == "auto":
+            per_actor = max(1, math.ceil(n / cpus))
+        self.groups = pack_clients(n, int(per_actor))
+        self.actor_of = np.empty(n, dtype=np.int64)
+        for a, group in enumerate(self.groups):
+            self.actor_of[group] = a
+        setup = ActorSetup(
+            config=cfg,
+            input_shape=tuple(self.data.input_shape),
+            num_classes=self.data.num_classes,
+            reduce_in_actor=False,
+        )
+        self.data_ref = ray.put(self.data)
+        self.run_id = uuid.uuid4().hex[:8]
+        actor_cpus = min(1.0, cpus / len(self.groups))
+        self.actors = [
+            DeviceActor.options(
+                name=f"rayfl-{self.run_id}-devices-{a}",
+                num_cpus=actor_cpus,
+                max_restarts=cfg.ray.max_actor_restarts,
+                scheduling_strategy="SPREAD",
+            ).remote(self.data_ref, group, setup)
+            for a, group in enumerate(self.groups)
+        ]
+        self.actor_nodes: list[str] = ray.get([a.ping.remote() for a in self.actors])
+        self.edges = []
+        for c, members in enumerate(self.topology.subnets):
+            home = int(np.bincount(self.actor_of[list(members)]).argmax())
+            self.edges.append(
+                EdgeServer.options(
+                    num_cpus=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(
+                        self.actor_nodes[home], soft=True
+                    ),
+                ).remote(c, cfg.seed, bool(self.topology.trusted[c]))
+            )
+        self.cloud = HierCloudServer.options(num_cpus=0).remote(setup)
+        self.edge_nodes: list[str] = ray.get([e.ping.remote() for e in self.edges])
+        self.cloud_node: str = ray.get(self.cloud.ping.remote())
+        mean_train = float(self.num_train.mean())
+        self.sample_rate = topo.dp.sample_rate or min(
+            1.0, cfg.algorithm.batch_size / mean_train
+        )
+        self.dp_enabled = topo.dp.enabled and topo.baseline != "hfl"
+        self.cost = CostModel(
+            topo.cost,
+            distance_m=self.topology.distance_m,
+            model_dim=self.dim,
+            backhaul=topo.baseline != "pedpfl",
+        )
+        self._reset_schedule()
+
+    def reset(
+        self,
+        *,
+        trusted: np.ndarray | None = None,
+        dp_enabled: bool | None = None,
+        epsilon: float | None = None,
+        control: bool | None = None,
+    ) -> None:
+        """Start over from w⁰ on the same actors and data (sweeps, tests).
+
+        Actor start-up dominates small runs, so a sweep over trust, ε or control
+        reuses the actors: the schedule, ledger and logs restart, batches and
+        noise are redrawn from the same keys (same seed ⇒ same run as a fresh
+        system with that config).
+
+        Args:
+            trusted: New trust flags per edge (N,), or None to keep.
+            dp_enabled: Turn DP on/off, or None to keep.
+            epsilon: New ``topology.dp.epsilon``, or None to keep.
+            control: Turn the controller on/off, or None to keep.
+        """
+        cfg = self.config
+        topo = cfg.topology
+        if epsilon is not None:
+            topo = topo.model_copy(
+                update={"dp": topo.dp.model_copy(update={"epsilon": float(epsilon)})}
+            )
+        if control is not None:
+            topo = topo.model_copy(
+                update={"control": topo.control.model_copy(update={"enabled": control})}
+            )
+        self.config = cfg.model_copy(update={"topology": topo})
+        if trusted is not None:
+            self.topology = Topology(
+                self.topology.subnets,
+                np.asarray(trusted, bool),
+                self.topology.distance_m,
+            )
+        if dp_enabled is not None:
+            self.dp_enabled = bool(dp_enabled)
+        vector = initial_vector(
+            self.config, tuple(self.data.input_shape), self.data.num_classes
+        )
+        self.global_ref = ray.put(vector)
+        self._reset_schedule()
+
+    def _reset_schedule(self) -> None:
+        topo = self.config.topology
+        self.tau = topo.tau
+        self.period = topo.tau if topo.baseline == "pedpfl" else topo.local_period
+        self.num_local = (
+            len(segments(self.tau, self.period)) - 1 + int(topo.local_at_global)
+        )
+        self.participants = self.topology.sizes.copy()
+        self.steps_done = 0
+        self.period_index = 0
+        self.beta_hat = float("nan")
+        self.uplink = ObserverLedger(
+            self.num_clients, delta=topo.dp.delta, strict=topo.dp.strict_accounting
+        )
+        self.control_refs = None
+        self.edge_rows = []
+        self.local_update_count = np.zeros(self.num_clients, dtype=np.int64)
+
+    def placement(self) -> dict[str, Any]:
+        """Return where the actors run (client actors, edges, cloud)."""
+        return {
+            "client_actors": [
+                {"node": node, "clients": [g[0], g[-1]]}
+                for node, g in zip(self.actor_nodes, self.groups, strict=True)
+            ],
+            "edges": [
+                {"node": node, "clients": list(s), "trusted": bool(t)}
+                for node, s, t in zip(
+                    self.edge_nodes,
+                    self.topology.subnets,
+                    self.topology.trusted,
+                    strict=True,
+                )
+            ],
+            "edges_on_home_node": sum(
+                node
+                == self.actor_nodes[int(np.bincount(self.actor_of[list(s)]).argmax())]
+                for node, s in zip(self.edge_nodes, self.topology.subnets, strict=True)
+            ),
+            "cloud": self.cloud_node,
+            "num_nodes": len(
+                set(self.actor_nodes) | set(self.edge_nodes) | {self.cloud_node}
+            ),
+        }
+
+    # ------------------------------------------------------------------ round
+    def learning_rate(self, k: int) -> float:
+        """Return η_k for the configured mode."""
+        lr = self.config.topology.lr
+        if lr.mode == "constant":
+            return float(self.config.algorithm.lr)
+        if lr.mode == "manual" or not np.isfinite(self.beta_hat) or self.beta_hat <= 0:
+            return lr.gamma / math.sqrt(k + 1)
+        return step_size(
+            k=k,
+            tau_prev=self.tau,
+            num_global=self.config.rounds,
+            beta_hat=self.beta_hat,
+        )
+
+    def _choose_participants(self, k: int) -> list[list[int]]:
+        out = []
+        for c, members in enumerate(self.topology.subnets):
+            s = int(min(self.participants[c], len(members)))
+            if s >= len(members):
+                out.append(list(members))
+                continue
+            rng = rng_for(self.config.seed, "hier_participants", round=k, client=c)
+            out.append(
+                sorted(int(i) for i in rng.choice(members, size=s, replace=False))
+            )
+        return out
+
+    def run_global_round(self, k: int) -> tuple[RoundResult, dict[str, Any]]:
+        """Run interval k (τ_k steps, local and global aggregations).
+
+        Returns:
+            The per-device rows (as the flat engine's) and the round's extras
+            (energy, delay, τ_k, s, η_k, noise stds...).
+        """
+        cfg = self.config
+        topo = cfg.topology
+        trusted = self.topology.trusted
+        chosen = self._choose_participants(k)
+        s_now = np.array([len(p) for p in chosen], dtype=np.int64)
+        eta = self.learning_rate(k)
+        plan_local = (
+            None
+            if not topo.control.enabled
+            else self.num_local - int(topo.local_at_global)
+        )
+        segs = segments(self.tau, self.period, plan_local)
+        stds = stream_stds(
+            topo.dp,
+            enabled=self.dp_enabled,
+            trusted=trusted,
+            participants=s_now,
+            learning_rate=eta,
+            tau=self.tau,
+            period=self.period,
+            num_global=cfg.rounds,
+            num_local=self.num_local,
+            sample_rate=self.sample_rate,
+            batch_size=cfg.algorithm.batch_size,
+        )
+        g = topo.dp.grad_bound
+        equal = topo.weighting == "equal"
+        edge_refs = [self.global_ref] * len(self.edges)
+        device_calls: list[tuple[int, int, list[int], Any]] = []
+        edge_calls: list[Any] = []
+        seg_periods = []
+        for j, steps in enumerate(segs):
+            p = self.period_index
+            self.period_index += 1
+            seg_periods.append((p, steps))
+            is_global = j == len(segs) - 1 and not topo.local_at_global
+            new_refs = []
+            for c, members in enumerate(chosen):
+                sums = []
+                for a in np.unique(self.actor_of[members]) if members else []:
+                    mine = [i for i in members if self.actor_of[i] == a]
+                    std = 0.0
+                    if not trusted[c]:
+                        std = (
+                            stds.device_global[c] if is_global else stds.device_local[c]
+                        )
+                    recs, fixed = (
+                        self.actors[a]
+                        .train_segment.options(num_returns=2)
+                        .remote(
+                            p,
+                            edge_refs[c],
+                            mine,
+                            eta,
+                            steps,
+                            None if g is None else eta * steps * g,
+                            [float(std)] * len(mine),
+                            equal,
+                        )
+                    )
+                    device_calls.append((c, p, mine, recs))
+                    sums.append(fixed)
+                edge_std = 0.0
+                if trusted[c]:
+                    edge_std = stds.edge_global[c] if is_global else stds.edge_local[c]
+                new, rec = (
+                    self.edges[c]
+                    .aggregate.options(num_returns=2)
+                    .remote(p, edge_refs[c], float(edge_std), 0.0, *sums)
+                )
+                new_refs.append(new)
+                edge_calls.append(rec)
+            edge_refs = new_refs
+        if topo.local_at_global:  # spec A3 option: a global-only release on top
+            p = self.period_index
+            self.period_index += 1
+            new_refs = []
+            for c in range(len(self.edges)):
+                if trusted[c]:
+                    std, extra = stds.edge_global[c], 0.0
+                else:
+                    std, extra = (
+                        0.0,
+                        stds.device_global[c] / math.sqrt(max(s_now[c], 1)),
+                    )
+                new, rec = (
+                    self.edges[c]
+                    .aggregate.options(num_returns=2)
+                    .remote(p, edge_refs[c], float(std), float(extra))
+                )
+                new_refs.append(new)
+                edge_calls.append(rec)
+            edge_refs = new_refs
+        if topo.weighting == "equal":
+            weights = [1.0] * len(self.edges)
+        else:
+            weights = [float(self.num_train[list(m)].sum()) for m in chosen]
+        previous = self.global_ref
+        self.global_ref = self.cloud.global_aggregate.remote(weights, *edge_refs)
+        edge_eval_refs = []
+        if topo.edge_eval:
+            for c, members in enumerate(self.topology.subnets):
+                for a in np.unique(self.actor_of[list(members)]):
+                    mine = [i for i in members if self.actor_of[i] == a]
+                    edge_eval_refs.append(
+                        (c, self.actors[a].evaluate.remote(edge_refs[c], mine))
+                    )
+        # one wait per round: all small records
+        device_records = ray.get([d[3] for d in device_calls])
+        edge_records = ray.get(edge_calls)
+        edge_evals = ray.get([r for _, r in edge_eval_refs])
+        return self._account(
+            k,
+            chosen,
+            s_now,
+            eta,
+            segs,
+            seg_periods,
+            stds,
+            device_calls,
+            device_records,
+            edge_records,
+            edge_eval_refs,
+            edge_evals,
+            previous,
+        )
+
+    def _account(
+        self,
+        k,
+        chosen,
+        s_now,
+        eta,
+        segs,
+        seg_periods,
+        stds,
+        device_calls,
+        device_records,
+        edge_records,
+        edge_eval_refs,
+        edge_evals,
+        previous,
+    ) -> tuple[RoundResult, dict[str, Any]]:
+        cfg = self.config
+        topo = cfg.topology
+        trusted = self.topology.trusted
+        n_edges = len(self.edges)
+        # per-device rows: mean train loss, sums of bits/time/energy
+        rows: dict[int, dict[str, Any]] = {}
+        edge_energy = np.zeros(n_edges)
+        edge_delay = np.zeros(n_edges)
+        for (c, p, mine, _), recs in zip(device_calls, device_records, strict=True):
+            fading = np.array(
+                [
+                    rng_for(cfg.seed, "hier_fading", round=p, client=i).exponential(1.0)
+                    for i in mine
+                ]
+            )
+            time_s, energy_j = self.cost.uploads(mine, fading)
+            edge_energy[c] += energy_j.sum()
+            edge_delay[c] += time_s.sum()
+            for rec, t_s, e_j in zip(recs, time_s, energy_j, strict=True):
+                i = int(rec["client"])
+                row = rows.setdefault(
+                    i,
+                    {
+                        "client": i,
+                        "loss_sum": 0.0,
+                        "n": 0,
+                        "bits": 0.0,
+                        "latency_s": 0.0,
+                        "energy_j": 0.0,
+                        "delivered": True,
+                    },
+                )
+                row["loss_sum"] += float(rec.get("train_loss", np.nan))
+                row["n"] += 1
+                row["bits"] += float(rec.get("bits", 0.0))
+                row["latency_s"] += float(t_s)
+                row["energy_j"] += float(e_j)
+                row["delivered"] = row["delivered"] and not rec.get("rejected", False)
+                self.local_update_count[i] += 1
+        hop_energy, hop_delay = self.cost.global_hop()
+        edge_energy += hop_energy
+        edge_delay += hop_delay
+        out_rows = []
+        for i in sorted(rows):
+            r = rows.pop(i)
+            r["train_loss"] = r.pop("loss_sum") / max(r.pop("n"), 1)
+            out_rows.append(r)
+        # ledger: which observer sees which release
+        num_local_releases = len(segs) - 1 + int(topo.local_at_global)
+        # without DP every release has z = 0: ε = ∞ for every observer
+        for c, members in enumerate(chosen):
+            for stream, z, count in (
+                ("local", stds.z_local[c], num_local_releases),
+                ("global", stds.z_global[c], 1),
+            ):
+                for _ in range(count):
+                    self.uplink.record(
+                        members,
+                        trusted=bool(trusted[c]),
+                        stream=stream,
+                        noise_multiplier=float(z) if self.dp_enabled else 0.0,
+                        sample_rate=self.sample_rate,
+                        steps=self.period,
+                    )
+        if self.dp_enabled:
+            eps_target = topo.dp.epsilon
+            self.uplink.nominal_epsilon = eps_target * math.sqrt((k + 1) / cfg.rounds)
+        # edge-level metrics
+        noise_by_edge = np.zeros(n_edges)
+        for rec in edge_records:
+            noise_by_edge[rec["edge"]] += rec["edge_noise_norm"] ** 2
+        acc = {c: [0.0, 0.0, 0.0] for c in range(n_edges)}
+        for (c, _), evals in zip(edge_eval_refs, edge_evals, strict=True):
+            for e in evals:
+                w = float(self.num_test[int(e["client"])])
+                acc[c][0] += w * e["test_acc"]
+                acc[c][1] += w * e["test_loss"]
+                acc[c][2] += w
+        for c in range(n_edges):
+            self.edge_rows.append(
+                {
+                    "round": k,
+                    "edge": c,
+                    "trusted": bool(trusted[c]),
+                    "participants": int(s_now[c]),
+                    "subnet_acc": acc[c][0] / acc[c][2] if acc[c][2] else float("nan"),
+                    "subnet_loss": acc[c][1] / acc[c][2] if acc[c][2] else float("nan"),
+                    "edge_noise_norm": float(math.sqrt(noise_by_edge[c])),
+                    "edge_noise_std_local": float(stds.edge_local[c]),
+                    "edge_noise_std_global": float(stds.edge_global[c]),
+                    "device_noise_std_local": float(stds.device_local[c]),
+                    "device_noise_std_global": float(stds.device_global[c]),
+                    "energy_j": float(edge_energy[c]),
+                    "delay_s": float(edge_delay[c]),
+                }
+            )
+        self.steps_done += self.tau
+        extras = {
+            "tau": int(self.tau),
+            "local_period": int(self.period),
+            "num_local_aggregations": int(num_local_releases),
+            "eta": float(eta),
+            "s_trusted_mean": float(s_now[trusted].mean())
+            if trusted.any()
+            else float("nan"),
+            "s_untrusted_mean": float(s_now[~trusted].mean())
+            if (~trusted).any()
+            else float("nan"),
+            "energy_j": float(edge_energy.sum()),
+            "latency_s": float(edge_delay.sum()),
+            "sigma_device_local": float(stds.device_local.max()),
+            "sigma_device_global": float(stds.device_global.max()),
+            "sigma_edge_local": float(stds.edge_local.max()),
+            "sigma_edge_global": float(stds.edge_global.max()),
+            "beta_hat": float(self.beta_hat),
+            "steps_done": int(self.steps_done),
+        }
+        self._control(k, previous, chosen)
+        delivered = sorted(r["client"] for r in out_rows if r["delivered"])
+        return RoundResult(k, out_rows, delivered), extras
+
+    # ------------------------------------------------------------------ control
+    def _control(self, k: int, previous: Any, chosen: list[list[int]]) -> None:
+        """Algorithm 1 lines 33–35: estimate β̂, then solve P for the next interval."""
+        cfg = self.config
+        topo = cfg.topology
+        if topo.lr.mode == "theory":
+            calls = []
+            for a, group in enumerate(self.groups):
+                part = [i for i in group if any(i in m for m in chosen)][:4]
+                if part:
+                    calls.append(
+                        self.actors[a].smoothness.remote(
+                            previous, self.global_ref, part
+                        )
+                    )
+            values = [v for v in ray.get(calls) if v > 0]
+            if values:
+                self.beta_hat = float(max(values))
+        if not topo.control.enabled:
+            return
+        ctl = topo.control
+        dp = topo.dp
+        trusted = self.topology.trusted
+        sizes = self.topology.sizes
+        n = len(sizes)
+        e_dev = np.array(
+            [self.cost.expected_energy_j[list(m)].mean() for m in self.topology.subnets]
+        )
+        t_dev = np.array(
+            [self.cost.expected_time_s[list(m)].mean() for m in self.topology.subnets]
+        )
+        hop_e, hop_d = self.cost.global_hop()
+        model_dim = ctl.model_dim or self.dim
+        eps = dp.epsilon / 2 if dp.strict_accounting else dp.epsilon
+        g = dp.grad_bound or 1.0
+        nu_scale = (
+            4
+            * model_dim
+            * self.sample_rate**2
+            * g**2
+            * math.log(1 / dp.delta)
+            / (n**2 * eps**2)
+        )
+        total_steps = cfg.rounds * topo.tau
+        base = ControlProblem(
+            trusted=trusted,
+            sizes=sizes,
+            energy_j=e_dev,
+            time_s=t_dev,
+            backhaul_energy_j=hop_e,
+            backhaul_delay_s=hop_d,
+            remaining_steps=max(1, total_steps - self.steps_done),
+            tau_max=ctl.tau_max,
+            num_local=self.num_local - int(topo.local_at_global),
+            nu_scale=nu_scale,
+            edge_constant=dp.edge_constant,
+            device_constant=dp.device_constant,
+            alpha_energy=ctl.alpha_energy,
+            alpha_delay=ctl.alpha_delay,
+            alpha_dp=ctl.alpha_dp,
+        )
+        if self.control_refs is None:  # normalisers at (τ_0, full s), k = 0
+            ref = base.__class__(**{**base.__dict__, "remaining_steps": total_steps})
+            e0, d0, nu0 = ref.terms(topo.tau, int(sizes.max()), int(sizes.max()))
+            if ctl.normalize_costs:
+                self.control_refs = (e0, d0, nu0)
+            else:
+                self.control_refs = (1.0, 1.0, nu0 / (e0 + d0))
+        e_ref, d_ref, nu_ref = self.control_refs
+        problem = base.__class__(
+            **{
+                **base.__dict__,
+                "energy_ref": e_ref,
+                "delay_ref": d_ref,
+                "nu_ref": nu_ref,
+            }
+        )
+        tau, s_t, s_u = solve(problem)
+        self.tau = int(tau)
+        self.period = max(1, self.tau // (problem.num_local + 1))
+        self.participants = np.where(trusted, s_t, s_u).astype(np.int64)
+
+    # ------------------------------------------------------------------ eval
+    def evaluate(self) -> list[dict[str, float]]:
+        """Evaluate the global model on every client's test split, by id."""
+        refs = [a.evaluate.remote(self.global_ref) for a in self.actors]
+        rows = [r for batch in ray.get(refs) for r in batch]
+        return sorted(rows, key=lambda r: r["client"])
+
+    def local_updates(self) -> list[int]:
+        """Return the number of local segments each device trained."""
+        return self.local_update_count.tolist()
+
+    def global_vector(self) -> np.ndarray:
+        """Return w̄ (pulls the array)."""
+        return np.array(ray.get(self.global_ref))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return the run state for a checkpoint."""
+        return {
+            "global": self.global_vector(),
+            "ledger": self.uplink.state_dict(),
+            "schedule": {
+                "tau": self.tau,
+                "period": self.period,
+                "participants": self.participants.tolist(),
+                "steps_done": self.steps_done,
+                "period_index": self.period_index,
+                "beta_hat": self.beta_hat,
+                "control_refs": self.control_refs,
+                "local_update_count": self.local_update_count.tolist(),
+            },
+            "edge_rows": list(self.edge_rows),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self.global_ref = ray.put(np.asarray(state["global"], dtype=np.float32))
+        self.uplink.load_state_dict(state["ledger"])
+        s = state["schedule"]
+        self.tau, self.period = int(s["tau"]), int(s["period"])
+        self.participants = np.asarray(s["participants"], dtype=np.int64)
+        self.steps_done, self.period_index = (
+            int(s["steps_done"]),
+            int(s["period_index"]),
+        )
+        self.beta_hat = float(s["beta_hat"])
+        self.control_refs = s["control_refs"]
+        self.local_update_count = np.asarray(s["local_update_count"], dtype=np.int64)
+        self.edge_rows = list(state["edge_rows"])
+
+    def close(self) -> None:
+        """Kill the actors and stop Ray if this system started it."""
+        for actor in [*getattr(self, "actors", []), *getattr(self, "edges", [])]:
+            ray.kill(actor)
+        if hasattr(self, "cloud"):
+            ray.kill(self.cloud)
+        self.actors, self.edges = [], []
+        self.session.close()
+
+
+class HierarchicalDriver:
+    """The runner's driver for ``topology.kind: hierarchical`` (one step = one k)."""
+
+    def __init__(self, cfg: RunConfig) -> None:
+        self.cfg = cfg
+        self.system = HierarchicalSystem(cfg)
+        self.extras: dict[int, dict[str, Any]] = {}
+
+    def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:
+        """Run global round t; evaluate every ``eval_every`` rounds and at the end."""
+        result, extras = self.system.run_global_round(t)
+        self.extras[t] = extras
+        last = t == self.cfg.rounds - 1
+        evaluate = (t + 1) % self.cfg.eval_every == 0 or last
+        schedule = Schedule(
+            np.array([r["client"] for r in result.rows], dtype=np.int64)
+        )
+        return schedule, result, self.system.evaluate() if evaluate else None
+
+    def round_extras(self, t: int) -> dict[str, Any]:
+        """Per-round hierarchy columns for rounds.parquet (energy, delay, τ_k...)."""
+        return self.extras.get(t, {})
+
+    def write_extra(self, run_dir: Path) -> None:
+        """Write ``edges.parquet`` (one row per global round × edge)."""
+        from rayfl.results import _write_parquet
+
+        if self.system.edge_rows:
+            _write_parquet(Path(run_dir) / "edges.parquet", self.system.edge_rows)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Driver state for checkpoints (the system holds it all)."""
+        return {"extras": self.extras}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self.extras = dict(state["extras"])
+
+    def close(self) -> None:
+        """Close the system."""
+        self.system.close()
