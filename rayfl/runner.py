@@ -305,7 +305,8 @@ def _run(
                 }
                 bar.set_postfix(post, refresh=False)
                 bar.update(1)
-            if system.exhausted():  # seed 000: every client used its T0 uploads
+            exhausted = getattr(system, "exhausted", None)  # flat FLSystem only
+            if exhausted is not None and exhausted():  # seed 000: T0 uploads used up
                 break
             if every and (t + 1) % every == 0 and t + 1 < cfg.rounds:
                 save_checkpoint(
