@@ -37,6 +37,15 @@ def _check(cfg: RunConfig) -> None:
             "`wireless` section"
         )
     method = cfg.topology.method  # type: ignore[union-attr]
+    from rayfl.algorithms.registry import algorithm_class
+
+    if method == "federated" and algorithm_class(cfg.algorithm).personalized_downloads:
+        raise ValueError(
+            f"algorithm.kind={cfg.algorithm.kind} needs per-client downloads from a "
+            "server that keeps every upload (FedAMP, APPLE); topology.kind=d2d's "
+            "federated baseline has no such server yet (Per-FedAvg, pFedMe, FedALA, "
+            "Ditto, FedProx and FedAvg run)"
+        )
     if method != "federated" and cfg.privacy.mechanism != "none":
         raise ValueError(
             f"privacy.mechanism={cfg.privacy.mechanism} applies to the federated "
