@@ -48,7 +48,9 @@ def policy_overrides(policy: str, dim: int) -> dict[str, Any]:
     return out
 
 
-def run_one(overrides: dict[str, Any], rounds: int, seed: int, out: Path) -> pd.DataFrame:
+def run_one(
+    overrides: dict[str, Any], rounds: int, seed: int, out: Path
+) -> pd.DataFrame:
     """Run one config and return its per-round table with cumulative delay."""
     import rayfl
 
@@ -78,9 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--seeds", default="0", help="comma list, e.g. 0,1,2")
-    parser.add_argument(
-        "--policies", default="lyapunov,random,round_robin,delay_min"
-    )
+    parser.add_argument("--policies", default="lyapunov,random,round_robin,delay_min")
     parser.add_argument("--v-grid", default="5,50,500", help="'' skips the sweep")
     parser.add_argument("--v-rounds", type=int, default=25)
     parser.add_argument("--out", default="runs/reproduce_sparse_dp")
