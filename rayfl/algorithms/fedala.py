@@ -55,9 +55,13 @@ import torch
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.algorithms.config import FedALAConfig
-from rayfl.algorithms.pfl_common import batch_gradient, model_update, to_tensor
+from rayfl.algorithms.pfl_common import (
+    batch_gradient,
+    local_train,
+    model_update,
+    to_tensor,
+)
 from rayfl.learning.models import FlatModel
-from rayfl.learning.vectorized import per_client_trainer
 
 __all__ = ["FedALA", "adaptive_local_aggregation"]
 
@@ -185,17 +189,10 @@ class FedALA(Algorithm):
             )
             ctx.state["ala_weights"] = weights
             ctx.state["ala_started"] = True
-        train = per_client_trainer(cfg.trainer)
-        result = train(
-            ctx.model,
+        result = local_train(
+            ctx,
+            cfg,
             start,
-            ctx.x_train,
-            ctx.y_train,
-            lr=float(ctx.controls.get("lr", cfg.lr)),
-            batch_size=cfg.batch_size,
-            local_epochs=cfg.local_epochs,
-            local_steps=cfg.local_steps,
-            rng=ctx.rng,
         )
         ctx.state["personal"] = result.vector
         upload = (

@@ -60,8 +60,7 @@ import numpy.typing as npt
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate, Download
 from rayfl.algorithms.config import FedAMPConfig
-from rayfl.algorithms.pfl_common import model_update
-from rayfl.learning.vectorized import per_client_trainer
+from rayfl.algorithms.pfl_common import local_train, model_update
 
 __all__ = ["FedAMP", "attention_weights", "cloud_models"]
 
@@ -138,17 +137,10 @@ class FedAMP(Algorithm):
             np.asarray(ctx.download["message"], np.float64)
             + ctx.download["self_weight"] * start.astype(np.float64)
         ).astype(np.float32)
-        train = per_client_trainer(cfg.trainer)
-        result = train(
-            ctx.model,
+        result = local_train(
+            ctx,
+            cfg,
             start,
-            ctx.x_train,
-            ctx.y_train,
-            lr=float(ctx.controls.get("lr", cfg.lr)),
-            batch_size=cfg.batch_size,
-            local_epochs=cfg.local_epochs,
-            local_steps=cfg.local_steps,
-            rng=ctx.rng,
             prox_weight=cfg.lam / cfg.alpha_k,
             prox_center=center,
         )

@@ -58,3 +58,28 @@ def model_update(
         float(weight),
         {k: float(v) for k, v in metrics.items()},
     )
+
+
+def local_train(ctx: Any, config: Any, start: npt.ArrayLike, **extra: Any) -> Any:
+    """Run local SGD of ``ctx``'s client from ``start`` with ``config``'s settings.
+
+    Trainer, rate (or the scheduler's ``lr`` control), batch size and epochs/steps
+    come from ``config``; ``extra`` goes to the trainer (e.g. ``prox_weight``).
+
+    Returns:
+        The trainer's ``LocalTrainResult``.
+    """
+    from rayfl.learning.vectorized import per_client_trainer
+
+    return per_client_trainer(config.trainer)(
+        ctx.model,
+        start,
+        ctx.x_train,
+        ctx.y_train,
+        lr=float(ctx.controls.get("lr", config.lr)),
+        batch_size=config.batch_size,
+        local_epochs=config.local_epochs,
+        local_steps=config.local_steps,
+        rng=ctx.rng,
+        **extra,
+    )
