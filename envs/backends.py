@@ -17,6 +17,7 @@ from envs.surrogate import SurrogateDynamics
 from rayfl.compression.payload import payload_size_bits
 from rayfl.config import RunConfig
 from rayfl.data.federated import FederatedData, build_federated
+from rayfl.rl.config import RLConfig
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.uplink import UplinkModel
@@ -119,11 +120,14 @@ class SurrogateBackend:
                 sparse=comp.sparsify_fraction < 1,
             )
         )
+        rl = self.config.rl or RLConfig()
         self.dynamics = SurrogateDynamics(
             self.data_size / self.data_size.sum(),
             self.num_classes,
             self.uplink.noise_std,
             rng_for(seed, "env"),
+            recency_weight=rl.surrogate_recency,
+            recency_scale=rl.surrogate_recency_rounds,
         )
         return self.dynamics.client_loss()
 

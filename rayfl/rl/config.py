@@ -99,6 +99,19 @@ class RLConfig(BaseModel):
         ],
         description="Registered policies scored beside the learned one.",
     )
+    surrogate_recency: float = Field(
+        0.35,
+        ge=0,
+        description="d̄ of the surrogate's recency term (envs.surrogate): mean extra "
+        "test loss [nats] of a client whose update is not in the latest global "
+        "model (0 = the session-2 surrogate without it). Calibrated on "
+        "Fashion-MNIST, see NOTES.md issue 11.",
+    )
+    surrogate_recency_rounds: float = Field(
+        1.0,
+        gt=0,
+        description="κ of the recency term: rounds for the drift to build up.",
+    )
     init_from: str | None = Field(
         None,
         description="Start from an exported policy (a train-policy run directory, "
