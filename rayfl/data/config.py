@@ -74,6 +74,14 @@ class DataConfig(BaseModel):
         "train/test split; None = no cap. For synthetic data it also caps the "
         "generated sizes.",
     )
+    client_sizes: list[int] | None = Field(
+        None,
+        description="Exact samples per client (before the train/test split), one "
+        "per client; with partition 'dirichlet' each client also draws its class "
+        "proportions from Dir(alpha), with 'iid' the samples are iid "
+        "(rayfl.data.partition.sized_partition). DP-SparFL's split: 5 × [300, 600, "
+        "1800, 2100]. None = the partition decides the sizes.",
+    )
     synthetic_alpha: float = Field(
         1.0, description="FedProx synthetic α (≥ 0): std of the local-model means."
     )
@@ -135,4 +143,19 @@ class DataConfig(BaseModel):
         for ok, field, value, allowed in checks:
             if not ok:
                 raise ValueError(f"data.{field} must be {allowed}, got {value}")
+        if self.client_sizes is not None:
+            if len(self.client_sizes) != self.num_clients:
+                raise ValueError(
+                    f"data.client_sizes needs one size per client "
+                    f"(num_clients={self.num_clients}), got {len(self.client_sizes)}"
+                )
+            if min(self.client_sizes) < 2:
+                raise ValueError(
+                    f"data.client_sizes must all be >= 2, got {self.client_sizes}"
+                )
+            if self.partition not in ("iid", "dirichlet"):
+                raise ValueError(
+                    "data.client_sizes works with partition 'iid' or 'dirichlet', "
+                    f"got {self.partition!r}"
+                )
         return self

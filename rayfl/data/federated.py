@@ -38,6 +38,7 @@ from rayfl.data.partition import (
     pathological_partition,
     shard_partition,
     size_skew_partition,
+    sized_partition,
     train_test_split_per_client,
 )
 from rayfl.data.synthetic import make_synthetic
@@ -168,6 +169,13 @@ def _partition(
 ) -> list[Indices]:
     """Dispatch ``config.partition`` on a pool with these labels."""
     n, clients = labels.size, config.num_clients
+    if config.client_sizes is not None:
+        return sized_partition(
+            labels,
+            sizes=config.client_sizes,
+            alpha=config.alpha if config.partition == "dirichlet" else None,
+            rng=rng,
+        )
     if config.partition == "iid":
         return iid_partition(n, num_clients=clients, rng=rng)
     if config.partition == "dirichlet":
