@@ -252,7 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--policies",
         required=False,
-        help="comma-separated names, e.g. random,round_robin,proportional_fair",
+        help="comma-separated names, e.g. random,round_robin,proportional_fair; "
+        "name:key=value sets a parameter of that policy only, e.g. "
+        "learned:checkpoint=runs/train-x",
     )
     p.add_argument(
         "--algorithms",

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
 from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.plots import plot_rounds
@@ -150,8 +151,41 @@ def compare(
         else parse_overrides(overrides)
     )
     base = load_config(config, extra)
-    variants = [(p, {"scheduler.policy": p}) for p in policies]
+    variants = [policy_variant(base, p) for p in policies]
+    names = [name for name, _ in variants]
+    variants = [  # the same policy twice (two checkpoints): label by the full entry
+        (spec if names.count(name) > 1 else name, extra)
+        for spec, (name, extra) in zip(policies, variants, strict=True)
+    ]
     return run_variants(base, variants, label="policy")
+
+
+def policy_variant(base: RunConfig, spec: str) -> tuple[str, dict[str, Any]]:
+    """Return the (label, overrides) of one ``--policies`` entry.
+
+    An entry is a policy name, optionally followed by ``:key=value`` parameters
+    that apply to that policy only (values parsed as YAML), merged over the
+    config's ``scheduler.params``; e.g. ``learned:checkpoint=runs/train-x``.
+    The label is the name (the full entry when a name appears twice).
+
+    Raises:
+        ValueError: A parameter without ``=`` or an empty name.
+    """
+    name, *pairs = spec.split(":")
+    if not name:
+        raise ValueError(f"policy entry {spec!r} has no name")
+    extra: dict[str, Any] = {"scheduler.policy": name}
+    if pairs:
+        params = dict(base.scheduler.params)
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key:
+                raise ValueError(
+                    f"policy entry {spec!r}: parameters are name:key=value, got {pair!r}"
+                )
+            params[key] = yaml.safe_load(value)
+        extra["scheduler.params"] = params
+    return name, extra
 
 
 def _algorithm_columns(summary: dict[str, Any]) -> dict[str, Any]:

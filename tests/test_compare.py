@@ -59,3 +59,21 @@ def test_compare_validates_every_variant_before_running(tmp_path):
 def test_markdown_table():
     text = markdown_table(pd.DataFrame({"p": ["a", "b"], "x": [1.23456, 2.0]}))
     assert text.splitlines() == ["| p | x |", "|---|---|", "| a | 1.235 |", "| b | 2 |"]
+
+
+def test_policy_entries_carry_their_own_parameters():
+    from rayfl.compare import policy_variant
+
+    base = load_config(
+        {"wireless": {"num_subchannels": 2}, "scheduler": {"params": {"a": 1}}}
+    )
+    assert policy_variant(base, "random") == ("random", {"scheduler.policy": "random"})
+    name, extra = policy_variant(base, "learned:checkpoint=runs/x:temperature=0.5")
+    assert name == "learned"
+    assert extra["scheduler.params"] == {
+        "a": 1,
+        "checkpoint": "runs/x",
+        "temperature": 0.5,
+    }
+    with pytest.raises(ValueError, match="name:key=value"):
+        policy_variant(base, "learned:checkpoint")
