@@ -164,11 +164,41 @@ def write_table(runs: pd.DataFrame, sweep: pd.DataFrame, out: Path, dim: int) ->
         )
     table = pd.DataFrame(rows)
     table.to_csv(out / "table.csv", index=False)
-    text = markdown(table)
+    summary = equal_delay_summary(runs, budget)
+    summary.to_csv(out / "equal_delay.csv", index=False)
+    text = (
+        markdown(table) + "\n\nMean over seeds (± sample std):\n\n" + markdown(summary)
+    )
     if len(sweep):
         text += "\n\n" + markdown(sweep)
     (out / "table.md").write_text(text + "\n")
     print(text)
+
+
+def equal_delay_summary(runs: pd.DataFrame, budget: float) -> pd.DataFrame:
+    """Per policy, mean ± std over seeds of the accuracy at equal cumulative delay.
+
+    The budgets are 25/50/75/100% of ``budget`` (the smallest total delay of any
+    run), so every run is compared on the same delay axis, as in the paper's
+    "accuracy vs cumulative delay" claim.
+    """
+    fractions = (0.25, 0.5, 0.75, 1.0)
+    rows = []
+    for policy, by_policy in runs.groupby("policy", sort=False):
+        row: dict[str, Any] = {"policy": policy, "seeds": by_policy["seed"].nunique()}
+        for f in fractions:
+            accs = [acc_at_delay(df, f * budget) for _, df in by_policy.groupby("seed")]
+            row[f"acc@{f * budget:.0f}s"] = (
+                f"{np.nanmean(accs):.4f} ± {np.nanstd(accs, ddof=1):.4f}"
+                if len(accs) > 1
+                else f"{accs[0]:.4f}"
+            )
+        finals = by_policy.groupby("seed")["global_acc"].last()
+        delays = by_policy.groupby("seed")["cum_delay_s"].last()
+        row["final_acc"] = f"{finals.mean():.4f}"
+        row["total_delay_s"] = f"{delays.mean():.1f}"
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def markdown(df: pd.DataFrame) -> str:

@@ -8,12 +8,43 @@ DESIGN.md: reuse an initialized session (notebooks), connect with
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
+from typing import Any
 
 import ray
 
 from rayfl.config import RayConfig
 
 __all__ = ["RaySession"]
+
+#: Local start-up attempts. Ray waits a hard-coded 30 s for its raylet; on a
+#: loaded 2-core machine that wait can run out although nothing is wrong.
+START_ATTEMPTS = 3
+_STARTUP_TIMEOUT = "timed out during startup"
+
+
+def _init_with_retries(
+    init: Callable[..., Any], attempts: int = START_ATTEMPTS, **kwargs: Any
+) -> None:
+    """Call ``init(**kwargs)``; retry when Ray's start-up wait runs out.
+
+    Only Ray's start-up timeout is retried (after ``ray.shutdown()`` to clear the
+    half-started node, with a growing pause); any other error propagates.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            init(**kwargs)
+            return
+        except Exception as error:  # Ray raises a bare Exception here
+            if _STARTUP_TIMEOUT not in str(error) or attempt == attempts:
+                raise
+            ray.shutdown()
+            print(
+                f"rayfl: Ray start-up timed out (machine busy?); retry {attempt}/"
+                f"{attempts - 1}"
+            )
+            time.sleep(5.0 * attempt)
 
 
 class RaySession:
@@ -50,7 +81,8 @@ class RaySession:
             # Workers import torch: keep each to one thread (DESIGN.md).
             env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
             os.environ.setdefault("RAY_DEDUP_LOGS", "1")
-            ray.init(
+            _init_with_retries(
+                ray.init,
                 num_cpus=config.num_cpus,
                 object_store_memory=(
                     config.object_store_memory_mb * 2**20
