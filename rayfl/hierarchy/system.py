@@ -99,8 +99,9 @@ class HierarchicalSystem:
 
     Args:
         config: The run config (``topology.kind: hierarchical``).
-        external_actions: Per-edge actions come from the caller of
-            :meth:`run_global_round` (an env) instead of ``scheduling.policy``.
+        external_actions: Per-edge actions may come from the caller of
+            :meth:`run_global_round` (an env); rounds called without actions
+            fall back to ``scheduling.policy``.
     """
 
     def __init__(self, config: RunConfig, *, external_actions: bool = False) -> None:
@@ -214,7 +215,7 @@ class HierarchicalSystem:
                 subnets=self.topology.subnets,
                 distance_m=self.topology.distance_m,
                 num_train=self.num_train,
-                build_policies=not self.external_actions,
+                build_policies=topo.scheduling.uses_policy,
             )
 
     def reset(
@@ -354,12 +355,11 @@ class HierarchicalSystem:
         self, k: int, actions: list[Any] | None = None
     ) -> list[list[int]]:
         self.round_subchannel = None
-        if self.edge_scheduling is not None:
+        sch = self.edge_scheduling
+        if sch is not None and (actions is not None or sch.policies):
             if actions is None:
-                if self.external_actions:
-                    raise ValueError("run_global_round needs the per-edge actions")
-                actions = self.edge_scheduling.decide(self.scheduling_observations(k))
-            chosen, self.round_subchannel = self.edge_scheduling.to_participants(
+                actions = sch.decide(self.scheduling_observations(k))
+            chosen, self.round_subchannel = sch.to_participants(
                 actions, self.participants
             )
             return chosen

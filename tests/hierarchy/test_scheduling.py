@@ -3,10 +3,13 @@
 import itertools
 import math
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
+import envs  # noqa: F401 - registers HierarchicalFL-v0
 import rayfl
+from policies.registry import make_policy
 from rayfl.config import load_config
 from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
 from rayfl.hierarchy.scheduling import EdgeScheduling, validate_action
@@ -166,11 +169,17 @@ def _tiny(policy, k_e=2, **top):
 
 
 @pytest.fixture(scope="module")
-def system(ray_session):
-    """One tiny hierarchy for the module; each test restarts it with ``reset``."""
-    built = HierarchicalSystem(_tiny("random"))
-    yield built
-    built.close()
+def env(ray_session):
+    """One tiny hierarchy for the module (behind the env); tests ``reset`` it."""
+    made = gym.make("HierarchicalFL-v0", config=_tiny("random"), reward="energy")
+    made.reset()
+    yield made.unwrapped
+    made.close()
+
+
+@pytest.fixture
+def system(env):
+    return env.system
 
 
 def _run(system, scheduling, rounds=2):
@@ -247,8 +256,29 @@ def test_uniform_cap_limits_participants(system):
     ((_, result, _),) = _run(system, HierSchedulingConfig(subchannels_per_edge=3), 1)
     ids = [r["client"] for r in result.rows]
     assert sum(i < 4 for i in ids) == 3 and sum(i >= 4 for i in ids) == 3
-    assert system.edge_scheduling is None
     assert all("subchannel" not in r for r in result.rows)
+
+
+def test_env_maps_the_concatenated_action_onto_edges(env):
+    obs, _ = env.reset()
+    # 2 edges of 4 devices, K_e = 2: MultiDiscrete([5, 5, 5, 5])
+    assert env.action_space.nvec.tolist() == [5, 5, 5, 5]
+    assert env.observation_space.contains(obs)
+    assert obs["edge_1"]["channel_gain"].shape == (4, 2)
+    # edge 0: local devices 0 and 3; edge 1: subchannel 0 idle, device 1 (= id 5)
+    action = env.join_actions([[0, 3], [4, 1]])
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert info["scheduled"] == [0, 3, 5]
+    assert reward == -info["energy_j"] < 0 and not terminated and not truncated
+    with pytest.raises(ValueError, match="4 entries"):
+        env.step(np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match="edge 1: device 2 is on subchannels"):
+        env.step(np.array([0, 1, 2, 2]))
+    # a flat policy drives one edge of the env unchanged
+    policies = [make_policy("best_channel", space) for space in env.edge_spaces]
+    actions = [p(env.edge_observation(obs, c)) for c, p in enumerate(policies)]
+    _, _, _, truncated, info = env.step(env.join_actions(actions))
+    assert len(info["scheduled"]) == 4 and truncated  # rounds = 2
 
 
 def test_hierarchy_refuses_the_flat_scheduler_field():
