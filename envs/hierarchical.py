@@ -56,6 +56,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from rayfl.config import RunConfig, load_config
+from rayfl.hierarchy.config import TopologyConfig as HierTopologyConfig
 from rayfl.hierarchy.scheduling import edge_spaces
 from rayfl.hierarchy.topology import build_topology
 from rayfl.metrics import round_summary
@@ -74,19 +75,20 @@ class HierarchicalSchedulingEnv(gym.Env):
         self,
         config: str | Path | Mapping[str, Any] | RunConfig,
         reward: str = "accuracy",
-        overrides: list[str] | Mapping[str, Any] = (),
+        overrides: Sequence[str] | Mapping[str, Any] = (),
     ) -> None:
         if reward not in REWARDS:
             raise ValueError(
                 f"reward must be one of {', '.join(REWARDS)}; got {reward!r}"
             )
         cfg = load_config(config, overrides)
-        if cfg.topology.kind != "hierarchical":
+        if not isinstance(cfg.topology, HierTopologyConfig):
             raise ValueError(
                 "HierarchicalSchedulingEnv needs topology.kind=hierarchical, got "
                 f"{cfg.topology.kind!r}"
             )
         self.config: RunConfig = cfg
+        self.topology_config: HierTopologyConfig = cfg.topology
         self.reward_kind = reward
         topo = build_topology(cfg.topology, cfg.data.num_clients, cfg.seed)
         k_e = cfg.topology.scheduling.subchannels_per_edge
@@ -150,7 +152,7 @@ class HierarchicalSchedulingEnv(gym.Env):
         if self.system is None:
             self.system = HierarchicalSystem(self.config, external_actions=True)
         else:
-            self.system.reset(scheduling=self.config.topology.scheduling)
+            self.system.reset(scheduling=self.topology_config.scheduling)
         self.round = 0
         return self._obs(), {"round": 0}
 

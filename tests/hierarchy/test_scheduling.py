@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -91,6 +92,15 @@ def test_random_policy_is_seeded_and_staleness_tracks_participation():
     for c, members in enumerate(SUBNETS):
         for i in members:
             assert (a.staleness[i] == 0) == (i in last[c])
+
+
+def test_checkpointed_policies_resume_the_same_decisions():
+    a = _sched("round_robin", 2)
+    _step(a, 0)
+    b = _sched("round_robin", 2)
+    b.load_state_dict(pickle.loads(pickle.dumps(a.state_dict())))
+    assert [_step(a, k)[1] for k in (1, 2)] == [_step(b, k)[1] for k in (1, 2)]
+    np.testing.assert_array_equal(a.staleness, b.staleness)
 
 
 def test_controller_cap_closes_subchannels():
