@@ -291,6 +291,23 @@ def test_env_maps_the_concatenated_action_onto_edges(env):
     assert len(info["scheduled"]) == 4 and truncated  # rounds = 2
 
 
+def test_controller_caps_the_policy_path(system):
+    try:
+        system.reset(
+            control=True, scheduling=_tiny("best_channel", 3).topology.scheduling
+        )
+        system.run_global_round(0)
+        caps = system.participants.copy()  # s_c^1 chosen by Algorithm 1
+        result, _ = system.run_global_round(1)
+    finally:
+        system.reset(control=False)
+    ids = [r["client"] for r in result.rows]
+    for c, members in enumerate([range(4), range(4, 8)]):
+        expected = 3 if caps[c] >= 4 else min(3, caps[c])
+        assert sum(i in members for i in ids) == expected
+    assert {r["subchannel"] for r in result.rows} <= {0, 1, 2}
+
+
 def test_hierarchy_refuses_the_flat_scheduler_field():
     with pytest.raises(ValueError, match="topology.scheduling.policy"):
         HierarchicalSystem(load_config({**TINY, "scheduler": {"policy": "random"}}))
