@@ -4,10 +4,16 @@ from gymnasium.envs.registration import register
 
 __all__ = ["ENV_IDS"]
 
-ENV_IDS = ("WirelessFL-v0",)
+ENV_IDS = ("WirelessFL-v0", "HierarchicalFL-v0")
 
 register(
     id="WirelessFL-v0",
     entry_point="envs.scheduling:WirelessFLEnv",
     max_episode_steps=20,
+)
+
+# devices → edges → cloud: per-edge subchannel scheduling (rayfl.hierarchy, issue 8)
+register(
+    id="HierarchicalFL-v0",
+    entry_point="envs.hierarchical:HierarchicalSchedulingEnv",
 )

@@ -46,6 +46,8 @@ PURPOSES: dict[str, int] = {
     "hier_edge_noise": 42,
     "hier_fading": 43,
     "hier_participants": 44,
+    "hier_policy": 45,
+    "hier_subchannel_fading": 46,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

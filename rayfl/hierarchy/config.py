@@ -20,11 +20,12 @@ Symbol table (spec seed_004 §2.1):
 | γ | ``lr.gamma`` |
 | τ_max, α_1, α_2, α_3, M | ``control.tau_max``, ``control.alpha_*``, ``control.model_dim`` |
 | p̄, R̄ | ``cost.backhaul_power_dbm``, ``cost.backhaul_rate_bps`` |
+| S_c^k, K_e | chosen by ``scheduling.policy`` on ``scheduling.subchannels_per_edge`` |
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -32,6 +33,7 @@ __all__ = [
     "ControlConfig",
     "CostConfig",
     "HierDPConfig",
+    "HierSchedulingConfig",
     "LearningRateConfig",
     "TopologyConfig",
 ]
@@ -134,6 +136,62 @@ class CostConfig(_Section):
     )
 
 
+class HierSchedulingConfig(_Section):
+    """Who uploads in each subnet (S_c^k): uniform (spec §2.5) or a registered policy.
+
+    ``policy: uniform`` (default) is the seeded uniform choice of s_c^k devices
+    (spec §2.5); with ``subchannels_per_edge`` unset it is today's behaviour bit
+    for bit. Any other name is looked up in ``policies.POLICIES`` and drives each
+    edge through the flat env's observation/action interface, one policy
+    instance per edge (``rayfl.hierarchy.scheduling`` documents the mapping).
+    """
+
+    policy: str = Field(
+        "uniform",
+        description="uniform (seeded uniform choice, spec §2.5) or a name in "
+        "policies.POLICIES (e.g. random, round_robin, best_channel), one instance per "
+        "edge.",
+    )
+    subchannels_per_edge: int | None = Field(
+        None,
+        ge=1,
+        description="K_e, uplink subchannels of each edge's band; at most K_e devices "
+        "of a subnet upload per global round. None: K_e = n_c (every device of the "
+        "subnet can get one; with uniform: no cap, s_c^k as today).",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Keyword arguments of the policy (as scheduler.params).",
+    )
+    frequency_selective: bool = Field(
+        True,
+        description="True: independent Rayleigh fading per (device, subchannel); False: "
+        "one fading per device across the band (the subchannels differ only in id).",
+    )
+    coherence: Literal["interval", "period"] = Field(
+        "interval",
+        description="interval: a subchannel's fading is constant over the global "
+        "interval (the decision sees the uploads' channel); period: redrawn at every "
+        "local period, the decision sees the first period's.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> HierSchedulingConfig:
+        if not self.policy:
+            raise ValueError("topology.scheduling.policy must be a non-empty name")
+        if self.policy == "uniform" and self.params:
+            raise ValueError(
+                "topology.scheduling.params are policy arguments; policy=uniform "
+                f"takes none (got {sorted(self.params)})"
+            )
+        return self
+
+    @property
+    def uses_policy(self) -> bool:
+        """True when a registered policy (not the uniform choice) picks S_c^k."""
+        return self.policy != "uniform"
+
+
 class TopologyConfig(_Section):
     """Network topology of the run: flat star (default) or device-edge-cloud."""
 
@@ -190,6 +248,7 @@ class TopologyConfig(_Section):
     lr: LearningRateConfig = Field(default_factory=LearningRateConfig)
     control: ControlConfig = Field(default_factory=ControlConfig)
     cost: CostConfig = Field(default_factory=CostConfig)
+    scheduling: HierSchedulingConfig = Field(default_factory=HierSchedulingConfig)
 
     @model_validator(mode="after")
     def _check(self) -> TopologyConfig:

@@ -32,8 +32,14 @@ Implementation details:
     5. How a scheduling action maps onto the hierarchy (DESIGN.md env/policy):
        each edge owns its own band, so the action space is the concatenation of
        per-edge actions ("device j of subnet c on subchannel k of edge c"); the
-       participant set S_c^k is where such an action enters. Built in: the
-       seeded uniform choice of s_c^k devices (spec §2.5).
+       participant set S_c^k is where such an action enters. Default
+       (``scheduling.policy: uniform``): the seeded uniform choice of s_c^k
+       devices (spec §2.5), capped at ``subchannels_per_edge`` when set. Any
+       registered policy: one instance per edge on the flat env's observation
+       table, its action mapped to S_c^k and to each device's subchannel, whose
+       fading then prices the uploads (``rayfl.hierarchy.scheduling``);
+       ``run_global_round(k, actions)`` takes the actions from outside
+       (``envs.hierarchical``).
 """
 
 from __future__ import annotations
@@ -51,11 +57,13 @@ from rayfl.actors.setup import ActorSetup
 from rayfl.config import RunConfig
 from rayfl.data.federated import build_federated
 from rayfl.hierarchy.cloud import HierCloudServer
+from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.controller import ControlProblem, solve, step_size
 from rayfl.hierarchy.cost import CostModel
 from rayfl.hierarchy.device import DeviceActor
 from rayfl.hierarchy.dp import ObserverLedger, stream_stds
 from rayfl.hierarchy.edge import EdgeServer
+from rayfl.hierarchy.scheduling import EdgeScheduling
 from rayfl.hierarchy.topology import Topology, build_topology
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
@@ -91,13 +99,23 @@ class HierarchicalSystem:
 
     Args:
         config: The run config (``topology.kind: hierarchical``).
+        external_actions: Per-edge actions may come from the caller of
+            :meth:`run_global_round` (an env); rounds called without actions
+            fall back to ``scheduling.policy``.
     """
 
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(self, config: RunConfig, *, external_actions: bool = False) -> None:
+        self.external_actions = external_actions
         if config.privacy.mechanism != "none" or config.compression.quantize_bits:
             raise ValueError(
                 "topology.kind=hierarchical has its own DP (topology.dp): set "
                 "privacy.mechanism=none and no compression"
+            )
+        if config.scheduler.policy != "all":
+            raise ValueError(
+                "topology.kind=hierarchical schedules each edge with "
+                "topology.scheduling.policy (per-edge subchannels); leave "
+                f"scheduler.policy at 'all' (got {config.scheduler.policy!r})"
             )
         if config.wireless is not None:
             raise ValueError(
@@ -180,7 +198,25 @@ class HierarchicalSystem:
             model_dim=self.dim,
             backhaul=topo.baseline != "pedpfl",
         )
+        self._build_scheduling()
         self._reset_schedule()
+
+    def _build_scheduling(self) -> None:
+        """Build the per-edge policies of ``topology.scheduling`` (module detail 5)."""
+        cfg = self.config
+        topo = cfg.topology
+        self.edge_scheduling: EdgeScheduling | None = None
+        self.round_subchannel: dict[int, int] | None = None
+        if topo.scheduling.uses_policy or self.external_actions:
+            self.edge_scheduling = EdgeScheduling(
+                topo.scheduling,
+                cost=topo.cost,
+                seed=cfg.seed,
+                subnets=self.topology.subnets,
+                distance_m=self.topology.distance_m,
+                num_train=self.num_train,
+                build_policies=topo.scheduling.uses_policy,
+            )
 
     def reset(
         self,
@@ -189,6 +225,7 @@ class HierarchicalSystem:
         dp_enabled: bool | None = None,
         epsilon: float | None = None,
         control: bool | None = None,
+        scheduling: HierSchedulingConfig | None = None,
     ) -> None:
         """Start over from w⁰ on the same actors and data (sweeps, tests).
 
@@ -202,6 +239,8 @@ class HierarchicalSystem:
             dp_enabled: Turn DP on/off, or None to keep.
             epsilon: New ``topology.dp.epsilon``, or None to keep.
             control: Turn the controller on/off, or None to keep.
+            scheduling: New ``topology.scheduling`` section (policy, K_e), or
+                None to keep.
         """
         cfg = self.config
         topo = cfg.topology
@@ -213,7 +252,11 @@ class HierarchicalSystem:
             topo = topo.model_copy(
                 update={"control": topo.control.model_copy(update={"enabled": control})}
             )
+        if scheduling is not None:
+            topo = topo.model_copy(update={"scheduling": scheduling})
         self.config = cfg.model_copy(update={"topology": topo})
+        if scheduling is not None:
+            self._build_scheduling()
         if trusted is not None:
             self.topology = Topology(
                 self.topology.subnets,
@@ -245,6 +288,8 @@ class HierarchicalSystem:
         self.control_refs = None
         self.edge_rows = []
         self.local_update_count = np.zeros(self.num_clients, dtype=np.int64)
+        if getattr(self, "edge_scheduling", None) is not None:
+            self.edge_scheduling.reset()
 
     def placement(self) -> dict[str, Any]:
         """Return where the actors run (client actors, edges, cloud)."""
@@ -288,10 +333,46 @@ class HierarchicalSystem:
             beta_hat=self.beta_hat,
         )
 
-    def _choose_participants(self, k: int) -> list[list[int]]:
+    def scheduling_observations(self, k: int) -> list[dict[str, np.ndarray]]:
+        """Return each edge's observation for global round k (policy path)."""
+        sch = self.edge_scheduling
+        if sch is None:
+            raise RuntimeError("topology.scheduling.policy is uniform: no observations")
+        if "loss" in sch.needed_keys and np.isnan(sch.loss).all():
+            sch.loss = np.array([r["test_loss"] for r in self.evaluate()])
+        eps = None
+        if "privacy_spent" in sch.needed_keys and self.dp_enabled:
+            eps = self.uplink.epsilons()[0]
+        return sch.observations(
+            k,
+            self.period_index,
+            self.participants,
+            upload_count=self.local_update_count,
+            privacy_spent=eps,
+        )
+
+    def _choose_participants(
+        self, k: int, actions: list[Any] | None = None
+    ) -> list[list[int]]:
+        self.round_subchannel = None
+        sch = self.edge_scheduling
+        if sch is not None and (actions is not None or sch.policies):
+            if actions is None:
+                actions = sch.decide(self.scheduling_observations(k))
+            chosen, self.round_subchannel = sch.to_participants(
+                actions, self.participants
+            )
+            return chosen
+        if actions is not None:
+            raise ValueError(
+                "actions need topology.scheduling.policy (or external_actions=True)"
+            )
+        cap = self.config.topology.scheduling.subchannels_per_edge
         out = []
         for c, members in enumerate(self.topology.subnets):
             s = int(min(self.participants[c], len(members)))
+            if cap is not None:
+                s = min(s, cap)
             if s >= len(members):
                 out.append(list(members))
                 continue
@@ -301,8 +382,15 @@ class HierarchicalSystem:
             )
         return out
 
-    def run_global_round(self, k: int) -> tuple[RoundResult, dict[str, Any]]:
+    def run_global_round(
+        self, k: int, actions: list[Any] | None = None
+    ) -> tuple[RoundResult, dict[str, Any]]:
         """Run interval k (τ_k steps, local and global aggregations).
+
+        Args:
+            k: Global round index.
+            actions: One flat-env action per edge (``rayfl.hierarchy.scheduling``);
+                None: ``topology.scheduling.policy`` decides.
 
         Returns:
             The per-device rows (as the flat engine's) and the round's extras
@@ -311,7 +399,7 @@ class HierarchicalSystem:
         cfg = self.config
         topo = cfg.topology
         trusted = self.topology.trusted
-        chosen = self._choose_participants(k)
+        chosen = self._choose_participants(k, actions)
         s_now = np.array([len(p) for p in chosen], dtype=np.int64)
         eta = self.learning_rate(k)
         plan_local = (
@@ -459,13 +547,22 @@ class HierarchicalSystem:
         rows: dict[int, dict[str, Any]] = {}
         edge_energy = np.zeros(n_edges)
         edge_delay = np.zeros(n_edges)
+        sch, subch = self.edge_scheduling, self.round_subchannel
         for (c, p, mine, _), recs in zip(device_calls, device_records, strict=True):
-            fading = np.array(
-                [
-                    rng_for(cfg.seed, "hier_fading", round=p, client=i).exponential(1.0)
-                    for i in mine
-                ]
-            )
+            if sch is not None and subch is not None:  # the assigned subchannel's
+                key = sch.fading_key(k, p)
+                fading = np.array(
+                    [sch.fading(key, i, sch.num_subchannels[c])[subch[i]] for i in mine]
+                )
+            else:
+                fading = np.array(
+                    [
+                        rng_for(cfg.seed, "hier_fading", round=p, client=i).exponential(
+                            1.0
+                        )
+                        for i in mine
+                    ]
+                )
             time_s, energy_j = self.cost.uploads(mine, fading)
             edge_energy[c] += energy_j.sum()
             edge_delay[c] += time_s.sum()
@@ -489,6 +586,8 @@ class HierarchicalSystem:
                 row["latency_s"] += float(t_s)
                 row["energy_j"] += float(e_j)
                 row["delivered"] = row["delivered"] and not rec.get("rejected", False)
+                if subch is not None:
+                    row["subchannel"] = subch[i]
                 self.local_update_count[i] += 1
         hop_energy, hop_delay = self.cost.global_hop()
         edge_energy += hop_energy
@@ -568,6 +667,8 @@ class HierarchicalSystem:
             "beta_hat": float(self.beta_hat),
             "steps_done": int(self.steps_done),
         }
+        if sch is not None:
+            sch.observe(chosen, out_rows)
         self._control(k, previous, chosen)
         delivered = sorted(r["client"] for r in out_rows if r["delivered"])
         return RoundResult(k, out_rows, delivered), extras
@@ -685,6 +786,11 @@ class HierarchicalSystem:
                 "local_update_count": self.local_update_count.tolist(),
             },
             "edge_rows": list(self.edge_rows),
+            **(
+                {"scheduling": self.edge_scheduling.state_dict()}
+                if self.edge_scheduling is not None
+                else {}
+            ),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -702,6 +808,8 @@ class HierarchicalSystem:
         self.control_refs = s["control_refs"]
         self.local_update_count = np.asarray(s["local_update_count"], dtype=np.int64)
         self.edge_rows = list(state["edge_rows"])
+        if self.edge_scheduling is not None and "scheduling" in state:
+            self.edge_scheduling.load_state_dict(state["scheduling"])
 
     def close(self) -> None:
         """Kill the actors and stop Ray if this system started it."""

@@ -1,0 +1,196 @@
+"""The hierarchy's per-edge scheduling decision as one Gymnasium environment.
+
+Each step is one global round k of H2FDP (devices → edge servers → cloud,
+``rayfl.hierarchy``): the agent picks, for every edge c, which devices of the
+subnet S_c upload on which of edge c's K_e subchannels, then the interval runs
+on the real engine (Ray actors train, edges aggregate and add their DP noise,
+the cloud averages). The per-edge decision is exactly the flat
+:class:`envs.scheduling.WirelessFLEnv`'s (same observation table, same action
+rule), so a flat policy drives one edge and an RL agent drives all of them
+through the concatenated action.
+
+## Action Space
+``MultiDiscrete(concat_c [n_c + 1] * K_e)``: the per-edge actions a_c, in edge
+order, concatenated. Entry Σ_{c'<c} K_e(c') + k is edge c's subchannel k; value
+j < n_c means device d_j (the j-th smallest id of S_c) uploads on it, n_c means
+idle. :meth:`HierarchicalSchedulingEnv.split_action` and
+:meth:`~HierarchicalSchedulingEnv.join_actions` convert. A device named twice
+in a block, a value outside [0, n_c] or a wrong length raises ``ValueError``.
+Under adaptive control the edge opens only min(K_e, s_c^k) subchannels; a device
+on a closed one does not upload (``rayfl.hierarchy.scheduling`` detail 1).
+
+## Observation Space
+``Dict({"edge_0": obs_0, …, "edge_{N-1}": obs_{N-1}})``, obs_c being the flat
+env's table for the subnet (keys ``channel_gain`` (n_c, K_e) dB, ``loss``,
+``upload_count``, ``privacy_spent``, ``staleness``, ``data_size``,
+``eligible``, ``round``; see ``rayfl.hierarchy.scheduling``).
+
+## Rewards
+``accuracy`` (default): global test accuracy after the round (evaluates every
+step); ``energy``: −energy of the round's uploads and backhaul (J);
+``latency``: −delay of the round (s, spec §2.7 accounting).
+
+## Episode End
+Truncation after ``config.rounds`` global rounds.
+
+## Arguments
+| parameter | type | default | description |
+|---|---|---|---|
+| config | path, mapping or RunConfig | – | a run config with ``topology.kind: hierarchical`` |
+| reward | str | "accuracy" | one of ``REWARDS`` |
+| overrides | list or mapping | () | config overrides ``key.path=value`` |
+
+``topology.scheduling.subchannels_per_edge`` sets K_e (None: n_c); its
+``policy`` is ignored (the agent decides).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+
+from rayfl.config import RunConfig, load_config
+from rayfl.hierarchy.config import TopologyConfig as HierTopologyConfig
+from rayfl.hierarchy.scheduling import edge_spaces
+from rayfl.hierarchy.topology import build_topology
+from rayfl.metrics import round_summary
+
+__all__ = ["REWARDS", "HierarchicalSchedulingEnv"]
+
+REWARDS = ("accuracy", "energy", "latency")
+
+
+class HierarchicalSchedulingEnv(gym.Env):
+    """Schedule every edge's subnet on its subchannels, one global round per step."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        config: str | Path | Mapping[str, Any] | RunConfig,
+        reward: str = "accuracy",
+        overrides: Sequence[str] | Mapping[str, Any] = (),
+    ) -> None:
+        if reward not in REWARDS:
+            raise ValueError(
+                f"reward must be one of {', '.join(REWARDS)}; got {reward!r}"
+            )
+        cfg = load_config(config, overrides)
+        if not isinstance(cfg.topology, HierTopologyConfig):
+            raise ValueError(
+                "HierarchicalSchedulingEnv needs topology.kind=hierarchical, got "
+                f"{cfg.topology.kind!r}"
+            )
+        self.config: RunConfig = cfg
+        self.topology_config: HierTopologyConfig = cfg.topology
+        self.reward_kind = reward
+        topo = build_topology(cfg.topology, cfg.data.num_clients, cfg.seed)
+        k_e = cfg.topology.scheduling.subchannels_per_edge
+        self.sizes = [len(s) for s in topo.subnets]
+        self.num_subchannels = [int(k_e or n) for n in self.sizes]
+        per_edge = [
+            edge_spaces(n, k)
+            for n, k in zip(self.sizes, self.num_subchannels, strict=True)
+        ]
+        self.edge_spaces = per_edge
+        self.observation_space = spaces.Dict(
+            {f"edge_{c}": obs for c, (obs, _) in enumerate(per_edge)}
+        )
+        self.action_space = spaces.MultiDiscrete(
+            np.concatenate(
+                [
+                    np.full(k, n + 1)
+                    for n, k in zip(self.sizes, self.num_subchannels, strict=True)
+                ]
+            ).astype(np.int64)
+        )
+        self._offsets = np.cumsum([0, *self.num_subchannels])
+        self.system: Any = None
+        self.round = 0
+
+    # ---------------------------------------------------------------- actions
+    def split_action(self, action: npt.ArrayLike) -> list[npt.NDArray[np.int64]]:
+        """Return the per-edge actions a_c of a concatenated action."""
+        values = np.asarray(action)
+        if values.shape != (int(self._offsets[-1]),):
+            raise ValueError(
+                f"action must have {int(self._offsets[-1])} entries (Σ_c K_e), "
+                f"got shape {values.shape}"
+            )
+        return [
+            values[self._offsets[c] : self._offsets[c + 1]]
+            for c in range(len(self.sizes))
+        ]
+
+    def join_actions(self, actions: Sequence[npt.ArrayLike]) -> npt.NDArray[np.int64]:
+        """Return the concatenated action of per-edge actions (inverse of split)."""
+        if len(actions) != len(self.sizes):
+            raise ValueError(f"expected {len(self.sizes)} per-edge actions")
+        return np.concatenate([np.asarray(a, dtype=np.int64) for a in actions])
+
+    def edge_observation(self, obs: Mapping[str, Any], c: int) -> Mapping[str, Any]:
+        """Return edge c's flat-env observation out of the env's ``Dict``."""
+        return obs[f"edge_{c}"]
+
+    # ---------------------------------------------------------------- gym API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start over from w⁰ (``seed`` replaces the config seed: rebuilds the actors)."""
+        super().reset(seed=seed)
+        from rayfl.hierarchy.system import HierarchicalSystem
+
+        if seed is not None and int(seed) != self.config.seed:
+            self.close()
+            self.config = self.config.model_copy(update={"seed": int(seed)})
+        if self.system is None:
+            self.system = HierarchicalSystem(self.config, external_actions=True)
+        else:
+            self.system.reset(scheduling=self.topology_config.scheduling)
+        self.round = 0
+        return self._obs(), {"round": 0}
+
+    def step(
+        self, action: Any
+    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """Run one global round with the per-edge schedules of ``action``."""
+        if self.system is None:
+            raise RuntimeError("call reset() before step()")
+        result, extras = self.system.run_global_round(
+            self.round, self.split_action(action)
+        )
+        info: dict[str, Any] = {
+            "round": self.round,
+            "scheduled": sorted(int(r["client"]) for r in result.rows),
+            "energy_j": extras["energy_j"],
+            "latency_s": extras["latency_s"],
+        }
+        if self.reward_kind == "accuracy":
+            acc = round_summary(self.system.evaluate(), self.system.num_test)[
+                "global_acc"
+            ]
+            info["global_acc"] = acc
+            reward = float(acc)
+        elif self.reward_kind == "energy":
+            reward = -float(extras["energy_j"])
+        else:
+            reward = -float(extras["latency_s"])
+        self.round += 1
+        truncated = self.round >= self.config.rounds
+        return self._obs(), reward, False, truncated, info
+
+    def close(self) -> None:
+        """Stop the engine's actors."""
+        if self.system is not None:
+            self.system.close()
+            self.system = None
+
+    def _obs(self) -> dict[str, Any]:
+        per_edge = self.system.scheduling_observations(self.round)
+        return {f"edge_{c}": obs for c, obs in enumerate(per_edge)}

@@ -1,0 +1,409 @@
+"""Per-edge scheduling of the hierarchy through the flat env/policy interface.
+
+Each edge server c owns its own uplink band of K_e orthogonal subchannels
+(``topology.scheduling.subchannels_per_edge``). At the start of global round k
+the edge sees its subnet S_c = (d_0, …, d_{n_c−1}) (the subnet's device ids in
+ascending order) exactly as the flat :class:`envs.scheduling.WirelessFLEnv`
+sees its clients: an observation table with N = n_c rows and K = K_e
+subchannels, and it answers with the flat action ``MultiDiscrete([n_c + 1] *
+K_e)``. One registered policy instance per edge (``policies.POLICIES``) maps the
+observation to the action; :class:`envs.hierarchical.HierarchicalSchedulingEnv`
+exposes the same decision to an external agent as one concatenated action.
+
+Mapping of an action onto the hierarchy:
+
+| action | meaning |
+|---|---|
+| ``a_c[k] = j`` (0 ≤ j < n_c) | device d_j of subnet c uploads on subchannel k of edge c |
+| ``a_c[k] = n_c`` | subchannel k of edge c idles |
+| concatenation ``[a_0, a_1, …, a_{N−1}]`` (env) | edge c's block is entries Σ_{c'<c} K_e … + K_e − 1 |
+| S_c^k | {d_j : a_c[k] = j for an open subchannel k}, sorted by id |
+
+Observation table of edge c (the flat env's keys and units):
+
+| key | shape | meaning |
+|---|---|---|
+| channel_gain | (n_c, K_e) | β_0 − 10 α̂ log10(d_i) + 10 log10 abs(u_{i,k})² dB (``topology.cost`` model, Rayleigh abs(u)² ~ Exp(1)); −inf on a closed subchannel |
+| loss | (n_c,) | last training loss the device reported (initially the global model's test loss, measured only when the policy reads ``loss``) |
+| upload_count | (n_c,) | local uploads (segments) the device has made so far |
+| privacy_spent | (n_c,) | worst-observer accountant ε of the device (0 without DP; read only when the policy requires it) |
+| staleness | (n_c,) | global rounds since the device last participated |
+| data_size | (n_c,) | training samples of the device |
+| eligible | (n_c,) | 1 (the hierarchy has no per-device budget stop) |
+| round | (1,) | global round k |
+
+Symbol table:
+
+| paper / spec symbol | code name |
+|---|---|
+| S_c, n_c = abs(S_c) | ``subnets[c]``, ``len(subnets[c])`` |
+| K_e | ``num_subchannels[c]`` (``subchannels_per_edge`` or n_c) |
+| s_c^k (controller) | ``caps[c]`` |
+| abs(u_{i,k})² | ``fading(key, device)[k]`` |
+
+Implementation details:
+    1. Reconciliation with the controller's s_c^k (Algorithm 1): the edge opens
+       o_c^k = K_e subchannels when s_c^k = n_c (no cap; always so without
+       control) and o_c^k = min(K_e, s_c^k) otherwise; subchannels o_c^k … K_e − 1
+       are closed for the interval: the observation reports their gain as −inf dB
+       (so gain-maximising policies leave them to the weakest devices) and a
+       device the action puts on a closed subchannel does not upload. Hence
+       abs(S_c^k) = number of devices on open subchannels ≤ min(K_e, s_c^k).
+    2. Fading of device i on subchannel k is keyed by (seed,
+       "hier_subchannel_fading", key, i) with key = k (``coherence: interval``,
+       the upload sees the channel the decision saw) or the local period index
+       (``coherence: period``; the decision sees the interval's first period).
+       ``frequency_selective: False`` draws one abs(u)² per device for the band.
+    3. The energy/delay of every upload (``rayfl.hierarchy.cost``) uses the
+       fading of the subchannel the device was assigned; the subnet's uploads
+       stay summed (TDMA accounting of spec §2.7) so the policy path and the
+       uniform path are costed by the same formula.
+    4. Policy seeds: edge c's policy is ``reset(seed)`` with a seed from (seed,
+       "hier_policy", 0, c), so same seed ⇒ same decisions.
+    5. Actions are validated before use (shape (K_e,), integers in [0, n_c], a
+       device on at most one subchannel): a bad action raises ``ValueError``
+       naming the edge, the subchannel and the device. Policies that set
+       per-client controls (``uses_controls``) or read the flat engine
+       (``bind_system``) are refused with a clear error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
+from rayfl.seeding import rng_for
+
+__all__ = ["EdgeScheduling", "OBS_KEYS", "edge_spaces", "validate_action"]
+
+#: Keys of each edge's observation, as the flat env's table.
+OBS_KEYS = (
+    "channel_gain",
+    "loss",
+    "upload_count",
+    "privacy_spent",
+    "staleness",
+    "data_size",
+    "eligible",
+    "round",
+)
+
+
+def edge_spaces(num_devices: int, num_subchannels: int) -> tuple[Any, Any]:
+    """Return the flat env's (observation_space, action_space) for one edge.
+
+    Args:
+        num_devices: n_c, devices of the subnet.
+        num_subchannels: K_e.
+
+    Returns:
+        A gymnasium ``Dict`` with the keys of :data:`OBS_KEYS` and
+        ``MultiDiscrete([n_c + 1] * K_e)``.
+    """
+    from gymnasium import spaces
+
+    n, k = int(num_devices), int(num_subchannels)
+    inf = np.float32(np.inf)
+    vec = spaces.Box(0.0, inf, shape=(n,), dtype=np.float32)
+    obs = spaces.Dict(
+        {
+            "channel_gain": spaces.Box(-inf, inf, shape=(n, k), dtype=np.float32),
+            "loss": vec,
+            "upload_count": vec,
+            "privacy_spent": vec,
+            "staleness": vec,
+            "data_size": vec,
+            "eligible": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32),
+            "round": spaces.Box(0.0, inf, shape=(1,), dtype=np.float32),
+        }
+    )
+    return obs, spaces.MultiDiscrete(np.full(k, n + 1, dtype=np.int64))
+
+
+def validate_action(
+    action: Any, *, edge: int, num_devices: int, num_subchannels: int
+) -> npt.NDArray[np.int64]:
+    """Return edge ``edge``'s action as a (K_e,) int64 array, or raise.
+
+    Args:
+        action: The action (array-like, or a ``Dict`` action with
+            ``"assignment"``; a ``"power"`` entry is refused: the cost model has
+            one transmit power).
+        edge: c (for the error message).
+        num_devices: n_c.
+        num_subchannels: K_e.
+
+    Raises:
+        ValueError: Wrong shape or dtype, a device id outside [0, n_c], or a device
+            on two subchannels.
+
+    Example:
+        >>> validate_action([2, 0], edge=0, num_devices=3, num_subchannels=2).tolist()
+        [2, 0]
+        >>> validate_action([0, 0], edge=1, num_devices=3, num_subchannels=2)
+        Traceback (most recent call last):
+        ...
+        ValueError: edge 1: device 0 is on subchannels [0, 1]; at most one allowed
+    """
+    if isinstance(action, dict):
+        extra = sorted(set(action) - {"assignment"})
+        if extra:
+            raise ValueError(
+                f"edge {edge}: the hierarchy's action has only 'assignment', got {extra}"
+            )
+        action = action["assignment"]
+    values = np.asarray(action)
+    if values.shape != (num_subchannels,) or not (
+        np.issubdtype(values.dtype, np.integer) or values.size == 0
+    ):
+        raise ValueError(
+            f"edge {edge}: action must be {num_subchannels} integers (device index in "
+            f"0..{num_devices - 1} of the subnet per subchannel, {num_devices} = idle), "
+            f"got {action!r}"
+        )
+    values = values.astype(np.int64)
+    bad = np.flatnonzero((values < 0) | (values > num_devices))
+    if bad.size:
+        s = int(bad[0])
+        raise ValueError(
+            f"edge {edge}: subchannel {s}: device {int(values[s])} is not in "
+            f"0..{num_devices} ({num_devices} = idle)"
+        )
+    used = values[values < num_devices]
+    ids, counts = np.unique(used, return_counts=True)
+    for j in ids[counts > 1].tolist():
+        where = np.flatnonzero(values == j).tolist()
+        raise ValueError(
+            f"edge {edge}: device {j} is on subchannels {where}; at most one allowed"
+        )
+    return values
+
+
+class EdgeScheduling:
+    """The per-edge observations, policies and action → S_c^k mapping.
+
+    Args:
+        config: ``topology.scheduling``.
+        cost: ``topology.cost`` (the channel model of the gains).
+        seed: The run seed.
+        subnets: S_c per edge (device ids).
+        distance_m: Device-edge distance of every device (I,).
+        num_train: Training samples of every device (I,).
+        build_policies: Build the registered policies (False when an external
+            agent, e.g. the env, supplies the actions).
+
+    Raises:
+        ValueError: Unknown policy name, or a policy the hierarchy cannot drive.
+    """
+
+    def __init__(
+        self,
+        config: HierSchedulingConfig,
+        *,
+        cost: CostConfig,
+        seed: int,
+        subnets: Sequence[Sequence[int]],
+        distance_m: npt.ArrayLike,
+        num_train: npt.ArrayLike,
+        build_policies: bool = True,
+    ) -> None:
+        self.config = config
+        self.seed = int(seed)
+        self.subnets = [
+            np.asarray(sorted(int(i) for i in s), np.int64) for s in subnets
+        ]
+        distance = np.asarray(distance_m, dtype=np.float64)
+        #: Large-scale gain β_0 − 10 α̂ log10(d) of every device, dB.
+        self.large_scale_db = (
+            cost.ref_gain_db - 10 * cost.path_loss_exponent * np.log10(distance)
+        )
+        self.num_train = np.asarray(num_train, dtype=np.float64)
+        k_e = config.subchannels_per_edge
+        self.num_subchannels = [int(k_e or len(s)) for s in self.subnets]
+        self.spaces = [
+            edge_spaces(len(s), k)
+            for s, k in zip(self.subnets, self.num_subchannels, strict=True)
+        ]
+        self.policies: list[Any] = []
+        #: Observation keys the policies read (costly ones are filled only then).
+        self.needed_keys: set[str] = set(OBS_KEYS)
+        if build_policies:
+            self._build_policies()
+        self.reset()
+
+    def _build_policies(self) -> None:
+        from policies.registry import make_policy, policy_class
+
+        name = self.config.policy
+        cls = policy_class(name)  # ValueError listing the known names
+        if getattr(cls, "uses_controls", False) or callable(
+            getattr(cls, "bind_system", None)
+        ):
+            raise ValueError(
+                f"topology.scheduling.policy={name} sets per-client controls or reads "
+                "the flat engine (bind_system); the hierarchy drives policies that "
+                "act on the observation alone (e.g. random, round_robin, best_channel)"
+            )
+        self.policies = [
+            make_policy(name, space, **self.config.params) for space in self.spaces
+        ]
+        self.needed_keys = set().union(*(set(p.required_keys) for p in self.policies))
+
+    def reset(self) -> None:
+        """Reseed the policies and clear the per-device history."""
+        for c, policy in enumerate(self.policies):
+            policy.reset(
+                seed=int(
+                    rng_for(self.seed, "hier_policy", client=c).integers(2**31 - 1)
+                )
+            )
+        n = len(self.num_train)
+        self.staleness = np.zeros(n)
+        self.loss = np.full(n, np.nan)
+
+    # ------------------------------------------------------------- channel
+    def fading(
+        self, key: int, device: int, num_subchannels: int
+    ) -> npt.NDArray[np.float64]:
+        """Return abs(u_{i,k})² of device ``device`` on each subchannel (detail 2)."""
+        rng = rng_for(self.seed, "hier_subchannel_fading", round=key, client=device)
+        if self.config.frequency_selective:
+            return rng.exponential(1.0, size=num_subchannels)
+        return np.full(num_subchannels, rng.exponential(1.0))
+
+    def fading_key(self, round: int, period: int) -> int:
+        """Return the key of the fading an upload at (round, period) sees."""
+        return round if self.config.coherence == "interval" else period
+
+    def gains_db(self, c: int, key: int) -> npt.NDArray[np.float64]:
+        """Return edge c's (n_c, K_e) channel gains in dB for fading key ``key``."""
+        k_e = self.num_subchannels[c]
+        fading = np.stack([self.fading(key, int(i), k_e) for i in self.subnets[c]])
+        return self.large_scale_db[self.subnets[c], None] + 10 * np.log10(fading)
+
+    @staticmethod
+    def open_subchannels(num_subchannels: int, size: int, cap: int) -> int:
+        """Return o_c^k = K_e if s_c^k ≥ n_c else min(K_e, s_c^k) (detail 1)."""
+        return num_subchannels if cap >= size else min(num_subchannels, int(cap))
+
+    # ------------------------------------------------------------- decisions
+    def observations(
+        self,
+        round: int,
+        period: int,
+        caps: npt.ArrayLike,
+        *,
+        upload_count: npt.ArrayLike,
+        privacy_spent: npt.ArrayLike | None = None,
+    ) -> list[dict[str, npt.NDArray[np.float32]]]:
+        """Return every edge's observation for global round ``round``.
+
+        Args:
+            round: k.
+            period: Index of the interval's first local period (fading key under
+                ``coherence: period``).
+            caps: s_c^k per edge.
+            upload_count: Uploads so far per device (I,).
+            privacy_spent: Worst-observer ε per device (I,), or None for zeros.
+        """
+        key = self.fading_key(round, period)
+        uploads = np.asarray(upload_count, dtype=np.float64)
+        eps = (
+            np.zeros(len(self.num_train))
+            if privacy_spent is None
+            else np.minimum(np.asarray(privacy_spent, dtype=np.float64), 3e38)
+        )
+        loss = np.nan_to_num(self.loss, nan=0.0)
+        out = []
+        for c, members in enumerate(self.subnets):
+            k_e = self.num_subchannels[c]
+            gain = self.gains_db(c, key)
+            open_k = self.open_subchannels(k_e, len(members), int(np.asarray(caps)[c]))
+            gain[:, open_k:] = -np.inf
+            out.append(
+                {
+                    "channel_gain": gain.astype(np.float32),
+                    "loss": np.maximum(loss[members], 0).astype(np.float32),
+                    "upload_count": uploads[members].astype(np.float32),
+                    "privacy_spent": eps[members].astype(np.float32),
+                    "staleness": self.staleness[members].astype(np.float32),
+                    "data_size": self.num_train[members].astype(np.float32),
+                    "eligible": np.ones(len(members), dtype=np.float32),
+                    "round": np.array([round], dtype=np.float32),
+                }
+            )
+        return out
+
+    def decide(self, observations: Sequence[Any]) -> list[npt.NDArray[np.int64]]:
+        """Return each edge policy's action for its observation."""
+        if not self.policies:
+            raise RuntimeError("no policies were built (external actions expected)")
+        return [
+            np.asarray(p(obs), dtype=np.int64)
+            for p, obs in zip(self.policies, observations, strict=True)
+        ]
+
+    def to_participants(
+        self, actions: Sequence[Any], caps: npt.ArrayLike
+    ) -> tuple[list[list[int]], dict[int, int]]:
+        """Map per-edge actions to S_c^k and each participant's subchannel.
+
+        Args:
+            actions: One action per edge (validated here).
+            caps: s_c^k per edge (detail 1).
+
+        Returns:
+            (S_c^k per edge as sorted device ids, {device id: subchannel of its edge}).
+
+        Raises:
+            ValueError: Wrong number of actions or an invalid action.
+        """
+        if len(actions) != len(self.subnets):
+            raise ValueError(
+                f"expected one action per edge ({len(self.subnets)}), got {len(actions)}"
+            )
+        chosen: list[list[int]] = []
+        subchannel: dict[int, int] = {}
+        for c, (members, action) in enumerate(zip(self.subnets, actions, strict=True)):
+            k_e = self.num_subchannels[c]
+            values = validate_action(
+                action, edge=c, num_devices=len(members), num_subchannels=k_e
+            )
+            open_k = self.open_subchannels(k_e, len(members), int(np.asarray(caps)[c]))
+            picked = {}
+            for k, j in enumerate(values[:open_k].tolist()):
+                if j < len(members):
+                    picked[int(members[j])] = k
+            chosen.append(sorted(picked))
+            subchannel.update(picked)
+        return chosen, subchannel
+
+    def observe(
+        self, chosen: Sequence[Sequence[int]], rows: Sequence[dict[str, Any]]
+    ) -> None:
+        """Update staleness and last losses after a global round."""
+        self.staleness += 1
+        for members in chosen:
+            self.staleness[list(members)] = 0
+        for r in rows:
+            loss = float(r.get("train_loss", np.nan))
+            if np.isfinite(loss):
+                self.loss[int(r["client"])] = loss
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return the policies and histories (checkpoints)."""
+        return {
+            "policies": self.policies,
+            "staleness": self.staleness.copy(),
+            "loss": self.loss.copy(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self.policies = list(state["policies"])
+        self.staleness = np.asarray(state["staleness"], dtype=np.float64)
+        self.loss = np.asarray(state["loss"], dtype=np.float64)

@@ -1,0 +1,331 @@
+"""Per-edge scheduling of the hierarchy through the flat env/policy interface."""
+
+import itertools
+import math
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import envs  # noqa: F401 - registers HierarchicalFL-v0
+import rayfl
+from policies.registry import make_policy
+from rayfl.config import load_config
+from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
+from rayfl.hierarchy.scheduling import EdgeScheduling, validate_action
+from rayfl.hierarchy.system import HierarchicalSystem
+from rayfl.seeding import rng_for
+
+SUBNETS = [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11]]
+DIST = np.linspace(10.0, 100.0, 12)
+
+
+def _sched(policy, k_e, **kw):
+    cfg = HierSchedulingConfig(policy=policy, subchannels_per_edge=k_e, **kw)
+    return EdgeScheduling(
+        cfg,
+        cost=CostConfig(),
+        seed=3,
+        subnets=SUBNETS,
+        distance_m=DIST,
+        num_train=np.arange(12) + 10,
+    )
+
+
+def _step(sched, k, caps=(5, 7)):
+    obs = sched.observations(k, 0, np.array(caps), upload_count=np.zeros(12))
+    chosen, subch = sched.to_participants(sched.decide(obs), np.array(caps))
+    sched.observe(chosen, [])
+    return obs, chosen, subch
+
+
+def test_best_channel_picks_the_subnets_strongest_devices():
+    # flat fading across the band: the strongest K_e devices by gain (argsort oracle)
+    sched = _sched("best_channel", 2, frequency_selective=False)
+    for k in range(5):
+        obs, chosen, _ = _step(sched, k)
+        for c, members in enumerate(SUBNETS):
+            gain = obs[c]["channel_gain"][:, 0]
+            oracle = sorted(np.asarray(members)[np.argsort(-gain)[:2]].tolist())
+            assert chosen[c] == oracle
+
+
+def test_best_channel_matching_is_the_brute_force_optimum():
+    # frequency-selective: Σ gain [dB] of the matching equals exhaustive search
+    sched = _sched("best_channel", 3)
+    for k in range(4):
+        obs, chosen, subch = _step(sched, k)
+        for c, members in enumerate(SUBNETS):
+            gain = obs[c]["channel_gain"].astype(np.float64)
+            best = max(
+                sum(gain[j, s] for s, j in enumerate(perm))
+                for perm in itertools.permutations(range(len(members)), 3)
+            )
+            got = sum(gain[members.index(i), subch[i]] for i in chosen[c])
+            assert got == pytest.approx(best, abs=1e-4)
+
+
+@pytest.mark.parametrize("k_e", [2, 3])
+def test_round_robin_covers_every_device_in_ceil_n_over_k_rounds(k_e):
+    sched = _sched("round_robin", k_e)
+    seen = [set() for _ in SUBNETS]
+    horizon = max(math.ceil(len(s) / k_e) for s in SUBNETS)
+    rounds_to_cover = [None, None]
+    for k in range(horizon):
+        _, chosen, _ = _step(sched, k)
+        for c, members in enumerate(chosen):
+            assert len(members) == k_e  # one device per subchannel
+            seen[c] |= set(members)
+            if rounds_to_cover[c] is None and seen[c] == set(SUBNETS[c]):
+                rounds_to_cover[c] = k + 1
+    for c, members in enumerate(SUBNETS):
+        assert rounds_to_cover[c] == math.ceil(len(members) / k_e)
+
+
+def test_random_policy_is_seeded_and_staleness_tracks_participation():
+    a, b = _sched("random", 2), _sched("random", 2)
+    picks = [[_step(s, k)[1] for k in range(4)] for s in (a, b)]
+    assert picks[0] == picks[1]
+    assert len({tuple(p[0]) for p in picks[0]}) > 1  # not a constant choice
+    last = picks[0][-1]
+    for c, members in enumerate(SUBNETS):
+        for i in members:
+            assert (a.staleness[i] == 0) == (i in last[c])
+
+
+def test_checkpointed_policies_resume_the_same_decisions():
+    a = _sched("round_robin", 2)
+    _step(a, 0)
+    b = _sched("round_robin", 2)
+    b.load_state_dict(pickle.loads(pickle.dumps(a.state_dict())))
+    assert [_step(a, k)[1] for k in (1, 2)] == [_step(b, k)[1] for k in (1, 2)]
+    np.testing.assert_array_equal(a.staleness, b.staleness)
+
+
+def test_controller_cap_closes_subchannels():
+    sched = _sched("best_channel", 3)
+    obs, chosen, _ = _step(sched, 0, caps=(2, 7))
+    assert np.isneginf(obs[0]["channel_gain"][:, 2:]).all()
+    assert np.isfinite(obs[1]["channel_gain"]).all()
+    assert [len(m) for m in chosen] == [2, 3]
+
+
+def test_invalid_actions_raise_clear_errors():
+    sched = _sched("random", 2)
+    caps = np.array([5, 7])
+    ok = [np.array([0, 1]), np.array([7, 2])]
+    sched.to_participants(ok, caps)  # device 7 of subnet 1 = idle
+    with pytest.raises(ValueError, match="edge 0: device 1 is on subchannels"):
+        sched.to_participants([np.array([1, 1]), ok[1]], caps)
+    with pytest.raises(ValueError, match="edge 1: subchannel 0: device 8 is not in"):
+        sched.to_participants([ok[0], np.array([8, 0])], caps)
+    with pytest.raises(ValueError, match="edge 0: action must be 2 integers"):
+        sched.to_participants([np.array([0, 1, 2]), ok[1]], caps)
+    with pytest.raises(ValueError, match="action must be 2 integers"):
+        validate_action(np.array([0.0, 1.0]), edge=0, num_devices=5, num_subchannels=2)
+    with pytest.raises(ValueError, match="one action per edge"):
+        sched.to_participants([ok[0]], caps)
+    with pytest.raises(ValueError, match="unknown policy 'nope'"):
+        _sched("nope", 2)
+    with pytest.raises(ValueError, match="per-client controls"):
+        _sched("minmax", 2)
+    with pytest.raises(ValueError, match="policy=uniform takes none"):
+        HierSchedulingConfig(params={"window": 3})
+
+
+def test_default_is_the_uniform_choice():
+    assert load_config(
+        {"topology": {"kind": "hierarchical", "num_edges": 2}}
+    ).topology.scheduling == HierSchedulingConfig(policy="uniform")
+
+
+# ---------------------------------------------------------------- on Ray
+TINY = {
+    "name": "hsched",
+    "rounds": 2,
+    "data": {
+        "dataset": "digits",
+        "num_clients": 8,
+        "partition": "dirichlet",
+        "alpha": 1.0,
+        "min_partition_size": 20,
+    },
+    "model": {"kind": "mlp", "hidden": [16]},
+    "algorithm": {"kind": "fedavg", "local_steps": 2, "batch_size": 16, "lr": 0.1},
+    "output": {"progress": False, "plots": False},
+    "topology": {
+        "kind": "hierarchical",
+        "num_edges": 2,
+        "tau": 2,
+        "local_period": 1,
+        "edge_eval": False,
+        "dp": {"epsilon": 1.0},
+    },
+}
+
+
+def _tiny(policy, k_e=2, **top):
+    return load_config(
+        {
+            **TINY,
+            "topology": {
+                **TINY["topology"],
+                **top,
+                "scheduling": {"policy": policy, "subchannels_per_edge": k_e},
+            },
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def env(ray_session):
+    """One tiny hierarchy for the module (behind the env); tests ``reset`` it."""
+    made = gym.make("HierarchicalFL-v0", config=_tiny("random"), reward="energy")
+    made.reset()
+    yield made.unwrapped
+    made.close()
+
+
+@pytest.fixture
+def system(env):
+    return env.system
+
+
+def _run(system, scheduling, rounds=2):
+    system.reset(scheduling=scheduling)
+    out = []
+    for k in range(rounds):
+        obs = (
+            system.scheduling_observations(k)
+            if system.edge_scheduling is not None
+            else None
+        )
+        result, extras = system.run_global_round(k)
+        out.append((obs, result, extras))
+    return out
+
+
+def test_policies_drive_a_hierarchical_run(system):
+    out = {
+        name: _run(system, _tiny(name).topology.scheduling)
+        for name in ("random", "round_robin", "best_channel")
+    }
+    cost = system.cost
+    subnets = [list(range(4)), list(range(4, 8))]
+    for name, rows in out.items():
+        for k, (obs, result, extras) in enumerate(rows):
+            ids = sorted(r["client"] for r in result.rows)
+            # K_e = 2 devices per subnet, one per subchannel
+            assert [sum(i in s for i in ids) for s in subnets] == [2, 2], name
+            for r in result.rows:
+                i, sub = r["client"], r["subchannel"]
+                # the upload is priced with the fading of the assigned subchannel
+                fading = rng_for(0, "hier_subchannel_fading", round=k, client=i)
+                u = fading.exponential(1.0, size=2)[sub]
+                t_s, e_j = cost.uploads([i], [u])
+                assert r["energy_j"] == pytest.approx(2 * e_j[0], rel=1e-9)
+                assert r["latency_s"] == pytest.approx(2 * t_s[0], rel=1e-9)
+            if name == "best_channel":
+                for c, s in enumerate(subnets):
+                    g = obs[c]["channel_gain"]
+                    best = max(
+                        g[a, 0] + g[b, 1]
+                        for a, b in itertools.permutations(range(4), 2)
+                    )
+                    got = sum(
+                        g[s.index(r["client"]), r["subchannel"]]
+                        for r in result.rows
+                        if r["client"] in s
+                    )
+                    assert got == pytest.approx(best, abs=1e-4)
+            assert extras["energy_j"] > 0
+    # round robin: rounds 0 and 1 cover each subnet of 4 with K_e = 2
+    for s in subnets:
+        covered = {
+            r["client"]
+            for _, res, _ in out["round_robin"]
+            for r in res.rows
+            if r["client"] in s
+        }
+        assert covered == set(s)
+
+
+def test_same_seed_same_metrics_through_the_policy_path(system):
+    cfg = _tiny("random").topology.scheduling
+    a = _run(system, cfg)
+    w_a = system.global_vector()
+    b = _run(system, cfg)
+    for (_, ra, ea), (_, rb, eb) in zip(a, b, strict=True):
+        np.testing.assert_equal(ra.rows, rb.rows)
+        np.testing.assert_equal(ea, eb)  # NaN-aware (beta_hat)
+    np.testing.assert_array_equal(w_a, system.global_vector())
+
+
+def test_uniform_cap_limits_participants(system):
+    ((_, result, _),) = _run(system, HierSchedulingConfig(subchannels_per_edge=3), 1)
+    ids = [r["client"] for r in result.rows]
+    assert sum(i < 4 for i in ids) == 3 and sum(i >= 4 for i in ids) == 3
+    assert all("subchannel" not in r for r in result.rows)
+
+
+def test_env_maps_the_concatenated_action_onto_edges(env):
+    obs, _ = env.reset()
+    # 2 edges of 4 devices, K_e = 2: MultiDiscrete([5, 5, 5, 5])
+    assert env.action_space.nvec.tolist() == [5, 5, 5, 5]
+    assert env.observation_space.contains(obs)
+    assert obs["edge_1"]["channel_gain"].shape == (4, 2)
+    # edge 0: local devices 0 and 3; edge 1: subchannel 0 idle, device 1 (= id 5)
+    action = env.join_actions([[0, 3], [4, 1]])
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert info["scheduled"] == [0, 3, 5]
+    assert reward == -info["energy_j"] < 0 and not terminated and not truncated
+    with pytest.raises(ValueError, match="4 entries"):
+        env.step(np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match="edge 1: device 2 is on subchannels"):
+        env.step(np.array([0, 1, 2, 2]))
+    # a flat policy drives one edge of the env unchanged
+    policies = [make_policy("best_channel", space) for space in env.edge_spaces]
+    actions = [p(env.edge_observation(obs, c)) for c, p in enumerate(policies)]
+    _, _, _, truncated, info = env.step(env.join_actions(actions))
+    assert len(info["scheduled"]) == 4 and truncated  # rounds = 2
+
+
+def test_controller_caps_the_policy_path(system):
+    try:
+        system.reset(
+            control=True, scheduling=_tiny("best_channel", 3).topology.scheduling
+        )
+        system.run_global_round(0)
+        caps = system.participants.copy()  # s_c^1 chosen by Algorithm 1
+        result, _ = system.run_global_round(1)
+    finally:
+        system.reset(control=False)
+    ids = [r["client"] for r in result.rows]
+    for c, members in enumerate([range(4), range(4, 8)]):
+        expected = 3 if caps[c] >= 4 else min(3, caps[c])
+        assert sum(i in members for i in ids) == expected
+    assert {r["subchannel"] for r in result.rows} <= {0, 1, 2}
+
+
+def test_hierarchy_refuses_the_flat_scheduler_field():
+    with pytest.raises(ValueError, match="topology.scheduling.policy"):
+        HierarchicalSystem(load_config({**TINY, "scheduler": {"policy": "random"}}))
+
+
+@pytest.mark.slow
+def test_same_seed_same_metrics_fresh_runs(ray_session, tmp_path):
+    cfg = {
+        **TINY,
+        "topology": {
+            **TINY["topology"],
+            "scheduling": {"policy": "best_channel", "subchannels_per_edge": 2},
+        },
+    }
+    runs = [rayfl.run(cfg, {"output.dir": str(tmp_path / str(i))}) for i in range(2)]
+    cols = ["round", "client", "scheduled", "subchannel", "train_loss", "energy_j"]
+    a, b = (r.metrics[cols] for r in runs)
+    assert a.equals(b)
+    assert runs[0].rounds["global_acc"].equals(runs[1].rounds["global_acc"])
+    assert (a.groupby("round")["scheduled"].sum() == 4).all()
+    assert a.loc[a.scheduled, "subchannel"].isin([0, 1]).all()
