@@ -214,21 +214,42 @@ def markdown(df: pd.DataFrame) -> str:
 
 
 def plot(runs: pd.DataFrame, sweep: pd.DataFrame, out: Path) -> None:
-    """Accuracy and cumulative delay vs rounds, accuracy vs delay, accuracy vs V."""
+    """Seed means: accuracy (± std) and delay vs rounds, accuracy at equal delay, vs V."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 4 if len(sweep) else 3, figsize=(18, 4))
-    for (policy, seed), df in runs.groupby(["policy", "seed"], sort=False):
-        label = f"{policy} (seed {seed})"
-        axes[0].plot(df["round"], df["global_acc"], label=label)
-        axes[1].plot(df["round"], df["cum_delay_s"], label=label)
-        axes[2].plot(df["cum_delay_s"], df["global_acc"], label=label)
+    ends = runs.groupby(["policy", "seed"])["cum_delay_s"].max()
+    starts = runs.groupby(["policy", "seed"])["cum_delay_s"].min()
+    grid = np.linspace(float(starts.max()), float(ends.min()), 60)
+    for policy, by_policy in runs.groupby("policy", sort=False):
+        seeds = by_policy["seed"].nunique()
+        label = f"{policy} ({seeds} seed{'s' if seeds > 1 else ''})"
+        per_round = by_policy.groupby("round")[["global_acc", "cum_delay_s"]]
+        mean, std = per_round.mean(), per_round.std(ddof=1).fillna(0.0)
+        (line,) = axes[0].plot(mean.index, mean["global_acc"], label=label)
+        axes[0].fill_between(
+            mean.index,
+            mean["global_acc"] - std["global_acc"],
+            mean["global_acc"] + std["global_acc"],
+            color=line.get_color(),
+            alpha=0.15,
+        )
+        axes[1].plot(mean.index, mean["cum_delay_s"], color=line.get_color())
+        # best accuracy reached within each delay budget, averaged over seeds
+        curves = [
+            [acc_at_delay(df, b) for b in grid] for _, df in by_policy.groupby("seed")
+        ]
+        axes[2].plot(grid, np.nanmean(curves, axis=0), color=line.get_color())
     axes[0].set(xlabel="round", ylabel="test accuracy", title="accuracy vs rounds")
     axes[1].set(xlabel="round", ylabel="cumulative delay [s]", title="delay vs rounds")
-    axes[2].set(xlabel="cumulative delay [s]", ylabel="test accuracy")
+    axes[2].set(
+        xlabel="cumulative delay budget [s]",
+        ylabel="best accuracy within budget",
+        title="accuracy at equal delay (seed mean)",
+    )
     axes[0].legend(fontsize=7)
     if len(sweep):
         mean = sweep.groupby("V")["final_acc"].mean()
