@@ -4,10 +4,15 @@ from gymnasium.envs.registration import register
 
 __all__ = ["ENV_IDS"]
 
-ENV_IDS = ("WirelessFL-v0",)
+ENV_IDS = ("WirelessFL-v0", "D2DNeighbor-v0")
 
 register(
     id="WirelessFL-v0",
     entry_point="envs.scheduling:WirelessFLEnv",
     max_episode_steps=20,
+)
+
+register(
+    id="D2DNeighbor-v0",
+    entry_point="envs.d2d:D2DNeighborEnv",
 )

@@ -46,6 +46,9 @@ PURPOSES: dict[str, int] = {
     "hier_edge_noise": 42,
     "hier_fading": 43,
     "hier_participants": 44,
+    # D2D neighbor-selection env (envs.d2d, issue 9): ids 50+
+    "d2d_csi": 50,
+    "d2d_surrogate": 51,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

@@ -53,6 +53,26 @@ def _check(cfg: RunConfig) -> None:
         )
 
 
+def _env_driver(system: Any) -> Any:
+    """Per-round selection through the D2DNeighbor-v0 env (``selection_via: env``).
+
+    Returns a callable running the next round: the ``topology.policy`` of each
+    target acts on the env's observation and the env steps ``system``.
+    """
+    from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
+
+    env = D2DNeighborEnv(mode="emulate", system=system)
+    state = {"obs": env.reset(seed=system.config.seed)[0]}
+    policies = make_selection_policies(env)
+
+    def step() -> list[dict[str, Any]]:
+        action = policy_action(env, policies, state["obs"])
+        state["obs"], _, _, _, info = env.step(action)
+        return info["rows"]  # type: ignore[no-any-return]
+
+    return step
+
+
 def _mean(rows: list[dict[str, Any]], key: str) -> float:
     values = np.array([r[key] for r in rows if r["role"] == "target"], float)
     values = values[np.isfinite(values)]
@@ -83,9 +103,10 @@ def run_d2d(cfg: RunConfig, *, run_dir: Path | None = None) -> RunResult:
 
         bar = tqdm(total=cfg.rounds, unit="round", dynamic_ncols=True)
     try:
+        step = _env_driver(system) if cfg.topology.selection_via == "env" else None  # type: ignore[union-attr]
         for t in range(cfg.rounds):
             t0 = time.perf_counter()
-            rows = system.run_round(t)
+            rows = step() if step is not None else system.run_round(t)
             log.client_rows += rows
             row = {
                 "round": t,
