@@ -227,7 +227,7 @@ class D2DSurrogateDynamics:
     moves towards the label distribution of the data it is trained on:
 
         p_t     = α q_n + (1 − α) Σ_{m ∈ D_t} π̃_m q_m     (eq. 1 on label marginals)
-        η_t     = c · S_t / (S_t + s_0),  S_t = n_n + Σ_{m ∈ D_t} n_m
+        η_t     = c · S_t / (S_t + s_0),  S_t = n_n + (1 − α) Σ_{m ∈ D_t} n_m
         ŷ_{t+1} = (1 − η_t) ŷ_t + η_t p_t,      loss_t = −Σ_y q_n(y) log ŷ_t(y)
 
     where q_m is client m's train label histogram (smoothed), n_m its sample
@@ -235,7 +235,8 @@ class D2DSurrogateDynamics:
     (renormalised). π runs the pFedWN EM on label histograms — E step r_m(y) ∝
     π_m q_m(y), M step π_m = Σ_y q_n(y) r_m(y) — ``em_steps`` steps per round.
     More neighbors speed learning (η grows with S_t); neighbors whose labels
-    differ from the target's pull ŷ away from q_n unless EM down-weights them.
+    differ from the target's pull ŷ away from q_n unless EM down-weights them;
+    α = 1 is pure local training whatever M_n (as in the real system).
 
     | symbol | code name | default |
     |--------|-----------|---------|
@@ -299,7 +300,7 @@ class D2DSurrogateDynamics:
             w = self.pi[np.asarray(arrived)]
             w = w / w.sum()
             mix = self.alpha * mix + (1 - self.alpha) * (w @ q[np.asarray(delivered)])
-            total += float(self.sizes[np.asarray(delivered)].sum())
+            total += (1 - self.alpha) * float(self.sizes[np.asarray(delivered)].sum())
         eta = self.rate * total / (total + self.scale)
         self.prediction = (1 - eta) * self.prediction + eta * mix
         return self.loss()
