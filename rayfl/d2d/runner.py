@@ -39,12 +39,18 @@ def _check(cfg: RunConfig) -> None:
     method = cfg.topology.method  # type: ignore[union-attr]
     from rayfl.algorithms.registry import algorithm_class
 
-    if method == "federated" and algorithm_class(cfg.algorithm).personalized_downloads:
+    if (
+        method == "federated"
+        and algorithm_class(cfg.algorithm).personalized_downloads
+        and cfg.topology.participants != "all"  # type: ignore[union-attr]
+    ):
         raise ValueError(
             f"algorithm.kind={cfg.algorithm.kind} needs per-client downloads from a "
-            "server that keeps every upload (FedAMP, APPLE); topology.kind=d2d's "
-            "federated baseline has no such server yet (Per-FedAvg, pFedMe, FedALA, "
-            "Ditto, FedProx and FedAvg run)"
+            "server that keeps every upload (FedAMP, APPLE); they read all N clients' "
+            "uploads, so topology.kind=d2d runs them over G_n only: set "
+            "topology.participants=all (with participants=selected the clients "
+            "outside M_n would enter as ω⁰). Per-FedAvg, pFedMe, FedALA, Ditto, "
+            "FedProx and FedAvg run over M_n"
         )
     if method != "federated" and cfg.privacy.mechanism != "none":
         raise ValueError(

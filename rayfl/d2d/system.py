@@ -305,17 +305,30 @@ class D2DSystem:
         return dicts, sources
 
     def _federated_round(self, round: int) -> list[dict[str, Any]]:
+        from rayfl.algorithms.registry import algorithm_class
+
+        personalized = algorithm_class(self.config.algorithm).personalized_downloads
         agg_calls = []
         arrived: dict[int, list[int]] = {}
         train_records = []
         for t in self.targets:
             members = self.members[t]
             uploads = []
+            refs: dict[int, Any] = {}
+            if personalized:  # FedAMP, APPLE: the target's server sends each its own
+                refs = ray.get(
+                    self.actors[int(self.actor_of[t])].group_download_refs.remote(
+                        round, t, self.global_refs[t], members, self.num_clients
+                    )
+                )
             for a, clients in self._by_actor(members).items():
+                extra = (
+                    {"downloads": {c: refs[c] for c in clients}} if personalized else {}
+                )
                 rec, bundle, _ = (
                     self.actors[a]
                     .train.options(num_returns=3)
-                    .remote(round, self.global_refs[t], clients, None)
+                    .remote(round, self.global_refs[t], clients, None, **extra)
                 )
                 train_records.append(rec)
                 uploads.append(bundle)
