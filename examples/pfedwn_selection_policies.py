@@ -12,11 +12,15 @@ policy re-selects the target's neighbors every round:
 
 Prints a markdown table of the target's maximum and final test accuracy (the
 README's metric) and the mean number of selected neighbors per round, and
-writes it to ``--out``/table.md. Shrink with ``--rounds`` and ``--seeds``.
+writes it to ``--out``/table.md. Shrink with ``--rounds`` and ``--seeds``;
+``--link-model bernoulli`` loses each model with its link's P^err (where a
+channel-blind selection should pay).
 
 Example (what the README reports):
 
     python examples/pfedwn_selection_policies.py --seeds 0 1 2 --rounds 30
+    python examples/pfedwn_selection_policies.py --seeds 0 1 2 --rounds 30 \
+        --link-model bernoulli
 """
 
 from __future__ import annotations
@@ -52,10 +56,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument(
+        "--link-model",
+        default="ideal",
+        choices=["ideal", "bernoulli", "mc_sinr"],
+        help="topology.link_model (ideal: every model arrives, the paper)",
+    )
     parser.add_argument("--out", type=Path, default=Path("results/pfedwn_selection"))
     args = parser.parse_args()
-    if not ray.is_initialized():  # one session for every run (the runner reuses it)
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    for attempt in range(5):  # one session for every run (the runner reuses it)
+        if ray.is_initialized():
+            break
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+        except Exception:  # raylet start-up times out on an overloaded machine
+            ray.shutdown()
+            if attempt == 4:
+                raise
     rows = []
     for label, overrides in POLICIES.items():
         for seed in args.seeds:
@@ -65,6 +82,7 @@ def main() -> None:
                     *overrides,
                     f"seed={seed}",
                     f"rounds={args.rounds}",
+                    f"topology.link_model={args.link_model}",
                     f"output.dir={args.out / 'runs'}",
                     "output.plots=false",
                     "output.progress=false",
@@ -99,7 +117,7 @@ def main() -> None:
     for label, group in table.groupby("policy", sort=False):
         acc = group["acc_max"].to_numpy()
         lines.append(
-            f"| {label} | {acc.mean():.1f} ± {acc.std():.1f} | "
+            f"| {label} | {acc.mean():.1f} ± {acc.std(ddof=1):.1f} | "
             + " / ".join(f"{a:.1f}" for a in acc)
             + f" | {group['acc_final'].mean():.1f} | "
             + f"{group['mean_selected'].mean():.2f} |"
