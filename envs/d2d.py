@@ -443,6 +443,13 @@ class D2DNeighborEnv(gym.Env):
     accuracy (emulate mode only). Both minus ``neighbor_cost`` × mean abs(M_n)
     (a price per model received).
 
+    ## Info
+    ``step`` returns ``neighbors`` and ``subchannel`` (target → the decoded
+    M_n and sub-channels), ``delivered`` (target → models that arrived),
+    ``test_loss``, ``test_acc`` (target → value; ``test_acc`` is None in
+    surrogate mode), ``ignored`` (repaired entries) and ``rows`` (the D2D
+    system's per-client records in emulate mode, what the runner logs).
+
     ## Starting State
     A layout and target(s) from the episode seed (``make_layout``), ω⁰ from the
     seed, π uniform; the data partition is drawn once per env from

@@ -87,7 +87,8 @@ class D2DTopologyConfig(BaseModel):
     participants: Literal["selected", "all"] = Field(
         "selected",
         description="Who federates in the local/federated baselines: the target and "
-        "its selected neighbors M_n, or all its neighbors G_n [A7].",
+        "its selected neighbors M_n, or all its neighbors G_n [A7]. FedAMP and "
+        "APPLE (per-client downloads over all N clients) need `all`.",
     )
     link_model: Literal["ideal", "bernoulli", "mc_sinr"] = Field(
         "ideal",

@@ -30,7 +30,13 @@ Implementation details:
        algorithm registered in ``rayfl.algorithms.registry`` runs with
        ``method: federated``; the target's reported model is
        ``algorithm.eval_vectors(global, state)["personal"]`` when the algorithm
-       keeps one, else the group's global model.
+       keeps one, else the group's global model. Algorithms with
+       ``personalized_downloads`` (FedAMP, APPLE) keep one group server per
+       target in the target's actor (``D2DClientHost._group_server``), which
+       sends each member its own download; they read all N clients' uploads, so
+       the runner allows them with ``participants: all`` only.
+    5. ``set_selection`` lets a policy re-select M_n every round
+       (``selection_via: env``, :mod:`envs.d2d`).
 """
 
 from __future__ import annotations
