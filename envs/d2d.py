@@ -842,7 +842,7 @@ class BinaryNeighbors(gym.ActionWrapper):
         """Step with the selection decoded from the bits."""
         obs, reward, terminated, truncated, info = self.env.step(self.action(action))
         self.last_obs = obs
-        return obs, reward, terminated, truncated, info
+        return obs, float(reward), terminated, truncated, info
 
     def action(self, action: Any) -> npt.NDArray[np.int64]:
         """Turn bits into the env's ``MultiDiscrete`` assignment."""

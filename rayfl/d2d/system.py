@@ -322,7 +322,7 @@ class D2DSystem:
             uploads = []
             refs: dict[int, Any] = {}
             if personalized:  # FedAMP, APPLE: the target's server sends each its own
-                refs = ray.get(
+                refs = ray.get(  # type: ignore[assignment]
                     self.actors[int(self.actor_of[t])].group_download_refs.remote(
                         round, t, self.global_refs[t], members, self.num_clients
                     )
