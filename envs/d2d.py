@@ -311,7 +311,9 @@ class D2DSurrogateBackend:
 
     Links: ``link_model: ideal`` delivers every model; otherwise each arrives
     with probability 1 − P^err (draws from (seed, "d2d_surrogate", round t + 1,
-    target)). The learning is :class:`D2DSurrogateDynamics`.
+    target)). The learning is :class:`D2DSurrogateDynamics`, a model of pFedWN:
+    ``method: local`` uses no neighbor, and ``method: federated`` is modelled
+    as pFedWN too (the surrogate has no FedAvg dynamics).
 
     Args:
         config: The run config (``topology.kind == "d2d"``).
