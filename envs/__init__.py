@@ -4,7 +4,7 @@ from gymnasium.envs.registration import register
 
 __all__ = ["ENV_IDS"]
 
-ENV_IDS = ("WirelessFL-v0", "HierarchicalFL-v0")
+ENV_IDS = ("WirelessFL-v0", "HierarchicalFL-v0", "D2DNeighbor-v0")
 
 register(
     id="WirelessFL-v0",
@@ -16,4 +16,7 @@ register(
 register(
     id="HierarchicalFL-v0",
     entry_point="envs.hierarchical:HierarchicalSchedulingEnv",
+register(
+    id="D2DNeighbor-v0",
+    entry_point="envs.d2d:D2DNeighborEnv",
 )

@@ -24,6 +24,7 @@ POLICIES: dict[str, str] = {
     "channel_threshold": "policies.channel_threshold:ChannelThresholdPolicy",
     "lyapunov": "policies.lyapunov:LyapunovPolicy",
     "learned": "policies.learned:LearnedPolicy",
+    "random_neighbors": "policies.random_neighbors:RandomNeighborsPolicy",
 }
 
 

@@ -48,6 +48,9 @@ PURPOSES: dict[str, int] = {
     "hier_participants": 44,
     "hier_policy": 45,
     "hier_subchannel_fading": 46,
+    # D2D neighbor-selection env (envs.d2d, issue 9): ids 50+
+    "d2d_csi": 50,
+    "d2d_surrogate": 51,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

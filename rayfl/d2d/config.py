@@ -27,6 +27,7 @@ recommendations for its 19 ambiguities (tags ``[A-k]`` below).
 | link_model | ideal | every model arrives / Bernoulli(1 − P^err) / per-round SINR [A8] |
 | on_loss | renormalize | lost packet: renormalise π, or reuse the last model received [A8] |
 | policy | channel_threshold | neighbor-selection policy (policies registry) |
+| selection_via | once | select once at t = 0, or every round through the D2DNeighbor-v0 env (envs.d2d) |
 | alpha | 0.5 | α of eq. 1 [A3] |
 | em_mode | two_phase | π frozen once EM converged, or re-estimated every round [A4] |
 | em_stop, em_tol, em_max_rounds, em_steps_per_round | l1, 1e-3, 50, 1 | stopping rule [§2.6] |
@@ -86,7 +87,8 @@ class D2DTopologyConfig(BaseModel):
     participants: Literal["selected", "all"] = Field(
         "selected",
         description="Who federates in the local/federated baselines: the target and "
-        "its selected neighbors M_n, or all its neighbors G_n [A7].",
+        "its selected neighbors M_n, or all its neighbors G_n [A7]. FedAMP and "
+        "APPLE (per-client downloads over all N clients) need `all`.",
     )
     link_model: Literal["ideal", "bernoulli", "mc_sinr"] = Field(
         "ideal",
@@ -106,6 +108,13 @@ class D2DTopologyConfig(BaseModel):
     )
     policy_params: dict[str, Any] = Field(
         default_factory=dict, description="Extra keyword arguments of the policy."
+    )
+    selection_via: Literal["once", "env"] = Field(
+        "once",
+        description="once: `policy` selects M_n once, at t = 0, from the CCM "
+        "observation (rayfl.d2d.selection; the paper); env: every round the runner "
+        "steps the D2DNeighbor-v0 env (envs.d2d) and `policy` re-selects M_n from "
+        "its observation (per-round CSI, P^err, previous π).",
     )
     alpha: float = Field(
         0.5, ge=0, le=1, description="α of eq. 1 (self weight); 1 = local training."

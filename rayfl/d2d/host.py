@@ -189,6 +189,38 @@ class D2DClientHost(ClientHost):
             **metrics,
         }
 
+    def _group_server(self, target: int) -> ServerHost:
+        """The aggregator of ``target``'s group.
+
+        A fresh :class:`ServerHost` each round, except for algorithms with
+        ``personalized_downloads`` (FedAMP, APPLE): their server keeps every
+        upload between rounds, so each target keeps one for the whole run.
+        """
+        if not self.algorithm.personalized_downloads:
+            return ServerHost(self.setup)
+        servers: dict[int, ServerHost] = self.__dict__.setdefault("_servers", {})
+        if target not in servers:
+            servers[target] = ServerHost(self.setup)
+        return servers[target]
+
+    def group_download_refs(
+        self,
+        round: int,
+        target: int,
+        global_vector: Vector,
+        clients: list[int],
+        num_clients: int,
+    ) -> dict[int, Any]:
+        """Per-client downloads of ``target``'s group server, as object refs.
+
+        Only for algorithms with ``personalized_downloads``: what
+        :meth:`ServerHost.download_refs` returns (client → ref) for the group.
+        """
+        refs, _ = self._group_server(target).download_refs(
+            round, global_vector, clients, num_clients
+        )
+        return refs
+
     def aggregate_group(
         self,
         round: int,
@@ -208,7 +240,7 @@ class D2DClientHost(ClientHost):
             for the target (its personal model if it keeps one, else the global
             one) and the delivered clients.
         """
-        server = ServerHost(self.setup)
+        server = self._group_server(target)
         new, report = server.aggregate(round, global_vector, link, *uploads)
         vectors = self.algorithm.eval_vectors(new, self.state[target])
         x_te, y_te = self.data.test(target)

@@ -39,18 +39,44 @@ def _check(cfg: RunConfig) -> None:
     method = cfg.topology.method  # type: ignore[union-attr]
     from rayfl.algorithms.registry import algorithm_class
 
-    if method == "federated" and algorithm_class(cfg.algorithm).personalized_downloads:
+    if (
+        method == "federated"
+        and algorithm_class(cfg.algorithm).personalized_downloads
+        and cfg.topology.participants != "all"  # type: ignore[union-attr]
+    ):
         raise ValueError(
             f"algorithm.kind={cfg.algorithm.kind} needs per-client downloads from a "
-            "server that keeps every upload (FedAMP, APPLE); topology.kind=d2d's "
-            "federated baseline has no such server yet (Per-FedAvg, pFedMe, FedALA, "
-            "Ditto, FedProx and FedAvg run)"
+            "server that keeps every upload (FedAMP, APPLE); they read all N clients' "
+            "uploads, so topology.kind=d2d runs them over G_n only: set "
+            "topology.participants=all (with participants=selected the clients "
+            "outside M_n would enter as ω⁰). Per-FedAvg, pFedMe, FedALA, Ditto, "
+            "FedProx and FedAvg run over M_n"
         )
     if method != "federated" and cfg.privacy.mechanism != "none":
         raise ValueError(
             f"privacy.mechanism={cfg.privacy.mechanism} applies to the federated "
             f"baselines only; topology.method={method} sends models without it"
         )
+
+
+def _env_driver(system: Any) -> Any:
+    """Per-round selection through the D2DNeighbor-v0 env (``selection_via: env``).
+
+    Returns a callable running the next round: the ``topology.policy`` of each
+    target acts on the env's observation and the env steps ``system``.
+    """
+    from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
+
+    env = D2DNeighborEnv(mode="emulate", system=system)
+    state = {"obs": env.reset(seed=system.config.seed)[0]}
+    policies = make_selection_policies(env)
+
+    def step() -> list[dict[str, Any]]:
+        action = policy_action(env, policies, state["obs"])
+        state["obs"], _, _, _, info = env.step(action)
+        return info["rows"]  # type: ignore[no-any-return]
+
+    return step
 
 
 def _mean(rows: list[dict[str, Any]], key: str) -> float:
@@ -83,9 +109,10 @@ def run_d2d(cfg: RunConfig, *, run_dir: Path | None = None) -> RunResult:
 
         bar = tqdm(total=cfg.rounds, unit="round", dynamic_ncols=True)
     try:
+        step = _env_driver(system) if cfg.topology.selection_via == "env" else None  # type: ignore[union-attr]
         for t in range(cfg.rounds):
             t0 = time.perf_counter()
-            rows = system.run_round(t)
+            rows = step() if step is not None else system.run_round(t)
             log.client_rows += rows
             row = {
                 "round": t,

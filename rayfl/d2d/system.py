@@ -30,7 +30,13 @@ Implementation details:
        algorithm registered in ``rayfl.algorithms.registry`` runs with
        ``method: federated``; the target's reported model is
        ``algorithm.eval_vectors(global, state)["personal"]`` when the algorithm
-       keeps one, else the group's global model.
+       keeps one, else the group's global model. Algorithms with
+       ``personalized_downloads`` (FedAMP, APPLE) keep one group server per
+       target in the target's actor (``D2DClientHost._group_server``), which
+       sends each member its own download; they read all N clients' uploads, so
+       the runner allows them with ``participants: all`` only.
+    5. ``set_selection`` lets a policy re-select M_n every round
+       (``selection_via: env``, :mod:`envs.d2d`).
 """
 
 from __future__ import annotations
@@ -305,17 +311,30 @@ class D2DSystem:
         return dicts, sources
 
     def _federated_round(self, round: int) -> list[dict[str, Any]]:
+        from rayfl.algorithms.registry import algorithm_class
+
+        personalized = algorithm_class(self.config.algorithm).personalized_downloads
         agg_calls = []
         arrived: dict[int, list[int]] = {}
         train_records = []
         for t in self.targets:
             members = self.members[t]
             uploads = []
+            refs: dict[int, Any] = {}
+            if personalized:  # FedAMP, APPLE: the target's server sends each its own
+                refs = ray.get(  # type: ignore[assignment]
+                    self.actors[int(self.actor_of[t])].group_download_refs.remote(
+                        round, t, self.global_refs[t], members, self.num_clients
+                    )
+                )
             for a, clients in self._by_actor(members).items():
+                extra = (
+                    {"downloads": {c: refs[c] for c in clients}} if personalized else {}
+                )
                 rec, bundle, _ = (
                     self.actors[a]
                     .train.options(num_returns=3)
-                    .remote(round, self.global_refs[t], clients, None)
+                    .remote(round, self.global_refs[t], clients, None, **extra)
                 )
                 train_records.append(rec)
                 uploads.append(bundle)
@@ -388,6 +407,55 @@ class D2DSystem:
                 }
             )
         return rows
+
+    # ------------------------------------------------------------- selection
+    def set_selection(
+        self, target: int, neighbors: tuple[int, ...], subchannel: tuple[int, ...]
+    ) -> None:
+        """Replace ``target``'s selected neighbors M_n from the next round on.
+
+        The hook of env-driven selection (``topology.selection_via: env``,
+        :mod:`envs.d2d`): a policy re-decides M_n every round. An unchanged set
+        only updates the sub-channels (so the run equals the once-at-t = 0
+        selection). A changed set keeps π of the neighbors that stay, gives each
+        new neighbor 1/abs(M_n), renormalises, and restarts EM (unfrozen).
+
+        Args:
+            target: A target of this run.
+            neighbors: The new M_n (distinct clients, not the target), any order.
+            subchannel: The sub-channel of each (same order).
+
+        Raises:
+            ValueError: On an unknown target, a repeated neighbor, the target
+                itself or a client id out of range.
+        """
+        if target not in self.selections:
+            raise ValueError(f"client {target} is not a target of this run")
+        pairs = sorted(zip(neighbors, subchannel, strict=True))
+        new = tuple(int(m) for m, _ in pairs)
+        if len(set(new)) != len(new) or target in new:
+            raise ValueError(
+                f"neighbors of target {target} must be distinct other clients, "
+                f"got {list(neighbors)}"
+            )
+        if any(not 0 <= m < self.num_clients for m in new):
+            raise ValueError(f"neighbor ids must be in 0..{self.num_clients - 1}")
+        old = self.selections[target]
+        self.selections[target] = Selection(
+            target, new, tuple(int(f) for _, f in pairs), old.error_probability
+        )
+        if new == old.neighbors:
+            return
+        state = self.em[target]
+        pi_old = dict(zip(old.neighbors, np.exp(state.log_pi).tolist(), strict=True))
+        fresh = _EMState(new)
+        if new:
+            pi = np.array([pi_old.get(m, 1.0 / len(new)) for m in new])
+            fresh.log_pi = np.log(np.maximum(pi / pi.sum(), 1e-300))
+        fresh.history = state.history + [np.exp(fresh.log_pi).tolist()]
+        fresh.loglik = state.loglik
+        self.em[target] = fresh
+        self.members[target] = self._members(target)
 
     # ------------------------------------------------------------------ report
     def selection_report(self) -> dict[str, Any]:

@@ -21,6 +21,7 @@ MODULES = [
     "policies.minmax_bound",
     "policies.features",
     "policies.learned",
+    "policies.random_neighbors",
 ]
 
 

@@ -25,6 +25,7 @@ NAMES = [
     "channel_threshold",
     "lyapunov",
     "learned",
+    "random_neighbors",
 ]
 
 

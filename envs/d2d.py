@@ -1,0 +1,894 @@
+"""D2D neighbor selection of pFedWN as a Gymnasium environment (``D2DNeighbor-v0``).
+
+Step 1 of pFedWN (spec seed_003 §2.4) — which neighbors M_n a target client n
+takes models from — is a scheduling decision like the OFDMA one of
+:class:`envs.scheduling.WirelessFLEnv`. This env exposes it per round, with the
+observation of :mod:`rayfl.d2d.selection` (plus the previous round's EM mixture
+weights) and the same ``MultiDiscrete([N + 1] * F)`` action, so every policy of
+the ``policies`` registry (``channel_threshold``, ``random``, ``best_channel``,
+``random_neighbors``, a learned one) plugs in unchanged; :class:`BinaryNeighbors`
+gives RL libraries a ``MultiBinary(N)`` action instead.
+
+Symbol table (spec seed_003 → code):
+
+| paper | code |
+|-------|------|
+| n (TC), G_n | ``targets``, ``obs["eligible"]`` |
+| M_n | the non-idle entries of the action |
+| P_s^err | ``obs["error_probability"][s]`` |
+| ĥ² h̃_f² P | ``10**(obs["channel_gain"][s, f] / 10)`` |
+| π_m | ``obs["em_weight"][m]`` |
+| α | ``topology.alpha`` |
+
+Implementation details:
+    1. Round 0's observation is exactly :func:`rayfl.d2d.selection.selection_observation`
+       (the CCM draw), so a policy's first action here equals what
+       :func:`rayfl.d2d.selection.select_neighbors` selects for the same layout
+       and seed; round t ≥ 1 shows a fresh fading draw from (seed, "d2d_csi",
+       round t, target) — the CSI measured before the round's transmissions.
+    2. All-targets mode (``topology.target: all``): one step is one round of
+       every target; every observation key and the action get a leading target
+       axis (T = N). :meth:`D2DNeighborEnv.target_observation` slices one target,
+       and :func:`policy_action` applies one policy per target.
+    3. The emulate backend runs the real :class:`rayfl.d2d.system.D2DSystem`
+       (Ray actors, real data); a changed M_n goes through
+       :meth:`~rayfl.d2d.system.D2DSystem.set_selection`. The surrogate backend
+       trains nothing (:class:`D2DSurrogateDynamics`).
+    4. Rewards use the target's test split (the D2D system evaluates there, as
+       the scheduling env's rewards do); the baseline of the first step's reward
+       is the initial model's loss/accuracy on that split.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+
+from rayfl.config import RunConfig, load_config
+from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.selection import D2DLayout, make_layout, selection_observation
+from rayfl.data.federated import FederatedData, build_federated
+from rayfl.seeding import rng_for
+
+__all__ = [
+    "DEFAULT_D2D_CONFIG",
+    "D2D_REWARDS",
+    "BinaryNeighbors",
+    "D2DEmulatedBackend",
+    "D2DNeighborEnv",
+    "D2DSurrogateBackend",
+    "D2DSurrogateDynamics",
+    "make_d2d_rl_env",
+    "make_selection_policies",
+    "policy_action",
+]
+
+#: The small default system of ``gym.make("D2DNeighbor-v0")``: digits, 11 nodes.
+DEFAULT_D2D_CONFIG: dict[str, Any] = {
+    "name": "d2d-env",
+    "rounds": 10,
+    "data": {
+        "dataset": "digits",
+        "num_clients": 11,
+        "partition": "dirichlet",
+        "alpha": 0.5,
+        "min_partition_size": 30,
+    },
+    "model": {"kind": "mlp", "hidden": [32]},
+    "algorithm": {"kind": "fedavg", "local_epochs": 1, "batch_size": 16, "lr": 0.1},
+    "topology": {"kind": "d2d", "target": "random"},
+    "output": {"progress": False, "plots": False},
+}
+
+D2D_REWARDS = ("loss_decrease", "accuracy_gain")
+_VECTOR_KEYS = ("eligible", "error_probability", "distance_m", "em_weight", "selected")
+
+
+# ---------------------------------------------------------------------- backends
+@dataclass
+class D2DOutcome:
+    """What one round returns to the env, per target.
+
+    Attributes:
+        test_loss: Target → loss of its reported model on its test split.
+        test_acc: Target → accuracy (NaN in surrogate mode).
+        delivered: Target → neighbors whose model arrived.
+        em_weight: Target → (N,) π over its neighbors (0 elsewhere).
+        rows: The system's per-client records (emulate), else [].
+    """
+
+    test_loss: dict[int, float]
+    test_acc: dict[int, float]
+    delivered: dict[int, list[int]]
+    em_weight: dict[int, npt.NDArray[np.float64]]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _pi_vector(num_nodes: int, neighbors: Sequence[int], pi: npt.ArrayLike) -> Any:
+    out = np.zeros(num_nodes)
+    if len(neighbors):
+        out[list(neighbors)] = np.asarray(pi, dtype=np.float64)
+    return out
+
+
+class D2DEmulatedBackend:
+    """Real pFedWN (or baseline) rounds of :class:`rayfl.d2d.system.D2DSystem`.
+
+    Args:
+        config: The run config (``topology.kind == "d2d"``).
+        system: An existing system to drive (the runner's); the env then covers
+            exactly that run and cannot be reset to another seed.
+        data: A prebuilt federated dataset (kept across resets).
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        system: Any = None,
+        data: FederatedData | None = None,
+    ) -> None:
+        self.config = config
+        self.system = system
+        self.owned = system is None
+        self.fresh = system is not None
+        self.data = data if system is None else system.data
+
+    def restart(self, seed: int) -> D2DLayout:
+        """Start a run with ``seed`` (reuse an unstepped system of that seed)."""
+        from rayfl.d2d.system import D2DSystem
+
+        system = self.system
+        if system is not None and self.fresh and system.config.seed == seed:
+            return system.layout  # type: ignore[no-any-return]
+        if not self.owned:
+            raise RuntimeError(
+                "this env drives an external D2DSystem (the runner's): it covers "
+                "one run and cannot be reset to a new episode"
+            )
+        self.close()
+        if self.data is None:
+            self.data = build_federated(self.config.data, seed=self.config.seed)
+        cfg = self.config.model_copy(update={"seed": int(seed)})
+        self.system = D2DSystem(cfg, data=self.data)
+        self.fresh = True
+        return self.system.layout  # type: ignore[no-any-return]
+
+    def initial(
+        self, targets: Sequence[int]
+    ) -> tuple[dict[int, float], dict[int, float]]:
+        """Loss and accuracy of ω⁰ on each target's test split."""
+        from rayfl.learning.models import FlatModel, build_model
+        from rayfl.learning.train import evaluate
+
+        system = self.system
+        assert system is not None
+        cfg = system.config
+        model = FlatModel(
+            build_model(
+                cfg.model.kind,
+                input_shape=tuple(system.data.input_shape),
+                num_classes=system.data.num_classes,
+                hidden=cfg.model.hidden,
+            )
+        )
+        import ray
+
+        init = ray.get(system.init_ref)
+        loss, acc = {}, {}
+        for t in targets:
+            x, y = system.data.test(t)
+            loss[t], acc[t] = (float(v) for v in evaluate(model, init, x, y))
+        return loss, acc
+
+    def run(
+        self,
+        round: int,
+        selections: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]],
+    ) -> D2DOutcome:
+        """Set every target's M_n and run one real round."""
+        system = self.system
+        assert system is not None
+        self.fresh = False
+        for t, (neighbors, subchannel) in selections.items():
+            system.set_selection(t, neighbors, subchannel)
+        rows = system.run_round(round)
+        by_client = {int(r["client"]): r for r in rows}
+        delivered = {int(r["client"]) for r in rows if r["delivered"]}
+        n = system.num_clients
+        out = D2DOutcome({}, {}, {}, {}, rows)
+        for t in selections:
+            neighbors = system.selections[t].neighbors
+            out.test_loss[t] = float(by_client[t]["test_loss"])
+            out.test_acc[t] = float(by_client[t]["test_acc"])
+            out.delivered[t] = [m for m in neighbors if m in delivered]
+            out.em_weight[t] = _pi_vector(n, neighbors, system.em_weights(t))
+        return out
+
+    def close(self) -> None:
+        """Stop the system's actors if this backend built them."""
+        if self.owned and self.system is not None:
+            self.system.close()
+            self.system = None
+
+
+@dataclass
+class D2DSurrogateDynamics:
+    """Label-marginal surrogate of one target's personalized training (no Ray).
+
+    The target's model is summarised by its predictive label marginal ŷ_t, which
+    moves towards the label distribution of the data it is trained on:
+
+        p_t     = α q_n + (1 − α) Σ_{m ∈ D_t} π̃_m q_m     (eq. 1 on label marginals)
+        η_t     = c · S_t / (S_t + s_0),  S_t = n_n + (1 − α) Σ_{m ∈ D_t} n_m
+        ŷ_{t+1} = (1 − η_t) ŷ_t + η_t p_t,      loss_t = −Σ_y q_n(y) log ŷ_t(y)
+
+    where q_m is client m's train label histogram (smoothed), n_m its sample
+    count, D_t the neighbors whose model arrived, and π̃ the EM weights over them
+    (renormalised). π runs the pFedWN EM on label histograms — E step r_m(y) ∝
+    π_m q_m(y), M step π_m = Σ_y q_n(y) r_m(y) — ``em_steps`` steps per round.
+    More neighbors speed learning (η grows with S_t); neighbors whose labels
+    differ from the target's pull ŷ away from q_n unless EM down-weights them;
+    α = 1 is pure local training whatever M_n (as in the real system).
+
+    | symbol | code name | default |
+    |--------|-----------|---------|
+    | q_n | ``labels[n]`` | train label histogram + 1e-3, normalised |
+    | c | ``rate`` | 0.5 |
+    | s_0 | ``scale`` | mean n_m |
+
+    Args:
+        labels: (N, C) label distributions q_m.
+        sizes: (N,) train sample counts n_m.
+        target: n.
+        alpha: α of eq. 1.
+        em_steps: E/M steps per round.
+    """
+
+    labels: npt.NDArray[np.float64]
+    sizes: npt.NDArray[np.float64]
+    target: int
+    alpha: float
+    em_steps: int = 1
+    rate: float = 0.5
+
+    def __post_init__(self) -> None:
+        c = self.labels.shape[1]
+        self.scale = float(self.sizes.mean())
+        self.prediction = np.full(c, 1.0 / c)
+        self.neighbors: tuple[int, ...] = ()
+        self.pi = np.zeros(0)
+
+    def loss(self) -> float:
+        """Cross-entropy of ŷ_t on the target's label distribution."""
+        q = self.labels[self.target]
+        return float(-(q * np.log(self.prediction)).sum())
+
+    def set_neighbors(self, neighbors: tuple[int, ...]) -> None:
+        """New M_n: kept neighbors keep π, new ones get 1/abs(M_n) (as the system)."""
+        if neighbors == self.neighbors:
+            return
+        old = dict(zip(self.neighbors, self.pi.tolist(), strict=True))
+        pi = np.array([old.get(m, 1.0 / len(neighbors)) for m in neighbors])
+        self.pi = pi / pi.sum() if len(neighbors) else pi
+        self.neighbors = neighbors
+
+    def step(self, delivered: Sequence[int]) -> float:
+        """Advance one round with the arrived neighbors; return loss_{t+1}."""
+        q = self.labels
+        arrived = [self.neighbors.index(m) for m in delivered]
+        if len(arrived) >= 1 and len(self.neighbors) > 1:
+            idx = np.asarray(arrived)
+            mass = self.pi[idx].sum()
+            sub = self.pi[idx] / mass
+            qm = q[np.asarray(delivered)]
+            for _ in range(self.em_steps):
+                joint = sub[:, None] * qm
+                resp = joint / joint.sum(axis=0, keepdims=True)
+                sub = (resp * q[self.target][None, :]).sum(axis=1)
+            self.pi[idx] = mass * sub
+        mix = q[self.target].copy()
+        total = float(self.sizes[self.target])
+        if delivered:
+            w = self.pi[np.asarray(arrived)]
+            w = w / w.sum()
+            mix = self.alpha * mix + (1 - self.alpha) * (w @ q[np.asarray(delivered)])
+            total += (1 - self.alpha) * float(self.sizes[np.asarray(delivered)].sum())
+        eta = self.rate * total / (total + self.scale)
+        self.prediction = (1 - eta) * self.prediction + eta * mix
+        return self.loss()
+
+
+class D2DSurrogateBackend:
+    """Cheap dynamics: the real layout, P^err and link draws; no training.
+
+    Links: ``link_model: ideal`` delivers every model; otherwise each arrives
+    with probability 1 − P^err (draws from (seed, "d2d_surrogate", round t + 1,
+    target)). The learning is :class:`D2DSurrogateDynamics`, a model of pFedWN:
+    ``method: local`` uses no neighbor, and ``method: federated`` is modelled
+    as pFedWN too (the surrogate has no FedAvg dynamics).
+
+    Args:
+        config: The run config (``topology.kind == "d2d"``).
+        data: A prebuilt federated dataset (its train label histograms are used).
+    """
+
+    def __init__(self, config: RunConfig, data: FederatedData | None = None) -> None:
+        self.config = config
+        self.topology: D2DTopologyConfig = config.topology  # type: ignore[assignment]
+        data = (
+            data if data is not None else build_federated(config.data, seed=config.seed)
+        )
+        n, c = data.num_clients, data.num_classes
+        counts = np.zeros((n, c))
+        for m in range(n):
+            counts[m] = np.bincount(np.asarray(data.train(m)[1]), minlength=c)[:c]
+        self.sizes = counts.sum(axis=1)
+        smooth = counts + 1e-3
+        self.labels = smooth / smooth.sum(axis=1, keepdims=True)
+        self.num_nodes = n
+        self.seed = config.seed
+        self.layout: D2DLayout | None = None
+        self.dynamics: dict[int, D2DSurrogateDynamics] = {}
+        self.error: dict[int, npt.NDArray[np.float64]] = {}
+
+    def restart(self, seed: int) -> D2DLayout:
+        """New episode: layout from ``seed``, fresh surrogate state."""
+        self.seed = int(seed)
+        self.layout = make_layout(self.topology, self.num_nodes, seed=self.seed)
+        self.dynamics = {
+            t: D2DSurrogateDynamics(
+                self.labels,
+                self.sizes,
+                t,
+                self.topology.alpha,
+                self.topology.em_steps_per_round,
+            )
+            for t in self.layout.targets
+        }
+        return self.layout
+
+    def initial(
+        self, targets: Sequence[int]
+    ) -> tuple[dict[int, float], dict[int, float]]:
+        """Return the loss ln C of the uniform ŷ_0 and NaN accuracy per target."""
+        return (
+            {t: self.dynamics[t].loss() for t in targets},
+            {t: math.nan for t in targets},
+        )
+
+    def run(
+        self,
+        round: int,
+        selections: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]],
+    ) -> D2DOutcome:
+        """Advance every target by one surrogate round."""
+        out = D2DOutcome({}, {}, {}, {})
+        topo = self.topology
+        for t, (neighbors, _) in selections.items():
+            dyn = self.dynamics[t]
+            dyn.set_neighbors(tuple(sorted(neighbors)))
+            senders = [] if topo.method == "local" else list(dyn.neighbors)
+            if topo.link_model == "ideal":
+                delivered = senders
+            else:
+                error = self.error[t]
+                draws = rng_for(
+                    self.seed, "d2d_surrogate", round=round + 1, client=t
+                ).random(self.num_nodes)
+                delivered = [m for m in senders if draws[m] >= error[m]]
+            out.test_loss[t] = dyn.step(delivered)
+            out.test_acc[t] = math.nan
+            out.delivered[t] = delivered
+            out.em_weight[t] = _pi_vector(self.num_nodes, dyn.neighbors, dyn.pi)
+        return out
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+# --------------------------------------------------------------------------- env
+class D2DNeighborEnv(gym.Env):
+    """Choose a D2D target's neighbors M_n, one pFedWN round per step.
+
+    ## Description
+    Each step is one round of the server-free D2D system of pFedWN (spec
+    seed_003): the agent names the neighbors whose models the target receives
+    this round and the ISM sub-channel each sends on, and the round runs — the
+    real :class:`rayfl.d2d.system.D2DSystem` (``mode="emulate"``: neighbors
+    train, links per ``topology.link_model``, EM, eq. 1, a local epoch) or the
+    label-marginal surrogate (``mode="surrogate"``, no training). The paper's
+    rule — M_n = {s : P_s^err < ε}, once at t = 0 — is the ``channel_threshold``
+    policy; RL or other heuristics may re-decide every round.
+
+    ## Action Space
+    ``MultiDiscrete([N + 1] * F)`` (the action of :mod:`rayfl.d2d.selection`):
+    entry f is the neighbor sending on sub-channel f, or N (idle); the selected
+    neighbors M_n are the non-idle entries. Why this encoding rather than one
+    bit per candidate: it is the space every registered scheduling policy
+    already emits (so ``channel_threshold`` is reused as is, and its action is
+    the t = 0 selection bit for bit), and it carries the sub-channel each
+    neighbor uses, which ``link_model: mc_sinr`` needs. RL libraries get the
+    ``MultiBinary(N)`` encoding from :class:`BinaryNeighbors`.
+    In all-targets mode the shape is (T, F).
+
+    Invalid actions: entries outside 0..N or a wrong shape/dtype always raise
+    ``ValueError``. Naming the target itself, or a neighbor on two sub-channels,
+    raises with ``invalid_action="raise"``; with ``"repair"`` (default, the
+    rule of ``WirelessFL-v0``) such entries are dropped — a neighbor keeps its
+    lowest sub-channel — and listed in ``info["ignored"]`` as (target,
+    sub-channel, client). ``action_masks()`` gives the valid choices per entry.
+
+    ## Observation Space
+    A ``Dict`` of float32 arrays (leading T axis in all-targets mode):
+
+    | key | shape | meaning | unit | low | high |
+    |-----|-------|---------|------|-----|------|
+    | channel_gain | (N, F) | P ĥ² h̃_f² of link s → target this round (−1000 for the target) | dB | -inf | inf |
+    | eligible | (N,) | 1 for the neighbors G_n (every node but the target) | – | 0 | 1 |
+    | error_probability | (N,) | analytic P_s^err (1 for the target) | – | 0 | 1 |
+    | distance_m | (N,) | distance to the target | m | 0 | inf |
+    | em_weight | (N,) | π_m after the previous round (0 if not a neighbor) | – | 0 | 1 |
+    | selected | (N,) | 1 for last round's M_n | – | 0 | 1 |
+    | round | (1,) | round index t | – | 0 | inf |
+
+    ## Rewards
+    ``loss_decrease`` (default): mean over targets of the decrease of the
+    target's test loss this round; ``accuracy_gain``: the increase of its test
+    accuracy (emulate mode only). Both minus ``neighbor_cost`` × mean abs(M_n)
+    (a price per model received).
+
+    ## Info
+    ``step`` returns ``neighbors`` and ``subchannel`` (target → the decoded
+    M_n and sub-channels), ``delivered`` (target → models that arrived),
+    ``test_loss``, ``test_acc`` (target → value; ``test_acc`` is None in
+    surrogate mode), ``ignored`` (repaired entries) and ``rows`` (the D2D
+    system's per-client records in emulate mode, what the runner logs).
+
+    ## Starting State
+    A layout and target(s) from the episode seed (``make_layout``), ω⁰ from the
+    seed, π uniform; the data partition is drawn once per env from
+    ``config.seed``.
+
+    ## Episode End
+    *Truncation*: after ``config.rounds`` steps. No termination.
+
+    ## Arguments
+    | parameter | type | default | description |
+    |-----------|------|---------|-------------|
+    | config | path, mapping or RunConfig | 11-node digits D2D system | the run config (``topology.kind: d2d``) |
+    | mode | str | "surrogate" | "surrogate" (no training) or "emulate" (real rounds on Ray) |
+    | reward | str | "loss_decrease" | one of ``D2D_REWARDS`` |
+    | neighbor_cost | float | 0.0 | reward cost per selected neighbor |
+    | invalid_action | str | "repair" | "repair" or "raise" (see Action Space) |
+    | overrides | list or mapping | () | config overrides ``key.path=value`` |
+    | system | D2DSystem | None | drive an existing system (emulate; the runner) |
+    | data | FederatedData | None | a prebuilt dataset |
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        config: str | Path | Mapping[str, Any] | RunConfig | None = None,
+        mode: str = "surrogate",
+        reward: str = "loss_decrease",
+        neighbor_cost: float = 0.0,
+        invalid_action: str = "repair",
+        overrides: list[str] | Mapping[str, Any] = (),
+        system: Any = None,
+        data: FederatedData | None = None,
+    ) -> None:
+        if mode not in ("emulate", "surrogate"):
+            raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
+        if reward not in D2D_REWARDS:
+            raise ValueError(
+                f"reward must be one of {', '.join(D2D_REWARDS)}; got {reward!r}"
+            )
+        if reward == "accuracy_gain" and mode == "surrogate":
+            raise ValueError(
+                "reward='accuracy_gain' needs mode='emulate' (the surrogate has no "
+                "accuracy); use reward='loss_decrease'"
+            )
+        if invalid_action not in ("repair", "raise"):
+            raise ValueError(
+                f"invalid_action must be 'repair' or 'raise', got {invalid_action!r}"
+            )
+        if not math.isfinite(neighbor_cost) or neighbor_cost < 0:
+            raise ValueError(f"neighbor_cost must be >= 0, got {neighbor_cost}")
+        if system is not None and mode != "emulate":
+            raise ValueError("system= needs mode='emulate'")
+        cfg = (
+            system.config
+            if system is not None
+            else load_config(
+                DEFAULT_D2D_CONFIG if config is None else config, overrides
+            )
+        )
+        if not isinstance(cfg.topology, D2DTopologyConfig):
+            raise ValueError(
+                "D2DNeighborEnv needs topology.kind=d2d, got "
+                f"topology.kind={getattr(cfg.topology, 'kind', None)}"
+            )
+        self.config: RunConfig = cfg
+        self.topology: D2DTopologyConfig = cfg.topology
+        self.mode = mode
+        self.reward_kind = reward
+        self.neighbor_cost = float(neighbor_cost)
+        self.invalid_action = invalid_action
+        n, f = cfg.data.num_clients, self.topology.num_subchannels
+        self.num_nodes, self.num_subchannels = n, f
+        target = self.topology.target
+        self.all_targets = target == "all"
+        lead: tuple[int, ...] = (n,) if self.all_targets else ()
+        self.target_spaces = _spaces(n, f, ())
+        self.observation_space, self.action_space = _spaces(n, f, lead)
+        self._system = system
+        self._data = data
+        self._backend: D2DEmulatedBackend | D2DSurrogateBackend | None = None
+        self.layout: D2DLayout | None = None
+        self.targets: tuple[int, ...] = ()
+        self.round = 0
+        self.episode_seed = cfg.seed
+
+    # ---------------------------------------------------------------- gym API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, npt.NDArray[np.float32]], dict[str, Any]]:
+        """Start a new D2D run (layout, target(s), ω⁰ from the episode seed).
+
+        The episode seed is ``seed`` when given, else ``config.seed`` on the first
+        reset and a draw from the env's generator afterwards.
+        """
+        super().reset(seed=seed)
+        first = self._backend is None
+        if seed is not None:
+            episode_seed = int(seed)
+        elif first:
+            episode_seed = self.config.seed
+        else:
+            episode_seed = int(self.np_random.integers(2**31 - 1))
+        if first:
+            self._backend = (
+                D2DEmulatedBackend(self.config, self._system, self._data)
+                if self.mode == "emulate"
+                else D2DSurrogateBackend(self.config, self._data)
+            )
+        assert self._backend is not None
+        self.episode_seed = episode_seed
+        self.layout = self._backend.restart(episode_seed)
+        self.targets = tuple(self.layout.targets)
+        n = self.num_nodes
+        self._base: dict[int, dict[str, npt.NDArray[np.float32]]] = {}
+        self._error: dict[int, npt.NDArray[np.float64]] = {}
+        for t in self.targets:
+            obs0, error = selection_observation(
+                self.layout, t, self.topology, seed=episode_seed
+            )
+            self._base[t], self._error[t] = obs0, error
+        if isinstance(self._backend, D2DSurrogateBackend):
+            self._backend.error = self._error
+        self._em = {t: np.zeros(n) for t in self.targets}
+        self._selected = {t: np.zeros(n) for t in self.targets}
+        self._loss, self._acc = self._backend.initial(self.targets)
+        self.round = 0
+        return self._get_obs(), {"round": 0, "targets": list(self.targets)}
+
+    def step(
+        self, action: Any
+    ) -> tuple[dict[str, npt.NDArray[np.float32]], float, bool, bool, dict[str, Any]]:
+        """Run one round with the neighbors the action selects."""
+        if self._backend is None:
+            raise RuntimeError("call reset() before step()")
+        selections, ignored = self.decode(action)
+        outcome = self._backend.run(self.round, selections)
+        gains, sizes = [], []
+        for t in self.targets:
+            if self.reward_kind == "loss_decrease":
+                gains.append(self._loss[t] - outcome.test_loss[t])
+            else:
+                gains.append(outcome.test_acc[t] - self._acc[t])
+            sizes.append(len(selections[t][0]))
+            self._em[t] = outcome.em_weight[t]
+            self._selected[t] = np.zeros(self.num_nodes)
+            self._selected[t][list(selections[t][0])] = 1.0
+        self._loss.update(outcome.test_loss)
+        self._acc.update(outcome.test_acc)
+        reward = float(np.mean(gains)) - self.neighbor_cost * float(np.mean(sizes))
+        self.round += 1
+        truncated = self.round >= self.config.rounds
+        info = {
+            "round": self.round,
+            "neighbors": {t: list(selections[t][0]) for t in self.targets},
+            "subchannel": {t: list(selections[t][1]) for t in self.targets},
+            "delivered": outcome.delivered,
+            "test_loss": dict(outcome.test_loss),
+            "test_acc": dict(outcome.test_acc) if self.mode == "emulate" else None,
+            "ignored": ignored,
+            "rows": outcome.rows,
+        }
+        return self._get_obs(), reward, False, truncated, info
+
+    @property
+    def backend(self) -> D2DEmulatedBackend | D2DSurrogateBackend:
+        """The dynamics behind the env (after ``reset``)."""
+        if self._backend is None:
+            raise RuntimeError("call reset() first")
+        return self._backend
+
+    def close(self) -> None:
+        """Stop the engine's actors (if this env built them)."""
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+    def action_masks(self) -> npt.NDArray[np.bool_]:
+        """Valid choices per sub-channel, shape ([T,] F, N + 1): G_n and idle.
+
+        Per-entry masks cannot forbid naming a neighbor twice (that rule is
+        ``invalid_action``'s).
+        """
+        rows = []
+        for t in self.targets:
+            row = np.ones(self.num_nodes + 1, dtype=bool)
+            row[t] = False
+            rows.append(np.tile(row, (self.num_subchannels, 1)))
+        return np.stack(rows) if self.all_targets else rows[0]
+
+    # ---------------------------------------------------------------- helpers
+    def target_observation(
+        self, obs: Mapping[str, npt.NDArray[np.float32]], index: int
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """The observation of the ``index``-th target (identity if single-target)."""
+        if not self.all_targets:
+            return dict(obs)
+        return {k: v[index] for k, v in obs.items()}
+
+    def _get_obs(self) -> dict[str, npt.NDArray[np.float32]]:
+        assert self.layout is not None
+        per = [self._target_obs(t) for t in self.targets]
+        if not self.all_targets:
+            return per[0]
+        return {k: np.stack([p[k] for p in per]) for k in per[0]}
+
+    def _target_obs(self, target: int) -> dict[str, npt.NDArray[np.float32]]:
+        assert self.layout is not None
+        base = self._base[target]
+        gain = base["channel_gain"]
+        if self.round > 0:
+            topo = self.topology
+            rng = rng_for(self.episode_seed, "d2d_csi", round=self.round, client=target)
+            fading = rng.exponential(
+                topo.rayleigh_factor, size=(self.num_nodes, topo.num_subchannels)
+            )
+            received = topo.tx_power_w * self.layout.path_gain[:, target, None] * fading
+            with np.errstate(divide="ignore"):
+                gain_db = 10.0 * np.log10(received)
+            gain_db[target] = -1e3
+            gain = gain_db.astype(np.float32)
+        return {
+            "channel_gain": gain.copy(),
+            "eligible": base["eligible"].copy(),
+            "error_probability": base["error_probability"].copy(),
+            "distance_m": base["distance_m"].copy(),
+            "em_weight": np.clip(self._em[target], 0.0, 1.0).astype(np.float32),
+            "selected": self._selected[target].astype(np.float32),
+            "round": np.array([self.round], dtype=np.float32),
+        }
+
+    def decode(
+        self, action: Any
+    ) -> tuple[
+        dict[int, tuple[tuple[int, ...], tuple[int, ...]]], list[tuple[int, int, int]]
+    ]:
+        """Turn an action into each target's (neighbors, sub-channels).
+
+        Returns:
+            Target → (M_n ascending, the sub-channel of each), and the ignored
+            (target, sub-channel, client) entries (``invalid_action="repair"``).
+
+        Raises:
+            ValueError: On a wrong shape/dtype or an entry outside 0..N; with
+                ``invalid_action="raise"`` also on the target itself or a
+                repeated neighbor.
+        """
+        if isinstance(action, Mapping):
+            action = action["assignment"]
+        values = np.asarray(action)
+        n, f = self.num_nodes, self.num_subchannels
+        shape = (len(self.targets), f) if self.all_targets else (f,)
+        if values.shape != shape or not np.issubdtype(values.dtype, np.integer):
+            raise ValueError(
+                f"action must be integers of shape {shape} (the neighbor on each "
+                f"sub-channel, {n} = idle), got {action!r}"
+            )
+        if np.any((values < 0) | (values > n)):
+            bad = values[(values < 0) | (values > n)]
+            raise ValueError(
+                f"action entries must be in 0..{n} ({n} = idle), got {bad.tolist()}"
+            )
+        rows = values.reshape(len(self.targets), f)
+        out: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        ignored: list[tuple[int, int, int]] = []
+        for t, row in zip(self.targets, rows, strict=True):
+            chosen: dict[int, int] = {}
+            for sub, s in enumerate(row.tolist()):
+                if s == n:
+                    continue
+                if s == t or s in chosen:
+                    why = (
+                        "is the target itself"
+                        if s == t
+                        else f"is already on sub-channel {chosen[s]}"
+                    )
+                    if self.invalid_action == "raise":
+                        raise ValueError(
+                            f"target {t}, sub-channel {sub}: client {s} {why} "
+                            "(invalid_action='raise')"
+                        )
+                    ignored.append((t, sub, s))
+                    continue
+                chosen[s] = sub
+            neighbors = tuple(sorted(chosen))
+            out[t] = (neighbors, tuple(chosen[s] for s in neighbors))
+        return out, ignored
+
+
+def _spaces(
+    n: int, f: int, lead: tuple[int, ...]
+) -> tuple[spaces.Dict, spaces.MultiDiscrete]:
+    inf = np.float32(np.inf)
+    vec = lead + (n,)
+    obs = spaces.Dict(
+        {
+            "channel_gain": spaces.Box(-inf, inf, lead + (n, f), np.float32),
+            "eligible": spaces.Box(0.0, 1.0, vec, np.float32),
+            "error_probability": spaces.Box(0.0, 1.0, vec, np.float32),
+            "distance_m": spaces.Box(0.0, inf, vec, np.float32),
+            "em_weight": spaces.Box(0.0, 1.0, vec, np.float32),
+            "selected": spaces.Box(0.0, 1.0, vec, np.float32),
+            "round": spaces.Box(0.0, inf, lead + (1,), np.float32),
+        }
+    )
+    action = spaces.MultiDiscrete(np.full(lead + (f,), n + 1, dtype=np.int64))
+    return obs, action
+
+
+# ------------------------------------------------------------------- policies
+def make_selection_policies(
+    env: D2DNeighborEnv,
+    name: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> list[Any]:
+    """One policy per target for ``env``, built and seeded as ``select_neighbors`` does.
+
+    Args:
+        env: A reset env (its targets and episode seed are used).
+        name: A name in ``policies.POLICIES`` (default ``topology.policy``).
+        params: Policy parameters (default ``topology.policy_params``);
+            ``channel_threshold`` gets ``epsilon=topology.epsilon`` unless given.
+
+    Returns:
+        Policies in the order of ``env.targets``; each is reset with the seed
+        (episode seed, "policy", client = target), as at t = 0 in
+        :func:`rayfl.d2d.selection.select_neighbors`.
+    """
+    from policies import make_policy
+
+    topo = env.topology
+    name = topo.policy if name is None else name
+    kwargs = dict(topo.policy_params if params is None else params)
+    if name == "channel_threshold":
+        kwargs.setdefault("epsilon", topo.epsilon)
+    out = []
+    for t in env.targets:
+        policy = make_policy(name, env.target_spaces, **kwargs)
+        policy.reset(
+            seed=int(rng_for(env.episode_seed, "policy", client=t).integers(2**31))
+        )
+        out.append(policy)
+    return out
+
+
+def policy_action(
+    env: D2DNeighborEnv, policies: Sequence[Any], obs: Mapping[str, Any]
+) -> npt.NDArray[np.int64]:
+    """Apply one policy per target to ``obs``; return the env's action."""
+    actions = []
+    for i, policy in enumerate(policies):
+        action = policy(env.target_observation(obs, i))
+        assignment = action["assignment"] if isinstance(action, dict) else action
+        actions.append(np.asarray(assignment, dtype=np.int64))
+    return np.stack(actions) if env.all_targets else actions[0]
+
+
+# ------------------------------------------------------------------------ RL
+class BinaryNeighbors(gym.ActionWrapper):
+    """Action = one bit per candidate (``MultiBinary(N)``, or (T, N)).
+
+    Decoding (the rule of ``channel_threshold`` after its threshold): the set
+    bits of eligible candidates are M_n; with more than F, the F of smallest
+    P^err are kept; the selected get distinct sub-channels by the Hungarian
+    matching on ``channel_gain``. A bit on the target itself is ignored. Every
+    ``MultiBinary`` sample is thus a valid selection, which random exploration
+    and RL libraries need.
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        base: D2DNeighborEnv = env.unwrapped  # type: ignore[assignment]
+        self.base = base
+        shape = (
+            (base.num_nodes, base.num_nodes) if base.all_targets else (base.num_nodes,)
+        )
+        self.action_space = spaces.MultiBinary(shape)
+        self.last_obs: dict[str, Any] | None = None
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Reset and keep the raw observation (decoding reads it)."""
+        obs, info = self.env.reset(**kwargs)
+        self.last_obs = obs
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Step with the selection decoded from the bits."""
+        obs, reward, terminated, truncated, info = self.env.step(self.action(action))
+        self.last_obs = obs
+        return obs, float(reward), terminated, truncated, info
+
+    def action(self, action: Any) -> npt.NDArray[np.int64]:
+        """Turn bits into the env's ``MultiDiscrete`` assignment."""
+        from policies.assignment import assign_subchannels
+
+        if self.last_obs is None:
+            raise RuntimeError("call reset() before step()")
+        bits = np.asarray(action)
+        if bits.shape != self.action_space.shape or np.any((bits != 0) & (bits != 1)):
+            raise ValueError(
+                f"action must be 0/1 of shape {self.action_space.shape}, got {action!r}"
+            )
+        base = self.base
+        rows = bits.reshape(len(base.targets), base.num_nodes)
+        out = []
+        for i, row in enumerate(rows):
+            obs = base.target_observation(self.last_obs, i)
+            error = np.asarray(obs["error_probability"], dtype=np.float64)
+            chosen = np.flatnonzero((row == 1) & (obs["eligible"] > 0.5))
+            chosen = chosen[np.argsort(error[chosen], kind="stable")]
+            out.append(
+                assign_subchannels(
+                    obs["channel_gain"],
+                    chosen[: base.num_subchannels],
+                    idle=base.num_nodes,
+                )
+            )
+        return np.stack(out) if base.all_targets else out[0]
+
+
+def make_d2d_rl_env(
+    config: str | Path | Mapping[str, Any] | RunConfig | None = None,
+    *,
+    mode: str = "surrogate",
+    reward: str = "loss_decrease",
+    neighbor_cost: float = 0.0,
+    overrides: list[str] | Mapping[str, Any] = (),
+) -> gym.Env:
+    """``FlattenObservation(BinaryNeighbors(D2DNeighborEnv(...)))``: Box in, MultiBinary out."""
+    env = D2DNeighborEnv(
+        config,
+        mode=mode,
+        reward=reward,
+        neighbor_cost=neighbor_cost,
+        overrides=overrides,
+    )
+    return gym.wrappers.FlattenObservation(BinaryNeighbors(env))

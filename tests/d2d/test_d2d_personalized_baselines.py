@@ -1,0 +1,74 @@
+"""FedAMP / APPLE as D2D federated baselines: one group server per target (Ray).
+
+Oracle: with ``participants: all`` the target's group is every client, so the D2D
+federated baseline must equal the star topology running the same algorithm with
+every client scheduled every round (no wireless section: ideal links), and the
+target's reported accuracy must equal the star system's personal accuracy of
+that client.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rayfl.config import load_config
+from rayfl.d2d.runner import _check
+from rayfl.d2d.system import D2DSystem
+from rayfl.schedule import Schedule
+from rayfl.system import FLSystem
+
+BASE = {
+    "seed": 2,
+    "rounds": 2,
+    "data": {
+        "dataset": "digits",
+        "num_clients": 4,
+        "partition": "dirichlet",
+        "alpha": 0.5,
+        "min_partition_size": 30,
+    },
+    "model": {"kind": "mlp", "hidden": [16]},
+    "algorithm": {"kind": "fedamp", "lr": 0.1, "batch_size": 16},
+    "topology": {
+        "kind": "d2d",
+        "target": 0,
+        "method": "federated",
+        "participants": "all",
+    },
+    "ray": {"num_cpus": 2},
+    "output": {"progress": False, "plots": False},
+}
+
+
+def test_selected_participants_are_refused_with_the_reason():
+    cfg = load_config(BASE, ["topology.participants=selected"])
+    with pytest.raises(ValueError, match="participants=all"):
+        _check(cfg)
+    _check(load_config(BASE))
+
+
+@pytest.mark.parametrize(
+    "kind", ["fedamp", pytest.param("apple", marks=pytest.mark.slow)]
+)
+def test_d2d_group_server_equals_the_star_server(ray_session, kind):
+    # Arrange
+    cfg = load_config(BASE, [f"algorithm.kind={kind}"])
+    star_cfg = load_config(
+        {**BASE, "topology": {"kind": "flat"}}, [f"algorithm.kind={kind}"]
+    )
+    # Act
+    with D2DSystem(cfg) as d2d:
+        got = [
+            next(r for r in d2d.run_round(t) if r["client"] == 0)["post_agg_acc"]
+            for t in range(2)
+        ]
+    expected = []
+    with FLSystem(star_cfg) as star:
+        everyone = Schedule(np.arange(4, dtype=np.int64))
+        for t in range(2):
+            star.run_round(t, everyone)
+            row = star.evaluate()[0]
+            expected.append(row.get("personal_acc", row["test_acc"]))
+    # Assert
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
