@@ -16,6 +16,9 @@ register(
 register(
     id="HierarchicalFL-v0",
     entry_point="envs.hierarchical:HierarchicalSchedulingEnv",
+)
+
+# one D2D target's neighbour selection (rayfl.d2d, issue 9)
 register(
     id="D2DNeighbor-v0",
     entry_point="envs.d2d:D2DNeighborEnv",
