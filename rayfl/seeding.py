@@ -46,6 +46,8 @@ PURPOSES: dict[str, int] = {
     "hier_edge_noise": 42,
     "hier_fading": 43,
     "hier_participants": 44,
+    # seed 000's Dithering baseline (rayfl.compression.dithering): ids 60+
+    "dither": 60,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]
