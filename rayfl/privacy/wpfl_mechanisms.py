@@ -71,7 +71,7 @@ def nbafl_noise_std(
 
     Example:
         >>> round(nbafl_noise_std(epsilon=1.0, delta=1e-3, max_uploads=20,
-        ...                       sensitivity=2 * 7 / 2625), 3)  # spec: ≈ 0.40
+        ...                       sensitivity=2 * 7 / 2625), 2)  # spec: ≈ 0.40
         0.4
     """
     if not (epsilon > 0 and 0 < delta < 1 and max_uploads >= 1 and sensitivity > 0):
