@@ -191,7 +191,8 @@ class Wpfl(Ditto):
             ctx: The client's context (round, client id, train-set sizes).
 
         Returns:
-            The :class:`DitheredPayload`, or ``payload`` for other mechanisms.
+            The :class:`DitheredPayload`, or ``payload`` for other mechanisms and
+            for a diverged (non-finite) model, which the server then rejects.
         """
         cfg: WpflConfig = self.config  # type: ignore[assignment]
         if cfg.dp_mechanism != "dithering":
@@ -200,10 +201,13 @@ class Wpfl(Ditto):
             raise ValueError(
                 "dp_mechanism=dithering needs the dense, unquantized clipped model"
             )
+        vector = payload.to_dense()
+        if not np.all(np.isfinite(vector)):
+            return payload
         if self._laplace_scale is None:
             self._laplace_scale = _dither_noise(self.privacy, cfg, ctx.num_train_all)
         return dither_encode(
-            payload.to_dense(),
+            vector,
             laplace_scale=self._laplace_scale,
             clip_norm=float(self.clip_norm),  # type: ignore[arg-type]
             seed=self.seed,

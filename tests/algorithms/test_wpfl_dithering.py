@@ -123,6 +123,17 @@ def test_client_uploads_dithered_indices_with_laplace_error():
     assert stats.kstest(noise, stats.laplace(scale=b).cdf).pvalue > 1e-3
 
 
+def test_a_diverged_model_is_passed_on_for_the_server_to_reject():
+    from rayfl.algorithms.registry import make_algorithm
+    from rayfl.compression.payload import Payload
+
+    cfg = load_config(CFG)
+    algo = make_algorithm(cfg.algorithm)
+    algo.bind(cfg)
+    diverged = Payload.dense(np.array([np.nan, 1.0], np.float32))
+    assert algo.encode_upload(diverged, None) is diverged  # cloud drops non-finite
+
+
 def _bits_columns(result):
     up = result.metrics[result.metrics["scheduled"]]
     return up, result.metrics[~result.metrics["scheduled"]]
