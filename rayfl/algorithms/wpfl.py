@@ -204,12 +204,16 @@ class Wpfl(Ditto):
         vector = payload.to_dense()
         if not np.all(np.isfinite(vector)):
             return payload
+        # Saturate at ±C like the R-bit quantizer's end levels: a no-op after an
+        # exact clip, a guard when the clip of a diverged model lost precision.
+        clip = float(self.clip_norm)  # type: ignore[arg-type]
+        vector = np.clip(vector, -clip, clip)
         if self._laplace_scale is None:
             self._laplace_scale = _dither_noise(self.privacy, cfg, ctx.num_train_all)
         return dither_encode(
             vector,
             laplace_scale=self._laplace_scale,
-            clip_norm=float(self.clip_norm),  # type: ignore[arg-type]
+            clip_norm=clip,
             seed=self.seed,
             round=ctx.round,
             client=ctx.client,
