@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from rayfl.algorithms.registry import algorithm_class
 from rayfl.checkpoint import load_checkpoint, save_checkpoint
 from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.metrics import round_summary
@@ -44,6 +45,7 @@ def _client_rows(
     evals: list[dict[str, Any]] | None,
     epsilon: np.ndarray | None,
     nominal: np.ndarray | None,
+    extra: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     by_client = {int(r["client"]): r for r in result.rows}
     nan = float("nan")
@@ -72,6 +74,8 @@ def _client_rows(
                 "bits": float(r.get("bits", 0.0)),
                 "latency_s": float(r.get("latency_s", nan)),
                 "energy_j": float(r.get("energy_j", nan)),
+                # the algorithm's own record keys (``Algorithm.logged_metrics``)
+                **{k: float(r.get(k, nan)) for k in extra},
             }
         )
     return rows
@@ -260,6 +264,7 @@ def _run(
         bar.update(first_round)
     status = "running"
     every = cfg.output.checkpoint_every
+    logged = getattr(algorithm_class(cfg.algorithm), "logged_metrics", ())
     try:
         for t in range(first_round, cfg.rounds):
             t0 = time.perf_counter()
@@ -267,7 +272,7 @@ def _run(
             epsilon, nominal = system.uplink.epsilons(evaluate=True)
             summary = round_summary(evals, system.num_test) if evals else {}
             log.client_rows += _client_rows(
-                t, system.num_clients, result, evals, epsilon, nominal
+                t, system.num_clients, result, evals, epsilon, nominal, logged
             )
             rows = result.rows
             row = {

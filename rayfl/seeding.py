@@ -51,6 +51,8 @@ PURPOSES: dict[str, int] = {
     # D2D neighbor-selection env (envs.d2d, issue 9): ids 50+
     "d2d_csi": 50,
     "d2d_surrogate": 51,
+    # seed 000's Dithering baseline (rayfl.compression.dithering): ids 60+
+    "dither": 60,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

@@ -121,6 +121,8 @@ class UplinkModel:
         custom = algorithm_class(config.algorithm).calibrate_noise(
             config, num_train=self.num_train
         )
+        #: The algorithm codes its own uploads (seed 000's Dithering): bit flips.
+        self.coded_uploads = algorithm_class(config.algorithm).quantizes_uploads(config)
         if custom is not None:
             sigma = custom[0]
         else:
@@ -234,7 +236,9 @@ class UplinkModel:
                 state, schedule.clients, model_bits=32.0 * self.model_dim
             )
         delivered = ~out.outage
-        quantized = self.config.compression.quantize_bits is not None
+        quantized = (
+            self.config.compression.quantize_bits is not None or self.coded_uploads
+        )
         if wireless.effects == "packet_loss" or (
             wireless.effects == "bit_flip" and not quantized
         ):

@@ -160,6 +160,7 @@ class ClientHost:
                 self._stages_for(client),
                 rng_for(seed, "noise", round=round, client=client),
             )
+            payload = self.algorithm.encode_upload(payload, ctx)
             payloads.append(payload)
             weights.append(update.weight)
             records.append(

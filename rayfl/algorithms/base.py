@@ -123,6 +123,9 @@ class Algorithm:
     uses_downlink: ClassVar[bool] = False
     #: True when unscheduled clients also update (``personal_update``) each round.
     updates_unscheduled: bool = False
+    #: Record keys (e.g. from :meth:`payload_metrics`) the runner copies into
+    #: metrics.parquet, NaN where a client has none.
+    logged_metrics: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: LocalTrainingConfig) -> None:
         self.config = config
@@ -144,6 +147,18 @@ class Algorithm:
     def payload_metrics(self, payload: Any) -> dict[str, float]:
         """Return extra metrics of an upload's payload (default: none)."""
         return {}
+
+    def encode_upload(self, payload: Any, ctx: ClientContext) -> Any:
+        """Re-encode a client's upload after its uplink stages (default: as is).
+
+        Seed 000's Dithering baseline replaces the R-bit quantizer here.
+        """
+        return payload
+
+    @classmethod
+    def quantizes_uploads(cls, config: Any) -> bool:
+        """Whether ``encode_upload`` turns uploads into codes (bit flips, no CRC)."""
+        return False
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Train one client and return its upload (override in subclasses)."""

@@ -287,16 +287,19 @@ class WpflConfig(DittoConfig):
         description="[AMBIG-5] Every client updates its PL model every round from the "
         "broadcast (Sec. III-A, Alg. 2); False = only scheduled clients (Alg. 1).",
     )
-    dp_mechanism: Literal["proposed", "gaussian", "ma", "perfect_gaussian", "none"] = (
-        Field(
-            "proposed",
-            description="Seed 000 §5.2 noise calibration: 'proposed' = Theorem 1 "
-            "(privacy.calibration wpfl or privacy.noise_std, e.g. Table II); 'gaussian' "
-            "= NbAFL σ = c·T0·Δs/ε; 'ma' = RDP accountant z(q, T0, ε, δ)·Δs; "
-            "'perfect_gaussian' = NbAFL σ with no quantization and no channel errors; "
-            "'none' = no noise (quantization over ±C and errors stay). Dithering "
-            "(P2CEFL) is not implemented.",
-        )
+    dp_mechanism: Literal[
+        "proposed", "gaussian", "ma", "perfect_gaussian", "none", "dithering"
+    ] = Field(
+        "proposed",
+        description="Seed 000 §5.2 noise calibration: 'proposed' = Theorem 1 "
+        "(privacy.calibration wpfl or privacy.noise_std, e.g. Table II); 'gaussian' "
+        "= NbAFL σ = c·T0·Δs/ε; 'ma' = RDP accountant z(q, T0, ε, δ)·Δs; "
+        "'perfect_gaussian' = NbAFL σ with no quantization and no channel errors; "
+        "'none' = no noise (quantization over ±C and errors stay); 'dithering' = "
+        "P2CEFL as spec §5.2 reconstructs it: subtractive dithered quantization "
+        "with gamma steps, a Laplace(Δs·T0/ε) mechanism with variable-width "
+        "indices (needs compression.quantize_bits=null; "
+        "rayfl.compression.dithering).",
     )
     sensitivity: Literal["clip", "sample_level"] = Field(
         "sample_level",

@@ -28,6 +28,7 @@ when no client may upload any more, or at ``rounds``.
 | e_{n,G} | ``ClientContext.downlink_bit_error_rate`` |
 | T0 | ``privacy.max_uploads`` |
 | B_q, B_o | record keys ``effective_quantization_bits``, ``effective_overhead_bits`` |
+| b (Dithering) | ``dither_laplace_scale`` |
 
 Implementation details:
     1. [AMBIG-5] The PL step of round t uses the broadcast ω̂^t received at the
@@ -48,6 +49,12 @@ Implementation details:
        ("error-free" baseline).
     6. ``dp_mechanism`` selects seed 000's baselines (§5.2, [AMBIG-11]); the
        driver's ``UplinkModel`` asks :meth:`Wpfl.calibrate_noise` for their σ.
+    7. ``dp_mechanism="dithering"`` (P2CEFL, the spec's reconstruction): σ = 0 and
+       no R-bit uplink quantizer; :meth:`Wpfl.encode_upload` dither-quantizes the
+       clipped model with Laplace scale b = Δs·T0/ε and the shared
+       ``rng_for(seed, "dither", t, n)`` (``rayfl.compression.dithering``). Its
+       variable-width indices get the uplink's bit flips; ``dither_index_bits`` is
+       their mean width, and B_q/B_o are those of their sign-magnitude form.
 """
 
 from __future__ import annotations
@@ -61,7 +68,15 @@ import numpy.typing as npt
 from rayfl.algorithms.base import ClientContext, ClientUpdate
 from rayfl.algorithms.config import WpflConfig
 from rayfl.algorithms.ditto import Ditto, personal_sgd
-from rayfl.compression.effective_bits import effective_bits
+from rayfl.compression.dithering import (
+    DitheredPayload,
+    dither_encode,
+    level_offsets,
+)
+from rayfl.compression.effective_bits import (
+    effective_bits,
+    effective_bits_of_lengths,
+)
 from rayfl.compression.payload import Payload
 from rayfl.learning.aggregate import PartialSum
 from rayfl.seeding import rng_for
@@ -78,17 +93,28 @@ class Wpfl(Ditto):
     """
 
     uses_downlink: ClassVar[bool] = True
+    #: Record keys the runner copies into metrics.parquet (Table III).
+    logged_metrics: ClassVar[tuple[str, ...]] = (
+        "effective_quantization_bits",
+        "effective_overhead_bits",
+        "effective_bits_per_parameter",
+        "dither_index_bits",
+    )
 
     def __init__(self, config: WpflConfig) -> None:
         super().__init__(config)
         self.updates_unscheduled = config.personal_all_clients
         self.clip_norm: float | None = None
         self.seed = 0
+        self.privacy: Any = None
+        self._laplace_scale: float | None = None
 
     def bind(self, run_config: Any) -> None:
         """Read C (downlink range ±C) and the seed from the run config."""
         self.clip_norm = run_config.privacy.clip_norm
         self.seed = int(run_config.seed)
+        self.privacy = run_config.privacy
+        self._laplace_scale = None
 
     # ---------------------------------------------------------------- downlink
     def received_global(self, ctx: ClientContext) -> npt.NDArray[np.float32]:
@@ -156,10 +182,73 @@ class Wpfl(Ditto):
             "downlink_errors": float(ctx.state.pop("downlink_errors", 0)),
         }
 
+    def encode_upload(self, payload: Payload, ctx: ClientContext) -> Payload:
+        """Dither-quantize the clipped upload (``dp_mechanism="dithering"``).
+
+        Args:
+            payload: The uplink stages' output: the dense clipped model (σ = 0, no
+                R-bit quantizer, both checked by :meth:`calibrate_noise`).
+            ctx: The client's context (round, client id, train-set sizes).
+
+        Returns:
+            The :class:`DitheredPayload`, or ``payload`` for other mechanisms and
+            for a diverged (non-finite) model, which the server then rejects.
+        """
+        cfg: WpflConfig = self.config  # type: ignore[assignment]
+        if cfg.dp_mechanism != "dithering":
+            return payload
+        if payload.codes is not None or payload.is_sparse:
+            raise ValueError(
+                "dp_mechanism=dithering needs the dense, unquantized clipped model"
+            )
+        vector = payload.to_dense()
+        if not np.all(np.isfinite(vector)):
+            return payload
+        # Saturate at ±C like the R-bit quantizer's end levels: a no-op after an
+        # exact clip, a guard when the clip of a diverged model lost precision.
+        clip = float(self.clip_norm)  # type: ignore[arg-type]
+        vector = np.clip(vector, -clip, clip)
+        if self._laplace_scale is None:
+            self._laplace_scale = _dither_noise(self.privacy, cfg, ctx.num_train_all)
+        return dither_encode(
+            vector,
+            laplace_scale=self._laplace_scale,
+            clip_norm=clip,
+            seed=self.seed,
+            round=ctx.round,
+            client=ctx.client,
+        )
+
+    @classmethod
+    def quantizes_uploads(cls, config: Any) -> bool:
+        """True with Dithering: its indices take bit flips, not a CRC drop."""
+        return bool(config.algorithm.dp_mechanism == "dithering")
+
     def payload_metrics(self, payload: Payload) -> dict[str, float]:
-        """Return Table III's B_q, B_o and bits per parameter of a quantized upload."""
+        """Return Table III's B_q, B_o and bits per parameter of a quantized upload.
+
+        For a dithered upload also ``dither_index_bits`` (mean w_i, what is sent),
+        ``dither_laplace_scale`` (b) and its honest ``payload_bits`` (Σ w_i).
+        """
         if payload.codes is None:
             return {}
+        if isinstance(payload, DitheredPayload):
+            steps, _ = payload.draws()
+            index = payload.codes.astype(np.int64) - level_offsets(
+                steps,
+                clip_norm=float(payload.hi),  # type: ignore[arg-type]
+            )
+            _, lengths = np.frexp(np.abs(index).astype(np.float64))
+            mean_width = payload.payload_bits / payload.dim
+            coded = effective_bits_of_lengths(lengths, fallback_bits=mean_width)
+            return {
+                "effective_quantization_bits": coded.quantization_bits,
+                "effective_overhead_bits": coded.overhead_bits,
+                "effective_bits_per_parameter": coded.bits_per_parameter,
+                "dither_index_bits": mean_width,
+                "dither_laplace_scale": payload.laplace_scale,
+                "payload_bits": payload.payload_bits,
+            }
         bits = effective_bits(payload.codes, bits=payload.bits_per_element)
         return {
             "effective_quantization_bits": bits.quantization_bits,
@@ -213,6 +302,8 @@ class Wpfl(Ditto):
             )
         if mech == "none":
             return 0.0, float(privacy.clip_norm or 0.0)
+        if mech == "dithering":
+            _check_dithering(config)
         if privacy.clip_norm is None or privacy.max_uploads is None:
             raise ValueError(
                 f"algorithm.dp_mechanism={mech} needs privacy.clip_norm and "
@@ -235,3 +326,47 @@ class Wpfl(Ditto):
             accountant=privacy.accountant,
         )
         return noise.noise_std, noise.sensitivity
+
+
+def _check_dithering(config: Any) -> None:
+    """Raise ValueError unless the run config can carry the Dithering baseline."""
+    privacy, compression = config.privacy, config.compression
+    problems = []
+    if compression.quantize_bits is not None:
+        problems.append(
+            "compression.quantize_bits=null (the dithered quantizer replaces the "
+            "R-bit uplink quantizer)"
+        )
+    if compression.sparsify_fraction < 1.0:
+        problems.append("compression.sparsify_fraction=1 (dense uploads)")
+    if privacy.clip_norm is None or privacy.max_uploads is None:
+        problems.append("privacy.clip_norm and privacy.max_uploads (T0)")
+    if privacy.epsilon is None:
+        problems.append("a finite privacy.epsilon (b = Δs·T0/ε)")
+    if privacy.placement != "client":
+        problems.append("privacy.placement=client (the client dithers)")
+    if privacy.mechanism == "none":
+        problems.append("privacy.mechanism other than none (DP on)")
+    if problems:
+        raise ValueError(
+            "algorithm.dp_mechanism=dithering needs " + "; ".join(problems)
+        )
+
+
+def _dither_noise(privacy: Any, cfg: WpflConfig, num_train: Any) -> float:
+    """Return the Dithering baseline's Laplace scale b for these clients."""
+    from rayfl.privacy.wpfl_mechanisms import mechanism_noise
+
+    if num_train is None:
+        raise ValueError("dp_mechanism=dithering needs the clients' train sizes")
+    return mechanism_noise(
+        "dithering",
+        epsilon=privacy.epsilon,
+        delta=privacy.delta,
+        max_uploads=privacy.max_uploads,
+        clip_norm=privacy.clip_norm,
+        num_train=num_train,
+        sample_rate=privacy.sample_rate,
+        sensitivity=cfg.sensitivity,
+        accountant=privacy.accountant,
+    ).laplace_scale

@@ -37,7 +37,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["EffectiveBits", "effective_bits", "magnitude_bit_lengths"]
+__all__ = [
+    "EffectiveBits",
+    "effective_bits",
+    "effective_bits_of_lengths",
+    "magnitude_bit_lengths",
+]
 
 WIDTH_CODE_BITS = 4
 
@@ -99,6 +104,32 @@ def effective_bits(codes: npt.ArrayLike, *, bits: int) -> EffectiveBits:
         (1.0, 0.014)
     """
     lengths = magnitude_bit_lengths(codes, bits=bits)
+    return effective_bits_of_lengths(lengths, fallback_bits=float(bits))
+
+
+def effective_bits_of_lengths(
+    lengths: npt.ArrayLike, *, fallback_bits: float
+) -> EffectiveBits:
+    """Return B_q, B_o and the cost per parameter of given magnitude bit lengths.
+
+    The accounting of module notes items 2-3, for any signed index whose
+    magnitude has ``lengths[i]`` bits (e.g. the dithered indices of
+    ``rayfl.compression.dithering``).
+
+    Args:
+        lengths: bit_length of each index's magnitude, shape (d,), d ≥ 1.
+        fallback_bits: Mean bits per parameter of the plain (uncoded) payload,
+            the cap of the cost (R for fixed R-bit codes).
+
+    Returns:
+        B_q = 1 + mean length, B_o, and min(fallback, B_q + B_o).
+
+    Example:
+        >>> e = effective_bits_of_lengths([0, 3, 3, 3], fallback_bits=16)
+        >>> e.quantization_bits, e.overhead_bits  # 2 runs of 4 + 2 bits over 4
+        (3.25, 3.0)
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
     dim = int(lengths.size)
     if dim == 0:
         raise ValueError("effective_bits needs at least one code")
@@ -107,5 +138,5 @@ def effective_bits(codes: npt.ArrayLike, *, bits: int) -> EffectiveBits:
     run_cost = runs * (WIDTH_CODE_BITS + max(1, math.ceil(math.log2(dim))))
     overhead = min(float(WIDTH_CODE_BITS * dim), float(run_cost)) / dim
     return EffectiveBits(
-        quantization, overhead, min(float(bits), quantization + overhead)
+        quantization, overhead, min(float(fallback_bits), quantization + overhead)
     )

@@ -94,8 +94,11 @@ def clip_by_l2_norm(
             f"offsets must increase from 0 to len(vector)={x.shape[0]}, got "
             f"{bounds.tolist()}"
         )
-    cumulative = np.concatenate(([0.0], np.cumsum(x * x)))
-    squares = np.maximum(cumulative[bounds[1:]] - cumulative[bounds[:-1]], 0.0)
+    # One sum per layer (not differences of a cumulative sum, which cancel to 0
+    # for a layer that follows a much larger one and would leave it unclipped).
+    squares = np.array(
+        [np.dot(x[a:b], x[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    )
     layer_norms = np.sqrt(squares)
     num_layers = bounds.size - 1
     scales = clip_scale(layer_norms, clip_norm=clip_norm / np.sqrt(num_layers))

@@ -9,6 +9,7 @@ in how σ (or the Laplace scale b) follows from the budget:
 | gaussian (NbAFL, Wei et al. TIFS'20) | Gaussian | σ = c·T0·Δs/ε, c = √(2 ln(1.25/δ)) |
 | ma (moments accountant) | Gaussian | σ = z(q, T0, ε, δ)·Δs, z from the RDP accountant |
 | perfect_gaussian | Gaussian | NbAFL's σ, no quantization, no channel errors |
+| dithering (P2CEFL, reconstructed) | Laplace(b) | b = Δs/(ε/T0), from dithered quantization |
 | none | – | σ = 0 |
 
 Symbol table:
@@ -20,6 +21,7 @@ Symbol table:
 | Δs | ``sensitivity`` |
 | q | ``sample_rate`` |
 | c | √(2 ln(1.25/δ)) (Dwork & Roth Thm A.1) |
+| b | ``laplace_scale`` (dithering) |
 
 Implementation details:
     1. [AMBIG-11] Δs is not stated; the default ``sample_level`` reading is
@@ -27,8 +29,10 @@ Implementation details:
        clipped model trained on m samples by at most 2C/m); ``clip`` uses C.
     2. NbAFL's per-upload budget is ε/T0 under basic composition, so its σ
        grows linearly in T0; the accountant's z grows roughly like √T0.
-    3. Dithering (P2CEFL) is not implemented: its variable-length codes need an
-       uplink payload type the engine does not have yet.
+    3. Dithering adds no Gaussian noise (σ = 0): its Laplace(b) error comes from
+       the subtractive dithered quantizer (``rayfl.compression.dithering``), so
+       each upload is (ε/T0)-DP per coordinate of sensitivity Δs and T0 uploads
+       are ε-DP by basic composition (spec §5.2's reconstruction).
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from rayfl.privacy.gaussian import accountant_noise_multiplier
 
 __all__ = [
     "MechanismNoise",
+    "baseline_sensitivity",
+    "dither_laplace_scale",
     "ma_noise_std",
     "mechanism_noise",
     "nbafl_noise_std",
@@ -65,7 +71,7 @@ def nbafl_noise_std(
 
     Example:
         >>> round(nbafl_noise_std(epsilon=1.0, delta=1e-3, max_uploads=20,
-        ...                       sensitivity=2 * 7 / 2625), 3)  # spec: ≈ 0.40
+        ...                       sensitivity=2 * 7 / 2625), 2)  # spec: ≈ 0.40
         0.4
     """
     if not (epsilon > 0 and 0 < delta < 1 and max_uploads >= 1 and sensitivity > 0):
@@ -109,17 +115,64 @@ def ma_noise_std(
     return z * sensitivity
 
 
+def dither_laplace_scale(
+    *, epsilon: float, max_uploads: int, sensitivity: float
+) -> float:
+    """Return the Dithering baseline's Laplace scale b = Δs/(ε/T0) (spec §5.2).
+
+    Example:
+        >>> dither_laplace_scale(epsilon=1.0, max_uploads=20, sensitivity=0.5)
+        10.0
+    """
+    if not (epsilon > 0 and max_uploads >= 1 and sensitivity > 0):
+        raise ValueError(
+            "dither_laplace_scale needs epsilon > 0, max_uploads >= 1 and "
+            f"sensitivity > 0, got {epsilon}, {max_uploads}, {sensitivity}"
+        )
+    return sensitivity / (epsilon / max_uploads)
+
+
+def baseline_sensitivity(
+    *, clip_norm: float, num_train: npt.ArrayLike, sensitivity: str
+) -> float:
+    """Return the baselines' Δs (module notes item 1).
+
+    Args:
+        clip_norm: C.
+        num_train: Train-set size of every client (N,); m = the smallest.
+        sensitivity: "sample_level" (Δs = 2C/m) or "clip" (Δs = C).
+
+    Raises:
+        ValueError: For an unknown sensitivity.
+
+    Example:
+        >>> baseline_sensitivity(clip_norm=7.0, num_train=[300, 250],
+        ...                      sensitivity="sample_level")
+        0.056
+    """
+    m = int(np.min(np.asarray(num_train)))
+    if sensitivity == "sample_level":
+        return 2.0 * clip_norm / max(m, 1)
+    if sensitivity == "clip":
+        return float(clip_norm)
+    raise ValueError(
+        f"sensitivity must be 'sample_level' or 'clip', got {sensitivity!r}"
+    )
+
+
 @dataclass(frozen=True)
 class MechanismNoise:
     """The noise a baseline adds per element, and the Δs it was calibrated to.
 
     Attributes:
-        noise_std: Gaussian σ (0 for none).
+        noise_std: Gaussian σ (0 for none and dithering).
         sensitivity: Δs used (for the ledger's z = σ/Δs).
+        laplace_scale: b of dithering's Laplace error (0 for the others).
     """
 
     noise_std: float
     sensitivity: float
+    laplace_scale: float = 0.0
 
 
 def mechanism_noise(
@@ -137,7 +190,7 @@ def mechanism_noise(
     """Return the noise of one of the non-proposed baselines of spec §5.2.
 
     Args:
-        mechanism: "gaussian", "perfect_gaussian", "ma" or "none".
+        mechanism: "gaussian", "perfect_gaussian", "ma", "dithering" or "none".
         epsilon: ε_Q (None = ∞ gives no noise).
         delta: δ_Q.
         max_uploads: T0.
@@ -153,15 +206,9 @@ def mechanism_noise(
     Raises:
         ValueError: For an unknown mechanism or sensitivity.
     """
-    m = int(np.min(np.asarray(num_train)))
-    if sensitivity == "sample_level":
-        delta_s = 2.0 * clip_norm / max(m, 1)
-    elif sensitivity == "clip":
-        delta_s = float(clip_norm)
-    else:
-        raise ValueError(
-            f"sensitivity must be 'sample_level' or 'clip', got {sensitivity!r}"
-        )
+    delta_s = baseline_sensitivity(
+        clip_norm=clip_norm, num_train=num_train, sensitivity=sensitivity
+    )
     if mechanism == "none" or epsilon is None:
         return MechanismNoise(0.0, delta_s)
     if mechanism in ("gaussian", "perfect_gaussian"):
@@ -179,7 +226,12 @@ def mechanism_noise(
             accountant=accountant,
         )
         return MechanismNoise(sigma, delta_s)
+    if mechanism == "dithering":
+        scale = dither_laplace_scale(
+            epsilon=epsilon, max_uploads=max_uploads, sensitivity=delta_s
+        )
+        return MechanismNoise(0.0, delta_s, laplace_scale=scale)
     raise ValueError(
-        "mechanism must be one of gaussian, perfect_gaussian, ma, none; "
+        "mechanism must be one of gaussian, perfect_gaussian, ma, dithering, none; "
         f"got {mechanism!r}"
     )

@@ -57,3 +57,10 @@ def test_bad_offsets_raise(offsets: list[int]) -> None:
 def test_non_positive_clip_norm_raises() -> None:
     with pytest.raises(ValueError, match="clip_norm must be > 0, got 0.0"):
         clip_by_l2_norm(np.ones(3), clip_norm=0.0)
+
+
+def test_per_layer_clip_of_a_diverged_model_clips_every_layer() -> None:
+    # a huge first layer must not hide the second one's norm (cumsum cancellation)
+    x = np.array([1e35, 1e35, 1e18, 1e18], np.float32)
+    clipped, _ = clip_by_l2_norm(x, clip_norm=20.0, offsets=[0, 2, 4])
+    assert np.linalg.norm(clipped.astype(np.float64)) <= 20.0 * (1 + 1e-6)
