@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     elif len(sweep_df):
         (out / "table.md").write_text(markdown(sweep_df) + "\n")
         print(markdown(sweep_df))
+        plot_sweep(sweep_df, out)
 
 
 def write_table(runs: pd.DataFrame, sweep: pd.DataFrame, out: Path, dim: int) -> None:
@@ -258,6 +259,30 @@ def plot(runs: pd.DataFrame, sweep: pd.DataFrame, out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out / "sparse_dp.png", dpi=120)
     print("plots:", out / "sparse_dp.png", np.nan if runs.empty else "")
+
+
+def plot_sweep(sweep: pd.DataFrame, out: Path) -> None:
+    """Final accuracy, cumulative delay and mean upload size vs V (seed means)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mean = sweep.groupby("V")[["final_acc", "best_acc", "cum_delay_s", "mean_bits"]]
+    mean = mean.mean()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    axes[0].semilogx(mean.index, mean["final_acc"], "o-", label="final")
+    axes[0].semilogx(mean.index, mean["best_acc"], "s--", label="best")
+    axes[0].set(xlabel="V (λ)", ylabel="test accuracy", title="accuracy vs V")
+    axes[0].legend(fontsize=8)
+    axes[1].semilogx(mean.index, mean["cum_delay_s"], "o-")
+    axes[1].set(xlabel="V (λ)", ylabel="cumulative delay [s]", title="delay vs V")
+    axes[2].semilogx(mean.index, mean["mean_bits"] / 1e3, "o-")
+    axes[2].set(xlabel="V (λ)", ylabel="mean upload [kbit]", title="upload size vs V")
+    fig.tight_layout()
+    fig.savefig(out / "v_sweep.png", dpi=120)
+    plt.close(fig)
+    print("plots:", out / "v_sweep.png")
 
 
 if __name__ == "__main__":
