@@ -57,6 +57,16 @@ class PrivacyConfig(BaseModel):
             "mechanisms."
         ),
     )
+    clip_per_layer: bool = Field(
+        default=False,
+        description=(
+            "Clip each of the model's L layers to C/√L instead of the whole "
+            "flattened vector to C (both bound the L2 sensitivity by C; the specs "
+            "clip the whole vector). Until session 3 every client-side clip was "
+            "per layer regardless (a bug); set true to reproduce numbers measured "
+            "before that fix."
+        ),
+    )
     noise_multiplier: float | None = Field(
         default=None,
         description=(

@@ -153,7 +153,8 @@ def build_client_stages(
             "client"`` and σ > 0.
         compression: Compression config.
         noise_std: σ, per-coordinate std (from ``calibrate_noise_std``).
-        layer_offsets: Optional layer boundaries for per-layer clipping.
+        layer_offsets: The model's layer boundaries; used for per-layer
+            clipping only when ``privacy.clip_per_layer`` is true.
 
     Returns:
         The ordered list of stages (possibly empty).
@@ -171,7 +172,9 @@ def build_client_stages(
     stages: list[Stage] = []
     if privacy.clip_norm is not None:
         offsets = (
-            None if layer_offsets is None else tuple(int(o) for o in layer_offsets)
+            tuple(int(o) for o in layer_offsets)
+            if privacy.clip_per_layer and layer_offsets is not None
+            else None
         )
         stages.append(ClipStage(privacy.clip_norm, offsets))
     client_std = 0.0

@@ -174,3 +174,19 @@ def test_server_noise_wraps_an_aggregator() -> None:
 def test_noise_stage_rejects_a_payload() -> None:
     with pytest.raises(TypeError, match="noise stage needs a dense vector"):
         NoiseStage(1.0)(Payload.dense([1.0]), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("per_layer", [False, True])
+def test_clip_is_whole_vector_unless_per_layer_is_asked_for(per_layer):
+    # Two layers: (3, 4) with norm 5 and (0,) — flat clipping to C = 5 keeps the
+    # vector; per-layer clipping to C/√2 scales the first layer down.
+    privacy = PrivacyConfig(clip_norm=5.0, mechanism="none", clip_per_layer=per_layer)
+    stages = build_client_stages(
+        privacy, CompressionConfig(), noise_std=0.0, layer_offsets=[0, 2, 3]
+    )
+    assert stages[0].offsets == ((0, 2, 3) if per_layer else None)
+    out, _ = stages[0](
+        np.array([3.0, 4.0, 0.0], dtype=np.float32), np.random.default_rng(0)
+    )
+    expected = [3.0, 4.0, 0.0] if not per_layer else [3 / 2**0.5, 4 / 2**0.5, 0.0]
+    np.testing.assert_allclose(np.asarray(out, dtype=np.float64), expected, rtol=1e-6)
