@@ -283,8 +283,6 @@ class Wpfl(Ditto):
             ValueError: If the mechanism needs a budget or settings that are missing
                 or inconsistent (e.g. Perfect Gaussian with a quantizer).
         """
-        from rayfl.privacy.wpfl_mechanisms import mechanism_noise
-
         algo: WpflConfig = config.algorithm
         mech = algo.dp_mechanism
         if mech == "proposed":
@@ -314,17 +312,7 @@ class Wpfl(Ditto):
                 f"algorithm.dp_mechanism={mech} needs privacy.mechanism=gaussian "
                 "(the noise stage); got none"
             )
-        noise = mechanism_noise(
-            mech,
-            epsilon=privacy.epsilon,
-            delta=privacy.delta,
-            max_uploads=privacy.max_uploads,
-            clip_norm=privacy.clip_norm,
-            num_train=num_train,
-            sample_rate=privacy.sample_rate,
-            sensitivity=algo.sensitivity,
-            accountant=privacy.accountant,
-        )
+        noise = _mechanism_noise(mech, privacy, algo, num_train)
         return noise.noise_std, noise.sensitivity
 
 
@@ -353,14 +341,12 @@ def _check_dithering(config: Any) -> None:
         )
 
 
-def _dither_noise(privacy: Any, cfg: WpflConfig, num_train: Any) -> float:
-    """Return the Dithering baseline's Laplace scale b for these clients."""
+def _mechanism_noise(mech: str, privacy: Any, cfg: WpflConfig, num_train: Any) -> Any:
+    """Return ``wpfl_mechanisms.mechanism_noise`` for the run's privacy settings."""
     from rayfl.privacy.wpfl_mechanisms import mechanism_noise
 
-    if num_train is None:
-        raise ValueError("dp_mechanism=dithering needs the clients' train sizes")
     return mechanism_noise(
-        "dithering",
+        mech,
         epsilon=privacy.epsilon,
         delta=privacy.delta,
         max_uploads=privacy.max_uploads,
@@ -369,4 +355,11 @@ def _dither_noise(privacy: Any, cfg: WpflConfig, num_train: Any) -> float:
         sample_rate=privacy.sample_rate,
         sensitivity=cfg.sensitivity,
         accountant=privacy.accountant,
-    ).laplace_scale
+    )
+
+
+def _dither_noise(privacy: Any, cfg: WpflConfig, num_train: Any) -> float:
+    """Return the Dithering baseline's Laplace scale b for these clients."""
+    if num_train is None:
+        raise ValueError("dp_mechanism=dithering needs the clients' train sizes")
+    return _mechanism_noise("dithering", privacy, cfg, num_train).laplace_scale
