@@ -24,7 +24,7 @@ from rayfl.uplink import UplinkModel
 from rayfl.wireless.channel import ChannelState
 from rayfl.wireless.modulation import element_error_probability
 
-__all__ = ["EmulatedBackend", "Outcome", "SurrogateBackend"]
+__all__ = ["BackendOwner", "EmulatedBackend", "Outcome", "SurrogateBackend"]
 
 
 @dataclass(frozen=True)
@@ -163,3 +163,26 @@ class SurrogateBackend:
     def channel_state(self, round: int) -> ChannelState | None:
         """Return round ``round``'s channel realisation."""
         return self.uplink.channel_state(round)
+
+
+class BackendOwner:
+    """Mixin of the envs that build their dynamics lazily in ``reset``.
+
+    Subclasses set ``self._backend`` (None until the first reset); the backend
+    must have a ``close()`` method.
+    """
+
+    _backend: Any
+
+    @property
+    def backend(self) -> Any:
+        """The dynamics behind the env (after ``reset``)."""
+        if self._backend is None:
+            raise RuntimeError("call reset() first")
+        return self._backend
+
+    def close(self) -> None:
+        """Stop the engine's actors (if this env built them)."""
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None

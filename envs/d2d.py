@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
+from envs.backends import BackendOwner
 from rayfl.config import RunConfig, load_config
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.selection import D2DLayout, make_layout, selection_observation
@@ -395,7 +396,7 @@ class D2DSurrogateBackend:
 
 
 # --------------------------------------------------------------------------- env
-class D2DNeighborEnv(gym.Env):
+class D2DNeighborEnv(BackendOwner, gym.Env):
     """Choose a D2D target's neighbors M_n, one pFedWN round per step.
 
     ## Description
@@ -618,19 +619,6 @@ class D2DNeighborEnv(gym.Env):
             "rows": outcome.rows,
         }
         return self._get_obs(), reward, False, truncated, info
-
-    @property
-    def backend(self) -> D2DEmulatedBackend | D2DSurrogateBackend:
-        """The dynamics behind the env (after ``reset``)."""
-        if self._backend is None:
-            raise RuntimeError("call reset() first")
-        return self._backend
-
-    def close(self) -> None:
-        """Stop the engine's actors (if this env built them)."""
-        if self._backend is not None:
-            self._backend.close()
-            self._backend = None
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Valid choices per sub-channel, shape ([T,] F, N + 1): G_n and idle.

@@ -11,7 +11,12 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from envs.backends import EmulatedBackend, Outcome, SurrogateBackend
+from envs.backends import (
+    BackendOwner,
+    EmulatedBackend,
+    Outcome,
+    SurrogateBackend,
+)
 from rayfl.config import RunConfig, load_config
 from rayfl.metrics import jain_index
 from rayfl.schedule import Schedule
@@ -50,7 +55,7 @@ _OBS_KEYS = (
 )
 
 
-class WirelessFLEnv(gym.Env):
+class WirelessFLEnv(BackendOwner, gym.Env):
     """Schedule clients on OFDMA subchannels, one FL round per step.
 
     ## Description
@@ -250,19 +255,6 @@ class WirelessFLEnv(gym.Env):
         info = self._get_info()
         info.update(ignored=ignored, scheduled=schedule.clients.tolist())
         return obs, reward, terminated, False, info
-
-    @property
-    def backend(self) -> EmulatedBackend | SurrogateBackend:
-        """The dynamics behind the env (after ``reset``)."""
-        if self._backend is None:
-            raise RuntimeError("call reset() first")
-        return self._backend
-
-    def close(self) -> None:
-        """Stop the engine's actors."""
-        if self._backend is not None:
-            self._backend.close()
-            self._backend = None
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Return the valid choices per subchannel, shape (K, N + 1): eligible clients and idle."""
