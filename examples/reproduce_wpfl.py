@@ -127,6 +127,7 @@ def overrides_for(
         "scheduler.policy": "minmax" if policy == "error_free" else policy,
         "algorithm.local_steps": args.steps,
         "algorithm.personal_steps": args.steps,
+        "algorithm.batch_size": args.batch_size,
         "output.dir": str(Path(args.out) / "runs"),
         "output.plots": False,
         "output.progress": False,
@@ -339,6 +340,12 @@ def main(argv: list[str] | None = None) -> None:
         "--steps", type=int, default=10, help="mini-batch steps per model per round"
     )
     parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=32,
+        help="mini-batch size (the paper: q·abs(D_n), 26 with all data)",
+    )
+    parser.add_argument(
         "--rounds",
         type=int,
         default=200,
@@ -401,6 +408,15 @@ def main(argv: list[str] | None = None) -> None:
         overrides = overrides_for(pair, policy, t0, seed, args)
         if args.clients_per_actor:
             overrides["ray.clients_per_actor"] = args.clients_per_actor
+        elif args.parallel > 1:
+            # "auto" packing gives one run one actor per CPU, all CPUs; runs at
+            # once would then each hold part of the CPUs and wait for the rest
+            # forever. Give each run its share of the CPUs instead.
+            import yaml
+
+            clients = yaml.safe_load(BASE_CONFIG.read_text())["data"]["num_clients"]
+            share = max(1, args.num_cpus // args.parallel)
+            overrides["ray.clients_per_actor"] = math.ceil(clients / share)
         result = rayfl.run(BASE_CONFIG, overrides)
         row = {
             "pair": pair,

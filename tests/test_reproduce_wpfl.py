@@ -43,3 +43,34 @@ def test_reproduce_wpfl_writes_table_and_plots(ray_session, tmp_path):
         assert (tmp_path / name).stat().st_size > 0
     module.main(args)  # finished runs are skipped, not repeated
     assert len(list(csv.DictReader((tmp_path / "results.csv").open()))) == 2
+
+
+@pytest.mark.slow
+def test_reproduce_wpfl_parallel_runs_finish(ray_session, tmp_path):
+    """--parallel 2 shares the CPUs between the runs (it used to deadlock)."""
+    spec = importlib.util.spec_from_file_location("reproduce_wpfl_par", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(
+        [
+            "--pairs",
+            "mlr-digits",
+            "--t0",
+            "1",
+            "--seeds",
+            "0",
+            "1",
+            "--policies",
+            "round_robin",
+            "--samples-per-client",
+            "60",
+            "--steps",
+            "1",
+            "--parallel",
+            "2",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert sorted(int(r["seed"]) for r in rows) == [0, 1]
