@@ -172,7 +172,7 @@ class DataPartitions(gym.Wrapper):
         self.offset = int(offset)
         self._make = make
         self._config = config
-        self.envs: dict[int, gym.Env] = {}
+        self.envs: dict[int, Any] = {}  # WirelessFLEnv per partition seed
         self.episodes = 0
         self._rng: np.random.Generator | None = None
         super().__init__(self._env_for(self.seeds[self.offset % len(self.seeds)]))
@@ -183,7 +183,7 @@ class DataPartitions(gym.Wrapper):
         index = self.offset + max(self.episodes - 1, 0) // self.every
         return self.seeds[index % len(self.seeds)]
 
-    def _env_for(self, seed: int) -> gym.Env:
+    def _env_for(self, seed: int) -> Any:
         if seed not in self.envs:
             self.envs[seed] = self._make(self._config.model_copy(update={"seed": seed}))
         return self.envs[seed]
