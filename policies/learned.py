@@ -32,9 +32,11 @@ Implementation details:
        selected; with fewer than K eligible clients all of them are scheduled.
     3. ``checkpoint=None`` loads the policy shipped in
        ``policies/checkpoints/learned_default`` (165 PPO iterations on the
-       surrogate env of ``examples/rl_scheduler.yaml``, then 42 + 60 iterations
-       of emulate fine-tuning on real Fashion-MNIST, the second with the
-       log-std reset to −1; see README), so
+       surrogate env of ``examples/rl_scheduler.yaml``, 42 iterations of
+       emulate fine-tuning on real Fashion-MNIST, then 75 emulate iterations
+       over four data partitions with the log-std reset to −1; see README;
+       ``learned_single_partition`` is the previous one, fine-tuned on the
+       seed-0 partition only), so
        ``make_policy("learned")``
        works out of the box; pass a run directory to use your own.
     4. The network sees only per-client features and K/N, so one checkpoint

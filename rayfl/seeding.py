@@ -53,6 +53,8 @@ PURPOSES: dict[str, int] = {
     "d2d_surrogate": 51,
     # seed 000's Dithering baseline (rayfl.compression.dithering): ids 60+
     "dither": 60,
+    # learned-scheduler training over several data partitions (envs.rl, issue 11)
+    "partition_cycle": 70,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

@@ -117,9 +117,35 @@ class RLConfig(BaseModel):
         description="Start from an exported policy (a train-policy run directory, "
         "its policy/ folder or policy.npz): the surrogate → emulate curriculum.",
     )
+    reset_log_std: float | None = Field(
+        None,
+        description="With `init_from`: set the Gaussian's log σ to this value after "
+        "loading (None: keep the loaded one), e.g. -1 to explore again around the "
+        "loaded scores when fine-tuning. Other weights are kept as loaded.",
+    )
+    partition_seeds: list[int] | None = Field(
+        None,
+        min_length=1,
+        description="Federated data partitions to train on: each env builds the "
+        "partition of `data` with these seeds in turn, moving to the next one "
+        "every `partition_every` episodes (envs.rl.DataPartitions; env runner i "
+        "starts at seed i). None: the one partition of the config `seed` (the "
+        "run seed of every episode is drawn as before). Keep them apart from "
+        "the evaluation seeds.",
+    )
+    partition_every: int = Field(
+        1,
+        ge=1,
+        description="Episodes on one partition before moving to the next of "
+        "`partition_seeds`. Every partition's FL system stays alive after it is "
+        "built (emulate mode: one set of client actors per seed, so the Ray "
+        "session needs `ray.num_cpus` for all of them; only one trains at a time).",
+    )
 
     @model_validator(mode="after")
     def _check_batch(self) -> RLConfig:
+        if self.reset_log_std is not None and self.init_from is None:
+            raise ValueError("rl.reset_log_std needs rl.init_from (a policy to load)")
         if self.minibatch_size > self.train_batch_size:
             raise ValueError(
                 f"rl.minibatch_size must be <= rl.train_batch_size "

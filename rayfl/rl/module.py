@@ -18,7 +18,8 @@ Implementation details:
        close to uniformly random top-K selections.
     2. ``model_config["init_from"]`` (a ``policy.npz``) loads policy and value
        weights in ``setup()``, so the learner's module and every EnvRunner's
-       copy start from the same file (the surrogate → emulate curriculum).
+       copy start from the same file (the surrogate → emulate curriculum);
+       ``model_config["reset_log_std"]`` then overwrites the loaded log σ.
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ class ScoreRLModule(TorchRLModule, ValueFunctionAPI):
         if config.get("init_from"):
             with np.load(Path(config["init_from"])) as data:
                 load_arrays(self, {k: data[k] for k in data.files})
+            if config.get("reset_log_std") is not None:
+                with torch.no_grad():
+                    self.log_std.fill_(float(config["reset_log_std"]))
 
     def scores(self, obs: torch.Tensor) -> torch.Tensor:
         """Return the score means (B, N) of features (B, N, F)."""

@@ -77,6 +77,10 @@ def _env_creator(env_config: Mapping[str, Any]) -> Any:
         mode=env_config["mode"],
         reward=env_config["reward"],
         reward_scale=env_config["reward_scale"],
+        partition_seeds=env_config.get("partition_seeds"),
+        partition_every=env_config.get("partition_every", 1),
+        # EnvRunner i (0 = the driver's) starts at partition seed i
+        partition_offset=int(getattr(env_config, "worker_index", 0) or 0),
     )
 
 
@@ -97,11 +101,14 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
     }
     if rl.init_from:
         model_config["init_from"] = str(resolve_checkpoint(rl.init_from).resolve())
+        model_config["reset_log_std"] = rl.reset_log_std
     env_config = {
         "config": cfg.to_dict(),
         "mode": rl.mode,
         "reward": rl.reward,
         "reward_scale": rl.reward_scale,
+        "partition_seeds": rl.partition_seeds,
+        "partition_every": rl.partition_every,
     }
     config = (
         PPOConfig()

@@ -101,3 +101,29 @@ def test_init_from_with_other_hidden_sizes_is_refused(tmp_path):
     np.savez(tmp_path / "policy.npz", **export_arrays(_module()))
     with pytest.raises(ValueError, match="same rl.hidden"):
         _module(hidden=[4], init_from=str(tmp_path / "policy.npz"))
+
+
+def test_reset_log_std_overrides_only_the_loaded_log_std(tmp_path):
+    import torch
+
+    from rayfl.rl.module import export_arrays
+
+    trained = _module(initial_log_std=0.3)
+    with torch.no_grad():
+        for p in trained.parameters():
+            p.add_(0.05)  # not the initial weights
+    arrays = export_arrays(trained)
+    np.savez(tmp_path / "policy.npz", **arrays)
+    module = _module(init_from=str(tmp_path / "policy.npz"), reset_log_std=-1.25)
+    loaded = export_arrays(module)
+    assert float(module.log_std) == pytest.approx(-1.25)
+    assert arrays["log_std"][0] == pytest.approx(0.35)  # what it would have loaded
+    assert set(loaded) == set(arrays)
+    for key in arrays:
+        if key != "log_std":
+            np.testing.assert_array_equal(loaded[key], arrays[key], err_msg=key)
+    dist, _ = _outputs(module, _features())
+    np.testing.assert_allclose(dist[:, 7:], -1.25, rtol=1e-6)
+    # without reset_log_std the loaded value stays
+    kept = _module(init_from=str(tmp_path / "policy.npz"))
+    assert float(kept.log_std) == pytest.approx(0.35)
