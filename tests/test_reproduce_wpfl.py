@@ -43,6 +43,9 @@ def test_reproduce_wpfl_writes_table_and_plots(ray_session, tmp_path):
         assert (tmp_path / name).stat().st_size > 0
     module.main(args)  # finished runs are skipped, not repeated
     assert len(list(csv.DictReader((tmp_path / "results.csv").open()))) == 2
+    # another setting in the same --out would reuse those rows: refused
+    with pytest.raises(SystemExit, match="another --out"):
+        module.main([*args[:-2], "--steps", "2", *args[-2:]])
 
 
 @pytest.mark.slow
