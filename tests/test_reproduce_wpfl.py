@@ -11,11 +11,17 @@ import pytest
 SCRIPT = Path(__file__).parents[1] / "examples" / "reproduce_wpfl.py"
 
 
-@pytest.mark.slow
-def test_reproduce_wpfl_writes_table_and_plots(ray_session, tmp_path):
-    spec = importlib.util.spec_from_file_location("reproduce_wpfl", SCRIPT)
+def load_script(name: str):
+    """Import examples/reproduce_wpfl.py as a module called ``name``."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_reproduce_wpfl_writes_table_and_plots(ray_session, tmp_path):
+    module = load_script("reproduce_wpfl")
     args = [
         "--pairs",
         "mlr-digits",
@@ -51,9 +57,7 @@ def test_reproduce_wpfl_writes_table_and_plots(ray_session, tmp_path):
 @pytest.mark.slow
 def test_reproduce_wpfl_parallel_runs_finish(ray_session, tmp_path):
     """--parallel 2 shares the CPUs between the runs (it used to deadlock)."""
-    spec = importlib.util.spec_from_file_location("reproduce_wpfl_par", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("reproduce_wpfl_par")
     module.main(
         [
             "--pairs",
