@@ -221,7 +221,9 @@ def run_stages(
 
     Returns:
         (payload, metrics): a ``Payload`` (a dense one wraps a plain vector) and
-        the stages' metrics plus ``payload_bits``.
+        the stages' metrics plus ``payload_bits``. A non-finite input (a diverged
+        model) skips the stages and gives an all-NaN dense payload with
+        ``non_finite_upload = 1`` in the metrics, which the server rejects.
 
     Example:
         >>> import numpy as np
@@ -234,6 +236,18 @@ def run_stages(
         if isinstance(vector, Payload)
         else np.asarray(vector, dtype=np.float32).reshape(-1)
     )
+    values = x.values if isinstance(x, Payload) else x
+    if stages and not np.all(np.isfinite(values)):
+        # A diverged model: clipping cannot bound it and the quantizer would map
+        # NaN to a finite level (garbage the server could not tell from a real
+        # update). Send an all-NaN vector instead: it carries nothing about the
+        # data, and the server rejects non-finite uploads.
+        dim = x.dim if isinstance(x, Payload) else len(x)
+        payload = Payload.dense(np.full(dim, np.nan, dtype=np.float32))
+        return payload, {
+            "non_finite_upload": 1.0,
+            "payload_bits": float(payload.payload_bits),
+        }
     metrics: dict[str, float] = {}
     for stage in stages:
         x, stage_metrics = stage(x, rng)

@@ -190,3 +190,24 @@ def test_clip_is_whole_vector_unless_per_layer_is_asked_for(per_layer):
     )
     expected = [3.0, 4.0, 0.0] if not per_layer else [3 / 2**0.5, 4 / 2**0.5, 0.0]
     np.testing.assert_allclose(np.asarray(out, dtype=np.float64), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_diverged_model_is_sent_as_all_nan_not_quantized_garbage(bad) -> None:
+    """A NaN/inf upload must not reach the quantizer: it would map NaN to a
+    finite level (−(C + 3σ)) that the server cannot reject."""
+    stages = build_client_stages(
+        PrivacyConfig(clip_norm=1.0, mechanism="gaussian", noise_multiplier=0.5),
+        CompressionConfig(quantize_bits=8, quantize_range="clip"),
+        noise_std=0.5,
+    )
+    x = np.linspace(-1.0, 1.0, 10).astype(np.float32)
+    x[3] = bad
+    payload, metrics = run_stages(x, stages, np.random.default_rng(0))
+    dense = payload.to_dense()
+    assert dense.shape == (10,)
+    assert np.isnan(dense).all()  # nothing of the finite coordinates leaks
+    assert metrics["non_finite_upload"] == 1.0
+    ok, ok_metrics = run_stages(np.nan_to_num(x), stages, np.random.default_rng(0))
+    assert np.isfinite(ok.to_dense()).all()
+    assert "non_finite_upload" not in ok_metrics
