@@ -19,26 +19,27 @@ def load_script(name: str):
     return module
 
 
-@pytest.mark.slow
-def test_reproduce_wpfl_writes_table_and_plots(ray_session, tmp_path):
-    module = load_script("reproduce_wpfl")
-    args = [
+def tiny_args(out, *extra: str) -> list[str]:
+    """Flags of a seconds-long run: digits, T0 = 1, 60 samples, one step."""
+    return [
         "--pairs",
         "mlr-digits",
         "--t0",
         "1",
-        "--seeds",
-        "0",
-        "--policies",
-        "round_robin",
-        "random",
         "--samples-per-client",
         "60",
         "--steps",
         "1",
+        *extra,
         "--out",
-        str(tmp_path),
+        str(out),
     ]
+
+
+@pytest.mark.slow
+def test_reproduce_wpfl_writes_table_and_plots(ray_session, tmp_path):
+    module = load_script("reproduce_wpfl")
+    args = tiny_args(tmp_path, "--seeds", "0", "--policies", "round_robin", "random")
     module.main(args)
     rows = list(csv.DictReader((tmp_path / "results.csv").open()))
     assert {r["policy"] for r in rows} == {"round_robin", "random"}
@@ -58,26 +59,7 @@ def test_reproduce_wpfl_writes_table_and_plots(ray_session, tmp_path):
 def test_reproduce_wpfl_parallel_runs_finish(ray_session, tmp_path):
     """--parallel 2 shares the CPUs between the runs (it used to deadlock)."""
     module = load_script("reproduce_wpfl_par")
-    module.main(
-        [
-            "--pairs",
-            "mlr-digits",
-            "--t0",
-            "1",
-            "--seeds",
-            "0",
-            "1",
-            "--policies",
-            "round_robin",
-            "--samples-per-client",
-            "60",
-            "--steps",
-            "1",
-            "--parallel",
-            "2",
-            "--out",
-            str(tmp_path),
-        ]
-    )
+    extra = ("--seeds", "0", "1", "--policies", "round_robin", "--parallel", "2")
+    module.main(tiny_args(tmp_path, *extra))
     rows = list(csv.DictReader((tmp_path / "results.csv").open()))
     assert sorted(int(r["seed"]) for r in rows) == [0, 1]
