@@ -88,7 +88,8 @@ class RLConfig(BaseModel):
         10,
         ge=0,
         description="Episodes (fixed seeds 10000, 10001, …) on which the trained "
-        "policy and the baselines are scored at the end (0: skip).",
+        "policy and the baselines are scored at the end (0: skip); with "
+        "`partition_seeds`, episode i runs on partition i mod len(partition_seeds).",
     )
     baselines: list[str] = Field(
         default_factory=lambda: [

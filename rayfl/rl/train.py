@@ -354,6 +354,7 @@ def evaluate_policies(
     episodes: int,
     baselines: Sequence[str] | None = None,
     mode: str | None = None,
+    partition_seeds: Sequence[int] | None = None,
 ) -> pd.DataFrame:
     """Score the learned policy and the baselines on the same episode seeds.
 
@@ -363,10 +364,15 @@ def evaluate_policies(
         episodes: Episodes per policy, seeds 10000, 10001, ….
         baselines: Registered policies to score too (default ``rl.baselines``).
         mode: Env mode (default ``rl.mode``).
+        partition_seeds: Data partitions to evaluate on (default
+            ``rl.partition_seeds``, else the one of ``cfg.seed``): episode i
+            runs on partition ``partition_seeds[i % len(partition_seeds)]``,
+            the same for every policy. The partitions are built one at a time.
 
     Returns:
-        One row per (policy, episode): ``return`` (unscaled env reward summed
-        over the episode) and ``final_reward``.
+        One row per (policy, episode): ``partition`` (its data seed),
+        ``return`` (unscaled env reward summed over the episode) and
+        ``final_reward``.
     """
     import gymnasium as gym
 
@@ -375,36 +381,58 @@ def evaluate_policies(
 
     rl = cfg.rl or RLConfig()
     names = list(rl.baselines if baselines is None else baselines)
-    env = gym.wrappers.TimeLimit(
-        WirelessFLEnv(cfg, mode=mode or rl.mode, reward=rl.reward),
-        max_episode_steps=cfg.rounds,
+    seeds = list(
+        partition_seeds
+        if partition_seeds is not None
+        else (rl.partition_seeds or [cfg.seed])
     )
+    if not seeds:
+        raise ValueError("partition_seeds must name at least one partition")
     policies = [(n, {}) for n in names]
     if checkpoint is not None:
         policies.insert(0, ("learned", {"checkpoint": str(checkpoint)}))
     rows = []
-    try:
-        for name, params in policies:
-            policy = make_policy(name, env, **params)
-            for episode in range(episodes):
-                policy.reset(seed=episode)
-                obs, _ = env.reset(seed=EVAL_SEED + episode)
-                total, reward, done = 0.0, 0.0, False
-                while not done:
-                    obs, reward, terminated, truncated, _ = env.step(policy(obs))
-                    total += float(reward)
-                    done = terminated or truncated
-                rows.append(
-                    {
-                        "policy": name,
-                        "episode": episode,
-                        "return": total,
-                        "final_reward": float(reward),
-                    }
-                )
-    finally:
-        env.close()
-    return pd.DataFrame(rows)
+    for index, partition in enumerate(seeds):
+        mine = [e for e in range(episodes) if e % len(seeds) == index]
+        if not mine:
+            continue
+        env = gym.wrappers.TimeLimit(
+            WirelessFLEnv(
+                cfg.model_copy(update={"seed": int(partition)}),
+                mode=mode or rl.mode,
+                reward=rl.reward,
+            ),
+            max_episode_steps=cfg.rounds,
+        )
+        try:
+            for name, params in policies:
+                policy = make_policy(name, env, **params)
+                for episode in mine:
+                    policy.reset(seed=episode)
+                    obs, _ = env.reset(seed=EVAL_SEED + episode)
+                    total, reward, done = 0.0, 0.0, False
+                    while not done:
+                        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+                        total += float(reward)
+                        done = terminated or truncated
+                    rows.append(
+                        {
+                            "policy": name,
+                            "episode": episode,
+                            "partition": int(partition),
+                            "return": total,
+                            "final_reward": float(reward),
+                        }
+                    )
+        finally:
+            env.close()
+    order = {name: i for i, (name, _) in enumerate(policies)}
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    return table.sort_values(
+        ["policy", "episode"], key=lambda c: c.map(order) if c.name == "policy" else c
+    ).reset_index(drop=True)
 
 
 def _write_evaluation(run_dir: Path, table: pd.DataFrame, *, verbose: bool) -> None:

@@ -1,0 +1,58 @@
+"""`evaluate_policies` over several data partitions (no RLlib needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rayfl.config import load_config
+from rayfl.rl.train import evaluate_policies
+
+SMALL = {
+    "name": "eval",
+    "rounds": 3,
+    "data": {
+        "dataset": "digits",
+        "num_clients": 5,
+        "partition": "dirichlet",
+        "alpha": 0.3,
+        "min_partition_size": 20,
+    },
+    "model": {"kind": "mlr"},
+    "wireless": {"num_subchannels": 2},
+    "output": {"progress": False, "plots": False},
+}
+
+
+def _returns(table):
+    return dict(zip(zip(table["policy"], table["episode"]), table["return"]))
+
+
+def test_episodes_cycle_over_the_partitions():
+    cfg = load_config(SMALL)
+    kw = {"episodes": 3, "baselines": ["round_robin", "random"], "mode": "surrogate"}
+    both = evaluate_policies(cfg, None, partition_seeds=[0, 7], **kw)
+    assert both["policy"].tolist() == ["round_robin"] * 3 + ["random"] * 3
+    assert both["partition"].tolist() == [0, 7, 0] * 2
+    only0 = _returns(evaluate_policies(cfg, None, partition_seeds=[0], **kw))
+    only7 = _returns(evaluate_policies(cfg, None, partition_seeds=[7], **kw))
+    got = _returns(both)
+    for policy in ("round_robin", "random"):
+        # episode i keeps its run seed; only its data partition follows the cycle
+        assert got[policy, 0] == pytest.approx(only0[policy, 0])
+        assert got[policy, 1] == pytest.approx(only7[policy, 1])
+        assert got[policy, 1] != pytest.approx(only0[policy, 1])
+
+
+def test_default_partition_is_the_config_seed_or_rl_partition_seeds():
+    cfg = load_config({**SMALL, "seed": 3})
+    table = evaluate_policies(
+        cfg, None, episodes=2, baselines=["round_robin"], mode="surrogate"
+    )
+    assert table["partition"].tolist() == [3, 3]
+    cfg = load_config({**SMALL, "rl": {"partition_seeds": [5, 6]}})
+    table = evaluate_policies(
+        cfg, None, episodes=2, baselines=["round_robin"], mode="surrogate"
+    )
+    assert table["partition"].tolist() == [5, 6]
+    with pytest.raises(ValueError, match="at least one"):
+        evaluate_policies(cfg, None, episodes=1, mode="surrogate", partition_seeds=[])
