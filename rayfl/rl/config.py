@@ -129,8 +129,9 @@ class RLConfig(BaseModel):
         min_length=1,
         description="Federated data partitions to train on: each env builds the "
         "partition of `data` with these seeds in turn, moving to the next one "
-        "every `partition_every` episodes (envs.rl.DataPartitions; env runner i "
-        "starts at seed i). None: the one partition of the config `seed` (the "
+        "every `partition_every` episodes (envs.rl.DataPartitions; the env copies "
+        "start at different seeds: copy j of env runner i of R at index "
+        "j·(R+1)+i). None: the one partition of the config `seed` (the "
         "run seed of every episode is drawn as before). Keep them apart from "
         "the evaluation seeds.",
     )

@@ -28,6 +28,7 @@ Implementation details:
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import time
@@ -79,9 +80,25 @@ def _env_creator(env_config: Mapping[str, Any]) -> Any:
         reward_scale=env_config["reward_scale"],
         partition_seeds=env_config.get("partition_seeds"),
         partition_every=env_config.get("partition_every", 1),
-        # EnvRunner i (0 = the driver's) starts at partition seed i
-        partition_offset=int(getattr(env_config, "worker_index", 0) or 0),
+        partition_offset=_partition_offset(env_config),
     )
+
+
+#: Envs this process built (RLlib's new stack gives every vector copy of an
+#: EnvRunner the same EnvContext, without a ``vector_index``).
+_ENVS_BUILT = itertools.count()
+
+
+def _partition_offset(env_config: Mapping[str, Any]) -> int:
+    """Index of the first partition seed of a new env copy.
+
+    EnvRunner i (0 = the driver's) of R remote ones gives its j-th env copy the
+    offset j·(R + 1) + i, so all copies start on different partitions while
+    there are enough ``partition_seeds``.
+    """
+    worker = int(getattr(env_config, "worker_index", 0) or 0)
+    runners = int(getattr(env_config, "num_workers", 0) or 0)
+    return next(_ENVS_BUILT) * (runners + 1) + worker
 
 
 # ------------------------------------------------------------------ networks

@@ -56,3 +56,29 @@ def test_default_partition_is_the_config_seed_or_rl_partition_seeds():
     assert table["partition"].tolist() == [5, 6]
     with pytest.raises(ValueError, match="at least one"):
         evaluate_policies(cfg, None, episodes=1, mode="surrogate", partition_seeds=[])
+
+
+def test_env_copies_start_on_different_partitions():
+    from rayfl.rl.train import _env_creator, rllib_available
+
+    if not rllib_available():
+        pytest.skip("RLlib not installed: pip install -e '.[rl]'")
+    from ray.rllib.env.env_context import EnvContext
+
+    base = {
+        "config": SMALL,
+        "mode": "surrogate",
+        "reward": "min_max_loss",
+        "reward_scale": 1.0,
+        "partition_seeds": [10, 11, 12, 13],
+    }
+    # two vector copies of env runner 1 of 1, as RLlib's new stack builds them:
+    # the same EnvContext twice, no vector_index
+    ctx = EnvContext(base, worker_index=1, num_workers=1)
+    first = []
+    for _ in range(2):
+        env = _env_creator(ctx)
+        env.reset(seed=0)
+        first.append(env.get_wrapper_attr("partition_seed"))
+        env.close()
+    assert first[0] != first[1]
