@@ -95,6 +95,14 @@ def _cmd_tune_ditto(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_seeds(text: str) -> list[int]:
+    """``"0,1,2"`` → [0, 1, 2]; ``"1000:1003"`` → [1000, 1001, 1002]."""
+    if ":" in text:
+        start, stop = (int(v) for v in text.split(":"))
+        return list(range(start, stop))
+    return [int(s) for s in text.split(",") if s.strip()]
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rayfl.compare import compare, compare_algorithms
 
@@ -112,12 +120,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print("rayfl compare: give --policies or --algorithms", file=sys.stderr)
         return 2
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if args.fast and not args.seeds:
+        print("rayfl compare: --fast needs --seeds", file=sys.stderr)
+        return 2
     if args.seeds:
         from rayfl.compare import markdown_table
         from rayfl.compare_seeds import compare_seeds, pretty_summary
 
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-        summary, out = compare_seeds(args.config, policies, seeds, args.overrides)
+        seeds = _parse_seeds(args.seeds)
+        summary, out = compare_seeds(
+            args.config, policies, seeds, args.overrides, fast=args.fast
+        )
         print(markdown_table(pretty_summary(summary)))
         print(f"\ncomparison directory: {out}")
         return 0
@@ -265,7 +278,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--seeds",
         default=None,
-        help="comma-separated seeds, e.g. 0,1,2: mean ± std over seeds",
+        help="comma-separated seeds, e.g. 0,1,2, or a range START:STOP "
+        "(e.g. 1000:1050): mean ± std over seeds",
+    )
+    p.add_argument(
+        "--fast",
+        action="store_true",
+        help="with --seeds: run every policy on one FL system per seed (actors "
+        "restarted, not rebuilt) and keep only the final metrics; same numbers "
+        "as full runs, no run directories",
     )
     p.set_defaults(func=_cmd_compare)
     p = sub.add_parser(

@@ -10,6 +10,17 @@ policy draws all change) in one Ray session and writes
 | ``table_all.csv`` | one row per (seed, policy): the columns of ``rayfl compare`` |
 | ``summary.csv`` / ``summary.md`` | per policy: mean and std (ddof = 1) over seeds of each metric |
 | ``plots/compare_seeds.png`` | bars of mean ± std of final accuracy, max client test loss and Jain's index |
+
+``--fast`` (:func:`fast_table`) gives the same table columns without full runs:
+per seed it builds ONE FL system (the scheduling env, emulate mode) and runs
+every policy on it in turn, restarting the live actors between policies
+(``FLSystem.restart``, ≈ 0.05 s) instead of starting a run per policy (≈ 15 s
+of actor start-up and data shipping each). Each policy episode is the run
+``rayfl run`` makes with that seed — same data partition, run seed, model
+init, channel and noise draws — so the final metrics are equal (a test checks
+this against full runs); what it does not write is each run's directory
+(metrics.parquet, checkpoints, plots). Use it to evaluate schedulers over tens
+of seeds; it needs a ``wireless`` section.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.results import atomic_write, make_run_dir
 from rayfl.session import RaySession
 
-__all__ = ["PLOTTED", "compare_seeds", "pretty_summary", "summarise"]
+__all__ = ["PLOTTED", "compare_seeds", "fast_table", "pretty_summary", "summarise"]
 
 #: Metrics drawn in the bar plot (column of ``rayfl compare``, label).
 PLOTTED = (
@@ -61,8 +72,18 @@ def compare_seeds(
     policies: Sequence[str],
     seeds: Sequence[int],
     overrides: Sequence[str] | Mapping[str, Any] = (),
+    *,
+    fast: bool = False,
 ) -> tuple[pd.DataFrame, Path]:
     """Run ``rayfl compare`` for each seed; return the summary and its directory.
+
+    Args:
+        config: The run config (a ``wireless`` section for ``fast``).
+        policies: ``--policies`` entries (``name[:key=value...]``).
+        seeds: Config seeds, one comparison each.
+        overrides: Config overrides for every run.
+        fast: Run the policies on one FL system per seed (:func:`fast_table`)
+            instead of one full run per (policy, seed).
 
     Raises:
         ValueError: If ``seeds`` is empty.
@@ -79,21 +100,118 @@ def compare_seeds(
     session = RaySession(base.ray)
     tables = []
     try:
-        for seed in seeds:
-            table, _ = compare(
-                base, policies, {"seed": int(seed), "output.dir": str(out)}
-            )
-            tables.append(table.assign(seed=int(seed)))
+        if fast:
+            tables.append(fast_table(base, policies, seeds))
+        else:
+            for seed in seeds:
+                table, _ = compare(
+                    base, policies, {"seed": int(seed), "output.dir": str(out)}
+                )
+                tables.append(table.assign(seed=int(seed)))
     finally:
         session.close()
     full = pd.concat(tables, ignore_index=True)
-    summary = summarise(full.drop(columns=["run_dir"]))
+    summary = summarise(full.drop(columns=["run_dir"], errors="ignore"))
     atomic_write(out / "table_all.csv", lambda p: full.to_csv(p, index=False))
     atomic_write(out / "summary.csv", lambda p: summary.to_csv(p, index=False))
     text = markdown_table(pretty_summary(summary))
     atomic_write(out / "summary.md", lambda p: p.write_text(text + "\n"))
     _plot(summary, out / "plots" / "compare_seeds.png")
     return summary, out
+
+
+def fast_table(
+    base: RunConfig, policies: Sequence[str], seeds: Sequence[int]
+) -> pd.DataFrame:
+    """Final metrics of every (policy, seed) from one FL system per seed.
+
+    Args:
+        base: The run config (needs ``wireless``); ``seed`` is set per seed.
+        policies: ``--policies`` entries (``name[:key=value...]``).
+        seeds: Config seeds (data partition and run seed, as in full runs).
+
+    Returns:
+        One row per (seed, policy) with the columns of ``rayfl compare`` except
+        ``run_dir``, plus ``seed``.
+
+    Raises:
+        ValueError: Without a ``wireless`` section, or for an unknown policy.
+    """
+    import numpy as np
+    from tqdm.auto import tqdm
+
+    from envs.scheduling import WirelessFLEnv
+    from policies import make_policy
+    from policies.registry import policy_class
+    from rayfl.compare import policy_variant
+    from rayfl.metrics import round_summary
+
+    if base.wireless is None:
+        raise ValueError("compare --fast drives policies through the scheduling env: "
+                         "the config needs a `wireless` section")
+    variants = [(spec, *policy_variant(base, spec)) for spec in policies]
+    names = [name for _, name, _ in variants]
+    specs = []  # (label as in `compare`, name, params, needs controls)
+    for spec, name, extra in variants:
+        params = extra.get("scheduler.params", base.scheduler.params)
+        controls = base.scheduler.controls or bool(
+            getattr(policy_class(name), "uses_controls", False)
+        )
+        label = spec if names.count(name) > 1 else name
+        specs.append((label, name, dict(params), controls))
+    labels = [label for label, *_ in specs]
+    rows: list[dict[str, Any]] = []
+    bar = tqdm(total=len(seeds) * len(specs), desc="compare --fast",
+               disable=not base.output.progress)
+    for seed in seeds:
+        cfg = base.model_copy(update={"seed": int(seed)})
+        for controls in sorted({c for *_, c in specs}):
+            env = WirelessFLEnv(cfg, mode="emulate", controls=controls)
+            try:
+                for label, name, params, needs in specs:
+                    if needs != controls:
+                        continue
+                    obs, _ = env.reset(seed=int(seed))
+                    policy = make_policy(name, env, **params)
+                    bind = getattr(policy, "bind_system", None)
+                    if callable(bind):
+                        bind(env.backend.system)
+                    policy.reset(seed=int(seed))
+                    latency = energy = bits = 0.0
+                    for _ in range(cfg.rounds):
+                        obs, _, terminated, _, _ = env.step(policy(obs))
+                        out = env.last_outcome
+                        assert out is not None
+                        latency += max(
+                            (r.get("latency_s", 0.0) for r in out.rows), default=0.0
+                        )
+                        energy += float(sum(r.get("energy_j", 0.0) for r in out.rows))
+                        bits += float(sum(r.get("bits", 0.0) for r in out.rows))
+                        if terminated:
+                            break
+                    out = env.last_outcome
+                    final = round_summary(out.evals or [], env.backend.system.num_test)
+                    eps, _ = env.backend.uplink.epsilons(evaluate=True)
+                    rows.append({
+                        "policy": label,
+                        "final_acc": final.get("eval_acc"),
+                        "max_test_loss": final.get("eval_max_loss"),
+                        "jain_train_loss": final.get("jain_train_loss"),
+                        "total_latency_s": latency,
+                        "total_energy_j": energy,
+                        "total_bits": bits,
+                        "epsilon_max": None if eps is None else float(np.max(eps)),
+                        "seed": int(seed),
+                    })
+                    bar.update()
+            finally:
+                env.close()
+    bar.close()
+    table = pd.DataFrame(rows)
+    order = {label: i for i, label in enumerate(labels)}
+    return table.sort_values(
+        ["seed", "policy"], key=lambda c: c.map(order) if c.name == "policy" else c
+    ).reset_index(drop=True)
 
 
 def pretty_summary(summary: pd.DataFrame) -> pd.DataFrame:
