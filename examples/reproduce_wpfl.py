@@ -133,6 +133,7 @@ def overrides_for(
         "algorithm.local_steps": args.steps,
         "algorithm.personal_steps": args.steps,
         "algorithm.batch_size": args.batch_size,
+        "algorithm.personal_all_clients": not args.pl_scheduled_only,
         "output.dir": str(Path(args.out) / "runs"),
         "output.plots": False,
         "output.progress": False,
@@ -206,6 +207,8 @@ def check_settings(path: Path, args: argparse.Namespace, fresh: bool) -> None:
         "batch_size": args.batch_size,
         "rounds": args.rounds,
     }
+    if args.pl_scheduled_only:  # absent from older settings.json = False
+        setting["pl_scheduled_only"] = True
     if path.exists() and not fresh:
         old = json.loads(path.read_text())
         if old != setting:
@@ -348,8 +351,8 @@ def available_pairs(requested: list[str], data_root: str | None) -> list[str]:
     return keep
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Parse the flags, run what is missing, write the table and plots."""
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Return the script's flags."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--pairs",
@@ -399,8 +402,19 @@ def main(argv: list[str] | None = None) -> None:
         "not depend on it)",
     )
     parser.add_argument("--out", default="runs/wpfl_repro")
+    parser.add_argument(
+        "--pl-scheduled-only",
+        action="store_true",
+        help="[AMBIG-5] only scheduled clients take the PL step (Alg. 1); "
+        "default: every client every round (Sec. III-A, Alg. 2)",
+    )
     parser.add_argument("--fresh", action="store_true", help="ignore results.csv")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the flags, run what is missing, write the table and plots."""
+    args = parse_args(argv)
 
     import ray
 

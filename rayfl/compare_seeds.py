@@ -147,8 +147,10 @@ def fast_table(
     from rayfl.metrics import round_summary
 
     if base.wireless is None:
-        raise ValueError("compare --fast drives policies through the scheduling env: "
-                         "the config needs a `wireless` section")
+        raise ValueError(
+            "compare --fast drives policies through the scheduling env: "
+            "the config needs a `wireless` section"
+        )
     variants = [(spec, *policy_variant(base, spec)) for spec in policies]
     names = [name for _, name, _ in variants]
     specs = []  # (label as in `compare`, name, params, needs controls)
@@ -161,8 +163,11 @@ def fast_table(
         specs.append((label, name, dict(params), controls))
     labels = [label for label, *_ in specs]
     rows: list[dict[str, Any]] = []
-    bar = tqdm(total=len(seeds) * len(specs), desc="compare --fast",
-               disable=not base.output.progress)
+    bar = tqdm(
+        total=len(seeds) * len(specs),
+        desc="compare --fast",
+        disable=not base.output.progress,
+    )
     for seed in seeds:
         cfg = base.model_copy(update={"seed": int(seed)})
         for controls in sorted({c for *_, c in specs}):
@@ -192,17 +197,19 @@ def fast_table(
                     out = env.last_outcome
                     final = round_summary(out.evals or [], env.backend.system.num_test)
                     eps, _ = env.backend.uplink.epsilons(evaluate=True)
-                    rows.append({
-                        "policy": label,
-                        "final_acc": final.get("eval_acc"),
-                        "max_test_loss": final.get("eval_max_loss"),
-                        "jain_train_loss": final.get("jain_train_loss"),
-                        "total_latency_s": latency,
-                        "total_energy_j": energy,
-                        "total_bits": bits,
-                        "epsilon_max": None if eps is None else float(np.max(eps)),
-                        "seed": int(seed),
-                    })
+                    rows.append(
+                        {
+                            "policy": label,
+                            "final_acc": final.get("eval_acc"),
+                            "max_test_loss": final.get("eval_max_loss"),
+                            "jain_train_loss": final.get("jain_train_loss"),
+                            "total_latency_s": latency,
+                            "total_energy_j": energy,
+                            "total_bits": bits,
+                            "epsilon_max": None if eps is None else float(np.max(eps)),
+                            "seed": int(seed),
+                        }
+                    )
                     bar.update()
             finally:
                 env.close()

@@ -25,8 +25,14 @@ BASE = {
     "output": {"progress": False, "plots": False},
 }
 POLICIES = ["proportional_fair", "learned"]  # stateful and learned
-COLUMNS = ["final_acc", "max_test_loss", "jain_train_loss", "total_latency_s",
-           "total_energy_j", "total_bits"]
+COLUMNS = [
+    "final_acc",
+    "max_test_loss",
+    "jain_train_loss",
+    "total_latency_s",
+    "total_energy_j",
+    "total_bits",
+]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +53,9 @@ def test_fast_equals_full_runs(tables):
     fast = fast.sort_values(key).reset_index(drop=True)
     assert slow[key].equals(fast[key])
     for column in COLUMNS:
-        np.testing.assert_allclose(fast[column], slow[column], rtol=1e-6, err_msg=column)
+        np.testing.assert_allclose(
+            fast[column], slow[column], rtol=1e-6, err_msg=column
+        )
     # the policies differ, so equality is not an artefact of one schedule
     assert fast.groupby("seed")["total_latency_s"].nunique().min() > 1
 

@@ -53,6 +53,19 @@ def test_reproduce_wpfl_writes_table_and_plots(ray_session, tmp_path):
     # another setting in the same --out would reuse those rows: refused
     with pytest.raises(SystemExit, match="another --out"):
         module.main([*args[:-2], "--steps", "2", *args[-2:]])
+    with pytest.raises(SystemExit, match="another --out"):
+        module.main([*args[:-2], "--pl-scheduled-only", *args[-2:]])
+
+
+def test_pl_scheduled_only_switches_the_config():
+    module = load_script("reproduce_wpfl_cfg")
+    parser_args = lambda *extra: module.parse_args(tiny_args("out", *extra))  # noqa: E731
+    default = module.overrides_for("mlr-digits", "minmax", 1, 0, parser_args())
+    alg1 = module.overrides_for(
+        "mlr-digits", "minmax", 1, 0, parser_args("--pl-scheduled-only")
+    )
+    assert default["algorithm.personal_all_clients"] is True
+    assert alg1["algorithm.personal_all_clients"] is False
 
 
 @pytest.mark.slow

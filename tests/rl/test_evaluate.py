@@ -24,7 +24,8 @@ SMALL = {
 
 
 def _returns(table):
-    return dict(zip(zip(table["policy"], table["episode"]), table["return"]))
+    keys = zip(table["policy"], table["episode"], strict=True)
+    return dict(zip(keys, table["return"], strict=True))
 
 
 def test_episodes_cycle_over_the_partitions():
