@@ -141,10 +141,9 @@ def fast_table(
     from tqdm.auto import tqdm
 
     from envs.scheduling import WirelessFLEnv
-    from policies import make_policy
-    from policies.registry import policy_class
     from rayfl.compare import policy_variant
     from rayfl.metrics import round_summary
+    from rayfl.runner import env_policy, policy_needs_controls
 
     if base.wireless is None:
         raise ValueError(
@@ -153,14 +152,10 @@ def fast_table(
         )
     variants = [(spec, *policy_variant(base, spec)) for spec in policies]
     names = [name for _, name, _ in variants]
-    specs = []  # (label as in `compare`, name, params, needs controls)
+    specs = []  # (label as in `compare`, its overrides, needs controls)
     for spec, name, extra in variants:
-        params = extra.get("scheduler.params", base.scheduler.params)
-        controls = base.scheduler.controls or bool(
-            getattr(policy_class(name), "uses_controls", False)
-        )
         label = spec if names.count(name) > 1 else name
-        specs.append((label, name, dict(params), controls))
+        specs.append((label, extra, policy_needs_controls(load_config(base, extra))))
     labels = [label for label, *_ in specs]
     rows: list[dict[str, Any]] = []
     bar = tqdm(
@@ -173,15 +168,11 @@ def fast_table(
         for controls in sorted({c for *_, c in specs}):
             env = WirelessFLEnv(cfg, mode="emulate", controls=controls)
             try:
-                for label, name, params, needs in specs:
+                for label, extra, needs in specs:
                     if needs != controls:
                         continue
                     obs, _ = env.reset(seed=int(seed))
-                    policy = make_policy(name, env, **params)
-                    bind = getattr(policy, "bind_system", None)
-                    if callable(bind):
-                        bind(env.backend.system)
-                    policy.reset(seed=int(seed))
+                    policy = env_policy(load_config(cfg, extra), env)
                     latency = energy = bits = 0.0
                     for _ in range(cfg.rounds):
                         obs, _, terminated, _, _ = env.step(policy(obs))

@@ -142,31 +142,46 @@ class _SchedulerDriver:
         self.system.close()
 
 
+def policy_needs_controls(cfg: RunConfig) -> bool:
+    """Whether ``cfg``'s policy needs an env exposing the algorithm's controls.
+
+    A policy that sets per-client knobs (e.g. minmax: lr, personal_lr, lam)
+    declares ``uses_controls``; ``scheduler.controls`` forces them on.
+    """
+    from policies.registry import policy_class
+
+    policy = policy_class(cfg.scheduler.policy)
+    return cfg.scheduler.controls or bool(getattr(policy, "uses_controls", False))
+
+
+def env_policy(cfg: RunConfig, env: Any) -> Any:
+    """Build ``cfg``'s policy for a reset emulate-mode env, as a run does.
+
+    Policies that need run constants (model size, DP targets) read them from the
+    env's FL system (``bind_system``); the policy is reset with ``cfg.seed``.
+    """
+    from policies import make_policy
+
+    policy = make_policy(cfg.scheduler.policy, env, **cfg.scheduler.params)
+    bind = getattr(policy, "bind_system", None)
+    if callable(bind):
+        bind(env.backend.system)
+    policy.reset(seed=cfg.seed)
+    return policy
+
+
 class _EnvDriver:
     """Rounds driven by a policy through the scheduling env (emulate mode)."""
 
     def __init__(self, cfg: RunConfig) -> None:
         from envs.scheduling import WirelessFLEnv
-        from policies import make_policy
-        from policies.registry import policy_class
 
-        # A policy that sets per-client knobs (e.g. minmax: lr, personal_lr, lam)
-        # declares ``uses_controls``; the env then exposes the algorithm's controls.
-        policy = policy_class(cfg.scheduler.policy)
-        controls = cfg.scheduler.controls or bool(
-            getattr(policy, "uses_controls", False)
+        self.env = WirelessFLEnv(
+            cfg, mode="emulate", controls=policy_needs_controls(cfg)
         )
-        self.env = WirelessFLEnv(cfg, mode="emulate", controls=controls)
         self.obs, _ = self.env.reset(seed=cfg.seed)
         self.system = self.env.backend.system  # type: ignore[union-attr]
-        self.policy = make_policy(
-            cfg.scheduler.policy, self.env, **cfg.scheduler.params
-        )
-        # Policies that need run constants (model size, DP targets) read them here.
-        bind = getattr(self.policy, "bind_system", None)
-        if callable(bind):
-            bind(self.system)
-        self.policy.reset(seed=cfg.seed)
+        self.policy = env_policy(cfg, self.env)
 
     def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:
         action = self.policy(self.obs)
