@@ -143,7 +143,7 @@ def fast_table(
     from envs.scheduling import WirelessFLEnv
     from rayfl.compare import policy_variant
     from rayfl.metrics import round_summary
-    from rayfl.runner import env_policy, policy_needs_controls
+    from rayfl.runner import env_policy, policy_needs_controls, round_costs
 
     if base.wireless is None:
         raise ValueError(
@@ -173,16 +173,13 @@ def fast_table(
                         continue
                     obs, _ = env.reset(seed=int(seed))
                     policy = env_policy(load_config(cfg, extra), env)
-                    latency = energy = bits = 0.0
+                    totals = dict.fromkeys(("latency_s", "energy_j", "bits"), 0.0)
                     for _ in range(cfg.rounds):
                         obs, _, terminated, _, _ = env.step(policy(obs))
                         out = env.last_outcome
                         assert out is not None
-                        latency += max(
-                            (r.get("latency_s", 0.0) for r in out.rows), default=0.0
-                        )
-                        energy += float(sum(r.get("energy_j", 0.0) for r in out.rows))
-                        bits += float(sum(r.get("bits", 0.0) for r in out.rows))
+                        for key, value in round_costs(out.rows, wireless=True).items():
+                            totals[key] += value
                         if terminated:
                             break
                     out = env.last_outcome
@@ -194,9 +191,9 @@ def fast_table(
                             "final_acc": final.get("eval_acc"),
                             "max_test_loss": final.get("eval_max_loss"),
                             "jain_train_loss": final.get("jain_train_loss"),
-                            "total_latency_s": latency,
-                            "total_energy_j": energy,
-                            "total_bits": bits,
+                            "total_latency_s": totals["latency_s"],
+                            "total_energy_j": totals["energy_j"],
+                            "total_bits": totals["bits"],
                             "epsilon_max": None if eps is None else float(np.max(eps)),
                             "seed": int(seed),
                         }

@@ -142,6 +142,25 @@ class _SchedulerDriver:
         self.system.close()
 
 
+def round_costs(rows: list[dict[str, Any]], *, wireless: bool) -> dict[str, float]:
+    """Return one round's ``latency_s``, ``energy_j`` and ``bits``.
+
+    A synchronous round lasts as long as its slowest uplink; energy and bits are
+    summed over the scheduled clients' rows. Without a wireless model latency
+    and energy are NaN (never measured).
+    """
+    nan = float("nan")
+    return {
+        "latency_s": max((r.get("latency_s", 0.0) for r in rows), default=0.0)
+        if wireless
+        else nan,
+        "energy_j": float(sum(r.get("energy_j", 0.0) for r in rows))
+        if wireless
+        else nan,
+        "bits": float(sum(r.get("bits", 0.0) for r in rows)),
+    }
+
+
 def policy_needs_controls(cfg: RunConfig) -> bool:
     """Whether ``cfg``'s policy needs an env exposing the algorithm's controls.
 
@@ -298,14 +317,7 @@ def _run(
                 "epsilon_max": float(np.nanmax(epsilon))
                 if epsilon is not None
                 else float("nan"),
-                # a synchronous round lasts as long as its slowest uplink
-                "latency_s": max((r.get("latency_s", 0.0) for r in rows), default=0.0)
-                if cfg.wireless is not None
-                else float("nan"),
-                "energy_j": float(sum(r.get("energy_j", 0.0) for r in rows))
-                if cfg.wireless is not None
-                else float("nan"),
-                "bits": float(sum(r.get("bits", 0.0) for r in rows)),
+                **round_costs(rows, wireless=cfg.wireless is not None),
                 "download_bits": float(sum(r.get("download_bits", 0.0) for r in rows)),
                 # personalized downloads (FedAMP, APPLE): the slowest one's airtime
                 "downlink_latency_s": max(
