@@ -22,3 +22,28 @@ def ray_session():
         )
     yield
     ray.shutdown()
+
+
+_EXIT_STATUS: list[int] = []
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Remember the run's exit status for ``pytest_unconfigure``."""
+    _EXIT_STATUS.append(int(exitstatus))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """Leave without the interpreter's teardown, keeping pytest's exit status.
+
+    Once in ten fresh-clone CI runs (session 5) the process segfaulted at exit
+    after every test had passed and the summary was printed (native teardown of
+    Ray/torch), turning a green run red. Every result is reported by now.
+    """
+    import sys
+
+    if not _EXIT_STATUS:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_EXIT_STATUS[-1])
