@@ -5,10 +5,14 @@ seed) and writes, under ``--out``:
 
 - ``results.csv``: one row per run, the final round's PL test accuracy
   (test-size weighted), max PL test loss over all clients, Jain's index of the PL
-  training losses, rounds run, wall time;
+  training losses under three readings (``jain``: plain cross-entropy F_n(ϖ_n);
+  ``jain_reg``: F_n(ϖ_n) + (λ_n/2)·‖ω̂_{n,G} − ϖ_n‖₂, PFLlib Ditto's
+  ``train_metrics_personalized``; ``jain_objective``: eq. 3a's
+  (1 − λ_n/2)·F_n + (λ_n/2)·‖·‖²), rounds run, wall time;
 - ``table.md``: means over seeds per (pair, policy, T0), and the relative gap of
   the proposed scheduler to the best baseline at each T0 (spec [AMBIG-15]);
-- ``accuracy_vs_t0.png``, ``jain_vs_t0.png``, ``max_loss_vs_t0.png``.
+- ``accuracy_vs_t0.png``, ``jain_vs_t0.png``, ``jain_reg_vs_t0.png``,
+  ``max_loss_vs_t0.png``.
 
 Policies: ``minmax`` (proposed, Algorithm 2), ``round_robin``, ``random``,
 ``non_adjustment`` (KM selection, fixed coefficients) and ``error_free``
@@ -100,6 +104,13 @@ PAIRS: dict[str, dict[str, Any]] = {
 }
 #: Paper's claims for CNN (abstract; spec §7.5), relative to the second best.
 PAPER_CNN = {"max_test_loss": 16.21, "jain": 38.37, "accuracy": 87.08}
+#: Jain's index columns: (results.csv field, rounds.parquet column, label).
+JAIN_READINGS = (
+    ("jain", "jain_train_loss", "Jain (PL train CE)"),
+    ("jain_reg", "jain_train_reg_loss", "Jain (CE + λ/2·‖ω̂−ϖ‖, PFLlib)"),
+    ("jain_objective", "jain_train_pl_objective", "Jain (PL objective, eq. 3a)"),
+)
+METRICS = ("accuracy", "max_test_loss", *(j[0] for j in JAIN_READINGS))
 POLICIES = ("minmax", "round_robin", "random", "non_adjustment", "error_free")
 FIELDS = (
     "pair",
@@ -109,6 +120,8 @@ FIELDS = (
     "accuracy",
     "max_test_loss",
     "jain",
+    "jain_reg",
+    "jain_objective",
     "mean_acc",
     "rounds",
     "wall_s",
@@ -176,7 +189,10 @@ def final_metrics(result: Any) -> dict[str, float]:
     return {
         "accuracy": float(last["personal_acc"]),
         "max_test_loss": float(last["personal_max_loss"]),
-        "jain": float(last["jain_train_loss"]),
+        **{
+            field: float(last.get(column, math.nan))
+            for field, column, _ in JAIN_READINGS
+        },
         "mean_acc": float(last["mean_acc"]),
         "rounds": int(len(rounds)),
     }
@@ -220,8 +236,21 @@ def check_settings(path: Path, args: argparse.Namespace, fresh: bool) -> None:
 
 
 def append_row(path: Path, row: dict[str, Any]) -> None:
-    """Append one run's row to ``results.csv`` (header on first write)."""
+    """Append one run's row to ``results.csv`` (header on first write).
+
+    A file written before a column was added is rewritten with it (empty for
+    the old rows).
+    """
     new = not path.exists()
+    if not new:
+        with path.open() as f:
+            header = next(csv.reader(f), [])
+        if tuple(header) != FIELDS:
+            old = load_rows(path)
+            with path.open("w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=FIELDS)
+                writer.writeheader()
+                writer.writerows({k: r.get(k, "") for k in FIELDS} for r in old)
     with path.open("a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         if new:
@@ -238,12 +267,15 @@ def aggregate(
         groups.setdefault((r["pair"], r["policy"], int(r["t0"])), []).append(r)
     out = {}
     for key, items in groups.items():
-        out[key] = {
-            m: float(np.mean([float(i[m]) for i in items]))
-            for m in ("accuracy", "max_test_loss", "jain")
-        }
+        out[key] = {m: _mean([i.get(m) for i in items]) for m in METRICS}
         out[key]["seeds"] = len(items)
     return out
+
+
+def _mean(values: list[Any]) -> float:
+    """Mean of the values that parse as finite floats (NaN if none)."""
+    x = np.array([float(v) if v not in (None, "") else math.nan for v in values])
+    return float(np.nanmean(x)) if np.isfinite(x).any() else math.nan
 
 
 def relative_gain(ours: float, others: list[float], higher_is_better: bool) -> float:
@@ -260,21 +292,25 @@ def write_table(rows: list[dict[str, Any]], out: Path) -> str:
     means = aggregate(rows)
     lines = [
         "| pair | policy | T0 | seeds | PL accuracy | max PL test loss | "
-        "Jain (PL train loss) |",
-        "|---|---|---|---|---|---|---|",
+        + " | ".join(j[2] for j in JAIN_READINGS)
+        + " |",
+        "|---|---|---|---|---|---|" + "---|" * len(JAIN_READINGS),
     ]
     for (pair, policy, t0), m in sorted(means.items()):
+        jains = " | ".join(f"{m[j[0]]:.4f}" for j in JAIN_READINGS)
         lines.append(
             f"| {pair} | {policy} | {t0} | {m['seeds']:.0f} | {m['accuracy']:.4f} | "
-            f"{m['max_test_loss']:.4f} | {m['jain']:.4f} |"
+            f"{m['max_test_loss']:.4f} | {jains} |"
         )
     lines += [
         "",
         "Relative gain of `minmax` over the best of round_robin / random / "
         "non_adjustment (positive = minmax better; loss: lower is better):",
         "",
-        "| pair | T0 | accuracy % | max test loss % | Jain % |",
-        "|---|---|---|---|---|",
+        "| pair | T0 | accuracy % | max test loss % | "
+        + " | ".join(f"{j[2]} %" for j in JAIN_READINGS)
+        + " |",
+        "|---|---|---|---|" + "---|" * len(JAIN_READINGS),
     ]
     baselines = ("round_robin", "random", "non_adjustment")
     for pair, policy, t0 in sorted(means):
@@ -288,8 +324,11 @@ def write_table(rows: list[dict[str, Any]], out: Path) -> str:
         loss = relative_gain(
             ours["max_test_loss"], [o["max_test_loss"] for o in others], False
         )
-        jain = relative_gain(ours["jain"], [o["jain"] for o in others], True)
-        lines.append(f"| {pair} | {t0} | {acc:+.2f} | {loss:+.2f} | {jain:+.2f} |")
+        jains = " | ".join(
+            f"{relative_gain(ours[j], [o[j] for o in others], True):+.2f}"
+            for j, _, _ in JAIN_READINGS
+        )
+        lines.append(f"| {pair} | {t0} | {acc:+.2f} | {loss:+.2f} | {jains} |")
     lines += [
         "",
         f"Paper (CNN, vs second best): accuracy +{PAPER_CNN['accuracy']}%, "
@@ -313,6 +352,7 @@ def write_plots(rows: list[dict[str, Any]], out: Path) -> None:
     for metric, label, fname in (
         ("accuracy", "PL test accuracy", "accuracy_vs_t0.png"),
         ("jain", "Jain's index of PL training losses", "jain_vs_t0.png"),
+        ("jain_reg", "Jain, PL train loss + λ/2·‖ω̂−ϖ‖", "jain_reg_vs_t0.png"),
         ("max_test_loss", "max client PL test loss", "max_loss_vs_t0.png"),
     ):
         fig, axes = plt.subplots(

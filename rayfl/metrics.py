@@ -103,7 +103,10 @@ def round_summary(
         splits), ``mean_acc``, ``min_acc``, ``worst10_acc``, ``max_loss``,
         ``mean_loss``, ``worst10_loss``, ``jain_acc``, ``jain_train_loss`` (Jain's
         index of the evaluated models' train losses, spec seed_000 §6.4),
-        ``var_train_loss`` (their variance, seed_001 Definition 1), and the
+        ``var_train_loss`` (their variance, seed_001 Definition 1),
+        ``jain_train_reg_loss``/``jain_train_pl_objective`` when the records
+        carry Ditto's regularised PL train losses (``eval_train_reg_loss``,
+        ``eval_train_pl_objective``), and the
         ``personal_*`` counterparts when present (also ``personal_mean_acc``,
         the unweighted mean, and ``personal_worst10_acc``). ``eval_acc``/
         ``eval_max_loss``/``eval_mean_acc``/``eval_worst10_acc``/``eval_jain_acc``
@@ -128,6 +131,13 @@ def round_summary(
         # train losses of their evaluated (personal, if any) models.
         "var_train_loss": float(np.nanvar(train_loss)),
     }
+    # Regularised PL training losses (Ditto family, ``Ditto.eval_train_objectives``).
+    for key in ("reg_loss", "pl_objective"):
+        vals = np.array(
+            [e.get(f"eval_train_{key}", np.nan) for e in evals], dtype=np.float64
+        )
+        if np.isfinite(vals).any():
+            out[f"jain_train_{key}"] = jain_index(vals)
     if evals and "personal_acc" in evals[0]:
         p_acc = np.array([e["personal_acc"] for e in evals], dtype=np.float64)
         p_loss = np.array([e["personal_loss"] for e in evals], dtype=np.float64)

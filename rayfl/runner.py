@@ -69,6 +69,8 @@ def _client_rows(
                 "personal_acc": float(e.get("personal_acc", nan)),
                 "personal_loss": float(e.get("personal_loss", nan)),
                 "eval_train_loss": float(e.get("eval_train_loss", nan)),
+                "eval_train_reg_loss": float(e.get("eval_train_reg_loss", nan)),
+                "eval_train_pl_objective": float(e.get("eval_train_pl_objective", nan)),
                 "epsilon": float(epsilon[c]) if epsilon is not None else nan,
                 "epsilon_nominal": float(nominal[c]) if nominal is not None else nan,
                 "bits": float(r.get("bits", 0.0)),

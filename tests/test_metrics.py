@@ -49,3 +49,19 @@ def test_round_summary_weights_by_test_size():
     assert s["max_loss"] == 3.0
     assert s["jain_train_loss"] == 1.0
     assert s["eval_acc"] == s["global_acc"]
+
+
+def test_round_summary_jain_of_regularised_pl_losses_only_when_logged():
+    plain = [
+        {"client": c, "test_loss": 1.0, "test_acc": 0.5, "eval_train_loss": 1.0}
+        for c in range(3)
+    ]
+    assert "jain_train_reg_loss" not in round_summary(plain, [1, 1, 1])
+    reg = [
+        {**e, "eval_train_reg_loss": v, "eval_train_pl_objective": 2.0}
+        for e, v in zip(plain, [1.0, 2.0, 3.0], strict=True)
+    ]
+    s = round_summary(reg, [1, 1, 1])
+    assert s["jain_train_reg_loss"] == pytest.approx(36 / (3 * 14))
+    assert s["jain_train_pl_objective"] == 1.0
+    assert s["jain_train_loss"] == 1.0  # the plain cross-entropy reading is unchanged

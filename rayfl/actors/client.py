@@ -221,8 +221,9 @@ class ClientHost:
         Returns:
             Per client: ``test_loss``/``test_acc`` of the global model,
             ``eval_train_loss`` (train-split loss of the client's evaluated model:
-            the personal one when it has one), and ``personal_loss``/
-            ``personal_acc`` when the algorithm keeps personal models.
+            the personal one when it has one), ``personal_loss``/
+            ``personal_acc`` when the algorithm keeps personal models, and the
+            algorithm's ``eval_train_objectives`` (Ditto: regularised PL losses).
         """
         rows = []
         for client in self.clients if clients is None else clients:
@@ -256,6 +257,9 @@ class ClientHost:
                 p_loss, p_acc = evaluate(self.model, vectors["personal"], x_te, y_te)
                 row.update(personal_loss=p_loss, personal_acc=p_acc)
             row["eval_train_loss"] = evaluate(self.model, main, x_tr, y_tr)[0]
+            row.update(
+                self.algorithm.eval_train_objectives(row["eval_train_loss"], state)
+            )
             rows.append(row)
         return rows
 

@@ -215,6 +215,17 @@ class Algorithm:
             out["personal"] = state["personal"]
         return out
 
+    def eval_train_objectives(
+        self, train_loss: float, state: Mapping[str, Any]
+    ) -> dict[str, float]:
+        """Return extra per-client train metrics built on the evaluated model's loss.
+
+        Called by the client actor after it has measured ``train_loss`` (the
+        evaluated model's mean cross-entropy on the train split). Default: none.
+        Ditto adds its regularised PL training losses.
+        """
+        return {}
+
     def eval_vectors_for(
         self, ctx: ClientContext
     ) -> dict[str, npt.NDArray[np.float32]]:

@@ -62,10 +62,18 @@ Implementation details:
     9. ``trainer`` selects the FL step as in FedAvg (``autograd`` or the fast
        MLR/MLP step; ``vectorized`` trains clients one by one with the fast step).
        The PL step always uses torch autograd.
+    10. "Training loss of the PL model" has three readings; all are logged per
+        client and round. ``eval_train_loss`` is F_n(ϖ_n), the plain
+        cross-entropy. ``eval_train_reg_loss`` adds PFLlib Ditto's regulariser
+        (λ/2)·‖ω − ϖ_n‖₂ (unsquared; ``train_metrics_personalized``, which the
+        WPFL and DP-Ditto authors' PFLlib-based code most likely reports).
+        ``eval_train_pl_objective`` is eq. 3a's f_n. The Jain indices of each are
+        ``jain_train_loss``, ``jain_train_reg_loss``, ``jain_train_pl_objective``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -79,7 +87,29 @@ from rayfl.learning.models import FlatModel
 from rayfl.learning.train import LocalTrainResult, iterate_batches
 from rayfl.learning.vectorized import per_client_trainer
 
-__all__ = ["Ditto", "DittoConfig", "personal_sgd"]
+__all__ = ["Ditto", "DittoConfig", "personal_sgd", "record_pl_gap"]
+
+
+def record_pl_gap(
+    state: Any,
+    personal: npt.NDArray[np.float32],
+    center: npt.NDArray[np.float32],
+    lam: float,
+) -> None:
+    """Keep ‖ϖ_n − ω‖₂ and λ of the latest PL step for the objective metrics.
+
+    :meth:`Ditto.eval_train_objectives` turns them into the regularised PL
+    training losses at evaluation time.
+
+    Args:
+        state: The client's state mapping.
+        personal: ϖ_n after the step.
+        center: The ω the step was pulled towards (the received broadcast).
+        lam: The λ of the step.
+    """
+    gap = np.asarray(personal, dtype=np.float64) - np.asarray(center, dtype=np.float64)
+    state["pl_gap"] = float(np.linalg.norm(gap))
+    state["pl_lam"] = float(lam)
 
 
 def personal_sgd(
@@ -211,6 +241,12 @@ class Ditto(Algorithm):
             rng=ctx.rng,
         )
         ctx.state["personal"] = pl.vector  # a fresh array, never uploaded
+        record_pl_gap(
+            ctx.state,
+            pl.vector,
+            ctx.global_vector,
+            float(ctx.controls.get("lam", cfg.lam)),
+        )
         vector = fl.vector - ctx.global_vector if self.uploads_delta else fl.vector
         weight = float(n) if cfg.aggregation == "data_weighted" else 1.0
         return ClientUpdate(
@@ -231,4 +267,34 @@ class Ditto(Algorithm):
         return {
             "global": global_vector,
             "personal": state.get("personal", global_vector),
+        }
+
+    def eval_train_objectives(
+        self, train_loss: float, state: Mapping[str, Any]
+    ) -> dict[str, float]:
+        """Return the PL model's regularised training losses (detail 10).
+
+        With g = ‖ϖ_n − ω‖₂ from the client's latest PL step (ω: the model that
+        step was pulled towards, a WPFL client's received broadcast) and its λ:
+
+        - ``eval_train_reg_loss`` = F_n(ϖ_n) + (λ/2)·g, PFLlib Ditto's
+          ``train_metrics_personalized`` (its ``0.5 * mu * torch.norm(gm - pm)``,
+          an unsquared norm);
+        - ``eval_train_pl_objective`` = (1 − λ/2)·F_n(ϖ_n) + (λ/2)·g², the PL
+          objective f_n of eq. 3a that the step descends.
+
+        Args:
+            train_loss: F_n(ϖ_n), the mean cross-entropy on the train split.
+            state: The client's state.
+
+        Returns:
+            Both values, or an empty dict before the client's first PL step.
+        """
+        if "pl_gap" not in state:
+            return {}
+        gap, lam = float(state["pl_gap"]), float(state["pl_lam"])
+        return {
+            "eval_train_reg_loss": train_loss + 0.5 * lam * gap,
+            "eval_train_pl_objective": (1.0 - lam / 2.0) * train_loss
+            + 0.5 * lam * gap * gap,
         }

@@ -67,7 +67,7 @@ import numpy.typing as npt
 
 from rayfl.algorithms.base import ClientContext, ClientUpdate
 from rayfl.algorithms.config import WpflConfig
-from rayfl.algorithms.ditto import Ditto, personal_sgd
+from rayfl.algorithms.ditto import Ditto, personal_sgd, record_pl_gap
 from rayfl.compression.dithering import (
     DitheredPayload,
     dither_encode,
@@ -176,6 +176,12 @@ class Wpfl(Ditto):
             rng=ctx.rng,
         )
         ctx.state["personal"] = pl.vector
+        record_pl_gap(
+            ctx.state,
+            pl.vector,
+            received,
+            float(ctx.controls.get("lam", cfg.lam)),
+        )
         return {
             "personal_train_loss": pl.train_loss,
             "personal_steps": float(pl.steps),

@@ -135,9 +135,56 @@ def test_personal_update_moves_only_the_personal_model(setup_parts):
     ctx = _ctx(cfg, data, vector, round=0, state=state)
     ctx = dataclasses.replace(ctx, controls={"personal_lr": 0.2, "lam": 0.0})
     metrics = algo.personal_update(ctx)
-    assert set(state) == {"personal"}
+    assert set(state) == {"personal", "pl_gap", "pl_lam"}
+    assert state["pl_lam"] == 0.0
     assert metrics["personal_steps"] == 3
     assert not np.allclose(state["personal"], vector)
+
+
+@pytest.mark.parametrize("scheduled", [True, False], ids=["scheduled", "personal_only"])
+def test_regularised_pl_train_losses_use_the_received_broadcast(setup_parts, scheduled):
+    """PFLlib Ditto's train_metrics_personalized and eq. 3a's f_n, rebuilt by hand."""
+    import torch
+    import torch.nn.functional as F
+
+    cfg, data, vector = setup_parts
+    cfg = load_config(cfg, {"algorithm.lam": 0.7})
+    setup = ActorSetup(cfg, tuple(data.input_shape), data.num_classes, 0.01)
+    host = ClientHost(data, [0, 1], setup)
+    ber = 0.02
+    host.train(
+        2,
+        vector,
+        [0] if scheduled else [],
+        personal_only=None if scheduled else [0],
+        downlink_ber={0: ber},
+    )
+    received, wrong = receive_broadcast(
+        quantize_global(vector, clip_norm=3.0, bits=16),
+        clip_norm=3.0,
+        bits=16,
+        bit_error_rate=ber,
+        rng=rng_for(cfg.seed, "downlink", round=2, client=0),
+    )
+    assert wrong > 0
+    personal = np.asarray(host.state[0]["personal"])
+    gap = float(np.linalg.norm(personal.astype(np.float64) - received))
+    assert host.state[0]["pl_gap"] == pytest.approx(gap, rel=1e-9)
+    row = host.evaluate(vector, [0])[0]
+    module = build_model(
+        "mlr", input_shape=tuple(data.input_shape), num_classes=data.num_classes
+    )
+    torch.nn.utils.vector_to_parameters(torch.from_numpy(personal), module.parameters())
+    x, y = data.train(0)
+    with torch.no_grad():
+        ce = float(F.cross_entropy(module(torch.from_numpy(x)), torch.from_numpy(y)))
+    assert row["eval_train_loss"] == pytest.approx(ce, rel=1e-5)
+    assert row["eval_train_reg_loss"] == pytest.approx(ce + 0.35 * gap, rel=1e-5)
+    assert row["eval_train_pl_objective"] == pytest.approx(
+        0.65 * ce + 0.35 * gap**2, rel=1e-5
+    )
+    # client 1 never took a PL step: no regularised losses
+    assert "eval_train_reg_loss" not in host.evaluate(vector, [1])[0]
 
 
 @pytest.mark.parametrize("all_clients", [True, False], ids=["all", "scheduled"])
@@ -169,6 +216,14 @@ def test_end_to_end_run_stops_when_every_client_used_t0_uploads(ray_session):
     assert summary["privacy"]["uploads_per_client"] == [2] * 10
     last = rounds.iloc[-1]
     assert 0.0 < last["jain_train_loss"] <= 1.0
+    # the regularised PL losses exceed the cross-entropy (λ = 0.5 > 0, ϖ ≠ ω̂) and
+    # their Jain index is the one of the logged per-client values
+    final = result.metrics[result.metrics["round"] == last["round"]]
+    reg = final["eval_train_reg_loss"].to_numpy()
+    assert (reg > final["eval_train_loss"].to_numpy()).all()
+    assert last["jain_train_reg_loss"] == pytest.approx(
+        reg.sum() ** 2 / (len(reg) * (reg**2).sum())
+    )
     assert np.isfinite(last["personal_max_loss"]) and last["personal_acc"] > 0.3
     # every client's PL model moved away from the global one, scheduled or not
     first = result.metrics[result.metrics["round"] == 0]
