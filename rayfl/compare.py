@@ -34,6 +34,7 @@ __all__ = [
     "compare_algorithms",
     "markdown_table",
     "run_variants",
+    "sort_by_policy",
     "sweep",
 ]
 
@@ -52,6 +53,27 @@ def _row(policy: str, summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         "epsilon_max": summary.get("privacy", {}).get("epsilon_max"),
         "run_dir": run_dir.name,
     }
+
+
+def sort_by_policy(
+    table: pd.DataFrame,
+    policies: Sequence[str],
+    *,
+    first: Sequence[str] = (),
+    then: Sequence[str] = (),
+) -> pd.DataFrame:
+    """Sort rows by ``first`` columns, then ``policy`` in the given order, then ``then``.
+
+    Example:
+        >>> t = pd.DataFrame({"policy": ["b", "a", "b"], "seed": [1, 0, 0]})
+        >>> sort_by_policy(t, ["b", "a"], first=["seed"]).values.tolist()
+        [['b', 0], ['a', 0], ['b', 1]]
+    """
+    order = {name: i for i, name in enumerate(policies)}
+    return table.sort_values(
+        [*first, "policy", *then],
+        key=lambda c: c.map(order) if c.name == "policy" else c,
+    ).reset_index(drop=True)
 
 
 def markdown_table(table: pd.DataFrame) -> str:

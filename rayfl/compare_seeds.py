@@ -140,8 +140,9 @@ def fast_table(
     import numpy as np
     from tqdm.auto import tqdm
 
+    from envs.episode import run_episode
     from envs.scheduling import WirelessFLEnv
-    from rayfl.compare import policy_variant
+    from rayfl.compare import policy_variant, sort_by_policy
     from rayfl.metrics import round_summary
     from rayfl.runner import env_policy, policy_needs_controls, round_costs
 
@@ -171,18 +172,26 @@ def fast_table(
                 for label, extra, needs in specs:
                     if needs != controls:
                         continue
-                    obs, _ = env.reset(seed=int(seed))
                     policy = env_policy(load_config(cfg, extra), env)
                     totals = dict.fromkeys(("latency_s", "energy_j", "bits"), 0.0)
-                    for _ in range(cfg.rounds):
-                        obs, _, terminated, _, _ = env.step(policy(obs))
-                        out = env.last_outcome
+
+                    def add_costs(
+                        stepped: Any, totals: dict[str, float] = totals
+                    ) -> None:
+                        out = stepped.last_outcome
                         assert out is not None
                         for key, value in round_costs(out.rows, wireless=True).items():
                             totals[key] += value
-                        if terminated:
-                            break
+
+                    run_episode(
+                        env,
+                        policy,
+                        seed=int(seed),
+                        max_steps=cfg.rounds,
+                        on_step=add_costs,
+                    )
                     out = env.last_outcome
+                    assert out is not None
                     final = round_summary(out.evals or [], env.backend.system.num_test)
                     eps, _ = env.backend.uplink.epsilons(evaluate=True)
                     rows.append(
@@ -202,11 +211,7 @@ def fast_table(
             finally:
                 env.close()
     bar.close()
-    table = pd.DataFrame(rows)
-    order = {label: i for i, label in enumerate(labels)}
-    return table.sort_values(
-        ["seed", "policy"], key=lambda c: c.map(order) if c.name == "policy" else c
-    ).reset_index(drop=True)
+    return sort_by_policy(pd.DataFrame(rows), labels, first=["seed"])
 
 
 def pretty_summary(summary: pd.DataFrame) -> pd.DataFrame:

@@ -393,8 +393,10 @@ def evaluate_policies(
     """
     import gymnasium as gym
 
+    from envs.episode import run_episode
     from envs.scheduling import WirelessFLEnv
     from policies import make_policy
+    from rayfl.compare import sort_by_policy
 
     rl = cfg.rl or RLConfig()
     names = list(rl.baselines if baselines is None else baselines)
@@ -426,30 +428,22 @@ def evaluate_policies(
                 policy = make_policy(name, env, **params)
                 for episode in mine:
                     policy.reset(seed=episode)
-                    obs, _ = env.reset(seed=EVAL_SEED + episode)
-                    total, reward, done = 0.0, 0.0, False
-                    while not done:
-                        obs, reward, terminated, truncated, _ = env.step(policy(obs))
-                        total += float(reward)
-                        done = terminated or truncated
+                    result = run_episode(env, policy, seed=EVAL_SEED + episode)
                     rows.append(
                         {
                             "policy": name,
                             "episode": episode,
                             "partition": int(partition),
-                            "return": total,
-                            "final_reward": float(reward),
+                            "return": result.total_reward,
+                            "final_reward": result.final_reward,
                         }
                     )
         finally:
             env.close()
-    order = {name: i for i, (name, _) in enumerate(policies)}
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    return table.sort_values(
-        ["policy", "episode"], key=lambda c: c.map(order) if c.name == "policy" else c
-    ).reset_index(drop=True)
+    return sort_by_policy(table, [name for name, _ in policies], then=["episode"])
 
 
 def _write_evaluation(run_dir: Path, table: pd.DataFrame, *, verbose: bool) -> None:
