@@ -297,6 +297,7 @@ class FLSystem:
             row["downlink_rate_bps"] = rate
             row["downlink_latency_s"] = bits / rate if rate > 0 else float("inf")
         return row
+
     def _round_extras(
         self, round: int, schedule: Schedule
     ) -> dict[int, dict[str, Any]]:

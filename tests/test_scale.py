@@ -10,11 +10,17 @@ from rayfl.system import FLSystem
 
 
 def test_two_thousand_client_round(ray_session):
-    cfg = load_config({
-        "data": {"dataset": "synthetic", "num_clients": 2000, "max_samples_per_client": 60},
-        "model": {"kind": "mlr"},
-        "algorithm": {"batch_size": 16, "lr": 0.05},
-    })
+    cfg = load_config(
+        {
+            "data": {
+                "dataset": "synthetic",
+                "num_clients": 2000,
+                "max_samples_per_client": 60,
+            },
+            "model": {"kind": "mlr"},
+            "algorithm": {"batch_size": 16, "lr": 0.05},
+        }
+    )
     system = FLSystem(cfg)
     try:
         start = time.perf_counter()

@@ -118,7 +118,13 @@ from rayfl.learning.vectorized_plan import (
 )
 from rayfl.learning.vectorized_single import linear_stack_sgd
 
-__all__ = ["auto_vectorizes", "choose_path", "fast_local_sgd", "local_sgd_many", "per_client_trainer"]
+__all__ = [
+    "auto_vectorizes",
+    "choose_path",
+    "fast_local_sgd",
+    "local_sgd_many",
+    "per_client_trainer",
+]
 
 KERNELS = ("auto", "matmul", "vmap")
 # choose_path thresholds (Implementation details 8)

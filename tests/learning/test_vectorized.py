@@ -307,15 +307,25 @@ def test_matmul_kernel_is_independent_of_stack_partners(kind):
 
     def run(idx, max_clients=None):
         res = local_sgd_many(
-            fm, starts[idx], [data[i] for i in idx], lr=lrs[idx], batch_size=16,
-            rngs=[np.random.default_rng(100 + i) for i in idx], kernel="matmul",
-            max_clients=max_clients, slot=16,
+            fm,
+            starts[idx],
+            [data[i] for i in idx],
+            lr=lrs[idx],
+            batch_size=16,
+            rngs=[np.random.default_rng(100 + i) for i in idx],
+            kernel="matmul",
+            max_clients=max_clients,
+            slot=16,
         )
         return {i: r.vector for i, r in zip(idx, res, strict=True)}
 
     everyone = run(np.arange(len(sizes)))
-    for idx, chunk in [([2], None), ([6, 1, 3], None), ([0, 4, 5, 7], 2),
-                       (list(range(len(sizes))), 3)]:
+    for idx, chunk in [
+        ([2], None),
+        ([6, 1, 3], None),
+        ([0, 4, 5, 7], 2),
+        (list(range(len(sizes))), 3),
+    ]:
         for i, vec in run(np.asarray(idx), chunk).items():
             assert np.array_equal(vec, everyone[i]), (idx, i)
 
@@ -333,5 +343,12 @@ def test_slot_smaller_than_a_batch_is_rejected():
     fm = _model("mlr")
     starts, data = _clients(fm, [20])
     with pytest.raises(ValueError, match="slot"):
-        local_sgd_many(fm, starts, data, lr=0.1, batch_size=16,
-                       rngs=[np.random.default_rng(0)], slot=8)
+        local_sgd_many(
+            fm,
+            starts,
+            data,
+            lr=0.1,
+            batch_size=16,
+            rngs=[np.random.default_rng(0)],
+            slot=8,
+        )
