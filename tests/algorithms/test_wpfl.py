@@ -77,6 +77,17 @@ def _ctx(cfg, data, vector, *, round, ber=0.0, client=0, state=None):
     )
 
 
+def _rebuilt_broadcast(cfg, vector, ber, *, round, client):
+    """Client ``client``'s copy of Q_G(ω) at ``round``, rebuilt independently (eq. 18)."""
+    return receive_broadcast(
+        quantize_global(vector, clip_norm=3.0, bits=16),
+        clip_norm=3.0,
+        bits=16,
+        bit_error_rate=ber,
+        rng=rng_for(cfg.seed, "downlink", round=round, client=client),
+    )
+
+
 def _wpfl(cfg):
     algo = make_algorithm(cfg.algorithm)
     algo.bind(cfg)
@@ -106,13 +117,7 @@ def test_first_broadcast_is_error_free_then_quantized_and_corrupted(setup_parts)
     # round 2 with BER e: Ditto on an independently rebuilt corrupted copy of Q_G(ω)
     ber, state = 0.01, {}
     ours = wpfl.client_update(_ctx(cfg, data, vector, round=2, ber=ber, state=state))
-    received, wrong = receive_broadcast(
-        quantize_global(vector, clip_norm=3.0, bits=16),
-        clip_norm=3.0,
-        bits=16,
-        bit_error_rate=ber,
-        rng=rng_for(cfg.seed, "downlink", round=2, client=0),
-    )
+    received, wrong = _rebuilt_broadcast(cfg, vector, ber, round=2, client=0)
     ref_state: dict = {}
     ref = ditto.client_update(_ctx(cfg, data, received, round=2, state=ref_state))
     np.testing.assert_array_equal(ours.vector, ref.vector)
@@ -159,13 +164,7 @@ def test_regularised_pl_train_losses_use_the_received_broadcast(setup_parts, sch
         personal_only=None if scheduled else [0],
         downlink_ber={0: ber},
     )
-    received, wrong = receive_broadcast(
-        quantize_global(vector, clip_norm=3.0, bits=16),
-        clip_norm=3.0,
-        bits=16,
-        bit_error_rate=ber,
-        rng=rng_for(cfg.seed, "downlink", round=2, client=0),
-    )
+    received, wrong = _rebuilt_broadcast(cfg, vector, ber, round=2, client=0)
     assert wrong > 0
     personal = np.asarray(host.state[0]["personal"])
     gap = float(np.linalg.norm(personal.astype(np.float64) - received))
