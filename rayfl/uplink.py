@@ -32,6 +32,7 @@ Implementation details:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -85,6 +86,49 @@ def _local_dp_sgd(
         budgets=budgets,
         delta=config.privacy.delta,
         accountant=config.privacy.accountant,
+    )
+
+
+def epsilon_note(
+    eps: npt.NDArray[np.float64],
+    *,
+    target: float | None,
+    calibration: str,
+    noise_multiplier: float | None,
+) -> str | None:
+    """Explain an accountant ε far above the configured target, or return None.
+
+    The ledger's ε is dp-accounting's bound for the Gaussian noise alone; the
+    papers' calibrations (e.g. ``wpfl``: seed 000's Theorem 1, which credits the
+    R-bit quantizer with part of the privacy) can claim a target the accountant
+    does not confirm. ``summary.json`` then says so instead of leaving two numbers
+    that disagree silently.
+
+    Example:
+        >>> epsilon_note(np.array([5e7]), target=1.0, calibration="wpfl",
+        ...              noise_multiplier=4.9e-4)[:40]
+        'accountant epsilon 5e+07 (Gaussian noise'
+        >>> epsilon_note(np.array([1.5]), target=1.0, calibration="wpfl",
+        ...              noise_multiplier=1.0) is None
+        True
+    """
+    if target is None or not math.isfinite(target) or len(eps) == 0:
+        return None
+    worst = float(np.max(eps))
+    if not worst > 2.0 * target:
+        return None
+    z = "" if noise_multiplier is None else f", z = {noise_multiplier:.3g}"
+    return (
+        f"accountant epsilon {worst:.3g} (Gaussian noise only{z}; clipping "
+        f"and quantization are post-processing to it) is above epsilon_target "
+        f"{target:g}. The target is the claim of calibration '{calibration}'"
+        + (
+            " (seed 000 Theorem 1: the quantization-assisted mechanism), which "
+            "the accountant does not model"
+            if calibration == "wpfl"
+            else ""
+        )
+        + "."
     )
 
 
@@ -340,7 +384,14 @@ class UplinkModel:
         privacy = self.config.privacy
         if not self.accounted or eps is None:
             return {"mechanism": privacy.mechanism}
+        note = epsilon_note(
+            eps,
+            target=privacy.epsilon,
+            calibration=privacy.calibration,
+            noise_multiplier=self.noise_multiplier,
+        )
         return {
+            **({"epsilon_note": note} if note else {}),
             "mechanism": privacy.mechanism,
             "placement": privacy.placement,
             "delta": privacy.delta,

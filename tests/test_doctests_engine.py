@@ -1,0 +1,17 @@
+"""Run the doctest ``Example:`` blocks of engine modules that carry them."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["rayfl.metrics", "rayfl.uplink", "rayfl.compare", "envs.episode"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), verbose=False)
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0
