@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from rayfl.actors.cloud import LinkOutcome
 from rayfl.config import RunConfig
-from rayfl.privacy.accountant import PrivacyLedger
+from rayfl.privacy.accountant import PrivacyLedger, gaussian_epsilon
 from rayfl.privacy.calibration import calibrate_noise_std, nominal_epsilon
 from rayfl.privacy.participation import (
     LocalDPSGD,
@@ -95,14 +95,17 @@ def epsilon_note(
     target: float | None,
     calibration: str,
     noise_multiplier: float | None,
+    sample_level: tuple[float, float] | None = None,
 ) -> str | None:
     """Explain an accountant ε far above the configured target, or return None.
 
-    The ledger's ε is dp-accounting's bound for the Gaussian noise alone; the
-    papers' calibrations (e.g. ``wpfl``: seed 000's Theorem 1, which credits the
-    R-bit quantizer with part of the privacy) can claim a target the accountant
-    does not confirm. ``summary.json`` then says so instead of leaving two numbers
-    that disagree silently.
+    The ledger's ε is dp-accounting's bound for the Gaussian noise alone at the
+    ledger's sensitivity (WPFL: the clip norm C); the papers' calibrations (e.g.
+    ``wpfl``: seed 000's Theorem 1, with the sample-level sensitivity 2C/m and
+    credit for the R-bit quantizer) can claim a target the ledger does not
+    confirm. ``summary.json`` then says so instead of leaving two numbers that
+    disagree silently. ``sample_level`` = (z, ε) at the sample-level sensitivity,
+    quoted when given.
 
     Example:
         >>> epsilon_note(np.array([5e7]), target=1.0, calibration="wpfl",
@@ -118,18 +121,26 @@ def epsilon_note(
     if not worst > 2.0 * target:
         return None
     z = "" if noise_multiplier is None else f", z = {noise_multiplier:.3g}"
-    return (
-        f"accountant epsilon {worst:.3g} (Gaussian noise only{z}; clipping "
-        f"and quantization are post-processing to it) is above epsilon_target "
-        f"{target:g}. The target is the claim of calibration '{calibration}'"
+    text = (
+        f"accountant epsilon {worst:.3g} (Gaussian noise only{z}; quantization "
+        f"is post-processing to it) is above epsilon_target {target:g}. The "
+        f"target is the claim of calibration '{calibration}'"
         + (
-            " (seed 000 Theorem 1: the quantization-assisted mechanism), which "
-            "the accountant does not model"
+            " (seed 000 Theorem 1: the quantization-assisted mechanism at the "
+            "sample-level sensitivity 2C/m), which the ledger does not model"
             if calibration == "wpfl"
             else ""
         )
         + "."
     )
+    if sample_level is not None:
+        text += (
+            f" At sensitivity 2C/m the same accountant gives epsilon "
+            f"{sample_level[1]:.3g} (z = {sample_level[0]:.3g}); 2C/m assumes one "
+            "sample moves the model by at most 2C/m, which whole-model clipping "
+            "does not enforce."
+        )
+    return text
 
 
 class UplinkModel:
@@ -379,19 +390,51 @@ class UplinkModel:
             )
         return eps, nominal
 
+    def _sample_level_epsilon(self) -> tuple[float, float] | None:
+        """(z, ε) at the sample-level sensitivity Δs = 2C/min_n abs(D_n) (WPFL only).
+
+        The ledger accounts a WPFL upload at sensitivity C; Theorem 1 of seed 000
+        (like NbAFL and MA) assumes one sample moves the model by at most Δs. This
+        is the ε the same accountant gives under that assumption, for the most
+        uploads any client made.
+        """
+        privacy = self.config.privacy
+        sigma = self.noise_std
+        if privacy.calibration != "wpfl" or not privacy.clip_norm or not sigma > 0:
+            return None
+        z = float(sigma * self.num_train.min() / (2.0 * privacy.clip_norm))
+        eps = gaussian_epsilon(
+            noise_multiplier=z,
+            sample_rate=privacy.sample_rate,
+            count=int(self.ledger.upload_count.max(initial=0)),
+            delta=privacy.delta,
+            accountant=privacy.accountant,
+        )
+        return z, eps
+
     def privacy_summary(self, eps: npt.NDArray[np.float64] | None) -> dict[str, Any]:
         """Return the privacy block of ``summary.json``."""
         privacy = self.config.privacy
         if not self.accounted or eps is None:
             return {"mechanism": privacy.mechanism}
+        sample_level = self._sample_level_epsilon()
         note = epsilon_note(
             eps,
             target=privacy.epsilon,
             calibration=privacy.calibration,
             noise_multiplier=self.noise_multiplier,
+            sample_level=sample_level,
         )
         return {
             **({"epsilon_note": note} if note else {}),
+            **(
+                {}
+                if sample_level is None
+                else {
+                    "noise_multiplier_sample_level": sample_level[0],
+                    "epsilon_sample_level_max": sample_level[1],
+                }
+            ),
             "mechanism": privacy.mechanism,
             "placement": privacy.placement,
             "delta": privacy.delta,

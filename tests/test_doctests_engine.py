@@ -7,7 +7,13 @@ import importlib
 
 import pytest
 
-MODULES = ["rayfl.metrics", "rayfl.uplink", "rayfl.compare", "envs.episode"]
+MODULES = [
+    "rayfl.metrics",
+    "rayfl.uplink",
+    "rayfl.compare",
+    "rayfl.privacy.accountant",
+    "envs.episode",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

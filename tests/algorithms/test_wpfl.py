@@ -215,8 +215,13 @@ def test_end_to_end_run_stops_when_every_client_used_t0_uploads(ray_session):
     assert summary["privacy"]["uploads_per_client"] == [2] * 10
     # σ_DP of Theorem 1 is tiny next to C: the accountant's ε (Gaussian part only)
     # is far above the target ε_Q = 1, and the summary says why
-    assert summary["privacy"]["epsilon_max"] > 2.0
-    assert "Theorem 1" in summary["privacy"]["epsilon_note"]
+    privacy = summary["privacy"]
+    assert privacy["epsilon_max"] > 2.0
+    assert "Theorem 1" in privacy["epsilon_note"]
+    # the sample-level figure: z scaled by C/(2C/m) = m/2, m = smallest train split
+    half_m = privacy["noise_multiplier_sample_level"] / privacy["noise_multiplier"]
+    assert 2 * half_m == pytest.approx(round(2 * half_m)) and 2 * half_m > 10
+    assert privacy["epsilon_sample_level_max"] < privacy["epsilon_max"]
     last = rounds.iloc[-1]
     assert 0.0 < last["jain_train_loss"] <= 1.0
     # the regularised PL losses exceed the cross-entropy (λ = 0.5 > 0, ϖ ≠ ω̂) and
