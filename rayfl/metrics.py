@@ -129,7 +129,11 @@ def round_summary(
         "jain_train_loss": jain_index(train_loss),
         # Fairness of seed 001 (Definition 1): variance (ddof=0) of the clients'
         # train losses of their evaluated (personal, if any) models.
-        "var_train_loss": float(np.nanvar(train_loss)),
+        "var_train_loss": (
+            float(np.nanvar(train_loss))
+            if np.isfinite(train_loss).any()
+            else float("nan")
+        ),
     }
     # Regularised PL training losses (Ditto family, ``Ditto.eval_train_objectives``).
     for key in ("reg_loss", "pl_objective"):
