@@ -36,16 +36,19 @@ def run_episode(
     env: gym.Env[Any, Any],
     policy: Callable[[Any], Any],
     *,
-    seed: int,
+    seed: int | None = None,
+    first_obs: Any = None,
     max_steps: int | None = None,
     on_step: Callable[[gym.Env[Any, Any]], None] | None = None,
 ) -> EpisodeResult:
-    """Reset ``env`` with ``seed`` and step it with ``policy`` until the episode ends.
+    """Step ``env`` with ``policy`` from a reset until the episode ends.
 
     Args:
         env: The environment (possibly wrapped, e.g. in a ``TimeLimit``).
         policy: Maps an observation to an action.
-        seed: The reset seed.
+        seed: Reset ``env`` with this seed first.
+        first_obs: Or: ``env`` was just reset by the caller (e.g. because the
+            policy is built from the reset env) and this is its observation.
         max_steps: Stop after this many steps even if the env does not end the
             episode (None: run until ``terminated`` or ``truncated``).
         on_step: Called with ``env`` after every step (e.g. to read
@@ -55,7 +58,8 @@ def run_episode(
         The episode's total and final reward and its length.
 
     Raises:
-        ValueError: If ``max_steps`` is below 1.
+        ValueError: If ``max_steps`` is below 1, or not exactly one of ``seed``
+            and ``first_obs`` is given.
 
     Example:
         >>> env = gym.wrappers.TimeLimit(
@@ -65,7 +69,9 @@ def run_episode(
     """
     if max_steps is not None and max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-    obs, _ = env.reset(seed=seed)
+    if (seed is None) == (first_obs is None):
+        raise ValueError("give exactly one of seed (to reset) and first_obs")
+    obs = env.reset(seed=seed)[0] if first_obs is None else first_obs
     total, reward, steps = 0.0, float("nan"), 0
     while max_steps is None or steps < max_steps:
         obs, r, terminated, truncated, _ = env.step(policy(obs))

@@ -172,6 +172,8 @@ def fast_table(
                 for label, extra, needs in specs:
                     if needs != controls:
                         continue
+                    # reset first: env_policy binds the reset env's FL system
+                    obs, _ = env.reset(seed=int(seed))
                     policy = env_policy(load_config(cfg, extra), env)
                     totals = dict.fromkeys(("latency_s", "energy_j", "bits"), 0.0)
 
@@ -186,7 +188,7 @@ def fast_table(
                     run_episode(
                         env,
                         policy,
-                        seed=int(seed),
+                        first_obs=obs,
                         max_steps=cfg.rounds,
                         on_step=add_costs,
                     )
