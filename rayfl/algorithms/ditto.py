@@ -208,10 +208,8 @@ class Ditto(Algorithm):
         n = len(ctx.y_train)
         if cfg.local_mode == "paper_gd_step":
             batch, epochs, steps = n, 1, 1
-            p_epochs, p_steps = 1, 1
         else:
             batch, epochs, steps = cfg.batch_size, cfg.local_epochs, cfg.local_steps
-            p_epochs, p_steps = cfg.personal_epochs, cfg.personal_steps
         train = per_client_trainer(cfg.trainer)
         fl = train(
             ctx.model,
@@ -224,29 +222,7 @@ class Ditto(Algorithm):
             local_steps=steps,
             rng=ctx.rng,
         )
-        start = ctx.state.get("personal")
-        if start is None:
-            start = np.array(ctx.global_vector, dtype=np.float32)
-        pl = personal_sgd(
-            ctx.model,
-            start,
-            ctx.global_vector,
-            ctx.x_train,
-            ctx.y_train,
-            lr=float(ctx.controls.get("personal_lr", cfg.personal_lr)),
-            lam=float(ctx.controls.get("lam", cfg.lam)),
-            batch_size=batch,
-            local_epochs=p_epochs,
-            local_steps=p_steps,
-            rng=ctx.rng,
-        )
-        ctx.state["personal"] = pl.vector  # a fresh array, never uploaded
-        record_pl_gap(
-            ctx.state,
-            pl.vector,
-            ctx.global_vector,
-            float(ctx.controls.get("lam", cfg.lam)),
-        )
+        pl = self.personal_step(ctx, ctx.global_vector)
         vector = fl.vector - ctx.global_vector if self.uploads_delta else fl.vector
         weight = float(n) if cfg.aggregation == "data_weighted" else 1.0
         return ClientUpdate(
@@ -259,6 +235,49 @@ class Ditto(Algorithm):
                 "personal_steps": float(pl.steps),
             },
         )
+
+    def personal_step(
+        self, ctx: ClientContext, center: npt.NDArray[np.float32]
+    ) -> LocalTrainResult:
+        """Run the PL update towards ``center`` and keep ϖ_n (and its gap) in the state.
+
+        Local work as configured (one full-batch step in ``paper_gd_step`` mode),
+        η_L and λ from the client's controls or the config; ϖ_n starts at
+        ``center`` the first time (detail 3).
+
+        Args:
+            ctx: The client's context (data, model, state, controls, generator).
+            center: ω, the model the step is pulled towards.
+
+        Returns:
+            The PL step's result (ϖ_n^{t+1}, its mean batch loss and step count).
+        """
+        cfg: DittoConfig = self.config  # type: ignore[assignment]
+        if cfg.local_mode == "paper_gd_step":
+            batch, epochs, steps = len(ctx.y_train), 1, 1
+        else:
+            batch = cfg.batch_size
+            epochs, steps = cfg.personal_epochs, cfg.personal_steps
+        start = ctx.state.get("personal")
+        if start is None:
+            start = np.array(center, dtype=np.float32)
+        lam = float(ctx.controls.get("lam", cfg.lam))
+        pl = personal_sgd(
+            ctx.model,
+            start,
+            center,
+            ctx.x_train,
+            ctx.y_train,
+            lr=float(ctx.controls.get("personal_lr", cfg.personal_lr)),
+            lam=lam,
+            batch_size=batch,
+            local_epochs=epochs,
+            local_steps=steps,
+            rng=ctx.rng,
+        )
+        ctx.state["personal"] = pl.vector  # a fresh array, never uploaded
+        record_pl_gap(ctx.state, pl.vector, center, lam)
+        return pl
 
     def eval_vectors(
         self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]

@@ -67,7 +67,7 @@ import numpy.typing as npt
 
 from rayfl.algorithms.base import ClientContext, ClientUpdate
 from rayfl.algorithms.config import WpflConfig
-from rayfl.algorithms.ditto import Ditto, personal_sgd, record_pl_gap
+from rayfl.algorithms.ditto import Ditto
 from rayfl.compression.dithering import (
     DitheredPayload,
     dither_encode,
@@ -148,40 +148,7 @@ class Wpfl(Ditto):
 
     def personal_update(self, ctx: ClientContext) -> dict[str, float]:
         """PL step (eq. 20b) of an unscheduled client towards its received broadcast."""
-        cfg: WpflConfig = self.config  # type: ignore[assignment]
-        received = self.received_global(ctx)
-        n = len(ctx.y_train)
-        if cfg.local_mode == "paper_gd_step":
-            batch, p_epochs, p_steps = n, 1, 1
-        else:
-            batch, p_epochs, p_steps = (
-                cfg.batch_size,
-                cfg.personal_epochs,
-                cfg.personal_steps,
-            )
-        start = ctx.state.get("personal")
-        if start is None:
-            start = np.array(received, dtype=np.float32)
-        pl = personal_sgd(
-            ctx.model,
-            start,
-            received,
-            ctx.x_train,
-            ctx.y_train,
-            lr=float(ctx.controls.get("personal_lr", cfg.personal_lr)),
-            lam=float(ctx.controls.get("lam", cfg.lam)),
-            batch_size=batch,
-            local_epochs=p_epochs,
-            local_steps=p_steps,
-            rng=ctx.rng,
-        )
-        ctx.state["personal"] = pl.vector
-        record_pl_gap(
-            ctx.state,
-            pl.vector,
-            received,
-            float(ctx.controls.get("lam", cfg.lam)),
-        )
+        pl = self.personal_step(ctx, self.received_global(ctx))
         return {
             "personal_train_loss": pl.train_loss,
             "personal_steps": float(pl.steps),
