@@ -115,7 +115,11 @@ def round_summary(
     w = np.asarray(num_test, dtype=np.float64)
     acc = np.array([e["test_acc"] for e in evals], dtype=np.float64)
     loss = np.array([e["test_loss"] for e in evals], dtype=np.float64)
-    train_loss = np.array([e.get("eval_train_loss", np.nan) for e in evals])
+
+    def column(key: str) -> npt.NDArray[np.float64]:
+        return np.array([e.get(key, np.nan) for e in evals], dtype=np.float64)
+
+    train_loss = column("eval_train_loss")
     out = {
         "global_acc": weighted_mean_of(acc, w),
         "global_loss": weighted_mean_of(loss, w),
@@ -137,9 +141,7 @@ def round_summary(
     }
     # Regularised PL training losses (Ditto family, ``Ditto.eval_train_objectives``).
     for key in ("reg_loss", "pl_objective"):
-        vals = np.array(
-            [e.get(f"eval_train_{key}", np.nan) for e in evals], dtype=np.float64
-        )
+        vals = column(f"eval_train_{key}")
         if np.isfinite(vals).any():
             out[f"jain_train_{key}"] = jain_index(vals)
     if evals and "personal_acc" in evals[0]:
