@@ -19,7 +19,7 @@ import numpy as np
 
 from rayfl.algorithms.registry import algorithm_class
 from rayfl.checkpoint import load_checkpoint, save_checkpoint
-from rayfl.config import RunConfig, load_config, parse_overrides
+from rayfl.config import ConfigError, RunConfig, load_config, parse_overrides
 from rayfl.metrics import round_summary
 from rayfl.plots import plot_rounds
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
@@ -248,7 +248,7 @@ def _driver(cfg: RunConfig) -> Any:
     if policy in BUILTIN_POLICIES and (cfg.wireless is None or policy == "all"):
         return _SchedulerDriver(cfg)
     if cfg.wireless is None:
-        raise ValueError(
+        raise ConfigError(
             f"scheduler.policy={policy} schedules subchannels: it needs a `wireless` "
             f"section (without one, use one of {', '.join(BUILTIN_POLICIES)})"
         )
