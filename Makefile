@@ -8,18 +8,41 @@ TORCH_VERSION ?= 2.13.0
 EXTRAS ?= dev,rl
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint install data clean
+.PHONY: demo test test-slow lint install data clean torch-pip-args
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-# The CPU build of torch is installed first and pinned: a bare `torch` requirement
-# would pull a multi-GB CUDA build.
+# The CPU build of torch is installed first and pinned as `torch==X+cpu`: a bare
+# `torch` requirement would pull a multi-GB CUDA build from PyPI, while the `+cpu`
+# version exists only on PyTorch's CPU wheel index (TORCH_INDEX) and in local wheel
+# folders (TORCH_WHEELS), so it can never resolve to CUDA. The index is probed once
+# (5 s); where it is unreachable, the local folder is used if it exists, and if
+# neither has the wheel the install stops with a message instead of taking CUDA.
+# `rayfl`'s own `torch>=2.2` is then already satisfied by the CPU build.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_WHEELS ?= /opt/wheels
+# (probed at most once per make run, and only when a recipe needs it)
+TORCH_INDEX_UP = $(eval TORCH_INDEX_UP := $(shell $(PY) -c "import urllib.request as u; \
+  u.urlopen('$(TORCH_INDEX)/torch/', timeout=5)" >/dev/null 2>&1 && echo yes))$(TORCH_INDEX_UP)
+TORCH_PIP_ARGS = $(if $(TORCH_INDEX_UP),--extra-index-url $(TORCH_INDEX)) \
+  $(if $(wildcard $(TORCH_WHEELS)/torch-*),--find-links $(TORCH_WHEELS)) torch==$(TORCH_VERSION)+cpu
+
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet torch==$(TORCH_VERSION)
+	@echo "$(BIN)/pip install --quiet" $(TORCH_PIP_ARGS)
+	@$(BIN)/pip install --quiet $(TORCH_PIP_ARGS) || { \
+	  echo "error: could not install the CPU build torch==$(TORCH_VERSION)+cpu. It comes from" \
+	       "PyTorch's CPU wheel index (TORCH_INDEX=$(TORCH_INDEX), $(if $(TORCH_INDEX_UP),reachable,unreachable from here))" \
+	       "or a local folder of wheels (TORCH_WHEELS=$(TORCH_WHEELS), $(if $(wildcard $(TORCH_WHEELS)/torch-*),has torch wheels,no torch wheel there))." \
+	       "Set TORCH_INDEX to a reachable mirror of that index, or TORCH_WHEELS to a folder" \
+	       "holding torch-$(TORCH_VERSION)+cpu-*.whl." >&2; exit 1; }
 	$(BIN)/pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
+
+# The pip arguments that install torch (what `install` runs), for checks and debugging.
+torch-pip-args:
+	@echo $(TORCH_PIP_ARGS)
 
 install: $(STAMP)
 

@@ -60,6 +60,16 @@ def register_policy(name: str, entry_point: str, *, force: bool = False) -> None
     POLICIES[name] = entry_point
 
 
+def registered_names() -> list[str]:
+    """Return the names in the registry, sorted (imports no policy module).
+
+    Example:
+        >>> "best_channel" in registered_names()
+        True
+    """
+    return sorted(POLICIES)
+
+
 def policy_class(name: str) -> type[Policy]:
     """Import and return the class registered under ``name``.
 

@@ -4,7 +4,8 @@
     rayfl resume RUN_DIR                    continue a run from its last checkpoint
     rayfl compare CONFIG --policies a,b,c   same config and seed under each policy
     rayfl compare CONFIG --algorithms a,b   same config and seed under each algorithm
-    rayfl plot RUN_DIR [RUN_DIR ...]        (re)draw plots, overlaying several runs
+    rayfl plot RUN_DIR [RUN_DIR ...]        (re)draw plots; several runs: overlaid
+                                            in ./plots-<run>-vs-<run> (or --out)
     rayfl info [--data-root DIR]            Ray resources and datasets found
     rayfl bench NAME [args]                 benchmarks (bench/results.md)
     rayfl train-policy CONFIG [options]     train the learned scheduler (PPO, RLlib)
@@ -19,6 +20,8 @@ import sys
 from pathlib import Path
 
 __all__ = ["main"]
+
+_TABLE_HEADER = "evaluated rounds (counted from 0, as in rounds.parquet and the plots):"
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -37,6 +40,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"\nsweep directory: {out}")
         return 0
     result = run(config)
+    print(_TABLE_HEADER)
     print(result.table())
     final = result.summary.get("final", {})
     print(
@@ -58,6 +62,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     from rayfl.runner import resume
 
     result = resume(args.run_dir)
+    print(_TABLE_HEADER)
     print(result.table())
     print(f"\nrun directory: {result.run_dir} ({result.summary['status']})")
     return 0
@@ -181,11 +186,24 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from rayfl.plots import plot_rounds
+    from rayfl.plots import overlay_dir, plot_rounds
     from rayfl.results import load_run
 
-    runs = {Path(d).name: load_run(d).rounds for d in args.run_dirs}
-    out = Path(args.out) if args.out else Path(args.run_dirs[0]) / "plots"
+    runs = {Path(d).resolve().name: load_run(d).rounds for d in args.run_dirs}
+    if len(args.run_dirs) == 1:
+        out = Path(args.out) if args.out else Path(args.run_dirs[0]) / "plots"
+    else:
+        out = Path(args.out) if args.out else overlay_dir(args.run_dirs)
+        own = {(Path(d) / "plots").resolve() for d in args.run_dirs}
+        if out.resolve() in own or any(
+            out.resolve() == Path(d).resolve() for d in args.run_dirs
+        ):
+            print(
+                f"rayfl plot: --out {out} is a run's own plot folder; an overlay of "
+                "several runs goes elsewhere (default ./plots-<run>-vs-<run>)",
+                file=sys.stderr,
+            )
+            return 2
     for path in plot_rounds(runs, out):
         print(path)
     return 0
@@ -309,7 +327,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_bench)
     p = sub.add_parser("plot", help="draw the plots of one or more run directories")
     p.add_argument("run_dirs", nargs="+")
-    p.add_argument("--out", help="output directory (default RUN_DIR/plots)")
+    p.add_argument(
+        "--out",
+        help="output directory (default: RUN_DIR/plots for one run; for several, "
+        "a new folder ./plots-<run>-vs-<run>, never a run's own plots/)",
+    )
     p.set_defaults(func=_cmd_plot)
     p = sub.add_parser("info", help="show Ray resources and the datasets found")
     p.add_argument("--data-root", default=None, help="directory of user datasets")

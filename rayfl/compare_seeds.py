@@ -172,6 +172,7 @@ def fast_table(
                 for label, extra, needs in specs:
                     if needs != controls:
                         continue
+                    bar.set_description(f"compare --fast: seed {seed}, {label}")
                     # reset first: env_policy binds the reset env's FL system
                     obs, _ = env.reset(seed=int(seed))
                     policy = env_policy(load_config(cfg, extra), env)

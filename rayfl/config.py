@@ -14,18 +14,27 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_names
 from rayfl.compression.config import CompressionConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
+from rayfl.names import UnknownNameError, policy_names, unknown_name_message
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.rl.config import RLConfig
 from rayfl.wireless.config import WirelessConfig
@@ -85,6 +94,13 @@ class SchedulerConfig(_Section):
         description="Expose the algorithm's per-client controls (e.g. sparse_dp's "
         "`sparsity`) in the env's action, so the policy can set them.",
     )
+
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, name: str) -> str:
+        if name not in policy_names():
+            raise UnknownNameError("scheduler.policy", name, policy_names())
+        return name
 
 
 class RayConfig(_Section):
@@ -275,6 +291,24 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str] | None:
     return sorted(fields) if fields else None
 
 
+def _unknown_name(path: str, err: Any) -> str | None:
+    """The "did you mean" message of an unknown name (a Literal or a kind), or None."""
+    ctx = err.get("ctx") or {}
+    if isinstance(ctx.get("error"), UnknownNameError):
+        return str(ctx["error"])
+    if err["type"] == "literal_error":
+        expected, name = ctx.get("expected", ""), err.get("input")
+    elif err["type"] == "union_tag_invalid":
+        expected, name = ctx.get("expected_tags", ""), ctx.get("tag")
+        path = f"{path}.{ctx.get('discriminator', 'kind')}".replace("'", "")
+    else:
+        return None
+    allowed = re.findall(r"'([^']*)'", str(expected))
+    if not isinstance(name, str) or not allowed:
+        return None
+    return unknown_name_message(path, name, allowed)
+
+
 def _format(error: ValidationError) -> str:
     names = set(algorithm_names())
     lines = []
@@ -284,7 +318,10 @@ def _format(error: ValidationError) -> str:
             loc = (loc[0],) + loc[2:]
         path = ".".join(str(p) for p in loc) or "<config>"
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
+        unknown = _unknown_name(path, err)
+        if unknown:
+            lines.append(unknown)
+        elif err["type"] == "extra_forbidden":
             allowed = _allowed_keys(loc)
             hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
             lines.append(f"{path}: unknown key{hint}")

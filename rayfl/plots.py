@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -11,7 +11,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-__all__ = ["plot_rounds"]
+__all__ = ["ROUND_AXIS", "overlay_dir", "plot_rounds"]
+
+#: Rounds are counted from 0 everywhere: rounds.parquet, the console table, plots.
+ROUND_AXIS = "round t (from 0, as in rounds.parquet)"
 
 _PANELS = (
     ("eval_acc", "test accuracy"),
@@ -23,8 +26,29 @@ _PANELS = (
 )
 
 
+def overlay_dir(run_dirs: Sequence[str | Path], root: str | Path = ".") -> Path:
+    """Return the default folder of an overlay of several runs, named after them.
+
+    ``root/plots-<run A>-vs-<run B>...`` (``root/plots-compare-<run A>-and-<k>-more``
+    when that name would exceed 120 characters); never inside a run directory,
+    whose ``plots/`` holds that run's own curves.
+
+    Example:
+        >>> overlay_dir(["runs/a-1", "runs/b-2"]).as_posix()
+        'plots-a-1-vs-b-2'
+    """
+    names = [Path(d).resolve().name for d in run_dirs]
+    name = "plots-" + "-vs-".join(names)
+    if len(name) > 120:
+        name = f"plots-compare-{names[0]}-and-{len(names) - 1}-more"
+    return Path(root) / name
+
+
 def plot_rounds(runs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[Path]:
     """Write one PNG per metric, each overlaying every run's curve over rounds.
+
+    The x axis is the round index of ``rounds.parquet`` (from 0), as in the
+    console table.
 
     Args:
         runs: Label → that run's ``rounds`` DataFrame.
@@ -46,12 +70,12 @@ def plot_rounds(runs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[P
         for name, df in present.items():
             d = df.dropna(subset=[column])
             ax.plot(
-                d["round"] + 1,
+                d["round"],
                 d[column],
                 marker="." if len(d) < 40 else None,
                 label=name,
             )
-        ax.set_xlabel("round")
+        ax.set_xlabel(ROUND_AXIS)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         if len(present) > 1:

@@ -19,7 +19,7 @@ import numpy as np
 
 from rayfl.algorithms.registry import algorithm_class
 from rayfl.checkpoint import load_checkpoint, save_checkpoint
-from rayfl.config import RunConfig, load_config, parse_overrides
+from rayfl.config import ConfigError, RunConfig, load_config, parse_overrides
 from rayfl.metrics import round_summary
 from rayfl.plots import plot_rounds
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
@@ -30,12 +30,12 @@ from rayfl.system import FLSystem, RoundResult
 __all__ = ["resume", "run"]
 
 
-def _progress(enabled: bool, total: int) -> Any:
+def _progress(enabled: bool, total: int, desc: str | None = None) -> Any:
     if not enabled:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="round", dynamic_ncols=True, leave=True)
+    return tqdm(total=total, desc=desc, unit="round", dynamic_ncols=True, leave=True)
 
 
 def _client_rows(
@@ -248,7 +248,7 @@ def _driver(cfg: RunConfig) -> Any:
     if policy in BUILTIN_POLICIES and (cfg.wireless is None or policy == "all"):
         return _SchedulerDriver(cfg)
     if cfg.wireless is None:
-        raise ValueError(
+        raise ConfigError(
             f"scheduler.policy={policy} schedules subchannels: it needs a `wireless` "
             f"section (without one, use one of {', '.join(BUILTIN_POLICIES)})"
         )
@@ -295,7 +295,7 @@ def _run(
         log.write_config(cfg.to_dict())
     run_dir = log.run_dir
     setup_s = time.perf_counter() - started
-    bar = _progress(cfg.output.progress, cfg.rounds)
+    bar = _progress(cfg.output.progress, cfg.rounds, desc=cfg.name)
     if bar is not None and first_round:
         bar.update(first_round)
     status = "running"
@@ -333,11 +333,13 @@ def _run(
                 row.update(driver.round_extras(t))
             log.round_rows.append(row)
             if bar is not None:
-                post = {
-                    "acc": f"{row.get('eval_acc', float('nan')):.3f}",
-                    "max_loss": f"{row.get('eval_max_loss', float('nan')):.3f}",
-                }
-                bar.set_postfix(post, refresh=False)
+                if evals:  # else the bar keeps the last evaluation, and its round
+                    post = {
+                        "acc": f"{row.get('eval_acc', float('nan')):.3f}",
+                        "max_loss": f"{row.get('eval_max_loss', float('nan')):.3f}",
+                        "eval_round": t,
+                    }
+                    bar.set_postfix(post, refresh=False)
                 bar.update(1)
             exhausted = getattr(system, "exhausted", None)  # flat FLSystem only
             if exhausted is not None and exhausted():  # seed 000: T0 uploads used up

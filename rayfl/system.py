@@ -26,6 +26,7 @@ import torch
 from rayfl.actors.client import ClientActor
 from rayfl.actors.cloud import CloudServer
 from rayfl.actors.setup import ActorSetup
+from rayfl.actors.shared_data import share_data
 from rayfl.algorithms.registry import algorithm_class, make_algorithm
 from rayfl.config import RunConfig
 from rayfl.data.federated import FederatedData, build_federated
@@ -126,9 +127,10 @@ class FLSystem:
             clients_per_actor=int(per_actor),
         )
         actor_cpus = min(1.0, cpus / len(self.groups))
-        # Kept alive here: a restarted actor re-reads its constructor arguments.
-        self.data_ref = data_ref = ray.put(self.data)
         self.run_id = uuid.uuid4().hex[:8]
+        # The actors fetch the data by the holder's name (kept for the whole run), so
+        # a restarted actor re-reads it without object-store constructor arguments.
+        shared, self.data_holder = share_data(self.data, f"rayfl-{self.run_id}-data")
         # SPREAD places client actors across nodes first (multi-node clusters).
         self.actors = [
             ClientActor.options(
@@ -136,7 +138,7 @@ class FLSystem:
                 num_cpus=actor_cpus,
                 max_restarts=cfg.ray.max_actor_restarts,
                 scheduling_strategy="SPREAD",
-            ).remote(data_ref, group, setup)
+            ).remote(shared, group, setup)
             for a, group in enumerate(self.groups)
         ]
         self.actor_of = np.empty(n, dtype=np.int64)
@@ -444,6 +446,8 @@ class FLSystem:
             ray.kill(actor)
         if hasattr(self, "cloud"):
             ray.kill(self.cloud)
+        if hasattr(self, "data_holder"):
+            ray.kill(self.data_holder)
         self.actors = []
         self.session.close()
 

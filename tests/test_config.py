@@ -43,7 +43,10 @@ def test_overrides_types_and_nesting():
     [
         (["rounds=0"], "rounds: Input should be greater than or equal to 1 (got 0)"),
         (["data.num_clients=-3"], "data.num_clients"),
-        (["model.kind=resnet"], "model.kind: Input should be 'mlr', 'mlp' or 'cnn'"),
+        (
+            ["model.kind=resnet"],
+            "model.kind: unknown name 'resnet'\n  allowed: 'cnn', 'mlp', 'mlr'",
+        ),
         (["algorithm.kind=sgd"], "'fedavg'"),
         (["algorithm.lr=-1"], "algorithm.lr: Input should be greater than 0"),
         (["data.bogus=1"], "data.bogus: unknown key; allowed keys: alpha,"),

@@ -13,6 +13,8 @@ MODULES = [
     "rayfl.compare",
     "rayfl.privacy.accountant",
     "envs.episode",
+    "rayfl.names",
+    "policies.registry",
 ]
 
 

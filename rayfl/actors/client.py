@@ -17,6 +17,7 @@ import torch
 
 from rayfl.actors.messages import Uploads
 from rayfl.actors.setup import ActorSetup
+from rayfl.actors.shared_data import SharedData
 from rayfl.actors.state import ClientStateStore
 from rayfl.algorithms.base import ClientContext, Download
 from rayfl.algorithms.registry import make_algorithm
@@ -35,15 +36,19 @@ class ClientHost:
     """The engine behind :class:`ClientActor`, usable without Ray in tests.
 
     Args:
-        data: The federated dataset (zero-copy from the object store).
+        data: The federated dataset, or a :class:`SharedData` naming where to fetch
+            it (zero-copy from the object store; what the Ray actors get, so that a
+            restart re-reads it by name).
         clients: Ids of the virtual clients hosted here.
         setup: Run-level values.
     """
 
     def __init__(
-        self, data: FederatedData, clients: list[int], setup: ActorSetup
+        self, data: FederatedData | SharedData, clients: list[int], setup: ActorSetup
     ) -> None:
         torch.set_num_threads(1)
+        if isinstance(data, SharedData):
+            data = data.get()
         self.data = data
         self.clients = [int(c) for c in clients]
         self.setup = setup

@@ -149,6 +149,9 @@ class D2DTopologyConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> D2DTopologyConfig:
+        from rayfl.names import check_name, policy_names
+
+        check_name("topology.policy", self.policy, policy_names(builtin=False))
         if isinstance(self.target, int) and self.target < 0:
             raise ValueError(
                 f"topology.target must be >= 0, 'random' or 'all', got {self.target}"

@@ -240,9 +240,16 @@ def _client_pools(
     try:
         parts = _partition(config, y, rng)
     except ValueError as error:
+        knobs = {"num_clients": config.num_clients}
+        if config.partition == "dirichlet":
+            knobs.update(
+                min_partition_size=config.min_partition_size, alpha=config.alpha
+            )
+        fields = ", ".join(f"data.{k} (now {v})" for k, v in knobs.items())
         raise DatasetError(
             f"data.partition={config.partition} on {config.dataset} "
-            f"(pool={config.pool}, {y.size} samples): {error}"
+            f"(pool={config.pool}, {y.size} samples): {error}\n"
+            f"  the config fields to change: {fields}"
         ) from error
     cap = config.max_samples_per_client
     if cap is not None:

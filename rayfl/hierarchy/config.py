@@ -179,6 +179,10 @@ class HierSchedulingConfig(_Section):
     def _check(self) -> HierSchedulingConfig:
         if not self.policy:
             raise ValueError("topology.scheduling.policy must be a non-empty name")
+        from rayfl.names import check_name, policy_names
+
+        allowed = ["uniform", *policy_names(builtin=False)]
+        check_name("topology.scheduling.policy", self.policy, allowed)
         if self.policy == "uniform" and self.params:
             raise ValueError(
                 "topology.scheduling.params are policy arguments; policy=uniform "

@@ -54,6 +54,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from rayfl.actors.setup import ActorSetup
+from rayfl.actors.shared_data import share_data
 from rayfl.config import RunConfig
 from rayfl.data.federated import build_federated
 from rayfl.hierarchy.cloud import HierCloudServer
@@ -160,8 +161,9 @@ class HierarchicalSystem:
             num_classes=self.data.num_classes,
             reduce_in_actor=False,
         )
-        self.data_ref = ray.put(self.data)
         self.run_id = uuid.uuid4().hex[:8]
+        # fetched by name (rayfl.actors.shared_data): no object-store constructor args
+        shared, self.data_holder = share_data(self.data, f"rayfl-{self.run_id}-data")
         actor_cpus = min(1.0, cpus / len(self.groups))
         self.actors = [
             DeviceActor.options(
@@ -169,7 +171,7 @@ class HierarchicalSystem:
                 num_cpus=actor_cpus,
                 max_restarts=cfg.ray.max_actor_restarts,
                 scheduling_strategy="SPREAD",
-            ).remote(self.data_ref, group, setup)
+            ).remote(shared, group, setup)
             for a, group in enumerate(self.groups)
         ]
         self.actor_nodes: list[str] = ray.get([a.ping.remote() for a in self.actors])
@@ -817,6 +819,8 @@ class HierarchicalSystem:
             ray.kill(actor)
         if hasattr(self, "cloud"):
             ray.kill(self.cloud)
+        if hasattr(self, "data_holder"):
+            ray.kill(self.data_holder)
         self.actors, self.edges = [], []
         self.session.close()
 

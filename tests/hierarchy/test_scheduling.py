@@ -126,7 +126,7 @@ def test_invalid_actions_raise_clear_errors():
         validate_action(np.array([0.0, 1.0]), edge=0, num_devices=5, num_subchannels=2)
     with pytest.raises(ValueError, match="one action per edge"):
         sched.to_participants([ok[0]], caps)
-    with pytest.raises(ValueError, match="unknown policy 'nope'"):
+    with pytest.raises(ValueError, match="unknown name 'nope'"):
         _sched("nope", 2)
     with pytest.raises(ValueError, match="per-client controls"):
         _sched("minmax", 2)

@@ -1,0 +1,70 @@
+"""The run's dataset, shared with restartable client actors by name.
+
+Ray re-runs an actor's constructor with its original arguments when the actor
+restarts (``ray.max_actor_restarts``), so a constructor argument that lives in the
+object store — the dataset's object ref, or any object ref or actor handle inside
+an argument — must still exist then, and Ray reports that risk on every actor
+started with ``max_restarts > 0``. Client actors therefore take a
+:class:`SharedData`, which holds only the *name* of a :class:`DataHolder` actor; the
+holder keeps the dataset's object ref for the whole run. The constructor fetches
+the dataset through it (zero-copy from the object store), on the first start and
+after every restart alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+from rayfl.data.federated import FederatedData
+
+__all__ = ["DataHolder", "SharedData", "share_data"]
+
+
+class _Holder:
+    """Keeps object refs alive and hands them out (the body of :data:`DataHolder`)."""
+
+    def __init__(self, refs: list[Any]) -> None:
+        self._refs = list(refs)
+
+    def ref(self) -> Any:
+        """Return the dataset's object ref."""
+        return self._refs[0]
+
+
+DataHolder = ray.remote(num_cpus=0)(_Holder)
+"""Actor holding the dataset's object ref for the run (no CPU)."""
+
+
+@dataclass(frozen=True)
+class SharedData:
+    """A plain-value handle to a dataset kept by a named :data:`DataHolder` actor.
+
+    Attributes:
+        holder: Name of the holder actor (in the run's Ray namespace).
+    """
+
+    holder: str
+
+    def get(self) -> FederatedData:
+        """Fetch the dataset (call inside an actor; waits for the holder)."""
+        holder = ray.get_actor(self.holder)
+        data: FederatedData = ray.get(ray.get(holder.ref.remote()))
+        return data
+
+
+def share_data(data: FederatedData, name: str) -> tuple[SharedData, Any]:
+    """Put ``data`` in the object store behind a named holder actor.
+
+    Args:
+        data: The federated dataset.
+        name: A name unique in the Ray namespace, e.g. ``rayfl-<run id>-data``.
+
+    Returns:
+        The :class:`SharedData` to pass to actor constructors, and the holder's
+        handle: keep it for the whole run (``ray.kill`` it when closing).
+    """
+    holder = DataHolder.options(name=name).remote([ray.put(data)])
+    return SharedData(name), holder
