@@ -160,6 +160,50 @@ FEDAVG = {
 }
 
 
+DITTO = {
+    **BASE,
+    "data": {
+        "dataset": "digits",
+        "num_clients": 4,
+        "partition": "size_skew",
+        "size_distribution": "linear",
+    },
+    "algorithm": {"kind": "ditto", "local_steps": 2, "batch_size": 8},
+    "scheduler": {"policy": "all"},
+    "privacy": {
+        "mechanism": "gaussian",
+        "calibration": "dp_ditto",
+        "epsilon": 10.0,
+        "delta": 0.01,
+        "clip_norm": 2.0,
+    },
+}
+
+WPFL = {
+    **BASE,
+    "algorithm": {
+        "kind": "wpfl",
+        "lr": 0.1,
+        "personal_lr": 0.1,
+        "local_steps": 2,
+        "personal_steps": 2,
+        "batch_size": 16,
+    },
+    "scheduler": {"policy": "round_robin"},
+    "wireless": {"num_subchannels": 2},
+    "privacy": {
+        "mechanism": "quantized_gaussian",
+        "calibration": "wpfl",
+        "epsilon": 1.0,
+        "delta": 1e-3,
+        "clip_norm": 3.0,
+        "max_uploads": 2,
+        "calibration_sample_rate": 0.01,
+    },
+    "compression": {"quantize_bits": 16},
+}
+
+
 @pytest.mark.parametrize("placement", ["client", "cloud"])
 def test_dp_fedavg_epsilon_matches_the_oracle(ray_session, tmp_path, placement):
     tree = {**FEDAVG, "privacy": {**FEDAVG["privacy"], "placement": placement}}
@@ -184,24 +228,7 @@ def test_dp_fedavg_epsilon_matches_the_oracle(ray_session, tmp_path, placement):
 
 
 def test_dp_ditto_per_client_epsilon_matches_the_oracle(ray_session, tmp_path):
-    tree = {
-        **BASE,
-        "data": {
-            "dataset": "digits",
-            "num_clients": 4,
-            "partition": "size_skew",
-            "size_distribution": "linear",
-        },
-        "algorithm": {"kind": "ditto", "local_steps": 2, "batch_size": 8},
-        "scheduler": {"policy": "all"},
-        "privacy": {
-            "mechanism": "gaussian",
-            "calibration": "dp_ditto",
-            "epsilon": 10.0,
-            "delta": 0.01,
-            "clip_norm": 2.0,
-        },
-    }
+    tree = DITTO
     _, privacy, metrics = _run(tree, tmp_path)
     sizes = _num_train(tree)
     assert len(set(sizes.tolist())) == 4  # per-client σ_n really differ
@@ -216,29 +243,7 @@ def test_dp_ditto_per_client_epsilon_matches_the_oracle(ray_session, tmp_path):
 
 
 def test_wpfl_epsilon_matches_the_oracle(ray_session, tmp_path):
-    tree = {
-        **BASE,
-        "algorithm": {
-            "kind": "wpfl",
-            "lr": 0.1,
-            "personal_lr": 0.1,
-            "local_steps": 2,
-            "personal_steps": 2,
-            "batch_size": 16,
-        },
-        "scheduler": {"policy": "round_robin"},
-        "wireless": {"num_subchannels": 2},
-        "privacy": {
-            "mechanism": "quantized_gaussian",
-            "calibration": "wpfl",
-            "epsilon": 1.0,
-            "delta": 1e-3,
-            "clip_norm": 3.0,
-            "max_uploads": 2,
-            "calibration_sample_rate": 0.01,
-        },
-        "compression": {"quantize_bits": 16},
-    }
+    tree = WPFL
     _, privacy, metrics = _run(tree, tmp_path)
     sigma = wpfl_sigma(1.0, 1e-3, 2, 3.0, 16, 0.01)  # the paper's q: σ only
     assert privacy["noise_std"] == pytest.approx(sigma, rel=1e-6)
@@ -312,6 +317,7 @@ HIER = {
 }
 
 
+@pytest.mark.slow  # ~20 s on a loaded 2-core machine
 def test_h2fdp_trusted_and_untrusted_epsilon_match_the_oracle(ray_session, tmp_path):
     result, privacy, _ = _run(HIER, tmp_path)
     sizes = _num_train(HIER)
@@ -335,33 +341,55 @@ def test_h2fdp_trusted_and_untrusted_epsilon_match_the_oracle(ray_session, tmp_p
 
 
 # ------------------------------------------------------------------ noise std
-def test_client_uplink_adds_the_calibrated_noise():
-    # The real client path (clip → noise) on a zero model with lr ≈ 0: the upload
-    # minus the clipped input is the noise; d = 24 330 coordinates.
+def _expected_sigma(name: str, sizes: np.ndarray) -> np.ndarray:
+    """σ per client from the config alone (the oracle's formulas)."""
+    if name == "fedavg":
+        z = dp_accounting.calibrate_dp_mechanism(
+            rdp.RdpAccountant, lambda s: _event(s, FEDAVG["rounds"]), 4.0, 1e-5
+        )
+        return np.full(len(sizes), z * 2 * 1.5)
+    if name == "ditto":
+        return np.array([dp_ditto_sigma(2.0, m, 3, 4, 10.0, 0.01) for m in sizes])
+    return np.full(len(sizes), wpfl_sigma(1.0, 1e-3, 2, 3.0, 16, 0.01))
+
+
+@pytest.mark.parametrize("name", ["fedavg", "ditto", "wpfl"])
+def test_client_uplink_adds_the_calibrated_noise(name):
+    # The real client path (clip → noise → quantize for WPFL) on a zero model with
+    # lr ≈ 0: the upload minus the clipped input (0) is the noise; d = 24 330.
     from rayfl.actors.client import ClientHost
     from rayfl.actors.setup import ActorSetup
     from rayfl.system import initial_vector
     from rayfl.uplink import UplinkModel
 
+    base = {"fedavg": FEDAVG, "ditto": DITTO, "wpfl": WPFL}[name]
     tree = {
-        **FEDAVG,
+        **base,
         "model": {"kind": "mlp", "hidden": [320]},
-        "algorithm": {**FEDAVG["algorithm"], "lr": 1e-12},
+        "algorithm": {**base["algorithm"], "lr": 1e-12, "personal_lr": 1e-12}
+        if name == "wpfl"
+        else {**base["algorithm"], "lr": 1e-12},
     }
     cfg = load_config(tree)
     data = build_federated(cfg.data, seed=cfg.seed)
     uplink = UplinkModel(cfg, num_train=data.num_train)
-    z = dp_accounting.calibrate_dp_mechanism(
-        rdp.RdpAccountant, lambda s: _event(s, tree["rounds"]), 4.0, 1e-5
+    setup = ActorSetup(
+        cfg,
+        tuple(data.input_shape),
+        data.num_classes,
+        uplink.noise_std,
+        client_noise_std=None
+        if uplink.client_noise_std is None
+        else tuple(float(s) for s in uplink.client_noise_std),
     )
-    setup = ActorSetup(cfg, tuple(data.input_shape), data.num_classes, uplink.noise_std)
     vector = initial_vector(cfg, tuple(data.input_shape), data.num_classes) * 0
-    host = ClientHost(data, [0, 1], setup)
-    _, bundle, _ = host.train(0, vector, [0, 1])
-    for payload in bundle.payloads:
+    host = ClientHost(data, [0, 1, 2, 3], setup)
+    _, bundle, _ = host.train(0, vector, [0, 1, 2, 3])
+    expected = _expected_sigma(name, np.asarray(data.num_train))
+    for client, payload in zip(bundle.clients, bundle.payloads, strict=True):
         noise = payload.to_dense().astype(np.float64)
         assert noise.size > 24_000
-        assert np.std(noise) == pytest.approx(z * 2 * 1.5, rel=0.03)
+        assert np.std(noise) == pytest.approx(expected[client], rel=0.03)
 
 
 def test_h2fdp_device_and_trusted_edge_add_the_calibrated_noise():
