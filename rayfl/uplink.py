@@ -127,7 +127,7 @@ def epsilon_note(
     Example:
         >>> epsilon_note(np.array([5e7]), target=1.0, calibration="wpfl",
         ...              noise_multiplier=4.9e-4)[:40]
-        'accountant epsilon 5e+07 (Gaussian noise'
+        'accountant epsilon 5e+07 (at the sensiti'
         >>> epsilon_note(np.array([1.5]), target=1.0, calibration="wpfl",
         ...              noise_multiplier=1.0) is None
         True
@@ -139,8 +139,8 @@ def epsilon_note(
         return None
     z = "" if noise_multiplier is None else f", z = {noise_multiplier:.3g}"
     return (
-        f"accountant epsilon {worst:.3g} (Gaussian noise only{z}, at the "
-        f"sensitivity the code enforces; quantization is post-processing) is "
+        f"accountant epsilon {worst:.3g} (at the sensitivity the code "
+        f"enforces{z}; quantization is post-processing) is "
         f"above epsilon_target {target:g}. The target is the nominal value of "
         f"calibration '{calibration}', the paper's formula, not a guarantee."
     )

@@ -530,3 +530,28 @@ def test_h2fdp_configs_claiming_what_the_code_does_not_do_are_refused(override, 
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")) as info:
         load_config(HIER, override)
     assert len(str(info.value).splitlines()) <= 25
+
+
+def test_dithering_reports_the_vector_laplace_epsilon():
+    # The WPFL paper's Dithering baseline: Laplace(b) per coordinate with
+    # b = Δs·T0/ε, Δs = 2C/min|D_n| (its per-coordinate budget). The vector's
+    # L1 sensitivity is 2C·√d, so each upload is (2C·√d/b)-DP (pure).
+    from rayfl.uplink import UplinkModel
+
+    tree = {
+        **WPFL,
+        "algorithm": {**WPFL["algorithm"], "dp_mechanism": "dithering"},
+        "wireless": {"num_subchannels": 2, "effects": "bit_flip"},
+        "compression": {"quantize_bits": None},
+    }
+    cfg = load_config(tree)
+    sizes = _num_train(tree)
+    dim = 64 * 10 + 10  # MLR on 8×8 digits
+    uplink = UplinkModel(cfg, num_train=sizes, model_dim=dim)
+    b = (2 * 3.0 / sizes.min()) * 2 / 1.0
+    uplink.record_releases([0, 1, 1])
+    eps, nominal = uplink.epsilons(evaluate=True)
+    per_upload = 2 * 3.0 * math.sqrt(dim) / b
+    np.testing.assert_allclose(eps, [per_upload, 2 * per_upload, 0, 0], rtol=1e-12)
+    np.testing.assert_allclose(nominal, [0.5, 1.0, 0, 0], rtol=1e-12)  # ε·t/T0
+    assert eps[1] > 10 * nominal[1]  # the per-coordinate budget is not the vector's
