@@ -188,4 +188,6 @@ def test_release_noise_multiplier_uses_the_enforced_step_sensitivity():
     )
     assert z_edge == pytest.approx(2.0)
     # no clip: nothing bounds the release
-    assert release_noise_multiplier(0.6, learning_rate=0.1, steps=3, grad_bound=None) == 0
+    assert (
+        release_noise_multiplier(0.6, learning_rate=0.1, steps=3, grad_bound=None) == 0
+    )
