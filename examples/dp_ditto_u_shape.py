@@ -105,7 +105,6 @@ def run_config(
                 "delta": args.delta,
                 "clip_norm": args.clip,
                 "placement": "client",
-                "sample_rate": 1.0,
             }
         ),
         "ray": {"num_cpus": args.num_cpus},

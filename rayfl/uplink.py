@@ -10,18 +10,22 @@ the per-client rows (SNR, latency, energy) the log keeps.
 | paper symbol | code name |
 |--------------|-----------|
 | σ_DP | ``noise_std`` |
-| z = σ/C | ``noise_multiplier`` |
+| z = σ/(2C) | ``noise_multiplier`` |
 | T0 | ``privacy.max_uploads`` |
 | e_{n,k} (BER), PER | ``bit_error_rate``, ``packet_error_rate`` |
 
 Implementation details:
-    1. Accounting uses ``privacy.sample_rate`` as q for every release and claims
-       no amplification from client scheduling, whatever the policy (random
-       selection of a fixed number of clients is not Poisson sampling): the
-       conservative choice of DESIGN.md.
+    1. The ledger follows ``rayfl.privacy.sensitivity``: a whole update
+       clipped to C has L2 sensitivity 2C between any two datasets of the
+       client, so each release is recorded at z = σ/(2C) (DP-Ditto: z_n =
+       σ_n/(2C) per client) and q = 1 — no record is sampled inside the
+       release, and client scheduling is no sample of records. DP-SparFL's
+       local DP-SGD is accounted per step (``LocalDPSGD``); the WPFL paper's
+       Dithering baseline by its Laplace scale (pure ε, L1 sensitivity 2C√d).
     2. With central DP (placement ``cloud``) the server adds noise of std
-       σ·max_n w_n/Σ w_n to the weighted mean — the mean's sensitivity when each
-       clipped update moves it by at most C·w_n/Σ w.
+       σ·max_n w_n/Σ w_n to the weighted mean. Client n moves the mean by at
+       most 2C·w_n/Σ w ≤ 2C·max w/Σ w, so z = σ/(2C) holds for every client;
+       nothing in the code enforces a smaller bound.
     3. A lost packet (``packet_loss`` effects, or SNR below the outage threshold)
        still counts as a release: the update was transmitted.
     4. ``bit_flip`` effects flip bits of *quantized* payloads (seed 000 eq. 14). An
@@ -40,12 +44,18 @@ import numpy.typing as npt
 
 from rayfl.actors.cloud import LinkOutcome
 from rayfl.config import RunConfig
-from rayfl.privacy.accountant import PrivacyLedger, gaussian_epsilon
+from rayfl.privacy.accountant import PrivacyLedger
 from rayfl.privacy.calibration import calibrate_noise_std, nominal_epsilon
 from rayfl.privacy.participation import (
     LocalDPSGD,
     draw_epsilon_budgets,
     participation_targets,
+)
+from rayfl.privacy.sensitivity import (
+    ADJACENCY_CLIENT,
+    dp_sgd_rule,
+    laplace_vector_epsilon,
+    whole_update_sensitivity,
 )
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
@@ -79,10 +89,20 @@ def _local_dp_sgd(
         high=algo.epsilon_max,  # type: ignore[attr-defined]
         rng=rng_for(config.seed, "epsilon_budget"),
     )
-    return LocalDPSGD(
+    rule = dp_sgd_rule(
         noise_multiplier=float(algo.noise_multiplier),  # type: ignore[attr-defined]
-        sample_rate=np.minimum(1.0, algo.batch_size / np.maximum(num_train, 1)),
+        sampling=str(algo.sampling),  # type: ignore[attr-defined]
+        batch_size=int(algo.batch_size),
+        num_train=num_train,
+    )
+    return LocalDPSGD(
+        noise_multiplier=float(rule.noise_multiplier),
+        sample_rate=np.broadcast_to(
+            np.asarray(rule.sample_rate, dtype=np.float64), (n,)
+        ).copy(),
         steps=int(algo.local_steps or 1),
+        sensitivity=rule.sensitivity,
+        adjacency=rule.adjacency,
         budgets=budgets,
         delta=config.privacy.delta,
         accountant=config.privacy.accountant,
@@ -95,22 +115,19 @@ def epsilon_note(
     target: float | None,
     calibration: str,
     noise_multiplier: float | None,
-    sample_level: tuple[float, float] | None = None,
 ) -> str | None:
     """Explain an accountant ε far above the configured target, or return None.
 
-    The ledger's ε is dp-accounting's bound for the Gaussian noise alone at the
-    ledger's sensitivity (WPFL: the clip norm C); the papers' calibrations (e.g.
-    ``wpfl``: seed 000's Theorem 1, with the sample-level sensitivity 2C/m and
-    credit for the R-bit quantizer) can claim a target the ledger does not
+    The ledger's ε is dp-accounting's bound at the sensitivity the code
+    enforces (``rayfl.privacy.sensitivity``); a paper's calibration (e.g.
+    ``wpfl``: the WPFL paper's Theorem 1) can claim a target the ledger does not
     confirm. ``summary.json`` then says so instead of leaving two numbers that
-    disagree silently. ``sample_level`` = (z, ε) at the sample-level sensitivity,
-    quoted when given.
+    disagree silently.
 
     Example:
         >>> epsilon_note(np.array([5e7]), target=1.0, calibration="wpfl",
         ...              noise_multiplier=4.9e-4)[:40]
-        'accountant epsilon 5e+07 (Gaussian noise'
+        'accountant epsilon 5e+07 (at the sensiti'
         >>> epsilon_note(np.array([1.5]), target=1.0, calibration="wpfl",
         ...              noise_multiplier=1.0) is None
         True
@@ -121,26 +138,22 @@ def epsilon_note(
     if not worst > 2.0 * target:
         return None
     z = "" if noise_multiplier is None else f", z = {noise_multiplier:.3g}"
-    text = (
-        f"accountant epsilon {worst:.3g} (Gaussian noise only{z}; quantization "
-        f"is post-processing to it) is above epsilon_target {target:g}. The "
-        f"target is the claim of calibration '{calibration}'"
-        + (
-            " (seed 000 Theorem 1: the quantization-assisted mechanism at the "
-            "sample-level sensitivity 2C/m), which the ledger does not model"
-            if calibration == "wpfl"
-            else ""
-        )
-        + "."
+    return (
+        f"accountant epsilon {worst:.3g} (at the sensitivity the code "
+        f"enforces{z}; quantization is post-processing) is "
+        f"above epsilon_target {target:g}. The target is the nominal value of "
+        f"calibration '{calibration}', the paper's formula, not a guarantee."
     )
-    if sample_level is not None:
-        text += (
-            f" At sensitivity 2C/m the same accountant gives epsilon "
-            f"{sample_level[1]:.3g} (z = {sample_level[0]:.3g}); 2C/m assumes one "
-            "sample moves the model by at most 2C/m, which whole-model clipping "
-            "does not enforce."
-        )
-    return text
+
+
+def _dither_scale(config: RunConfig, num_train: npt.NDArray[np.int64]) -> float:
+    """Return the Laplace scale b of the WPFL paper's Dithering baseline, else 0."""
+    algo = config.algorithm
+    if algo.kind != "wpfl" or getattr(algo, "dp_mechanism", None) != "dithering":
+        return 0.0
+    from rayfl.algorithms.wpfl import _dither_noise
+
+    return float(_dither_noise(config.privacy, algo, num_train))
 
 
 class UplinkModel:
@@ -184,7 +197,6 @@ class UplinkModel:
             sigma = calibrate_noise_std(
                 privacy,
                 releases=planned,
-                sensitivity=privacy.clip_norm,
                 dataset_size=int(self.num_train.mean()),
                 num_clients=n,
                 quantize_bits=config.compression.quantize_bits,
@@ -196,27 +208,26 @@ class UplinkModel:
         self.noise_std = 0.0 if central else float(sigma)
         self.server_noise_std = float(sigma) if central else 0.0
         clip = privacy.clip_norm
-        # The L2 sensitivity the calibration assumed: C for a clipped update;
-        # 2C/|D_n| for DP-Ditto's clipped model under sample-level neighbouring
-        # datasets (seed 001 eqs. 6-7, a heuristic the spec flags; one σ from the
-        # mean |D_n|, see NOTES.md).
-        sensitivity = clip
         #: Per-client σ_n when it depends on abs(D_n) (seed 001 eqs. 6-8:
-        #: Δs_n = 2C/abs(D_n)), else None (one σ for every client).
+        #: Δs_n = 2C/abs(D_n), the paper's noise), else None (one σ for all).
         self.client_noise_std: npt.NDArray[np.float64] | None = None
         if clip and privacy.calibration == "dp_ditto":
-            sensitivity = 2.0 * clip / float(self.num_train.mean())
             formula = privacy.noise_std is None and privacy.noise_multiplier is None
             if custom is None and formula and not central and sigma > 0:
-                # σ ∝ Δs_n = 2C/abs(D_n): every client gets its own σ_n and the
-                # same noise multiplier z = σ_n/Δs_n (the ledger's).
                 size = int(self.num_train.mean())
                 self.client_noise_std = sigma * size / self.num_train.astype(float)
-                sensitivity = 2.0 * clip / size
-        if custom is not None:
-            sensitivity = custom[1]
+        #: The Dithering baseline's Laplace scale b (0 for the Gaussian ones).
+        self.laplace_scale = _dither_scale(config, self.num_train)
+        # The ledger's rule (rayfl.privacy.sensitivity): Δ = 2C, q = 1.
+        self.sensitivity = whole_update_sensitivity(clip) if clip else 0.0
         self.noise_multiplier = (
-            float(sigma / sensitivity) if sensitivity and sigma > 0 else 0.0
+            float(sigma / self.sensitivity) if self.sensitivity and sigma > 0 else 0.0
+        )
+        #: z per client (DP-Ditto's σ_n/(2C)), else None.
+        self.client_noise_multiplier: npt.NDArray[np.float64] | None = (
+            None
+            if self.client_noise_std is None
+            else self.client_noise_std / self.sensitivity
         )
         self.ledger = PrivacyLedger(n, accountant=privacy.accountant)
         #: Local DP-SGD inside training (seed 002's sparse_dp): accounted here.
@@ -323,11 +334,13 @@ class UplinkModel:
         if self.local_dp is not None:
             self.local_dp.record(self.ledger, clients)
             return
-        self.ledger.record(
-            clients,
-            noise_multiplier=self.noise_multiplier,
-            sample_rate=self.config.privacy.sample_rate,
+        ids = np.asarray(clients, dtype=np.int64).reshape(-1)
+        z = (
+            self.noise_multiplier
+            if self.client_noise_multiplier is None
+            else self.client_noise_multiplier[ids]
         )
+        self.ledger.record(ids, noise_multiplier=z, sample_rate=1.0)
 
     def eligible(self) -> npt.NDArray[np.bool_]:
         """Return which clients may still upload (T0 cap and ε budget)."""
@@ -342,9 +355,15 @@ class UplinkModel:
             budget,
             privacy.delta,
             next_noise_multiplier=(
-                self.noise_multiplier if budget is not None else None
+                None
+                if budget is None
+                else (
+                    self.noise_multiplier
+                    if self.client_noise_multiplier is None
+                    else self.client_noise_multiplier
+                )
             ),
-            next_sample_rate=privacy.sample_rate,
+            next_sample_rate=1.0,
         )
 
     def participation_target(self) -> npt.NDArray[np.float64] | None:
@@ -374,6 +393,15 @@ class UplinkModel:
             return None, None
         if self.local_dp is not None:  # same ε as the ledger's, composed fast
             eps = self.local_dp.epsilon(self.ledger.upload_count)
+        elif self.laplace_scale > 0:  # Dithering: pure ε of the Laplace vector
+            eps = laplace_vector_epsilon(
+                self.ledger.upload_count,
+                clip_norm=float(privacy.clip_norm or 0.0),
+                dim=int(self.model_dim or 0),
+                laplace_scale=self.laplace_scale,
+            )
+            if not self.model_dim:
+                eps = np.where(self.ledger.upload_count > 0, np.inf, 0.0)
         else:
             eps = self.ledger.epsilon(privacy.delta)
         nominal = eps  # "accountant"/"sparse": the calibration *is* the accountant's
@@ -390,56 +418,74 @@ class UplinkModel:
             )
         return eps, nominal
 
-    def _sample_level_epsilon(self) -> tuple[float, float] | None:
-        """(z, ε) at the sample-level sensitivity Δs = 2C/min_n abs(D_n) (WPFL only).
-
-        The ledger accounts a WPFL upload at sensitivity C; Theorem 1 of seed 000
-        (like NbAFL and MA) assumes one sample moves the model by at most Δs. This
-        is the ε the same accountant gives under that assumption, for the most
-        uploads any client made.
-        """
+    def ledger_rule(self) -> dict[str, Any]:
+        """Return the sensitivity, adjacency, ledger q and z(s) the ledger used."""
         privacy = self.config.privacy
-        sigma = self.noise_std
-        if privacy.calibration != "wpfl" or not privacy.clip_norm or not sigma > 0:
-            return None
-        z = float(sigma * self.num_train.min() / (2.0 * privacy.clip_norm))
-        eps = gaussian_epsilon(
-            noise_multiplier=z,
-            sample_rate=privacy.sample_rate,
-            count=int(self.ledger.upload_count.max(initial=0)),
-            delta=privacy.delta,
-            accountant=privacy.accountant,
-        )
-        return z, eps
+        if self.local_dp is not None:
+            q = np.asarray(self.local_dp.sample_rate, dtype=np.float64)
+            return {
+                "sensitivity": self.local_dp.sensitivity,
+                "adjacency": self.local_dp.adjacency,
+                "ledger_sample_rate": (
+                    float(q[0]) if np.all(q == q[0]) else q.tolist()
+                ),
+                "noise_multiplier": self.local_dp.noise_multiplier,
+            }
+        clip = privacy.clip_norm
+        if self.laplace_scale > 0:
+            return {
+                "sensitivity": f"L1 2C*sqrt(d) = {2 * float(clip or 0):g}*sqrt("
+                f"{self.model_dim}) (Laplace({self.laplace_scale:.4g}) per "
+                "coordinate, pure epsilon by basic composition)",
+                "adjacency": ADJACENCY_CLIENT,
+                "ledger_sample_rate": 1.0,
+                "laplace_scale": self.laplace_scale,
+            }
+        rule: dict[str, Any] = {
+            "sensitivity": f"2C = {self.sensitivity:g} (whole update clipped to C)"
+            + (
+                "; central noise sigma*max w/sum w on the weighted mean"
+                if privacy.placement == "cloud"
+                else ""
+            ),
+            "adjacency": ADJACENCY_CLIENT,
+            "ledger_sample_rate": 1.0,
+            "noise_multiplier": self.noise_multiplier,
+        }
+        if self.client_noise_multiplier is not None:
+            rule["noise_multiplier_per_client"] = self.client_noise_multiplier.tolist()
+            rule["noise_multiplier"] = float(np.max(self.client_noise_multiplier))
+        return rule
 
     def privacy_summary(self, eps: npt.NDArray[np.float64] | None) -> dict[str, Any]:
         """Return the privacy block of ``summary.json``."""
         privacy = self.config.privacy
         if not self.accounted or eps is None:
             return {"mechanism": privacy.mechanism}
-        sample_level = self._sample_level_epsilon()
+        rule = self.ledger_rule()
         note = epsilon_note(
             eps,
             target=privacy.epsilon,
             calibration=privacy.calibration,
-            noise_multiplier=self.noise_multiplier,
-            sample_level=sample_level,
+            noise_multiplier=rule.get("noise_multiplier"),
         )
+        paper = privacy.calibration in ("wpfl", "dp_ditto", "h2fdp")
         return {
             **({"epsilon_note": note} if note else {}),
-            **(
-                {}
-                if sample_level is None
-                else {
-                    "noise_multiplier_sample_level": sample_level[0],
-                    "epsilon_sample_level_max": sample_level[1],
-                }
-            ),
             "mechanism": privacy.mechanism,
             "placement": privacy.placement,
             "delta": privacy.delta,
             "noise_std": max(self.noise_std, self.server_noise_std),
-            "noise_multiplier": self.noise_multiplier,
+            **rule,
+            **(
+                {
+                    "epsilon_target_meaning": "nominal epsilon of the paper's "
+                    f"formula ('{privacy.calibration}' calibration), not a "
+                    "guarantee; epsilon_* are the ledger's"
+                }
+                if paper
+                else {}
+            ),
             **(
                 {"noise_std_per_client": self.client_noise_std.tolist()}
                 if self.client_noise_std is not None
@@ -457,7 +503,6 @@ class UplinkModel:
                 else {
                     "epsilon_budget_per_client": self.local_dp.budgets.tolist(),
                     "max_participations": self.local_dp.max_participations().tolist(),
-                    "noise_multiplier": self.local_dp.noise_multiplier,
                 }
             ),
         }

@@ -48,9 +48,12 @@ def test_each_client_gets_the_sigma_of_its_own_dataset_size():
         for m in sizes
     ]
     np.testing.assert_allclose(uplink.client_noise_std, expected, rtol=1e-12)
-    # one noise multiplier z = σ_n / Δs_n for every client (the ledger's)
-    z = uplink.client_noise_std / (2.0 / sizes)
-    np.testing.assert_allclose(z, uplink.noise_multiplier, rtol=1e-12)
+    # the ledger accounts each client at z_n = σ_n/(2C) (C = 1): Δ = 2C is the
+    # sensitivity the whole-model clip enforces, not the paper's Δs_n = 2C/|D_n|
+    np.testing.assert_allclose(
+        uplink.client_noise_multiplier, uplink.client_noise_std / 2.0, rtol=1e-12
+    )
+    assert len(set(uplink.client_noise_multiplier.tolist())) == 4
 
 
 def test_explicit_noise_std_keeps_one_sigma():

@@ -356,8 +356,9 @@ class SparseDPConfig(LocalTrainingConfig):
     )
     sampling: Literal["poisson", "fixed"] = Field(
         "poisson",
-        description="Mini-batches by Poisson sampling at q_i (matches the accountant, "
-        "[AMBIG-19]) or fixed-size uniform batches.",
+        description="Mini-batches by Poisson sampling at q_i (the ledger claims "
+        "amplification at q_i, [AMBIG-19]) or fixed-size uniform batches (accounted "
+        "without amplification: q = 1, replace-one, z = σ̂/2).",
     )
     epsilon_min: float = Field(
         2.0, gt=0, description="ε_i ~ U[epsilon_min, epsilon_max] per client (§5.3)."

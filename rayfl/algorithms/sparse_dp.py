@@ -31,7 +31,10 @@ Implementation details:
     1. [AMBIG-13] Clip factor min{1, √s·C/‖ĝ‖} (the paper prints it inverted).
     2. [AMBIG-19] Poisson sampling by default (``sampling``), normalising by the
        expected batch abs(b), so the accountant's subsampled-Gaussian analysis
-       applies; ``fixed`` draws abs(b) samples without replacement.
+       applies (add/remove-one, Δ = C, q_i = abs(b)/abs(D_i)); ``fixed`` draws
+       abs(b) samples without replacement and is accounted with no
+       amplification (replace-one, Δ = 2C, q = 1, z = σ̂/2;
+       ``rayfl.privacy.sensitivity``).
     3. Noise is drawn for every coordinate and masked, which equals noise on the
        kept coordinates only (eq. 10).
     4. ``clip_mode="original"`` keeps the clip and noise at C (Fig. 2 ablation).

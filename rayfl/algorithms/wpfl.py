@@ -325,7 +325,7 @@ def _mechanism_noise(mech: str, privacy: Any, cfg: WpflConfig, num_train: Any) -
         max_uploads=privacy.max_uploads,
         clip_norm=privacy.clip_norm,
         num_train=num_train,
-        sample_rate=privacy.sample_rate,
+        sample_rate=privacy.calibration_sample_rate,
         sensitivity=cfg.sensitivity,
         accountant=privacy.accountant,
     )

@@ -15,8 +15,11 @@ the spec's recommended reconstruction, a Laplace mechanism:
    U(−Δ_i/2, Δ_i/2) whatever x_i (subtractive dither), and a uniform on
    (−Γ, Γ) with Γ ~ Gamma(2, b) is Laplace(0, b): x̂ = x + Laplace(b) noise.
 
-With b = Δs/(ε_Q/T0) every upload is (ε_Q/T0)-DP per coordinate of sensitivity
-Δs, and T0 uploads are ε_Q-DP by basic composition (spec §5.2).
+With b = Δs/(ε_Q/T0) every *coordinate* of an upload is (ε_Q/T0)-DP at
+sensitivity Δs (spec §5.2); the whole d-vector, whose L1 sensitivity under a
+C clip is up to 2C·√d, is only (2C·√d/b)-DP per upload. The run's ledger
+reports that vector ε (``rayfl.privacy.sensitivity.laplace_vector_epsilon``);
+ε_Q is the paper's nominal value, not a guarantee.
 
 Bits. Since abs(x_i + u_i) ≤ C + Δ_i/2, k_i lies in −K_i..K_i with
 K_i = ⌊C/Δ_i + 1⌋. The index travels in offset binary, c_i = k_i + K_i, on

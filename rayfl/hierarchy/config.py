@@ -16,7 +16,7 @@ Symbol table (spec seed_004 §2.1):
 | m_k | ``local_period`` |
 | G | ``dp.grad_bound`` |
 | c_2, v_2 | ``dp.edge_constant``, ``dp.device_constant`` |
-| q | ``dp.sample_rate`` (default B / mean D_i) |
+| q (eq. 15's input only) | ``dp.calibration_sample_rate`` (default B / mean D_i) |
 | γ | ``lr.gamma`` |
 | τ_max, α_1, α_2, α_3, M | ``control.tau_max``, ``control.alpha_*``, ``control.model_dim`` |
 | p̄, R̄ | ``cost.backhaul_power_dbm``, ``cost.backhaul_rate_bps`` |
@@ -25,6 +25,7 @@ Symbol table (spec seed_004 §2.1):
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -44,7 +45,18 @@ class _Section(BaseModel):
 
 
 class HierDPConfig(_Section):
-    """Hierarchical DP (spec §2.6): who adds noise depends on the edge's trust."""
+    """Hierarchical DP (spec §2.6): who adds noise depends on the edge's trust.
+
+    Sensitivity (``rayfl.privacy.sensitivity``): each device clips its
+    accumulated step over s SGD steps to η·s·G, so a device release moves by at
+    most 2η·s·G between any two of its datasets; a trusted edge's equal-weight
+    mean of s_c such steps moves by at most 2η·s·G/s_c. The mode
+    ``per_sample_mean`` (Δ/B) is refused: it would need per-sample clipping, and
+    even then 2G/B bounds only one step of the mean gradient — over τ noise-free
+    local steps the two trajectories differ, so every other sample's gradient
+    may differ too (by up to 2G each), and the accumulated step is only bounded
+    by 2η·τ·G.
+    """
 
     enabled: bool = Field(True, description="Add DP noise (False: HFL without DP).")
     epsilon: float = Field(
@@ -64,8 +76,19 @@ class HierDPConfig(_Section):
         description="closed_form: σ = c q Δ √(L ln(1/δ))/ε (eq. 15); accountant: σ = z Δ "
         "with z from dp-accounting's RDP calibration for (q, L, ε, δ).",
     )
+    calibration_sample_rate: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="q in the paper's noise formula only (eq. 15, and the "
+        "accountant-free control's DP term): sets σ, never the ledger. None = "
+        "batch_size / mean |D_i|. The ledger uses q = 1: device batches are epoch "
+        "permutations, not Poisson samples.",
+    )
     sample_rate: float | None = Field(
-        None, gt=0, le=1, description="q; None = batch_size / mean |D_i|."
+        None,
+        description="Not settable: replaced by calibration_sample_rate (the ledger's "
+        "q comes from the code path, never from the config).",
     )
     local_sensitivity_steps: Literal["tau", "period"] = Field(
         "tau",
@@ -74,13 +97,50 @@ class HierDPConfig(_Section):
     )
     sensitivity_mode: Literal["paper", "per_sample_mean"] = Field(
         "paper",
-        description="paper: Δ = 2ητG; per_sample_mean: Δ = 2ητG/B (spec A4).",
+        description="paper: Δ = 2ητG (a device's step clipped to ητG; an edge's "
+        "mean of s_c such steps: 2ητG/s_c). per_sample_mean (Δ/B, spec A4) is "
+        "refused: devices clip the accumulated step, not per-sample gradients, "
+        "and even per-sample clipping bounds only one mean-gradient step by 2G/B.",
     )
     strict_accounting: bool = Field(
         False,
         description="Spec A5: calibrate each stream to ε/2 so an untrusted edge (which "
-        "sees both) stays within ε, and account with q_eff = 1−(1−q)^steps.",
+        "sees both streams) stays within ε. The ledger composes every release "
+        "either way (q = 1).",
     )
+
+    @model_validator(mode="after")
+    def _check_dp(self) -> HierDPConfig:
+        floats = {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "grad_bound": self.grad_bound,
+            "edge_constant": self.edge_constant,
+            "device_constant": self.device_constant,
+            "calibration_sample_rate": self.calibration_sample_rate,
+        }
+        for name, value in floats.items():
+            if value is not None and not math.isfinite(value):
+                raise ValueError(
+                    f"topology.dp.{name} must be a finite number, got {value}"
+                )
+        if self.sample_rate is not None and self.sample_rate != 1.0:
+            raise ValueError(
+                f"topology.dp.sample_rate={self.sample_rate} is not accepted: the "
+                "ledger takes its sample rate from the code path (q = 1: device "
+                "batches are epoch permutations, not Poisson samples). For eq. 15's "
+                "q, set topology.dp.calibration_sample_rate (it sets sigma, never "
+                "the ledger)."
+            )
+        if self.sensitivity_mode == "per_sample_mean":
+            raise ValueError(
+                "topology.dp.sensitivity_mode=per_sample_mean is refused: devices "
+                "clip the accumulated local step to eta*steps*G, not per-sample "
+                "gradients, so one record can move a release by 2*eta*steps*G; even "
+                "per-sample clipping bounds only ONE mean-gradient step by 2G/B (over "
+                "tau steps the trajectories differ). Use sensitivity_mode: paper."
+            )
+        return self
 
 
 class LearningRateConfig(_Section):

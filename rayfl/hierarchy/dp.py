@@ -11,11 +11,11 @@ Symbol table:
 | c_2, v_2 | ``edge_constant``, ``device_constant`` |
 
 Implementation details:
-    1. Closed form σ = c q Δ √(L ln(1/δ))/ε (eq. 15) or accountant mode σ = z Δ
-       with z from dp-accounting for (q, L, ε, δ) (spec §2.6 (b)). Our
-       accountant gives z = 1.83 / 3.24 for the spec's example (q = 0.027,
-       L = 200 / 800, ε = 1) where the spec prints 2.15 / 3.89: the spec used the
-       old RDP→(ε, δ) conversion (NOTES.md, issue 4); ours is the valid value.
+    1. Closed form σ = c q Δ √(L ln(1/δ))/ε (eq. 15, q =
+       ``calibration_sample_rate``, the paper's input) or accountant mode σ = z Δ
+       with z from dp-accounting for L Gaussian releases at q = 1 (devices
+       sample no record: their batches are epoch permutations), so that the
+       ledger's ε ≤ the target.
     2. Stds are recomputed each interval from (η_k, τ_k, s_c^k) (spec §8).
     3. Observers (spec §1 trust model): ``edge`` (the device's own edge, only
        when untrusted), ``cloud``, ``peers`` (other devices of the subnet, who
@@ -26,11 +26,16 @@ Implementation details:
        cloud see the edge's noisy averages: local releases (peers directly, the
        cloud through v_c, which contains w̄_c) and global releases (cloud; peers
        after the broadcast).
-    4. A release is one Gaussian mechanism on an accumulated step: recorded as
-       one step with sampling rate q (paper-faithful) or
-       q_eff = 1 − (1 − q)^steps under ``strict_accounting`` (spec A5). Batches
-       are fixed-size without replacement, not Poisson: the amplification is
-       the paper's reading, not a proof.
+    4. A release is one Gaussian mechanism on an accumulated step of s SGD
+       steps, recorded with q = 1 and z = σ/Δ at the sensitivity the code
+       enforces (``rayfl.privacy.sensitivity``): Δ = 2η·s·G for a device (its
+       step is clipped to η·s·G), 2η·s·G·max ρ for a trusted edge's mean
+       (1/s_c with equal weights). The noise std is calibrated at the paper's
+       Δ (2ητG, or 2η m G for local releases with ``local_sensitivity_steps:
+       period``), never smaller than the actual one, so the recorded z is at
+       least the calibrated z. Without clipping (G = None) z = 0: ε = ∞.
+    5. The extra global-only aggregation of ``local_at_global`` re-noises
+       already released edge models: post-processing, not charged.
 """
 
 from __future__ import annotations
@@ -45,8 +50,15 @@ import numpy.typing as npt
 from rayfl.hierarchy.config import HierDPConfig
 from rayfl.privacy.accountant import PrivacyLedger
 from rayfl.privacy.gaussian import accountant_noise_multiplier
+from rayfl.privacy.sensitivity import ADJACENCY_CLIENT, h2fdp_release_sensitivity
 
-__all__ = ["ObserverLedger", "StreamStds", "noise_multiplier", "stream_stds"]
+__all__ = [
+    "ObserverLedger",
+    "StreamStds",
+    "noise_multiplier",
+    "release_noise_multiplier",
+    "stream_stds",
+]
 
 OBSERVERS = ("edge", "cloud", "peers")
 
@@ -62,14 +74,17 @@ def noise_multiplier(
 ) -> float:
     """Return z = σ/Δ for L releases at (ε, δ), eq. 15 or the accountant.
 
+    ``sample_rate`` is eq. 15's q (``calibration_sample_rate``); the accountant
+    mode ignores it and calibrates at q = 1.
+
     Example:
         >>> round(noise_multiplier(epsilon=1, delta=1e-5, sample_rate=0.027,
         ...     releases=200, constant=1.5, calibration="closed_form"), 4)
-        1.9451
+        1.9434
     """
-    if calibration == "accountant":
+    if calibration == "accountant":  # q = 1: no record is Poisson-sampled
         return accountant_noise_multiplier(
-            epsilon=epsilon, delta=delta, sample_rate=sample_rate, steps=int(releases)
+            epsilon=epsilon, delta=delta, sample_rate=1.0, steps=int(releases)
         )
     return constant * sample_rate * math.sqrt(releases * math.log(1 / delta)) / epsilon
 
@@ -121,8 +136,9 @@ def stream_stds(
         period: m_k (used by ``local_sensitivity_steps: period``).
         num_global: K_g (global releases over the run).
         num_local: K_ℓ (local releases per interval); L_loc = K_g K_ℓ.
-        sample_rate: q.
-        batch_size: B (``sensitivity_mode: per_sample_mean``).
+        sample_rate: q of eq. 15 (``calibration_sample_rate``).
+        batch_size: B (unused since ``per_sample_mean`` is refused; kept for
+            callers).
 
     Returns:
         The stds and noise multipliers, per edge.
@@ -140,11 +156,10 @@ def stream_stds(
     if not enabled:
         return StreamStds(zero, zero, zero, zero, zero, zero)
     eps = dp.epsilon / 2 if dp.strict_accounting else dp.epsilon
-    scale = 1.0 / batch_size if dp.sensitivity_mode == "per_sample_mean" else 1.0
     g = dp.grad_bound if dp.grad_bound is not None else 1.0
     local_steps = tau if dp.local_sensitivity_steps == "tau" else period
-    delta_local = 2 * learning_rate * local_steps * g * scale
-    delta_global = 2 * learning_rate * tau * g * scale
+    delta_local = 2 * learning_rate * local_steps * g
+    delta_global = 2 * learning_rate * tau * g
     out: dict[str, npt.NDArray[np.float64]] = {
         k: np.zeros(n)
         for k in ("device_local", "device_global", "edge_local", "edge_global")
@@ -176,13 +191,52 @@ def stream_stds(
     return StreamStds(**out, z_local=z_loc, z_global=z_glob)
 
 
+def release_noise_multiplier(
+    noise_std: float,
+    *,
+    learning_rate: float,
+    steps: int,
+    grad_bound: float | None,
+    max_weight: float = 1.0,
+) -> float:
+    """Return the ledger's z = σ/Δ of one release at the sensitivity the code enforces.
+
+    Args:
+        noise_std: σ of the release (device noise, or the trusted edge's).
+        learning_rate: η.
+        steps: s, SGD steps accumulated in the released step.
+        grad_bound: G (the step is clipped to η·s·G); None = no clip, z = 0.
+        max_weight: max ρ of the edge mean (1 for a device's own release).
+
+    Returns:
+        z ≥ 0 (0 when nothing bounds the release or σ = 0: ε = ∞).
+
+    Example:
+        >>> release_noise_multiplier(1.0, learning_rate=0.1, steps=5,
+        ...                          grad_bound=1.0, max_weight=0.5)
+        2.0
+    """
+    if grad_bound is None or not noise_std > 0:
+        return 0.0
+    return float(
+        noise_std
+        / h2fdp_release_sensitivity(
+            learning_rate=learning_rate,
+            steps=steps,
+            grad_bound=grad_bound,
+            max_weight=max_weight,
+        )
+    )
+
+
 class ObserverLedger:
     """Per-client privacy ledgers, one per semi-honest observer (edge, cloud, peers).
 
     Args:
         num_clients: I.
         delta: δ at which ε is reported.
-        strict: Use q_eff per release (spec A5).
+        strict: Whether the streams were calibrated to ε/2 (spec A5); reported
+            only, the ledger composes every release either way.
     """
 
     def __init__(self, num_clients: int, *, delta: float, strict: bool) -> None:
@@ -192,26 +246,33 @@ class ObserverLedger:
         self.ledgers = {o: PrivacyLedger(num_clients) for o in OBSERVERS}
         self.nominal_epsilon = float("nan")
         self.ledger = self  # FLSystem.uplink compatibility (checkpoints)
+        self._z_range = [math.inf, 0.0]
 
     def record(
         self,
         clients: list[int],
         *,
         trusted: bool,
-        stream: str,
         noise_multiplier: float,
-        sample_rate: float,
-        steps: int,
     ) -> None:
-        """Charge one release of ``clients`` to the observers who see it (detail 3)."""
+        """Charge one release of ``clients`` to the observers who see it (detail 3).
+
+        Args:
+            clients: Devices whose data the release depends on.
+            trusted: Whether their edge is trusted (it then sees nothing new).
+            noise_multiplier: z = σ/Δ at the enforced sensitivity
+                (``release_noise_multiplier``); recorded with q = 1.
+        """
         if not clients:
             return
-        q = 1 - (1 - sample_rate) ** steps if self.strict else sample_rate
-        q = min(max(q, 1e-12), 1.0)
+        self._z_range = [
+            min(self._z_range[0], float(noise_multiplier)),
+            max(self._z_range[1], float(noise_multiplier)),
+        ]
         observers = ("cloud", "peers") if trusted else OBSERVERS
         for o in observers:
             self.ledgers[o].record(
-                clients, noise_multiplier=noise_multiplier, sample_rate=q
+                clients, noise_multiplier=noise_multiplier, sample_rate=1.0
             )
 
     def per_observer(self) -> dict[str, npt.NDArray[np.float64]]:
@@ -231,6 +292,18 @@ class ObserverLedger:
             "delta": self.delta,
             "nominal_epsilon_per_stream": self.nominal_epsilon,
             "strict_accounting": self.strict,
+            "sensitivity": "2*eta*s*G per device release (step of s SGD steps "
+            "clipped to eta*s*G); 2*eta*s*G*max rho for a trusted edge's mean "
+            "(= /s_c with equal weights)",
+            "adjacency": ADJACENCY_CLIENT,
+            "ledger_sample_rate": 1.0,
+            "noise_multiplier_min": (
+                self._z_range[0] if math.isfinite(self._z_range[0]) else 0.0
+            ),
+            "noise_multiplier_max": self._z_range[1],
+            "epsilon_target_meaning": "topology.dp.epsilon per stream and observer "
+            "as calibrated (eq. 15 is the paper's formula, not a guarantee); "
+            "epsilon_* are the ledger's",
             "epsilon_max_by_observer": {o: float(np.max(v)) for o, v in per.items()},
             "epsilon_per_client_by_observer": {
                 o: [float(e) for e in v] for o, v in per.items()
@@ -246,9 +319,14 @@ class ObserverLedger:
 
     def state_dict(self) -> dict[str, Any]:
         """Return the ledgers' state (checkpoints)."""
-        return {o: led.state_dict() for o, led in self.ledgers.items()}
+        return {
+            **{o: led.state_dict() for o, led in self.ledgers.items()},
+            "noise_multiplier_range": list(self._z_range),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
         for o, led in self.ledgers.items():
             led.load_state_dict(state[o])
+        if "noise_multiplier_range" in state:
+            self._z_range = [float(v) for v in state["noise_multiplier_range"]]

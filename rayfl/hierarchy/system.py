@@ -62,7 +62,11 @@ from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.controller import ControlProblem, solve, step_size
 from rayfl.hierarchy.cost import CostModel
 from rayfl.hierarchy.device import DeviceActor
-from rayfl.hierarchy.dp import ObserverLedger, stream_stds
+from rayfl.hierarchy.dp import (
+    ObserverLedger,
+    release_noise_multiplier,
+    stream_stds,
+)
 from rayfl.hierarchy.edge import EdgeServer
 from rayfl.hierarchy.scheduling import EdgeScheduling
 from rayfl.hierarchy.topology import Topology, build_topology
@@ -190,7 +194,8 @@ class HierarchicalSystem:
         self.edge_nodes: list[str] = ray.get([e.ping.remote() for e in self.edges])
         self.cloud_node: str = ray.get(self.cloud.ping.remote())
         mean_train = float(self.num_train.mean())
-        self.sample_rate = topo.dp.sample_rate or min(
+        #: q of eq. 15 only (sets σ, never the ledger, which uses q = 1).
+        self.sample_rate = topo.dp.calibration_sample_rate or min(
             1.0, cfg.algorithm.batch_size / mean_train
         )
         self.dp_enabled = topo.dp.enabled and topo.baseline != "hfl"
@@ -599,23 +604,39 @@ class HierarchicalSystem:
             r = rows.pop(i)
             r["train_loss"] = r.pop("loss_sum") / max(r.pop("n"), 1)
             out_rows.append(r)
-        # ledger: which observer sees which release
+        # ledger: one release per segment, z at the sensitivity the code enforces
+        # (rayfl.privacy.sensitivity); without DP z = 0: ε = ∞ for every observer.
+        # The extra local_at_global aggregation is post-processing (dp.py item 5).
         num_local_releases = len(segs) - 1 + int(topo.local_at_global)
-        # without DP every release has z = 0: ε = ∞ for every observer
+        g = topo.dp.grad_bound
         for c, members in enumerate(chosen):
-            for stream, z, count in (
-                ("local", stds.z_local[c], num_local_releases),
-                ("global", stds.z_global[c], 1),
-            ):
-                for _ in range(count):
-                    self.uplink.record(
-                        members,
-                        trusted=bool(trusted[c]),
-                        stream=stream,
-                        noise_multiplier=float(z) if self.dp_enabled else 0.0,
-                        sample_rate=self.sample_rate,
-                        steps=self.period,
-                    )
+            if not members:
+                continue
+            if topo.weighting == "equal":
+                max_weight = 1.0 / len(members)
+            else:
+                sizes = self.num_train[list(members)].astype(np.float64)
+                max_weight = float(sizes.max() / sizes.sum())
+            for j, (_, steps) in enumerate(seg_periods):
+                is_global = j == len(segs) - 1 and not topo.local_at_global
+                if trusted[c]:
+                    std = stds.edge_global[c] if is_global else stds.edge_local[c]
+                    weight = max_weight
+                else:
+                    std = stds.device_global[c] if is_global else stds.device_local[c]
+                    weight = 1.0
+                z = release_noise_multiplier(
+                    float(std),
+                    learning_rate=eta,
+                    steps=int(steps),
+                    grad_bound=g,
+                    max_weight=weight,
+                )
+                self.uplink.record(
+                    members,
+                    trusted=bool(trusted[c]),
+                    noise_multiplier=z if self.dp_enabled else 0.0,
+                )
         if self.dp_enabled:
             eps_target = topo.dp.epsilon
             self.uplink.nominal_epsilon = eps_target * math.sqrt((k + 1) / cfg.rounds)

@@ -24,9 +24,17 @@ from rayfl.privacy.pipeline import (
     run_stages,
 )
 from rayfl.privacy.quantized_gaussian import quantized_gaussian_delta, wpfl_noise_std
+from rayfl.privacy.sensitivity import (
+    LedgerRule,
+    dp_sgd_rule,
+    h2fdp_release_sensitivity,
+    laplace_vector_epsilon,
+    whole_update_sensitivity,
+)
 
 __all__ = [
     "ClipStage",
+    "LedgerRule",
     "NoiseStage",
     "PrivacyConfig",
     "PrivacyLedger",
@@ -42,13 +50,17 @@ __all__ = [
     "clip_by_l2_norm",
     "clip_scale",
     "dp_ditto_noise_std",
+    "dp_sgd_rule",
     "h2fdp_noise_std",
+    "h2fdp_release_sensitivity",
     "h2fdp_sensitivity",
+    "laplace_vector_epsilon",
     "make_accountant",
     "nominal_epsilon",
     "quantized_gaussian_delta",
     "release_event",
     "run_stages",
     "sparse_dp_noise_std",
+    "whole_update_sensitivity",
     "wpfl_noise_std",
 ]

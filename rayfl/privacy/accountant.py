@@ -4,9 +4,10 @@ The ledger stores a run-length list of each client's releases (noise multiplier
 z, sampling rate q, steps per release, count) and delegates every formula to
 dp-accounting's ``RdpAccountant`` or ``PLDAccountant`` (STYLE rule 6). One
 release is one upload; a release of τ DP-SGD steps (seed 002) passes ``steps=τ``.
-Deterministic schedulers (round-robin, min-max fair, Lyapunov, RL) must record
-``sample_rate=1``: a deterministic choice of clients gives no amplification by
-subsampling (DESIGN.md; notes/anchors_fl_frameworks.md §4.3).
+The z, q and adjacency of each mechanism come from ``rayfl.privacy.sensitivity``
+(one rule for every ledger): whole-update releases are recorded at z = σ/(2C)
+and q = 1 — no record is sampled inside them, and a schedule's choice of clients
+is no sample of records.
 
 Symbol table:
 
@@ -21,8 +22,11 @@ Symbol table:
 
 Implementation details:
 
-1. Accounting is per client (record-level DP w.r.t. that client's data) under
-   dp-accounting's default add-or-remove-one adjacency, as Opacus does.
+1. Accounting is per client, w.r.t. that client's data. dp-accounting's
+   Gaussian event is the mechanism of sensitivity 1 after scaling by Δ, so the
+   adjacency is the one under which the caller's Δ holds
+   (``rayfl.privacy.sensitivity``): any two datasets of the client for a whole
+   clipped update (Δ = 2C), add/remove one record for Poisson DP-SGD (Δ = C).
 2. ε is cached by the history signature: clients with identical histories cost
    one dp-accounting call.
 3. The seed 002 quit rule (Algorithm 1) is prospective: ``eligible`` with
@@ -175,7 +179,7 @@ class PrivacyLedger:
         self,
         clients: npt.ArrayLike,
         *,
-        noise_multiplier: float,
+        noise_multiplier: float | npt.ArrayLike,
         sample_rate: float,
         steps: int = 1,
     ) -> None:
@@ -183,8 +187,11 @@ class PrivacyLedger:
 
         Args:
             clients: Client ids, shape (k,), int in [0, N); duplicates count twice.
-            noise_multiplier: z ≥ 0 of the release (0 = no noise, ε = ∞).
-            sample_rate: q in (0, 1]; pass 1 for deterministic schedulers.
+            noise_multiplier: z ≥ 0 of the release (0 = no noise, ε = ∞): one
+                value for every listed client, or one per client, shape (k,)
+                (DP-Ditto's per-client σ_n).
+            sample_rate: q in (0, 1]; 1 unless records are Poisson-sampled
+                inside the release (``rayfl.privacy.sensitivity``).
             steps: Sampled-Gaussian steps composed inside the release (≥ 1).
 
         Raises:
@@ -193,13 +200,14 @@ class PrivacyLedger:
         ids = np.asarray(clients, dtype=np.int64).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= self.num_clients):
             raise ValueError(f"client ids must be in [0, {self.num_clients})")
-        if not (noise_multiplier >= 0 and 0 < sample_rate <= 1 and steps >= 1):
+        zs = np.broadcast_to(np.asarray(noise_multiplier, dtype=np.float64), ids.shape)
+        if not (bool(np.all(zs >= 0)) and 0 < sample_rate <= 1 and steps >= 1):
             raise ValueError(
                 "record needs noise_multiplier >= 0, sample_rate in (0, 1] and "
                 f"steps >= 1, got {noise_multiplier}, {sample_rate}, {steps}"
             )
-        release = [float(noise_multiplier), float(sample_rate), float(steps)]
-        for client in ids.tolist():
+        for client, z in zip(ids.tolist(), zs.tolist(), strict=True):
+            release = [float(z), float(sample_rate), float(steps)]
             history = self._histories[client]
             if history and history[-1][:3] == release:
                 history[-1][3] += 1
@@ -208,14 +216,15 @@ class PrivacyLedger:
         np.add.at(self._uploads, ids, 1)
 
     def epsilon(
-        self, delta: float, *, next_release: Release | None = None
+        self, delta: float, *, next_release: tuple[Any, float, int] | None = None
     ) -> npt.NDArray[np.float64]:
         """Return each client's ε at ``delta`` from its recorded releases.
 
         Args:
             delta: Target δ in (0, 1).
             next_release: Optional (z, q, steps) appended hypothetically to every
-                history (the seed 002 quit rule looks one release ahead).
+                history (the seed 002 quit rule looks one release ahead); z may
+                be an array of shape (N,), one per client.
 
         Returns:
             ε per client, shape (N,), float64; 0 for an empty history, ∞ if a
@@ -224,11 +233,21 @@ class PrivacyLedger:
         if not 0 < delta < 1:
             raise ValueError(f"delta must be in (0, 1), got {delta}")
         result = np.empty(self.num_clients, dtype=np.float64)
+        next_z = (
+            None
+            if next_release is None
+            else np.broadcast_to(
+                np.asarray(next_release[0], dtype=np.float64), (self.num_clients,)
+            )
+        )
         for client, history in enumerate(self._histories):
             # Composition is commutative: total steps per (z, q) is the signature.
             totals: dict[tuple[float, float], int] = {}
             entries = [(z, q, int(s * n)) for z, q, s, n in history]
-            for z, q, n in entries + ([] if next_release is None else [next_release]):
+            if next_release is not None and next_z is not None:
+                _, next_q, next_steps = next_release
+                entries.append((float(next_z[client]), next_q, int(next_steps)))
+            for z, q, n in entries:
                 totals[(z, q)] = totals.get((z, q), 0) + int(n)
             signature = tuple(sorted((z, q, n) for (z, q), n in totals.items()))
             key = (signature, float(delta), self.accountant)
@@ -245,7 +264,7 @@ class PrivacyLedger:
         epsilon_budget: float | npt.ArrayLike | None = None,
         delta: float | None = None,
         *,
-        next_noise_multiplier: float | None = None,
+        next_noise_multiplier: float | npt.ArrayLike | None = None,
         next_sample_rate: float = 1.0,
         next_steps: int = 1,
     ) -> npt.NDArray[np.bool_]:
@@ -256,7 +275,8 @@ class PrivacyLedger:
             epsilon_budget: ε budget, scalar or shape (N,). None = no budget.
             delta: δ of the budget check; required with ``epsilon_budget``.
             next_noise_multiplier: If given, the check is prospective (seed 002
-                quit rule): ε after one more (z, q, steps) release ≤ budget.
+                quit rule): ε after one more (z, q, steps) release ≤ budget; a
+                scalar or one z per client, shape (N,).
             next_sample_rate: q of that next release.
             next_steps: Steps of that next release.
 
@@ -272,10 +292,11 @@ class PrivacyLedger:
         if epsilon_budget is not None:
             if delta is None:
                 raise ValueError("eligible needs delta when epsilon_budget is given")
-            extra: Release | None = None
+            extra: Any = None
             if next_noise_multiplier is not None:
+                z_next = np.asarray(next_noise_multiplier, dtype=np.float64)
                 extra = (
-                    float(next_noise_multiplier),
+                    float(z_next) if z_next.ndim == 0 else z_next,
                     float(next_sample_rate),
                     next_steps,
                 )

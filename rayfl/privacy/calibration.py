@@ -23,10 +23,14 @@ Implementation details:
 1. Precedence: mechanism "none" or ε = ∞ → σ = 0; ``noise_std``; "sparse" (σ̂ =
    ``noise_multiplier``, seed 002 eq. 9); ``noise_multiplier`` × sensitivity;
    else the formula of ``calibration`` for ``releases`` (default T0).
-2. The default sensitivity is C: add-or-remove-one adjacency of a clipped
-   vector, as dp-accounting and Opacus assume. It is an argument because the
-   DP baselines' sensitivity is unstated (seed 000 [AMBIG-11]); seed 001 uses
-   Δs = 2C/abs(D_n) and seed 004 Δ = 2ητG (its A4, paper values by default).
+2. ``noise_multiplier`` and the 'accountant' calibration use the sensitivity
+   the ledger accounts, 2C for a whole update clipped to C
+   (``rayfl.privacy.sensitivity``), and the 'accountant' calibration assumes no
+   subsampling (q = 1): the ledger then reports ε ≤ the target. The papers'
+   formulas keep their own inputs (C in seed 004's eq. 15 when no Δ is passed,
+   Δs = 2C/abs(D_n) in seed 001, q = ``calibration_sample_rate``), so they give
+   the σ the papers give; their ε is the papers' nominal value, which the
+   ledger (at 2C, q = 1) may not confirm.
 3. Nominal ε after t uploads: 'wpfl' ε·t/T0, the basic composition of T0 uploads
    of budget ε/T0 each (seed 000 §2.7, Dwork & Roth Thm 3.16); 'dp_ditto' and
    'h2fdp' ε·√(t/T), because σ ∝ √T/ε (seed 001 eq. 8, seed 004 eq. 15). The
@@ -49,6 +53,7 @@ from rayfl.privacy.gaussian import (
     sparse_dp_noise_std,
 )
 from rayfl.privacy.quantized_gaussian import wpfl_noise_std
+from rayfl.privacy.sensitivity import whole_update_sensitivity
 
 
 def calibrate_noise_std(
@@ -73,7 +78,8 @@ def calibrate_noise_std(
         privacy: The privacy config.
         releases: Planned releases per client (T, T0, L or steps); defaults to
             ``privacy.max_uploads``.
-        sensitivity: L2 sensitivity; defaults to ``privacy.clip_norm``.
+        sensitivity: L2 sensitivity; defaults to 2C for ``noise_multiplier`` and
+            the 'accountant' calibration and to C in seed 004's formula.
         dataset_size: abs(D_n), needed by "dp_ditto".
         num_clients: N, needed by "dp_ditto".
         quantize_bits: R, needed by "wpfl".
@@ -92,6 +98,10 @@ def calibrate_noise_std(
     if privacy.noise_std is not None:
         return privacy.noise_std
     clip_norm = float(privacy.clip_norm)  # type: ignore[arg-type]  # validated
+    # The ledger's Δ of a whole clipped update (noise_multiplier, 'accountant').
+    ledger_scale = (
+        whole_update_sensitivity(clip_norm) if sensitivity is None else sensitivity
+    )
     scale = clip_norm if sensitivity is None else sensitivity
     if privacy.calibration == "sparse":
         return sparse_dp_noise_std(
@@ -101,7 +111,7 @@ def calibrate_noise_std(
             batch_size=batch_size,
         )
     if privacy.noise_multiplier is not None:
-        return privacy.noise_multiplier * scale
+        return privacy.noise_multiplier * ledger_scale
     if privacy.epsilon is None:
         return 0.0
     planned = releases if releases is not None else privacy.max_uploads
@@ -110,16 +120,17 @@ def calibrate_noise_std(
             f"calibration {privacy.calibration!r} needs the planned number of "
             "releases: pass releases= or set privacy.max_uploads"
         )
-    eps, delta, rate = privacy.epsilon, privacy.delta, privacy.sample_rate
+    eps, delta = privacy.epsilon, privacy.delta
+    rate = privacy.calibration_sample_rate  # a paper formula's input only
     if privacy.calibration == "accountant":
         z = accountant_noise_multiplier(
             epsilon=eps,
             delta=delta,
-            sample_rate=rate,
+            sample_rate=1.0,
             steps=int(planned),
             accountant=privacy.accountant,
         )
-        return z * scale
+        return z * ledger_scale
     if privacy.calibration == "dp_ditto":
         if dataset_size is None or num_clients is None:
             raise ValueError(

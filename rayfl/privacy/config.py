@@ -11,11 +11,17 @@ Symbol table:
 | σ_DP, σ_u | ``noise_std`` | absolute per-coordinate noise std |
 | T0 (seed 000) | ``max_uploads`` | cap on a client's uploads |
 | ε_i (seed 002) | ``epsilon_budget`` | per-client accountant budget |
-| q | ``sample_rate`` | data sampling rate of one release |
+| q (in a paper's noise formula) | ``calibration_sample_rate`` | sets σ only |
+
+The ledger's sample rate is never a config field: it comes from the code path
+(``rayfl.privacy.sensitivity``). Whole-update DP samples no record, so its
+ledger uses q = 1; DP-SparFL's q_i = algorithm.batch_size/abs(D_i) with
+``algorithm.sampling: poisson``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -26,10 +32,12 @@ class PrivacyConfig(BaseModel):
 
     ``mechanism="none"`` adds no noise (clipping still applies when ``clip_norm``
     is set). For the Gaussian mechanisms the noise std comes from, in order of
-    precedence: ``noise_std``; ``noise_multiplier`` × sensitivity (for
-    ``calibration="sparse"`` the multiplier is σ̂ and enters seed 002's formula);
-    else the ``calibration`` formula applied to (``epsilon``, ``delta``). See
-    ``rayfl.privacy.gaussian.calibrate_noise_std``.
+    precedence: ``noise_std``; ``noise_multiplier`` × 2C, the L2 sensitivity of a
+    whole update clipped to C (for ``calibration="sparse"`` the multiplier is σ̂
+    and enters seed 002's formula); else the ``calibration`` formula applied to
+    (``epsilon``, ``delta``). See ``rayfl.privacy.calibration.calibrate_noise_std``.
+    The ledger accounts every whole-update release at z = σ/(2C) with no
+    subsampling, whatever the calibration (``rayfl.privacy.sensitivity``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -70,7 +78,8 @@ class PrivacyConfig(BaseModel):
     noise_multiplier: float | None = Field(
         default=None,
         description=(
-            "Noise multiplier z ≥ 0 (std / L2 sensitivity). If set, overrides the "
+            "Noise multiplier z ≥ 0 = std / L2 sensitivity, the sensitivity of a "
+            "whole clipped update being 2C (σ = 2C·z). If set, overrides the "
             "ε-based calibration; with calibration='sparse' it is seed 002's σ̂."
         ),
     )
@@ -85,7 +94,9 @@ class PrivacyConfig(BaseModel):
         default="accountant",
         description=(
             "Formula turning (ε, δ) into σ: 'accountant' = dp-accounting calibration "
-            "for the planned releases; 'dp_ditto' = seed 001 eq. 8; 'wpfl' = seed 000 "
+            "for the planned releases (q = 1, Δ = 2C: the ledger then reports ε ≤ "
+            "the target); the others are the papers' formulas, whose ε is the "
+            "paper's nominal value, not a guarantee: 'dp_ditto' = seed 001 eq. 8; 'wpfl' = seed 000 "
             "Theorem 1 (eq. 23-24); 'h2fdp' = seed 004 eq. 15; 'sparse' = seed 002 "
             "eq. 9 (σ̂·√s·C/abs(b))."
         ),
@@ -104,8 +115,20 @@ class PrivacyConfig(BaseModel):
     sample_rate: float = Field(
         default=1.0,
         description=(
-            "Sampling rate q in (0, 1] of one release (mini-batch rate for DP-SGD "
-            "releases); 1 = no subsampling amplification (deterministic schedulers)."
+            "Not settable (only 1 is accepted): the ledger's sample rate comes from "
+            "the code path, never from the config. Whole-update DP samples no "
+            "record (q = 1); DP-SparFL's q_i = algorithm.batch_size/abs(D_i) with "
+            "algorithm.sampling=poisson. For the q a paper's noise formula takes "
+            "as input, use calibration_sample_rate."
+        ),
+    )
+    calibration_sample_rate: float = Field(
+        default=1.0,
+        description=(
+            "q in the paper's noise formula only: sets σ, never the ledger. Read by "
+            "calibration 'wpfl' (the WPFL paper's Theorem 1, eq. 23-24), 'h2fdp' "
+            "(eq. 15) and the WPFL paper's DP baselines (algorithm.dp_mechanism "
+            "gaussian/ma); in (0, 1]."
         ),
     )
     max_uploads: int | None = Field(
@@ -122,6 +145,38 @@ class PrivacyConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> PrivacyConfig:
+        floats = {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "clip_norm": self.clip_norm,
+            "noise_multiplier": self.noise_multiplier,
+            "noise_std": self.noise_std,
+            "sample_rate": self.sample_rate,
+            "calibration_sample_rate": self.calibration_sample_rate,
+            "epsilon_budget": self.epsilon_budget,
+        }
+        for name, value in floats.items():
+            if value is not None and not math.isfinite(value):
+                raise ValueError(
+                    f"privacy.{name} must be a finite number (use null for none/∞ "
+                    f"where allowed), got {value}"
+                )
+        if self.sample_rate != 1.0:
+            raise ValueError(
+                f"privacy.sample_rate={self.sample_rate} is not accepted: the ledger "
+                "claims amplification by subsampling only where records are "
+                "Poisson-sampled inside the release, and takes that rate from the "
+                "code path. Whole-update DP (gaussian, quantized_gaussian, DP-Ditto, "
+                "WPFL) samples no record; DP-SparFL's q comes from "
+                "algorithm.batch_size/|D_i| with algorithm.sampling=poisson. To feed "
+                "a q to a paper's noise formula, set privacy.calibration_sample_rate "
+                "(it sets sigma, never the ledger); remove privacy.sample_rate."
+            )
+        if not 0.0 < self.calibration_sample_rate <= 1.0:
+            raise ValueError(
+                "privacy.calibration_sample_rate must be in (0, 1], got "
+                f"{self.calibration_sample_rate}"
+            )
         if self.epsilon is not None and not self.epsilon > 0:
             raise ValueError(
                 f"privacy.epsilon must be > 0 (or null for ∞), got {self.epsilon}"
@@ -139,10 +194,6 @@ class PrivacyConfig(BaseModel):
         for name, value in nonnegative.items():
             if value is not None and not value >= 0:
                 raise ValueError(f"privacy.{name} must be >= 0, got {value}")
-        if not 0.0 < self.sample_rate <= 1.0:
-            raise ValueError(
-                f"privacy.sample_rate must be in (0, 1], got {self.sample_rate}"
-            )
         if self.max_uploads is not None and self.max_uploads < 1:
             raise ValueError(
                 f"privacy.max_uploads must be >= 1, got {self.max_uploads}"

@@ -32,9 +32,10 @@ Implementation details:
 3. seed 002: std σ̂·√s·C/abs(b) of the averaged mini-batch gradient (eq. 9 with
    the adjusted clip √s·C of Lemma 1); the privacy cost does not depend on s.
 4. "accountant": z from ``dp_accounting.calibrate_dp_mechanism`` (Brent's
-   method, ε ≤ target guaranteed) for ``steps`` Poisson-sampled Gaussian
-   releases at rate q; σ = z·sensitivity, sensitivity = C by default
-   (add-or-remove-one adjacency). Results are cached (PLD takes ~30 s).
+   method, ε ≤ target guaranteed) for ``steps`` Gaussian releases (Poisson
+   sampled at rate q when q < 1); the caller multiplies by the sensitivity of
+   ``rayfl.privacy.sensitivity`` (2C for a whole clipped update, q = 1).
+   Results are cached (PLD takes ~30 s).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Per-client DP budgets of local DP-SGD: T̂_i (eq. 13), β_i (eq. 12), quit rule.
 
 DP-SparFL (spec seed_002 §2.5): client i runs τ Poisson-subsampled Gaussian steps
-(rate q_i = abs(b)/abs(D_i), noise multiplier σ̂) each time it is scheduled. Its ε
+(rate q_i = abs(b)/abs(D_i), noise multiplier σ̂) each time it is scheduled. With
+``algorithm.sampling: fixed`` the steps are accounted without amplification
+(q = 1, replace-one, z = σ̂/2; ``rayfl.privacy.sensitivity.dp_sgd_rule``). Its ε
 after t̄ participations comes from the accountant (dp-accounting's RDP, the
 ``PrivacyLedger`` backend); it may participate at most T̂_i times (eq. 13), and
 the scheduler's long-term participation target is β_i (eq. 12).
@@ -182,6 +184,8 @@ class LocalDPSGD:
         budgets: ε_i per client, (N,).
         delta: δ.
         accountant: Ledger backend.
+        sensitivity: Description of Δ (``dp_sgd_rule``), for summary.json.
+        adjacency: The adjacency under which Δ holds.
     """
 
     noise_multiplier: float
@@ -190,6 +194,8 @@ class LocalDPSGD:
     budgets: npt.NDArray[np.float64]
     delta: float
     accountant: AccountantName = "rdp"
+    sensitivity: str = "C per step on the sum of per-sample clipped gradients"
+    adjacency: str = "add/remove one record"
 
     def epsilon(self, participations: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Return ε_i after the given participation counts (N,), eq. 6.

@@ -19,7 +19,7 @@ Symbol table:
 | ε_Q, δ_Q | ``epsilon``, ``delta`` |
 | T0 | ``max_uploads`` |
 | Δs | ``sensitivity`` |
-| q | ``sample_rate`` |
+| q | ``sample_rate`` (``privacy.calibration_sample_rate``: σ only) |
 | c | √(2 ln(1.25/δ)) (Dwork & Roth Thm A.1) |
 | b | ``laplace_scale`` (dithering) |
 
@@ -30,9 +30,15 @@ Implementation details:
     2. NbAFL's per-upload budget is ε/T0 under basic composition, so its σ
        grows linearly in T0; the accountant's z grows roughly like √T0.
     3. Dithering adds no Gaussian noise (σ = 0): its Laplace(b) error comes from
-       the subtractive dithered quantizer (``rayfl.compression.dithering``), so
-       each upload is (ε/T0)-DP per coordinate of sensitivity Δs and T0 uploads
-       are ε-DP by basic composition (spec §5.2's reconstruction).
+       the subtractive dithered quantizer (``rayfl.compression.dithering``). The
+       calibration b = Δs·T0/ε (spec §5.2's reconstruction) makes each
+       *coordinate* (ε/T0)-DP at sensitivity Δs; that is not the vector's ε. A
+       C-clipped d-vector moves by up to 2C·√d in L1, so the ledger reports
+       the honest pure ε = uploads·2C·√d/b
+       (``rayfl.privacy.sensitivity.laplace_vector_epsilon``), and ε_Q stays
+       the paper's nominal value.
+    4. Every baseline's ledger uses Δ = 2C and q = 1 (``rayfl.privacy.sensitivity``);
+       Δs and q here only set σ (or b), as the paper's formulas do.
 """
 
 from __future__ import annotations

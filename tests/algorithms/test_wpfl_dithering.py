@@ -37,7 +37,7 @@ CFG = {
         "delta": 1e-3,
         "clip_norm": 3.0,
         "max_uploads": 2,
-        "sample_rate": 0.01,
+        "calibration_sample_rate": 0.01,
     },
     "compression": {"quantize_bits": None},
     "ray": {"num_cpus": 2},

@@ -248,3 +248,30 @@ def test_record_rejects_bad_input() -> None:
         ledger.record([2], noise_multiplier=1.0, sample_rate=1.0)
     with pytest.raises(ValueError, match="sample_rate in"):
         ledger.record([0], noise_multiplier=1.0, sample_rate=0.0)
+
+
+def test_per_client_noise_multipliers_are_accounted_per_client():
+    # Arrange: DP-Ditto's σ_n gives each client its own z_n = σ_n/(2C)
+    ledger = PrivacyLedger(3)
+    z = np.array([0.8, 1.6, 3.2])
+    # Act
+    for _ in range(5):
+        ledger.record([0, 1, 2], noise_multiplier=z, sample_rate=1.0)
+    eps = ledger.epsilon(1e-5)
+    # Assert: each client equals a one-client ledger at its own z; a prospective
+    # budget check with per-client z matches ε after one more release
+    for client, value in enumerate(z):
+        single = PrivacyLedger(1)
+        for _ in range(5):
+            single.record([0], noise_multiplier=float(value), sample_rate=1.0)
+        assert eps[client] == pytest.approx(single.epsilon(1e-5)[0], rel=1e-12)
+    after = PrivacyLedger(3)
+    for _ in range(6):
+        after.record([0, 1, 2], noise_multiplier=z, sample_rate=1.0)
+    budget = after.epsilon(1e-5)[1]
+    allowed = ledger.eligible(
+        epsilon_budget=budget, delta=1e-5, next_noise_multiplier=z
+    )
+    assert allowed.tolist() == [False, True, True]
+    with pytest.raises(ValueError, match="noise_multiplier >= 0"):
+        ledger.record([0, 1], noise_multiplier=[1.0, -1.0], sample_rate=1.0)

@@ -29,9 +29,9 @@ def test_no_noise_cases_give_zero(config: PrivacyConfig) -> None:
 
 
 def test_overrides_take_precedence() -> None:
-    # noise_std wins over everything; noise_multiplier scales the clip norm
+    # noise_std wins over everything; noise_multiplier scales Δ = 2C (C = 20)
     assert calibrate_noise_std(_config(noise_std=0.006, noise_multiplier=3.0)) == 0.006
-    assert calibrate_noise_std(_config(noise_multiplier=0.5)) == 10.0
+    assert calibrate_noise_std(_config(noise_multiplier=0.5)) == 20.0
     assert calibrate_noise_std(_config(noise_multiplier=0.5), sensitivity=2.0) == 1.0
 
 
@@ -49,7 +49,7 @@ def test_wpfl_calibration_uses_max_uploads_and_bits() -> None:
         clip_norm=7.0,
         calibration="wpfl",
         delta=1e-3,
-        sample_rate=0.01,
+        calibration_sample_rate=0.01,
         max_uploads=20,
     )
     np.testing.assert_allclose(
@@ -65,17 +65,15 @@ def test_sparse_calibration_uses_sigma_hat() -> None:
 
 def test_accountant_calibration_meets_target_epsilon() -> None:
     # Arrange
-    config = _config(epsilon=4.0, clip_norm=2.0, sample_rate=0.02)
+    config = _config(epsilon=4.0, clip_norm=2.0)
     # Act
     sigma = calibrate_noise_std(config, releases=200)
-    # Assert: an independent dp-accounting run at z = sigma / C gives eps = 4
+    # Assert: an independent dp-accounting run at z = sigma / (2C), q = 1
+    # (no record is sampled in a whole-update release) gives eps = 4
     accountant = rdp.RdpAccountant()
     accountant.compose(
         dp_accounting.SelfComposedDpEvent(
-            dp_accounting.PoissonSampledDpEvent(
-                0.02, dp_accounting.GaussianDpEvent(sigma / 2.0)
-            ),
-            200,
+            dp_accounting.GaussianDpEvent(sigma / 4.0), 200
         )
     )
     np.testing.assert_allclose(accountant.get_epsilon(1e-5), 4.0, rtol=1e-3)

@@ -91,7 +91,7 @@ def _config(mechanism: str, **extra: object) -> object:
             "delta": 1e-3,
             "clip_norm": 7.0,
             "max_uploads": 20,
-            "sample_rate": 0.01,
+            "calibration_sample_rate": 0.01,
         },
         "compression": {"quantize_bits": 16},
     }
@@ -117,10 +117,8 @@ def test_uplink_model_uses_the_mechanism_sigma(mechanism: str) -> None:
         "none": 0.0,
     }[mechanism]
     np.testing.assert_allclose(uplink.noise_std, expected, rtol=2e-3, atol=1e-12)
-    if mechanism in ("gaussian", "ma"):  # the ledger's z = σ/Δs
-        np.testing.assert_allclose(
-            uplink.noise_multiplier, expected / (2 * 7 / 250), rtol=1e-9
-        )
+    if mechanism in ("gaussian", "ma"):  # the ledger's z = σ/(2C), not σ/Δs
+        np.testing.assert_allclose(uplink.noise_multiplier, expected / 14, rtol=1e-9)
 
 
 def test_perfect_gaussian_needs_ideal_links() -> None:
