@@ -48,12 +48,12 @@ def _only_run_dir(root):
     return dirs[0]
 
 
-def _fail_at(monkeypatch, cls, method, at_round, exc=RuntimeError("boom in round")):
+def _fail_at(monkeypatch, cls, method, at_round):
     original = getattr(cls, method)
 
     def patched(self, t, *args, **kwargs):
         if t == at_round:
-            raise exc
+            raise RuntimeError("boom in round")
         return original(self, t, *args, **kwargs)
 
     monkeypatch.setattr(cls, method, patched)
