@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -47,7 +48,7 @@ class ConfigError(ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class ModelConfig(_Section):
@@ -58,8 +59,11 @@ class ModelConfig(_Section):
         description="Architecture: mlr (multinomial logistic regression), mlp "
         "(fully connected, widths in `hidden`), cnn (PFLlib FedAvgCNN, images only).",
     )
-    hidden: tuple[Annotated[int, Field(ge=1)], ...] = Field(
-        (100,), description="Hidden layer widths of the MLP, e.g. [200] for 784-200-10."
+    hidden: tuple[Annotated[int, Field(ge=1, le=65_536)], ...] = Field(
+        (100,),
+        max_length=64,
+        description="Hidden layer widths of the MLP (each 1..65536, at most 64 "
+        "layers), e.g. [200] for 784-200-10.",
     )
 
 
@@ -132,7 +136,10 @@ class OutputConfig(_Section):
     """Where and what a run writes."""
 
     dir: str = Field(
-        "runs", description="Root under which `<name>-<timestamp>/` is made."
+        "runs",
+        min_length=1,
+        description="Root under which `<name>-<timestamp>/` is made; it (or its "
+        "nearest existing parent) must be a writable directory.",
     )
     plots: bool = Field(True, description="Write plots/*.png at the end of the run.")
     progress: bool = Field(True, description="Show a progress bar on a terminal.")
@@ -142,6 +149,25 @@ class OutputConfig(_Section):
         description="Checkpoint the run every this many rounds (0 = never); "
         "`rayfl resume RUN_DIR` continues from the last one.",
     )
+
+    @model_validator(mode="after")
+    def _check_dir(self) -> OutputConfig:
+        path = Path(self.dir).expanduser()
+        if "\x00" in self.dir:
+            raise ValueError(f"output.dir must be a path, got {self.dir!r}")
+        existing = path
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise ValueError(
+                f"output.dir must be a directory (or one that can be created), but "
+                f"{existing} is a file: got {self.dir!r}"
+            )
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise ValueError(
+                f"output.dir: {existing} is not writable (got {self.dir!r})"
+            )
+        return self
 
 
 class FlatTopologyConfig(_Section):
@@ -161,12 +187,22 @@ class RunConfig(_Section):
     """One run: data, model, algorithm, scheduling, channel, privacy, Ray, output."""
 
     name: str = Field(
-        "run", min_length=1, description="Run name (prefix of its directory)."
+        "run",
+        min_length=1,
+        max_length=200,
+        description="Run name (prefix of its directory). Characters other than "
+        "letters, digits and `._+=,@-` become `_` in the directory name, so the "
+        "run directory is always directly inside output.dir.",
     )
     seed: int = Field(
-        0, ge=0, description="Seed of every random draw (DESIGN.md keys)."
+        0,
+        ge=0,
+        le=2**63 - 1,
+        description="Seed of every random draw (DESIGN.md keys), 0..2^63-1.",
     )
-    rounds: int = Field(10, ge=1, description="Communication rounds T.")
+    rounds: int = Field(
+        10, ge=1, le=10**8, description="Communication rounds T, 1..1e8."
+    )
     eval_every: int = Field(
         1,
         ge=1,
@@ -211,12 +247,38 @@ class RunConfig(_Section):
         for key, values in self.sweep.items():
             if not values:
                 raise ValueError(f"sweep.{key} must list at least one value")
+        if self.topology.kind == "d2d":
+            from rayfl.d2d.config import check_d2d_run
+
+            check_d2d_run(self)
+        self._check_policy()
         if self.model.kind == "cnn" and self.data.dataset == "synthetic":
             raise ValueError(
                 "model.kind=cnn needs image data; data.dataset=synthetic is a 60-dim "
                 "vector: use model.kind=mlr or mlp"
             )
         return self
+
+    def _check_policy(self) -> None:
+        """``scheduler.policy`` names a known policy; subchannel ones need `wireless`."""
+        from policies.registry import POLICIES
+
+        policy = self.scheduler.policy
+        builtin = ("all", "random", "round_robin")  # rayfl.scheduler.BUILTIN_POLICIES
+        if policy not in builtin and policy not in POLICIES:
+            raise ValueError(
+                f"scheduler.policy: unknown policy {policy!r}; known policies: "
+                f"{', '.join(sorted(set(builtin) | set(POLICIES)))}"
+            )
+        if (
+            self.topology.kind == "flat"
+            and policy not in builtin
+            and self.wireless is None
+        ):
+            raise ValueError(
+                f"scheduler.policy={policy} schedules subchannels: it needs a "
+                f"`wireless` section (without one, use one of {', '.join(builtin)})"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the resolved config as plain YAML-able data."""

@@ -28,37 +28,9 @@ __all__ = ["run_d2d"]
 
 
 def _check(cfg: RunConfig) -> None:
-    if cfg.output.checkpoint_every:
-        raise ValueError(
-            "output.checkpoint_every must be 0 with topology.kind=d2d "
-            "(D2D runs are not checkpointed)"
-        )
-    if cfg.wireless is not None:
-        raise ValueError(
-            "topology.kind=d2d has its own channel (topology.*): remove the "
-            "`wireless` section"
-        )
-    method = cfg.topology.method  # type: ignore[union-attr]
-    from rayfl.algorithms.registry import algorithm_class
+    from rayfl.d2d.config import check_d2d_run
 
-    if (
-        method == "federated"
-        and algorithm_class(cfg.algorithm).personalized_downloads
-        and cfg.topology.participants != "all"  # type: ignore[union-attr]
-    ):
-        raise ValueError(
-            f"algorithm.kind={cfg.algorithm.kind} needs per-client downloads from a "
-            "server that keeps every upload (FedAMP, APPLE); they read all N clients' "
-            "uploads, so topology.kind=d2d runs them over G_n only: set "
-            "topology.participants=all (with participants=selected the clients "
-            "outside M_n would enter as ω⁰). Per-FedAvg, pFedMe, FedALA, Ditto, "
-            "FedProx and FedAvg run over M_n"
-        )
-    if method != "federated" and cfg.privacy.mechanism != "none":
-        raise ValueError(
-            f"privacy.mechanism={cfg.privacy.mechanism} applies to the federated "
-            f"baselines only; topology.method={method} sends models without it"
-        )
+    check_d2d_run(cfg)
 
 
 def _env_driver(system: Any) -> Any:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class DataConfig(BaseModel):
     """Dataset, partition over clients and per-client train/test split."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "digits", "synthetic"] = (
         Field(
