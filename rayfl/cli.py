@@ -347,11 +347,11 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = list(args.overrides) + extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    from rayfl.run_status import RunFailed
+    from rayfl.run_status import RunFailed, RunInterrupted
 
     try:
         return int(args.func(args))
-    except RunFailed as e:
+    except (RunFailed, RunInterrupted) as e:
         # The run directory holds the rounds done, summary.json and error.txt.
         import os
 

@@ -257,7 +257,33 @@ class RunConfig(_Section):
                 "model.kind=cnn needs image data; data.dataset=synthetic is a 60-dim "
                 "vector: use model.kind=mlr or mlp"
             )
+        if self.model.kind == "cnn" and self.data.dataset == "digits":
+            raise ValueError(
+                "model.kind=cnn needs images of at least 16×16; data.dataset=digits "
+                "is 8×8: use model.kind=mlr or mlp"
+            )
+        if self.topology.kind == "hierarchical":
+            self._check_hierarchical()
         return self
+
+    def _check_hierarchical(self) -> None:
+        """Sections a hierarchical run replaces by its own (topology.dp, .cost...)."""
+        if self.privacy.mechanism != "none" or self.compression.quantize_bits:
+            raise ValueError(
+                "topology.kind=hierarchical has its own DP (topology.dp): set "
+                "privacy.mechanism=none and no compression"
+            )
+        if self.scheduler.policy != "all":
+            raise ValueError(
+                "topology.kind=hierarchical schedules each edge with "
+                "topology.scheduling.policy (per-edge subchannels); leave "
+                f"scheduler.policy at 'all' (got {self.scheduler.policy!r})"
+            )
+        if self.wireless is not None:
+            raise ValueError(
+                "topology.kind=hierarchical uses topology.cost for the device→edge "
+                "links; remove the `wireless` section"
+            )
 
     def _check_policy(self) -> None:
         """``scheduler.policy`` names a known policy; subchannel ones need `wireless`."""

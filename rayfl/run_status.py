@@ -15,7 +15,8 @@ A ``failed`` or ``interrupted`` summary has an ``error`` block: ``type``,
 run directory holding the full traceback, ``error.txt``) and ``resume_from``
 (the round a ``rayfl resume RUN_DIR`` continues from, or None without a
 checkpoint). ``metrics.parquet`` and ``rounds.parquet`` hold every round
-completed before it. The run then raises :class:`RunFailed`; the ``rayfl``
+completed before it. The run then raises :class:`RunFailed` (or
+:class:`RunInterrupted`, a KeyboardInterrupt); the ``rayfl``
 command prints it in a few lines and exits with code 1 (failed) or 130
 (interrupted).
 """
@@ -47,30 +48,30 @@ ERROR_FILE = "error.txt"
 """Name of the file of the run directory holding a failed run's traceback."""
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """Raised in the driver when it receives SIGTERM (SIGINT raises KeyboardInterrupt)."""
-
-
-class RunFailed(RuntimeError):
-    """A run ended ``failed`` or ``interrupted``; its directory holds what was done.
+class _RunEnded:
+    """What a failed or interrupted run tells its caller (mixin of the two errors).
 
     Attributes:
-        run_dir: The run directory (``summary.json`` has the status and error).
+        run_dir: The run directory (``summary.json`` has the status and error);
+            None for a bare SIGTERM not yet caught by :func:`terminal_status`.
         status: ``failed`` or ``interrupted``.
         error: The summary's ``error`` block (type, message, round, traceback file,
             resume_from).
     """
 
-    def __init__(self, run_dir: Path, status: str, error: dict[str, Any]) -> None:
-        self.run_dir = Path(run_dir)
+    run_dir: Path | None
+    status: str
+    error: dict[str, Any]
+
+    def _setup(self, run_dir: Path | None, status: str, error: dict[str, Any]) -> str:
+        self.run_dir = Path(run_dir) if run_dir is not None else None
         self.status = status
         self.error = dict(error)
-        super().__init__(self._message())
-
-    def _message(self) -> str:
+        if self.run_dir is None:
+            return str(error.get("message", status))
         e = self.error
         where = f" in round {e['round']}" if e.get("round") is not None else ""
-        lines = [f"run {self.status}{where}: {e.get('type')}: {e.get('message')}"]
+        lines = [f"run {status}{where}: {e.get('type')}: {e.get('message')}"]
         if e.get("traceback"):
             lines.append(f"traceback: {self.run_dir / e['traceback']}")
         lines.append(f"run directory: {self.run_dir} (rounds done are kept)")
@@ -80,6 +81,41 @@ class RunFailed(RuntimeError):
                 f"(from round {e['resume_from']})"
             )
         return "\n".join(lines)
+
+
+class RunFailed(_RunEnded, RuntimeError):
+    """A run ended ``failed``: an exception in a round (chained as ``__cause__``).
+
+    Attributes:
+        run_dir: The run directory (``summary.json`` has the status and error).
+        status: ``failed``.
+        error: The summary's ``error`` block.
+    """
+
+    def __init__(self, run_dir: Path, status: str, error: dict[str, Any]) -> None:
+        super().__init__(self._setup(run_dir, status, error))
+
+
+class RunInterrupted(_RunEnded, KeyboardInterrupt):
+    """A run ended ``interrupted`` (Ctrl-C or SIGTERM); still a KeyboardInterrupt.
+
+    Also what SIGTERM raises in the driver while a run is on (then without a
+    run directory yet), so loops that stop on Ctrl-C stop on SIGTERM too.
+
+    Attributes:
+        run_dir: The run directory, or None when raised by the signal itself.
+        status: ``interrupted``.
+        error: The summary's ``error`` block.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path | None = None,
+        status: str = "interrupted",
+        error: dict[str, Any] | None = None,
+    ) -> None:
+        error = error or {"type": "RunInterrupted", "message": "SIGTERM"}
+        super().__init__(self._setup(run_dir, status, error))
 
 
 @dataclass
@@ -128,7 +164,7 @@ def json_safe(value: Any) -> Any:
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
-    raise RunInterrupted("SIGTERM")
+    raise RunInterrupted()
 
 
 def _describe(
@@ -136,6 +172,8 @@ def _describe(
 ) -> dict[str, Any]:
     if isinstance(exc, RunInterrupted):
         message = "the driver received SIGTERM"
+        if exc.run_dir is not None:  # a nested run's end: keep its own message
+            message = str(exc.error.get("message"))
     elif isinstance(exc, KeyboardInterrupt):
         message = "the driver received SIGINT (Ctrl-C)"
     else:
@@ -159,8 +197,9 @@ def terminal_status(
     thread; the previous handler is restored afterwards). When the block ends,
     ``progress.status`` is set and ``write_summary(progress)`` is called; if
     that fails too, a minimal ``summary.json`` with the status and error is
-    written instead. An exception or interrupt is then re-raised as
-    :class:`RunFailed` (chained to the original).
+    written instead. An exception is then re-raised as :class:`RunFailed`, an
+    interrupt as :class:`RunInterrupted` (a KeyboardInterrupt), chained to the
+    original.
 
     Args:
         run_dir: The run directory (``error.txt`` is written there on failure).
@@ -171,7 +210,8 @@ def terminal_status(
         The :class:`RunProgress` the loop updates (``round``, ``resume_from``).
 
     Raises:
-        RunFailed: If the loop raised or was interrupted.
+        RunFailed: If the loop raised.
+        RunInterrupted: If the loop was interrupted (SIGINT, SIGTERM).
     """
     progress = RunProgress()
     installed = threading.current_thread() is threading.main_thread()
@@ -216,4 +256,6 @@ def terminal_status(
             )
     if failure is not None:
         assert progress.error is not None
+        if progress.status == "interrupted":
+            raise RunInterrupted(run_dir, progress.status, progress.error) from failure
         raise RunFailed(run_dir, progress.status, progress.error) from failure

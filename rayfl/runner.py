@@ -264,7 +264,7 @@ def divergence_report(round_rows: list[dict[str, Any]]) -> dict[str, Any]:
     non-finite or out of range)``.
 
     Returns:
-        ``rounds_without_update``, ``rounds_rejected_only`` and ``warnings``.
+        ``rounds_without_update``, ``diverged_rounds`` and ``warnings``.
     """
     empty = [
         r
@@ -281,7 +281,7 @@ def divergence_report(round_rows: list[dict[str, Any]]) -> dict[str, Any]:
         )
     return {
         "rounds_without_update": len(empty),
-        "rounds_rejected_only": len(rejected),
+        "diverged_rounds": len(rejected),
         "warnings": warnings,
     }
 

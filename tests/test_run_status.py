@@ -19,7 +19,7 @@ import ray
 import yaml
 
 import rayfl
-from rayfl.run_status import RunFailed
+from rayfl.run_status import RunFailed, RunInterrupted
 
 BASE = {
     "name": "status",
@@ -48,12 +48,12 @@ def _only_run_dir(root):
     return dirs[0]
 
 
-def _fail_at(monkeypatch, cls, method, at_round):
+def _fail_at(monkeypatch, cls, method, at_round, error=RuntimeError):
     original = getattr(cls, method)
 
     def patched(self, t, *args, **kwargs):
         if t == at_round:
-            raise RuntimeError("boom in round")
+            raise error("boom in round")
         return original(self, t, *args, **kwargs)
 
     monkeypatch.setattr(cls, method, patched)
@@ -85,6 +85,19 @@ def test_exception_in_a_round_ends_failed_with_rounds_kept(
     assert pd.read_parquet(run_dir / "rounds.parquet")["round"].tolist() == [0, 1]
     assert len(pd.read_parquet(run_dir / "metrics.parquet")) == 2 * 4
     assert info.value.status == "failed" and "round 2" in str(info.value)
+
+
+def test_ctrl_c_in_a_round_ends_interrupted(ray_session, tmp_path, monkeypatch):
+    from rayfl.system import FLSystem
+
+    _fail_at(monkeypatch, FLSystem, "run_round", 1, error=KeyboardInterrupt)
+    with pytest.raises(KeyboardInterrupt) as info:  # still a KeyboardInterrupt
+        rayfl.run(BASE, {"output.dir": str(tmp_path)})
+    assert isinstance(info.value, RunInterrupted)
+    summary = _summary(_only_run_dir(tmp_path))
+    assert summary["status"] == "interrupted"
+    assert summary["error"]["message"] == "the driver received SIGINT (Ctrl-C)"
+    assert summary["error"]["round"] == 1 and summary["rounds_done"] == 1
 
 
 def test_hierarchical_loop_ends_failed(ray_session, tmp_path, monkeypatch):
@@ -209,3 +222,42 @@ def test_sigterm_ends_interrupted_with_one_screen_message(tmp_path):
     assert summary["error"]["message"] == "the driver received SIGTERM"
     assert summary["rounds_done"] >= 1
     assert summary["error"]["resume_from"] >= 1
+
+
+def test_cli_failed_run_is_one_screen_exit_1(
+    ray_session, tmp_path, monkeypatch, capsys
+):
+    from rayfl.cli import main
+    from rayfl.system import FLSystem
+
+    _fail_at(monkeypatch, FLSystem, "run_round", 1)
+    cfg_path = tmp_path / "cfg.yaml"
+    cfg_path.write_text(yaml.safe_dump(BASE))
+    args = ["run", str(cfg_path), f"output.dir={tmp_path / 'runs'}"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 8, err
+    assert "run failed in round 1: RuntimeError: boom in round" in err
+    assert "error.txt" in err
+    # --debug adds the traceback
+    assert main(["--debug", *args]) == 1
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_divergence_report_counts_rounds_with_only_rejected_uploads():
+    from rayfl.runner import divergence_report
+
+    rows = [
+        {"num_scheduled": 4, "num_delivered": 4, "num_rejected": 0},
+        {"num_scheduled": 4, "num_delivered": 0, "num_rejected": 4},  # diverged
+        {"num_scheduled": 4, "num_delivered": 0, "num_rejected": 0},  # all lost
+        {"num_scheduled": 0, "num_delivered": 0, "num_rejected": 0},  # nobody
+        {"num_scheduled": 4, "num_delivered": 0, "num_rejected": 2},  # diverged
+    ]
+    report = divergence_report(rows)
+    assert report["rounds_without_update"] == 3
+    assert report["diverged_rounds"] == 2
+    assert report["warnings"] and report["warnings"][0].startswith(
+        "diverged: 2 of 5 rounds delivered no update"
+    )
+    assert divergence_report(rows[:1])["warnings"] == []

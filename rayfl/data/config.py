@@ -28,7 +28,9 @@ class DataConfig(BaseModel):
         description="Directory with user data in torchvision layout "
         "(MNIST/raw, FashionMNIST/raw, cifar-10-batches-py); None = system defaults.",
     )
-    num_clients: int = Field(20, description="Number of clients N (≥ 1).")
+    num_clients: int = Field(
+        20, le=1_000_000, description="Number of clients N, 1..1e6."
+    )
     partition: Literal["iid", "dirichlet", "shards", "pathological", "size_skew"] = (
         Field("iid", description="How the pool is split over clients (Flower names).")
     )
