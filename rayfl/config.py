@@ -378,6 +378,8 @@ def _format(error: ValidationError) -> str:
             lines.append(f"{path}: unknown key{hint}")
         elif err["type"] in ("model_type", "dict_type") or loc == ():
             lines.append(f"{path}: {msg}")
+        elif isinstance(err.get("input"), dict):  # a section's own cross-field check
+            lines.append(msg if msg.startswith(f"{path}.") else f"{path}: {msg}")
         else:
             lines.append(f"{path}: {msg} (got {err.get('input')!r})")
     return "invalid config:\n  " + "\n  ".join(lines)

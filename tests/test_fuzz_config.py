@@ -12,13 +12,17 @@ Design (seeded, bounded time):
       at most a screen long and names the mutated field (or its section, for a
       section that does not belong, e.g. ``wireless`` with a D2D topology); any other exception
       fails the test.
-    * A seeded subset of the accepted cases (``N_RUN`` = 6 in the default
+    * A seeded subset of the accepted cases (``N_RUN`` = 3 in the default
       suite, all of them in the slow test) runs for one round on tiny data
       (digits, one local step) in a shared 2-CPU Ray session: each must end
       with ``status: completed`` and a strict-JSON ``summary.json`` inside
       ``output.dir``; a failed run (``RunFailed``) counts as a miss of
-      validation and fails the test. Afterwards no run directory under the
-      output root lacks a terminal status.
+      validation and fails the test. Limits that depend on the data or the
+      machine (``DatasetError``: e.g. a Dirichlet draw that cannot give every
+      client ``min_partition_size`` samples; ``ResourceError``: memory) may
+      still stop a run, in one screen and before any run directory is made.
+      Afterwards no run directory under the output root lacks a terminal
+      status.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ import pytest
 
 import rayfl
 from rayfl.config import ConfigError, load_config
+from rayfl.data.datasets import DatasetError
+from rayfl.resources import ResourceError
 
 EXAMPLES = sorted(Path(__file__).resolve().parents[1].glob("examples/*.yaml"))
 N_CASES = 300
@@ -182,7 +188,15 @@ def _check_runs(accepted, tmp_path, monkeypatch) -> None:
         tree = _run_tree(tree, field, root / str(i))
         cfg = load_config(tree)  # accepted before: still valid with tiny data
         base = Path(cfg.output.dir).resolve()
-        result = rayfl.run(cfg)  # RunFailed here = a crash validation missed
+        try:
+            result = rayfl.run(cfg)  # RunFailed here = a crash validation missed
+        except (DatasetError, ResourceError) as e:
+            # data- or machine-dependent limits (a partition that cannot give
+            # every client min_partition_size samples, memory): a one-screen
+            # rayfl error before any run directory is made
+            assert len(str(e).splitlines()) <= 25
+            assert not base.exists() or not list(base.rglob("config.yaml")), e
+            continue
         run_dir = result.run_dir.resolve()
         assert run_dir.parent == base, f"{example} {field}={value!r}: {run_dir}"
         summary = json.loads(

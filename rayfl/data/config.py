@@ -10,6 +10,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+DATASET_SIZES = {
+    "fashion_mnist": 70_000,
+    "mnist": 70_000,
+    "cifar10": 60_000,
+    "digits": 1797,
+}
+"""Samples (train + test) of each built-in dataset: an upper bound on num_clients."""
+
 
 class DataConfig(BaseModel):
     """Dataset, partition over clients and per-client train/test split."""
@@ -145,6 +153,12 @@ class DataConfig(BaseModel):
         for ok, field, value, allowed in checks:
             if not ok:
                 raise ValueError(f"data.{field} must be {allowed}, got {value}")
+        pool = DATASET_SIZES.get(self.dataset)
+        if pool is not None and self.num_clients > pool:
+            raise ValueError(
+                f"data.num_clients must be at most the {pool} samples of "
+                f"{self.dataset} (every client needs data), got {self.num_clients}"
+            )
         if self.client_sizes is not None:
             if len(self.client_sizes) != self.num_clients:
                 raise ValueError(
