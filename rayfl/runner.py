@@ -383,7 +383,10 @@ def _run(
         }
         log.flush(summary_doc)
         if hasattr(driver, "write_extra"):  # hierarchy: edges.parquet
-            driver.write_extra(run_dir)
+            if progress.status == "completed":
+                driver.write_extra(run_dir)
+            else:  # best effort: the summary already says what went wrong
+                _query(lambda: driver.write_extra(run_dir))
 
     try:
         with terminal_status(run_dir, write_summary) as progress:
