@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import signal
 import threading
 import traceback
@@ -163,6 +164,9 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
     raise RunInterrupted()
 
@@ -177,7 +181,11 @@ def _describe(
     elif isinstance(exc, KeyboardInterrupt):
         message = "the driver received SIGINT (Ctrl-C)"
     else:
-        message = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ""
+        cause = getattr(exc, "cause", None)  # ray.exceptions.RayTaskError: the
+        if isinstance(cause, Exception):  # exception raised inside the actor
+            exc = cause
+        text = _ANSI.sub("", str(exc)).strip()
+        message = text.splitlines()[0][:500] if text else ""
     return {
         "type": type(exc).__name__,
         "message": message,

@@ -261,3 +261,46 @@ def test_divergence_report_counts_rounds_with_only_rejected_uploads():
         "diverged: 2 of 5 rounds delivered no update"
     )
     assert divergence_report(rows[:1])["warnings"] == []
+
+
+def _write(run_dir):
+    def write(progress):
+        doc = {"status": progress.status, "error": progress.error}
+        (run_dir / "summary.json").write_text(json.dumps(doc))
+
+    return write
+
+
+def test_terminal_status_unwraps_an_actor_side_exception(tmp_path):
+    from ray.exceptions import RayTaskError
+
+    from rayfl.run_status import terminal_status
+
+    inner = OverflowError("a weighted update reaches 1e12")
+    outer = RayTaskError("ClientHost.train", "remote traceback", inner)
+    with (
+        pytest.raises(RunFailed) as info,
+        terminal_status(tmp_path, _write(tmp_path)) as progress,
+    ):
+        progress.round = 3
+        raise outer
+    error = _summary(tmp_path)["error"]
+    assert error["type"] == "OverflowError"
+    assert error["message"] == "a weighted update reaches 1e12"
+    assert error["round"] == 3
+    assert info.value.__cause__ is outer
+
+
+def test_terminal_status_keeps_the_status_when_the_summary_fails(tmp_path):
+    from rayfl.run_status import terminal_status
+
+    def broken(progress):
+        raise OSError("disk full")
+
+    with pytest.raises(RunFailed), terminal_status(tmp_path, broken) as progress:
+        progress.round = 0
+        raise ValueError("first failure")
+    summary = _summary(tmp_path)
+    assert summary["status"] == "failed"
+    assert summary["error"]["message"] == "first failure"
+    assert summary["summary_error"] == "OSError: disk full"
