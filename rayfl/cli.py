@@ -10,7 +10,10 @@
     rayfl bench NAME [args]                 benchmarks (bench/results.md)
     rayfl train-policy CONFIG [options]     train the learned scheduler (PPO, RLlib)
 
-Configuration errors print in a few lines, without a traceback (exit code 2).
+Configuration errors print in a few lines, without a traceback (exit code 2). A
+run that fails prints its error, the run directory and how to resume it (exit
+code 1; 130 when interrupted by Ctrl-C or SIGTERM); ``rayfl --debug ...`` or the
+environment variable ``RAYFL_DEBUG=1`` prints the full traceback as well.
 """
 
 from __future__ import annotations
@@ -47,8 +50,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         f"\nrun directory: {result.run_dir}\n"
         f"final global accuracy {final.get('global_acc', float('nan')):.4f}, "
         f"max client loss {final.get('max_loss', float('nan')):.4f}, "
-        f"{result.summary['total_s']:.1f} s"
+        f"{result.summary['total_s']:.1f} s ({result.summary['status']})"
     )
+    for warning in result.summary.get("warnings") or []:
+        print(f"warning: {warning}", file=sys.stderr)
     privacy = result.summary.get("privacy") or {}
     if privacy.get("epsilon_max") is not None:
         print(
@@ -261,6 +266,11 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``rayfl`` command."""
     parser = argparse.ArgumentParser(prog="rayfl", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the full traceback of a failed run (also: RAYFL_DEBUG=1)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run an experiment from a YAML config")
     p.add_argument("config", help="YAML config file (see examples/)")
@@ -347,6 +357,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    if "--debug" in extra:  # also accepted after the subcommand
+        extra = [e for e in extra if e != "--debug"]
+        args.debug = True
     # Overrides may follow options (`compare CFG --policies a,b rounds=5`).
     if (
         extra
@@ -356,8 +369,20 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = list(args.overrides) + extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    from rayfl.run_status import RunFailed, RunInterrupted
+
     try:
         return int(args.func(args))
+    except (RunFailed, RunInterrupted) as e:
+        # The run directory holds the rounds done, summary.json and error.txt.
+        import os
+
+        if args.debug or os.environ.get("RAYFL_DEBUG", "") not in ("", "0"):
+            import traceback
+
+            traceback.print_exception(e.__cause__ or e, file=sys.stderr)
+        print(f"rayfl: {e}", file=sys.stderr)
+        return 130 if e.status == "interrupted" else 1
     except ConfigError as e:
         print(f"rayfl: {e}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -56,7 +57,7 @@ class ConfigError(ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class ModelConfig(_Section):
@@ -67,8 +68,11 @@ class ModelConfig(_Section):
         description="Architecture: mlr (multinomial logistic regression), mlp "
         "(fully connected, widths in `hidden`), cnn (PFLlib FedAvgCNN, images only).",
     )
-    hidden: tuple[Annotated[int, Field(ge=1)], ...] = Field(
-        (100,), description="Hidden layer widths of the MLP, e.g. [200] for 784-200-10."
+    hidden: tuple[Annotated[int, Field(ge=1, le=65_536)], ...] = Field(
+        (100,),
+        max_length=64,
+        description="Hidden layer widths of the MLP (each 1..65536, at most 64 "
+        "layers), e.g. [200] for 784-200-10.",
     )
 
 
@@ -148,7 +152,10 @@ class OutputConfig(_Section):
     """Where and what a run writes."""
 
     dir: str = Field(
-        "runs", description="Root under which `<name>-<timestamp>/` is made."
+        "runs",
+        min_length=1,
+        description="Root under which `<name>-<timestamp>/` is made; it (or its "
+        "nearest existing parent) must be a writable directory.",
     )
     plots: bool = Field(True, description="Write plots/*.png at the end of the run.")
     progress: bool = Field(True, description="Show a progress bar on a terminal.")
@@ -158,6 +165,25 @@ class OutputConfig(_Section):
         description="Checkpoint the run every this many rounds (0 = never); "
         "`rayfl resume RUN_DIR` continues from the last one.",
     )
+
+    @model_validator(mode="after")
+    def _check_dir(self) -> OutputConfig:
+        path = Path(self.dir).expanduser()
+        if "\x00" in self.dir:
+            raise ValueError(f"output.dir must be a path, got {self.dir!r}")
+        existing = path
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise ValueError(
+                f"output.dir must be a directory (or one that can be created), but "
+                f"{existing} is a file: got {self.dir!r}"
+            )
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise ValueError(
+                f"output.dir: {existing} is not writable (got {self.dir!r})"
+            )
+        return self
 
 
 class FlatTopologyConfig(_Section):
@@ -177,12 +203,22 @@ class RunConfig(_Section):
     """One run: data, model, algorithm, scheduling, channel, privacy, Ray, output."""
 
     name: str = Field(
-        "run", min_length=1, description="Run name (prefix of its directory)."
+        "run",
+        min_length=1,
+        max_length=200,
+        description="Run name (prefix of its directory). Characters other than "
+        "letters, digits and `._+=,@-` become `_` in the directory name, so the "
+        "run directory is always directly inside output.dir.",
     )
     seed: int = Field(
-        0, ge=0, description="Seed of every random draw (DESIGN.md keys)."
+        0,
+        ge=0,
+        le=2**63 - 1,
+        description="Seed of every random draw (DESIGN.md keys), 0..2^63-1.",
     )
-    rounds: int = Field(10, ge=1, description="Communication rounds T.")
+    rounds: int = Field(
+        10, ge=1, le=10**8, description="Communication rounds T, 1..1e8."
+    )
     eval_every: int = Field(
         1,
         ge=1,
@@ -227,12 +263,64 @@ class RunConfig(_Section):
         for key, values in self.sweep.items():
             if not values:
                 raise ValueError(f"sweep.{key} must list at least one value")
+        if self.topology.kind == "d2d":
+            from rayfl.d2d.config import check_d2d_run
+
+            check_d2d_run(self)
+        self._check_policy()
         if self.model.kind == "cnn" and self.data.dataset == "synthetic":
             raise ValueError(
                 "model.kind=cnn needs image data; data.dataset=synthetic is a 60-dim "
                 "vector: use model.kind=mlr or mlp"
             )
+        if self.model.kind == "cnn" and self.data.dataset == "digits":
+            raise ValueError(
+                "model.kind=cnn needs images of at least 16×16; data.dataset=digits "
+                "is 8×8: use model.kind=mlr or mlp"
+            )
+        if self.topology.kind == "hierarchical":
+            self._check_hierarchical()
         return self
+
+    def _check_hierarchical(self) -> None:
+        """Sections a hierarchical run replaces by its own (topology.dp, .cost...)."""
+        if self.privacy.mechanism != "none" or self.compression.quantize_bits:
+            raise ValueError(
+                "topology.kind=hierarchical has its own DP (topology.dp): set "
+                "privacy.mechanism=none and no compression"
+            )
+        if self.scheduler.policy != "all":
+            raise ValueError(
+                "topology.kind=hierarchical schedules each edge with "
+                "topology.scheduling.policy (per-edge subchannels); leave "
+                f"scheduler.policy at 'all' (got {self.scheduler.policy!r})"
+            )
+        if self.wireless is not None:
+            raise ValueError(
+                "topology.kind=hierarchical uses topology.cost for the device→edge "
+                "links; remove the `wireless` section"
+            )
+
+    def _check_policy(self) -> None:
+        """``scheduler.policy`` names a known policy; subchannel ones need `wireless`."""
+        from policies.registry import POLICIES
+
+        policy = self.scheduler.policy
+        builtin = ("all", "random", "round_robin")  # rayfl.scheduler.BUILTIN_POLICIES
+        if policy not in builtin and policy not in POLICIES:
+            raise ValueError(
+                f"scheduler.policy: unknown policy {policy!r}; known policies: "
+                f"{', '.join(sorted(set(builtin) | set(POLICIES)))}"
+            )
+        if (
+            self.topology.kind == "flat"
+            and policy not in builtin
+            and self.wireless is None
+        ):
+            raise ValueError(
+                f"scheduler.policy={policy} schedules subchannels: it needs a "
+                f"`wireless` section (without one, use one of {', '.join(builtin)})"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the resolved config as plain YAML-able data."""
@@ -327,6 +415,8 @@ def _format(error: ValidationError) -> str:
             lines.append(f"{path}: unknown key{hint}")
         elif err["type"] in ("model_type", "dict_type") or loc == ():
             lines.append(f"{path}: {msg}")
+        elif isinstance(err.get("input"), dict):  # a section's own cross-field check
+            lines.append(msg if msg.startswith(f"{path}.") else f"{path}: {msg}")
         else:
             lines.append(f"{path}: {msg} (got {err.get('input')!r})")
     return "invalid config:\n  " + "\n  ".join(lines)

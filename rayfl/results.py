@@ -7,7 +7,8 @@ Layout of ``<output.dir>/<name>-<timestamp>/`` (DESIGN.md "Outputs of a run"):
 | ``config.yaml`` | the resolved config |
 | ``metrics.parquet`` | one row per round × client |
 | ``rounds.parquet`` | one row per round (global acc, max loss, Jain's index...) |
-| ``summary.json`` | final numbers, status, timings, per-client ε |
+| ``summary.json`` | status (completed / failed / interrupted), final numbers, timings, per-client ε (strict JSON: NaN/inf as null) |
+| ``error.txt`` | the traceback of a failed run |
 | ``plots/*.png`` | accuracy, loss and fairness curves |
 
 Every file is written to a temporary name in the same directory and renamed, so
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -30,7 +32,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-__all__ = ["RunLog", "RunResult", "atomic_write", "load_run", "make_run_dir"]
+from rayfl.run_status import json_safe
+
+__all__ = [
+    "RunLog",
+    "RunResult",
+    "atomic_write",
+    "load_run",
+    "make_run_dir",
+    "safe_name",
+]
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
@@ -46,10 +57,33 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
         raise
 
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=,@-]+")
+
+
+def safe_name(name: str) -> str:
+    """Return ``name`` as one safe path component (a run directory's prefix).
+
+    Every character outside letters, digits and ``._+=,@-`` (so every ``/``,
+    backslash, space and control character) becomes ``_``; leading dots are
+    dropped, so the result is never ``..``, hidden or absolute; at most 100
+    characters are kept.
+
+    Example:
+        >>> safe_name("../../etc/x"), safe_name("/abs/name"), safe_name("a b:c")
+        ('_.._etc_x', '_abs_name', 'a_b_c')
+    """
+    out = _UNSAFE.sub("_", str(name)).lstrip(".")[:100]
+    return out or "run"
+
+
 def make_run_dir(root: str | Path, name: str) -> Path:
-    """Create and return a fresh ``root/name-YYYYmmdd-HHMMSS[-k]`` directory."""
+    """Create and return a fresh ``root/name-YYYYmmdd-HHMMSS[-k]`` directory.
+
+    ``name`` is made one safe path component (:func:`safe_name`), so the run
+    directory is always directly inside ``root``.
+    """
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    base = Path(root) / f"{name}-{stamp}"
+    base = Path(root) / f"{safe_name(name)}-{stamp}"
     path, k = base, 1
     while True:
         try:
@@ -86,7 +120,8 @@ class RunLog:
         """Write ``metrics.parquet``, ``rounds.parquet`` and ``summary.json``."""
         _write_parquet(self.run_dir / "metrics.parquet", self.client_rows)
         _write_parquet(self.run_dir / "rounds.parquet", self.round_rows)
-        text = json.dumps(summary, indent=2, default=float)
+        # strict JSON: NaN/inf are written as null (json_safe)
+        text = json.dumps(json_safe(summary), indent=2, allow_nan=False)
         atomic_write(self.run_dir / "summary.json", lambda p: p.write_text(text))
 
 
@@ -134,9 +169,11 @@ def load_run(run_dir: str | Path) -> RunResult:
     path = Path(run_dir)
     if not (path / "summary.json").is_file():
         raise FileNotFoundError(f"{path} is not a finished rayfl run (no summary.json)")
-    return RunResult(
-        path,
-        pd.read_parquet(path / "metrics.parquet"),
-        pd.read_parquet(path / "rounds.parquet"),
-        json.loads((path / "summary.json").read_text()),
-    )
+    summary = json.loads((path / "summary.json").read_text())
+    if summary.get("status") == "finished":  # written before "completed"
+        summary["status"] = "completed"
+    frames = [
+        pd.read_parquet(path / f) if (path / f).is_file() else pd.DataFrame()
+        for f in ("metrics.parquet", "rounds.parquet")
+    ]
+    return RunResult(path, frames[0], frames[1], summary)

@@ -11,7 +11,7 @@ This is what ``rayfl run`` and :func:`rayfl.run` call. Each round:
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from rayfl.config import ConfigError, RunConfig, load_config, parse_overrides
 from rayfl.metrics import round_summary
 from rayfl.plots import plot_rounds
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
+from rayfl.run_status import RunProgress, terminal_status
 from rayfl.schedule import Schedule
 from rayfl.scheduler import BUILTIN_POLICIES, Scheduler
 from rayfl.system import FLSystem, RoundResult
@@ -239,6 +240,52 @@ def _total(rows: list[dict[str, Any]], key: str) -> float | None:
     return float(values.sum()) if len(values) and np.isfinite(values).all() else None
 
 
+def _query(call: Callable[[], Any]) -> Any:
+    """``call()``, or None when it fails (a summary field of a failed run).
+
+    After a failure the system may have lost an actor, so a summary field read
+    from the actors (placement, local update counts...) becomes None instead of
+    hiding the run's error behind a second one.
+    """
+    try:
+        return call()
+    except Exception:
+        return None
+
+
+def divergence_report(round_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the summary fields that make a diverged run visibly diverged.
+
+    A round "delivered no update" when clients were scheduled but none of their
+    updates reached the model (lost packets, dead actors, or uploads rejected by
+    the server for being non-finite or out of range — ``num_rejected``). When
+    rejected uploads left one or more rounds without any update, ``warnings``
+    says ``diverged: N of T rounds delivered no update (uploads rejected as
+    non-finite or out of range)``.
+
+    Returns:
+        ``rounds_without_update``, ``diverged_rounds`` and ``warnings``.
+    """
+    empty = [
+        r
+        for r in round_rows
+        if r.get("num_scheduled", 0) and not r.get("num_delivered")
+    ]
+    rejected = [r for r in empty if r.get("num_rejected", 0)]
+    warnings = []
+    if rejected:
+        warnings.append(
+            f"diverged: {len(rejected)} of {len(round_rows)} rounds delivered no "
+            "update (uploads rejected as non-finite or out of range); lower "
+            "algorithm.lr or clip the updates"
+        )
+    return {
+        "rounds_without_update": len(empty),
+        "diverged_rounds": len(rejected),
+        "warnings": warnings,
+    }
+
+
 def _driver(cfg: RunConfig) -> Any:
     if cfg.topology.kind == "hierarchical":  # devices → edges → cloud (rayfl.hierarchy)
         from rayfl.hierarchy.system import HierarchicalDriver
@@ -298,82 +345,29 @@ def _run(
     bar = _progress(cfg.output.progress, cfg.rounds, desc=cfg.name)
     if bar is not None and first_round:
         bar.update(first_round)
-    status = "running"
     every = cfg.output.checkpoint_every
     logged = getattr(algorithm_class(cfg.algorithm), "logged_metrics", ())
-    try:
-        for t in range(first_round, cfg.rounds):
-            t0 = time.perf_counter()
-            schedule, result, evals = driver.step(t)
-            epsilon, nominal = system.uplink.epsilons(evaluate=True)
-            summary = round_summary(evals, system.num_test) if evals else {}
-            log.client_rows += _client_rows(
-                t, system.num_clients, result, evals, epsilon, nominal, logged
-            )
-            rows = result.rows
-            row = {
-                "round": t,
-                "num_scheduled": len(schedule.clients),
-                "num_delivered": len(result.delivered),
-                "round_time_s": time.perf_counter() - t0,
-                "epsilon_max": float(np.nanmax(epsilon))
-                if epsilon is not None
-                else float("nan"),
-                **round_costs(rows, wireless=cfg.wireless is not None),
-                "download_bits": float(sum(r.get("download_bits", 0.0) for r in rows)),
-                # personalized downloads (FedAMP, APPLE): the slowest one's airtime
-                "downlink_latency_s": max(
-                    (r.get("downlink_latency_s", 0.0) for r in rows), default=0.0
-                )
-                if cfg.wireless is not None
-                else float("nan"),
-                **summary,
-            }
-            if hasattr(driver, "round_extras"):  # hierarchy: energy, delay, τ_k...
-                row.update(driver.round_extras(t))
-            log.round_rows.append(row)
-            if bar is not None:
-                if evals:  # else the bar keeps the last evaluation, and its round
-                    post = {
-                        "acc": f"{row.get('eval_acc', float('nan')):.3f}",
-                        "max_loss": f"{row.get('eval_max_loss', float('nan')):.3f}",
-                        "eval_round": t,
-                    }
-                    bar.set_postfix(post, refresh=False)
-                bar.update(1)
-            exhausted = getattr(system, "exhausted", None)  # flat FLSystem only
-            if exhausted is not None and exhausted():  # seed 000: T0 uploads used up
-                break
-            if every and (t + 1) % every == 0 and t + 1 < cfg.rounds:
-                save_checkpoint(
-                    run_dir,
-                    {
-                        "next_round": t + 1,
-                        "system": system.state_dict(),
-                        "driver": driver.state_dict(),
-                        "client_rows": log.client_rows,
-                        "round_rows": log.round_rows,
-                    },
-                )
-        status = "finished"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
+
+    def write_summary(progress: RunProgress) -> None:
         if bar is not None:
             bar.close()
         final = next((r for r in reversed(log.round_rows) if "global_acc" in r), {})
-        eps = system.uplink.epsilons(evaluate=True)[0] if log.round_rows else None
+        eps = (
+            _query(lambda: system.uplink.epsilons(evaluate=True)[0])
+            if log.round_rows
+            else None
+        )
         summary_doc = {
-            "status": status,
+            "status": progress.status,
+            **({"error": progress.error} if progress.error else {}),
             "name": cfg.name,
             "rounds_done": len(log.round_rows),
             "setup_s": setup_s,
             "total_s": time.perf_counter() - started,
             "num_clients": system.num_clients,
             "num_actors": len(system.actors),
-            "placement": system.placement(),
-            "local_updates": system.local_updates(),
+            "placement": _query(system.placement),
+            "local_updates": _query(system.local_updates),
             "model_dim": system.dim,
             "final": {k: v for k, v in final.items() if k != "round"},
             "totals": {
@@ -384,12 +378,82 @@ def _run(
                     sum(r.get("download_bits", 0.0) for r in log.round_rows)
                 ),
             },
-            "privacy": system.uplink.privacy_summary(eps),
+            **divergence_report(log.round_rows),
+            "privacy": _query(lambda: system.uplink.privacy_summary(eps)),
         }
         log.flush(summary_doc)
         if hasattr(driver, "write_extra"):  # hierarchy: edges.parquet
-            driver.write_extra(run_dir)
-        driver.close()
+            if progress.status == "completed":
+                driver.write_extra(run_dir)
+            else:  # best effort: the summary already says what went wrong
+                _query(lambda: driver.write_extra(run_dir))
+
+    try:
+        with terminal_status(run_dir, write_summary) as progress:
+            if checkpoint is not None:
+                progress.resume_from = first_round
+            for t in range(first_round, cfg.rounds):
+                progress.round = t
+                t0 = time.perf_counter()
+                schedule, result, evals = driver.step(t)
+                epsilon, nominal = system.uplink.epsilons(evaluate=True)
+                summary = round_summary(evals, system.num_test) if evals else {}
+                log.client_rows += _client_rows(
+                    t, system.num_clients, result, evals, epsilon, nominal, logged
+                )
+                rows = result.rows
+                row = {
+                    "round": t,
+                    "num_scheduled": len(schedule.clients),
+                    "num_delivered": len(result.delivered),
+                    "num_rejected": int(sum(bool(r.get("rejected")) for r in rows)),
+                    "round_time_s": time.perf_counter() - t0,
+                    "epsilon_max": float(np.nanmax(epsilon))
+                    if epsilon is not None
+                    else float("nan"),
+                    **round_costs(rows, wireless=cfg.wireless is not None),
+                    "download_bits": float(
+                        sum(r.get("download_bits", 0.0) for r in rows)
+                    ),
+                    # personalized downloads (FedAMP, APPLE): the slowest one's airtime
+                    "downlink_latency_s": max(
+                        (r.get("downlink_latency_s", 0.0) for r in rows), default=0.0
+                    )
+                    if cfg.wireless is not None
+                    else float("nan"),
+                    **summary,
+                }
+                if hasattr(driver, "round_extras"):  # hierarchy: energy, delay, τ_k...
+                    row.update(driver.round_extras(t))
+                log.round_rows.append(row)
+                if bar is not None:
+                    if evals:  # else the bar keeps the last evaluation, and its round
+                        post = {
+                            "acc": f"{row.get('eval_acc', float('nan')):.3f}",
+                            "max_loss": f"{row.get('eval_max_loss', float('nan')):.3f}",
+                            "eval_round": t,
+                        }
+                        bar.set_postfix(post, refresh=False)
+                    bar.update(1)
+                exhausted = getattr(system, "exhausted", None)  # flat FLSystem only
+                if (
+                    exhausted is not None and exhausted()
+                ):  # seed 000: T0 uploads used up
+                    break
+                if every and (t + 1) % every == 0 and t + 1 < cfg.rounds:
+                    save_checkpoint(
+                        run_dir,
+                        {
+                            "next_round": t + 1,
+                            "system": system.state_dict(),
+                            "driver": driver.state_dict(),
+                            "client_rows": log.client_rows,
+                            "round_rows": log.round_rows,
+                        },
+                    )
+                    progress.resume_from = t + 1
+    finally:
+        _query(driver.close)
     if cfg.output.plots:
         plot_rounds({cfg.name: load_run(run_dir).rounds}, run_dir / "plots")
     return load_run(run_dir)

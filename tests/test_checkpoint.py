@@ -62,7 +62,7 @@ def test_resume_after_driver_kill_equals_uninterrupted_run(ray_session, tmp_path
     # Assert
     resumed = pd.read_parquet(run_dir / "metrics.parquet")
     pd.testing.assert_frame_equal(resumed, reference.metrics)
-    assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "completed"
 
 
 def test_resume_without_checkpoint_is_a_clear_error(tmp_path):

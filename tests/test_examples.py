@@ -36,4 +36,4 @@ def test_example_smoke(ray_session, tmp_path, path):
         assert len(table) >= 1
     else:
         result = rayfl.run(cfg)
-        assert result.summary["status"] == "finished"
+        assert result.summary["status"] == "completed"

@@ -47,7 +47,7 @@ def test_killed_actor_mid_round_loses_that_round_only(ray_session, tmp_path):
     thread.join(timeout=180)
     # Assert: the run finished and recorded exactly the lost round
     result = box["result"]
-    assert result.summary["status"] == "finished"
+    assert result.summary["status"] == "completed"
     m = result.metrics
     failed = m[m.actor_failed]
     assert set(failed["client"]) == {0, 1}

@@ -65,7 +65,7 @@ def test_fedavg_learns_digits_and_writes_run_dir(ray_session, tmp_path):
     rounds = result.rounds.dropna(subset=["global_acc"])
     assert list(rounds["round"]) == [3, 7]
     assert rounds["global_acc"].iloc[-1] > 0.85
-    assert result.summary["status"] == "finished"
+    assert result.summary["status"] == "completed"
     for name in (
         "config.yaml",
         "metrics.parquet",

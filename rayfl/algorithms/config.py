@@ -29,18 +29,43 @@ __all__ = [
 ]
 
 
+MAX_LR = 1e3
+"""Largest learning rate accepted: beyond it SGD on these models only diverges."""
+MAX_LOCAL_EPOCHS = 1000
+"""Largest ``local_epochs``: a round's work is epochs × samples SGD steps."""
+MAX_LOCAL_STEPS = 100_000
+"""Largest ``local_steps`` (the vectorized trainer plans every step's batch)."""
+
+
 class LocalTrainingConfig(BaseModel):
     """Local SGD settings shared by every algorithm."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     kind: str
-    local_epochs: int = Field(1, ge=1, description="Local epochs E per round.")
-    local_steps: int | None = Field(
-        None, ge=1, description="Local SGD steps S per round; overrides local_epochs."
+    local_epochs: int = Field(
+        1,
+        ge=1,
+        le=MAX_LOCAL_EPOCHS,
+        description=f"Local epochs E per round, 1..{MAX_LOCAL_EPOCHS}.",
     )
-    batch_size: int = Field(32, ge=1, description="Mini-batch size B.")
-    lr: float = Field(0.05, gt=0, description="Local learning rate η.")
+    local_steps: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_LOCAL_STEPS,
+        description=f"Local SGD steps S per round, 1..{MAX_LOCAL_STEPS}; overrides "
+        "local_epochs.",
+    )
+    batch_size: int = Field(
+        32, ge=1, le=1_000_000, description="Mini-batch size B, 1..1e6."
+    )
+    lr: float = Field(
+        0.05,
+        gt=0,
+        le=MAX_LR,
+        description=f"Local learning rate η, in (0, {MAX_LR:g}] (larger values only "
+        "diverge: every upload becomes non-finite and is rejected).",
+    )
     trainer: Literal["auto", "autograd", "fast", "vectorized"] = Field(
         "auto",
         description="How local SGD runs: `autograd` (torch autograd, any model); "
@@ -85,7 +110,8 @@ class DittoConfig(LocalTrainingConfig):
     personal_lr: float = Field(
         None,  # type: ignore[assignment]  # filled from lr by the validator
         gt=0.0,
-        description="PL learning rate η_L > 0; default: lr (η_G).",
+        le=MAX_LR,
+        description=f"PL learning rate η_L in (0, {MAX_LR:g}]; default: lr (η_G).",
     )
     personal_epochs: int = Field(
         1, ge=1, description="Local epochs of the PL model per round."
@@ -131,7 +157,10 @@ class PFedMeConfig(LocalTrainingConfig):
         15.0, ge=0.0, description="Moreau-envelope weight λ (pFedMe paper: 15)."
     )
     personal_lr: float = Field(
-        0.01, gt=0.0, description="Step of the K inner steps on θ (PFLlib: 0.01)."
+        0.01,
+        gt=0.0,
+        le=MAX_LR,
+        description="Step of the K inner steps on θ (PFLlib: 0.01).",
     )
     inner_steps: int = Field(5, ge=1, description="K inner steps per mini-batch.")
     beta: float = Field(
@@ -260,7 +289,9 @@ class WpflConfig(DittoConfig):
     """
 
     kind: Literal["wpfl"] = "wpfl"  # type: ignore[assignment]
-    lr: float = Field(0.01, gt=0, description="FL learning rate η_F (Table I).")
+    lr: float = Field(
+        0.01, gt=0, le=MAX_LR, description="FL learning rate η_F (Table I)."
+    )
     lam: float = Field(
         0.5, ge=0.0, le=2.0, description="PL-FL weight λ in [0, 2] (Table I: 0.5)."
     )

@@ -25,7 +25,7 @@ class CompressionConfig(BaseModel):
     are known, in ``build_client_stages``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     quantize_bits: int | None = Field(
         default=None,

@@ -47,7 +47,7 @@ __all__ = ["D2DTopologyConfig"]
 class D2DTopologyConfig(BaseModel):
     """Server-free D2D topology of pFedWN (spec seed_003); see the module table."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     kind: Literal["d2d"] = "d2d"
     method: Literal["pfedwn", "local", "federated"] = Field(
@@ -157,3 +157,54 @@ class D2DTopologyConfig(BaseModel):
                 f"topology.target must be >= 0, 'random' or 'all', got {self.target}"
             )
         return self
+
+
+def check_d2d_run(cfg: Any) -> None:
+    """Check the rules of a ``topology.kind: d2d`` run involving other sections.
+
+    Called by the config's validation (so a bad combination is a config error
+    before Ray starts) and again by the D2D runner.
+
+    Args:
+        cfg: The run config (a ``RunConfig`` with a d2d topology).
+
+    Raises:
+        ValueError: Naming the fields and what to change.
+    """
+    topo = cfg.topology
+    if isinstance(topo.target, int) and topo.target >= cfg.data.num_clients:
+        raise ValueError(
+            f"topology.target must be a client id < data.num_clients "
+            f"({cfg.data.num_clients}), 'random' or 'all', got {topo.target}"
+        )
+    if cfg.output.checkpoint_every:
+        raise ValueError(
+            "output.checkpoint_every must be 0 with topology.kind=d2d "
+            "(D2D runs are not checkpointed)"
+        )
+    if cfg.wireless is not None:
+        raise ValueError(
+            "topology.kind=d2d has its own channel (topology.*): remove the "
+            "`wireless` section"
+        )
+    from rayfl.algorithms.registry import algorithm_class
+
+    method = topo.method
+    if (
+        method == "federated"
+        and algorithm_class(cfg.algorithm).personalized_downloads
+        and topo.participants != "all"
+    ):
+        raise ValueError(
+            f"algorithm.kind={cfg.algorithm.kind} needs per-client downloads from a "
+            "server that keeps every upload (FedAMP, APPLE); they read all N clients' "
+            "uploads, so topology.kind=d2d runs them over G_n only: set "
+            "topology.participants=all (with participants=selected the clients "
+            "outside M_n would enter as ω⁰). Per-FedAvg, pFedMe, FedALA, Ditto, "
+            "FedProx and FedAvg run over M_n"
+        )
+    if method != "federated" and cfg.privacy.mechanism != "none":
+        raise ValueError(
+            f"privacy.mechanism={cfg.privacy.mechanism} applies to the federated "
+            f"baselines only; topology.method={method} sends models without it"
+        )

@@ -13,6 +13,7 @@ EM report of :meth:`D2DSystem.selection_report`.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -21,42 +22,15 @@ import numpy as np
 
 from rayfl.config import RunConfig
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
+from rayfl.run_status import RunProgress, terminal_status
 
 __all__ = ["run_d2d"]
 
 
 def _check(cfg: RunConfig) -> None:
-    if cfg.output.checkpoint_every:
-        raise ValueError(
-            "output.checkpoint_every must be 0 with topology.kind=d2d "
-            "(D2D runs are not checkpointed)"
-        )
-    if cfg.wireless is not None:
-        raise ValueError(
-            "topology.kind=d2d has its own channel (topology.*): remove the "
-            "`wireless` section"
-        )
-    method = cfg.topology.method  # type: ignore[union-attr]
-    from rayfl.algorithms.registry import algorithm_class
+    from rayfl.d2d.config import check_d2d_run
 
-    if (
-        method == "federated"
-        and algorithm_class(cfg.algorithm).personalized_downloads
-        and cfg.topology.participants != "all"  # type: ignore[union-attr]
-    ):
-        raise ValueError(
-            f"algorithm.kind={cfg.algorithm.kind} needs per-client downloads from a "
-            "server that keeps every upload (FedAMP, APPLE); they read all N clients' "
-            "uploads, so topology.kind=d2d runs them over G_n only: set "
-            "topology.participants=all (with participants=selected the clients "
-            "outside M_n would enter as ω⁰). Per-FedAvg, pFedMe, FedALA, Ditto, "
-            "FedProx and FedAvg run over M_n"
-        )
-    if method != "federated" and cfg.privacy.mechanism != "none":
-        raise ValueError(
-            f"privacy.mechanism={cfg.privacy.mechanism} applies to the federated "
-            f"baselines only; topology.method={method} sends models without it"
-        )
+    check_d2d_run(cfg)
 
 
 def _env_driver(system: Any) -> Any:
@@ -102,46 +76,24 @@ def run_d2d(cfg: RunConfig, *, run_dir: Path | None = None) -> RunResult:
     system = D2DSystem(cfg)
     log = RunLog(run_dir or make_run_dir(cfg.output.dir, cfg.name))
     log.write_config(cfg.to_dict())
-    status = "running"
     bar = None
     if cfg.output.progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=cfg.rounds, unit="round", dynamic_ncols=True)
-    try:
-        step = _env_driver(system) if cfg.topology.selection_via == "env" else None  # type: ignore[union-attr]
-        for t in range(cfg.rounds):
-            t0 = time.perf_counter()
-            rows = step() if step is not None else system.run_round(t)
-            log.client_rows += rows
-            row = {
-                "round": t,
-                "num_scheduled": int(sum(r["role"] == "neighbor" for r in rows)),
-                "num_delivered": int(sum(r["delivered"] for r in rows)),
-                "round_time_s": time.perf_counter() - t0,
-                "bits": float(sum(r["bits"] for r in rows)),
-                "target_acc": _mean(rows, "test_acc"),
-                "target_post_agg_acc": _mean(rows, "post_agg_acc"),
-                "target_post_train_acc": _mean(rows, "post_train_acc"),
-                "global_acc": _mean(rows, "test_acc"),
-                "eval_acc": _mean(rows, "test_acc"),
-            }
-            log.round_rows.append(row)
-            if bar is not None:
-                bar.set_postfix(
-                    {"target_acc": f"{row['target_acc']:.3f}"}, refresh=False
-                )
-                bar.update(1)
-        status = "finished"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
+
+    def write_summary(progress: RunProgress) -> None:
         if bar is not None:
             bar.close()
         accs = [r["target_acc"] for r in log.round_rows]
+        finite = [a for a in accs if np.isfinite(a)]
+        try:
+            report = system.selection_report()
+        except Exception:  # after a failure: keep the status, drop the report
+            report = None
         summary = {
-            "status": status,
+            "status": progress.status,
+            **({"error": progress.error} if progress.error else {}),
             "name": cfg.name,
             "topology": "d2d",
             "method": cfg.topology.method,  # type: ignore[union-attr]
@@ -150,14 +102,43 @@ def run_d2d(cfg: RunConfig, *, run_dir: Path | None = None) -> RunResult:
             "num_clients": system.num_clients,
             "num_actors": len(system.actors),
             "model_dim": system.dim,
-            "target_acc_max": float(np.nanmax(accs)) if accs else None,
+            "target_acc_max": max(finite) if finite else None,
             "target_acc_final": accs[-1] if accs else None,
             "final": dict(log.round_rows[-1]) if log.round_rows else {},
             "totals": {"bits": float(sum(r["bits"] for r in log.round_rows))},
-            "d2d": system.selection_report(),
+            "d2d": report,
         }
         log.flush(summary)
-        system.close()
+
+    try:
+        with terminal_status(log.run_dir, write_summary) as progress:
+            step = _env_driver(system) if cfg.topology.selection_via == "env" else None  # type: ignore[union-attr]
+            for t in range(cfg.rounds):
+                progress.round = t
+                t0 = time.perf_counter()
+                rows = step() if step is not None else system.run_round(t)
+                log.client_rows += rows
+                row = {
+                    "round": t,
+                    "num_scheduled": int(sum(r["role"] == "neighbor" for r in rows)),
+                    "num_delivered": int(sum(r["delivered"] for r in rows)),
+                    "round_time_s": time.perf_counter() - t0,
+                    "bits": float(sum(r["bits"] for r in rows)),
+                    "target_acc": _mean(rows, "test_acc"),
+                    "target_post_agg_acc": _mean(rows, "post_agg_acc"),
+                    "target_post_train_acc": _mean(rows, "post_train_acc"),
+                    "global_acc": _mean(rows, "test_acc"),
+                    "eval_acc": _mean(rows, "test_acc"),
+                }
+                log.round_rows.append(row)
+                if bar is not None:
+                    bar.set_postfix(
+                        {"target_acc": f"{row['target_acc']:.3f}"}, refresh=False
+                    )
+                    bar.update(1)
+    finally:
+        with contextlib.suppress(Exception):  # after a lost actor: status says why
+            system.close()
     if cfg.output.plots:
         from rayfl.plots import plot_rounds
 

@@ -10,11 +10,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+DATASET_SIZES = {
+    "fashion_mnist": 70_000,
+    "mnist": 70_000,
+    "cifar10": 60_000,
+    "digits": 1797,
+}
+"""Samples (train + test) of each built-in dataset: an upper bound on num_clients."""
+
 
 class DataConfig(BaseModel):
     """Dataset, partition over clients and per-client train/test split."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "digits", "synthetic"] = (
         Field(
@@ -28,7 +36,9 @@ class DataConfig(BaseModel):
         description="Directory with user data in torchvision layout "
         "(MNIST/raw, FashionMNIST/raw, cifar-10-batches-py); None = system defaults.",
     )
-    num_clients: int = Field(20, description="Number of clients N (≥ 1).")
+    num_clients: int = Field(
+        20, le=1_000_000, description="Number of clients N, 1..1e6."
+    )
     partition: Literal["iid", "dirichlet", "shards", "pathological", "size_skew"] = (
         Field("iid", description="How the pool is split over clients (Flower names).")
     )
@@ -143,6 +153,12 @@ class DataConfig(BaseModel):
         for ok, field, value, allowed in checks:
             if not ok:
                 raise ValueError(f"data.{field} must be {allowed}, got {value}")
+        pool = DATASET_SIZES.get(self.dataset)
+        if pool is not None and self.num_clients > pool:
+            raise ValueError(
+                f"data.num_clients must be at most the {pool} samples of "
+                f"{self.dataset} (every client needs data), got {self.num_clients}"
+            )
         if self.client_sizes is not None:
             if len(self.client_sizes) != self.num_clients:
                 raise ValueError(

@@ -38,6 +38,7 @@ __all__ = [
     "LocalTrainResult",
     "batch_indices",
     "evaluate",
+    "iter_batch_indices",
     "iterate_batches",
     "local_sgd",
 ]
@@ -84,18 +85,42 @@ def batch_indices(
         ...                                 local_steps=None, rng=rng)]
         [4, 4, 2]
     """
-    batches: list[npt.NDArray[np.int64]] = []
-    want = local_steps if local_steps is not None else None
+    return list(
+        iter_batch_indices(
+            num_samples,
+            batch_size=batch_size,
+            local_epochs=local_epochs,
+            local_steps=local_steps,
+            rng=rng,
+        )
+    )
+
+
+def iter_batch_indices(
+    num_samples: int,
+    *,
+    batch_size: int,
+    local_epochs: int,
+    local_steps: int | None,
+    rng: np.random.Generator,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield the mini-batch index arrays of :func:`batch_indices`, one at a time.
+
+    Same arrays, same order and same draws from ``rng``; memory holds one epoch's
+    permutation, not the whole run's batches (``local_epochs`` × samples).
+    """
+    steps = 0
     epochs = 0
     while True:
         perm = rng.permutation(num_samples)
         for start in range(0, num_samples, batch_size):
-            batches.append(perm[start : start + batch_size])
-            if want is not None and len(batches) >= want:
-                return batches
+            yield perm[start : start + batch_size]
+            steps += 1
+            if local_steps is not None and steps >= local_steps:
+                return
         epochs += 1
-        if want is None and epochs >= local_epochs:
-            return batches
+        if local_steps is None and epochs >= local_epochs:
+            return
 
 
 def iterate_batches(
@@ -109,11 +134,12 @@ def iterate_batches(
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Yield the (inputs, labels) tensors of a local run's mini-batches.
 
-    The order is :func:`batch_indices`'; tensors view read-only numpy data.
+    The order is :func:`batch_indices`'; the batches are drawn lazily (one
+    epoch's permutation in memory), and tensors view read-only numpy data.
     """
     xt = torch.from_numpy(np.asarray(x))
     yt = torch.from_numpy(np.asarray(y))
-    for idx in batch_indices(
+    for idx in iter_batch_indices(
         len(y),
         batch_size=batch_size,
         local_epochs=local_epochs,

@@ -21,7 +21,7 @@ Reward = Literal["min_max_loss", "accuracy_gain", "jain", "latency", "energy"]
 class RLConfig(BaseModel):
     """PPO training of the learned scheduler (RLlib new API stack)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     mode: Literal["surrogate", "emulate"] = Field(
         "surrogate",

@@ -38,64 +38,91 @@ class WirelessConfig(BaseModel):
         10
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     num_subchannels: int = Field(
-        10, ge=1, description="K: orthogonal OFDMA subchannels, integer >= 1."
+        10, ge=1, le=100_000, description="K: orthogonal OFDMA subchannels, 1..1e5."
     )
     bandwidth_hz: float = Field(
-        1e6, gt=0, description="B: bandwidth of one subchannel in Hz, > 0."
+        1e6,
+        gt=0,
+        le=1e12,
+        description="B: bandwidth of one subchannel in Hz, (0, 1e12].",
     )
     noise_psd_dbm_hz: float = Field(
-        -169.0, description="N0: noise power spectral density in dBm/Hz."
+        -169.0,
+        ge=-250.0,
+        le=0.0,
+        description="N0: noise power spectral density in dBm/Hz, in [-250, 0] "
+        "(thermal noise is -174).",
     )
     tx_power_dbm: float = Field(
-        23.0, description="P^th: maximum client transmit power in dBm."
+        23.0,
+        ge=-100.0,
+        le=80.0,
+        description="P^th: maximum client transmit power in dBm, in [-100, 80] "
+        "(80 dBm = 100 kW).",
     )
     power_levels: int = Field(
         1,
         ge=1,
+        le=100_000,
         description=(
             "L: number of discrete client power levels a scheduler may pick, "
             "integer >= 1; level l in 0..L-1 is tx_power·(l+1)/L in W."
         ),
     )
     bs_tx_power_dbm: float = Field(
-        30.0, description="P_BS: base-station (downlink) transmit power in dBm."
+        30.0,
+        ge=-100.0,
+        le=80.0,
+        description="P_BS: base-station (downlink) transmit power in dBm, in [-100, 80].",
     )
     distance_min_m: float = Field(
-        10.0, gt=0, description="Smallest client-BS distance d_n in m, > 0."
+        10.0, gt=0, le=1e7, description="Smallest client-BS distance d_n in m, > 0."
     )
     distance_max_m: float = Field(
         100.0,
         gt=0,
+        le=1e7,
         description="Largest client-BS distance d_n in m (cell radius), > min.",
     )
     path_loss_ref_db: float = Field(
         30.0,
-        description="Path loss at the 1 m reference distance in dB (30 = gain -30 dB).",
+        ge=-100.0,
+        le=300.0,
+        description="Path loss at the 1 m reference distance in dB (30 = gain -30 dB), "
+        "in [-100, 300].",
     )
     path_loss_exponent: float = Field(
-        2.8, gt=0, description="α: path-loss exponent, > 0."
+        2.8, gt=0, le=10.0, description="α: path-loss exponent, in (0, 10]."
     )
     fading: Literal["rayleigh", "rician", "none"] = Field(
         "rayleigh",
         description="Small-scale block fading of |h|^2 (unit mean), redrawn per round.",
     )
     rician_k_db: float = Field(
-        0.0, description="Rician K-factor in dB (LoS/scatter power); rician only."
+        0.0,
+        ge=-100.0,
+        le=100.0,
+        description="Rician K-factor in dB (LoS/scatter power), in [-100, 100]; "
+        "rician only.",
     )
     shadowing_std_db: float = Field(
         0.0,
         ge=0,
-        description="Log-normal shadowing std in dB, >= 0; drawn once per client.",
+        le=50.0,
+        description="Log-normal shadowing std in dB, in [0, 50]; drawn once per client.",
     )
     qam_order: Literal[4, 16, 64, 256, 1024] = Field(
         256, description="M_ω: square QAM order of eq. (13)."
     )
     snr_threshold_db: float | None = Field(
         None,
-        description="Outage threshold on SNR in dB; None means no outage.",
+        ge=-100.0,
+        le=100.0,
+        description="Outage threshold on SNR in dB, in [-100, 100]; None means no "
+        "outage.",
     )
     effects: Literal["none", "bit_flip", "packet_loss"] = Field(
         "bit_flip",
@@ -105,14 +132,18 @@ class WirelessConfig(BaseModel):
         ),
     )
     cpu_cycles_per_sample: float = Field(
-        2e5, gt=0, description="Φ_i: CPU cycles per training sample, > 0."
+        2e5, gt=0, le=1e15, description="Φ_i: CPU cycles per training sample, > 0."
     )
     cpu_frequency_hz: float = Field(
-        2.4e9, gt=0, description="f_i: client CPU frequency in cycles/s (Hz), > 0."
+        2.4e9,
+        gt=0,
+        le=1e12,
+        description="f_i: client CPU frequency in cycles/s (Hz), in (0, 1e12].",
     )
     effective_capacitance: float = Field(
         2e-28,
         ge=0,
+        le=1.0,
         description=(
             "χ_i (κ): effective switched capacitance, >= 0; energy per round "
             "χ·cycles·f^2/2 in J (seed_002 §2.7)."

@@ -2,19 +2,28 @@
 
 import pytest
 
-from rayfl.config import load_config
+from rayfl.config import ConfigError, load_config
 from rayfl.d2d.runner import _check
 
 
 def test_federated_baseline_refuses_algorithms_that_need_a_server_store():
-    cfg = load_config(
-        "examples/pfedwn_d2d.yaml",
-        ["topology.method=federated", "algorithm.kind=fedamp"],
-    )
-    with pytest.raises(ValueError, match="per-client downloads"):
-        _check(cfg)
+    with pytest.raises(ConfigError, match="per-client downloads"):
+        load_config(
+            "examples/pfedwn_d2d.yaml",
+            ["topology.method=federated", "algorithm.kind=fedamp"],
+        )
     ok = load_config(
         "examples/pfedwn_d2d.yaml",
         ["topology.method=federated", "algorithm.kind=perfedavg"],
     )
     _check(ok)  # Per-FedAvg runs over the target group
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["topology.target=6", "wireless.tx_power_dbm=20", "output.checkpoint_every=2"],
+)
+def test_d2d_combinations_are_config_errors(override):
+    field = override.split("=")[0]
+    with pytest.raises(ConfigError, match=field.split(".")[0]):
+        load_config("examples/pfedwn_d2d.yaml", [override, "data.num_clients=6"])

@@ -39,7 +39,7 @@ def test_config_is_frozen_and_forbids_unknown_keys():
         ("test_fraction", 0.0, r"data.test_fraction must be in \(0, 1\), got 0.0"),
         ("num_clients", 0, "data.num_clients must be ≥ 1, got 0"),
         ("alpha", -0.1, "data.alpha must be > 0, got -0.1"),
-        ("alpha", float("nan"), "data.alpha must be > 0, got nan"),
+        ("alpha", float("nan"), "alpha\n  Input should be a finite number"),
         ("min_partition_size", -1, "data.min_partition_size must be ≥ 0"),
         ("num_shards_per_partition", 0, "data.num_shards_per_partition must be ≥ 1"),
         ("shard_size", 0, "data.shard_size must be ≥ 1 or null, got 0"),

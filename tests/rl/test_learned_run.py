@@ -26,6 +26,6 @@ def test_run_example_with_the_learned_policy(ray_session, tmp_path):
             "output.plots": False,
         },
     )
-    assert result.summary["status"] == "finished"
+    assert result.summary["status"] == "completed"
     scheduled = result.metrics.groupby("round")["scheduled"].sum()
     assert scheduled.tolist() == [3, 3]  # K = 3 subchannels, all used
