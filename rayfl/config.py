@@ -302,16 +302,9 @@ class RunConfig(_Section):
             )
 
     def _check_policy(self) -> None:
-        """``scheduler.policy`` names a known policy; subchannel ones need `wireless`."""
-        from policies.registry import POLICIES
-
+        """Subchannel policies need `wireless` (unknown names: ``_known_policy``)."""
         policy = self.scheduler.policy
         builtin = ("all", "random", "round_robin")  # rayfl.scheduler.BUILTIN_POLICIES
-        if policy not in builtin and policy not in POLICIES:
-            raise ValueError(
-                f"scheduler.policy: unknown policy {policy!r}; known policies: "
-                f"{', '.join(sorted(set(builtin) | set(POLICIES)))}"
-            )
         if (
             self.topology.kind == "flat"
             and policy not in builtin

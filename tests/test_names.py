@@ -11,6 +11,7 @@ from rayfl.config import ConfigError, load_config
 from rayfl.names import UnknownNameError, check_name, policy_names, suggest
 
 QUICKSTART = "examples/quickstart.yaml"
+SCHEDULING = "examples/scheduling_fmnist.yaml"
 
 # (overrides, field, expected suggestion, a few allowed values that must be listed)
 CASES = [
@@ -97,18 +98,21 @@ def test_policy_names_is_the_union_of_both_registries():
     # a policy registered at run time is accepted at once
     register_policy("my_test_policy", "policies.random:RandomPolicy")
     try:
-        cfg = load_config(QUICKSTART, ["scheduler.policy=my_test_policy"])
+        cfg = load_config(SCHEDULING, ["scheduler.policy=my_test_policy"])
         assert cfg.scheduler.policy == "my_test_policy"
+        # without a wireless section the name is known; the error says what is missing
+        with pytest.raises(ConfigError, match="needs a `wireless` section"):
+            load_config(QUICKSTART, ["scheduler.policy=my_test_policy"])
     finally:
         POLICIES.pop("my_test_policy")
     with pytest.raises(ConfigError, match="unknown name 'my_test_policy'"):
-        load_config(QUICKSTART, ["scheduler.policy=my_test_policy"])
+        load_config(SCHEDULING, ["scheduler.policy=my_test_policy"])
 
 
 def test_every_registered_policy_name_validates():
     for name in policy_names():
         assert (
-            load_config(QUICKSTART, [f"scheduler.policy={name}"]).scheduler.policy
+            load_config(SCHEDULING, [f"scheduler.policy={name}"]).scheduler.policy
             == name
         )
 
