@@ -19,8 +19,7 @@ Implementation details:
        ``hi = (x + 1.5·2^(b+52)) − 1.5·2^(b+52)`` rounds x to a multiple of
        2^b exactly and ``x − hi`` is exact (error-free transformation), so a row
        costs a few vectorised passes per level; typical updates span ≤ 96 bits
-       (two levels). A level where only a few elements still have a residual
-       switches to a sparse path (``np.bincount``).
+       (two levels), float32 rows at most six.
     2. Digits of up to 32 rows are summed in float64 (exact: every partial sum
        is an integer below 2⁵³) before going into the int64 limbs; limbs are
        carry-normalised after each block, so they never exceed 2⁶³.
@@ -48,8 +47,7 @@ LIMB_BITS = 48
 
 _L = LIMB_BITS
 _BLOCK_ROWS = 32  # rows whose digits (|d| ≤ 2⁴⁷) are summed in float64 (< 2⁵³)
-_BLOCK_ELEMENTS = 1 << 20  # elements per block (memory bound)
-_SPARSE_FRACTION = 1 / 16
+_BLOCK_ELEMENTS = 1 << 16  # elements per block (cache-sized)
 
 
 @dataclass(frozen=True)
@@ -130,32 +128,87 @@ def exact_sum(vectors: npt.ArrayLike, weights: npt.ArrayLike) -> ExactSum:
     if len(w) != len(rows):
         raise ValueError(f"{len(rows)} rows but {len(w)} weights")
     m, dim = rows.shape
-    limbs = np.zeros((0, dim), np.int64)
-    low = 0
-    acc: dict[int, npt.NDArray[np.int64]] = {}  # level → Σ digits (< 2⁶³)
+    acc = _Accumulator(dim)
     step = max(1, min(_BLOCK_ROWS, _BLOCK_ELEMENTS // max(dim, 1)))
-    for i, start in enumerate(range(0, m, step)):
-        x = rows[start : start + step].astype(np.float64)
-        x *= w[start : start + step, None]
-        _digits(x, acc)
-        if (i + 1) % 1000 == 0 or start + step >= m:  # each block adds < 2⁵³
-            if acc:
-                lo = min(acc)
-                digits = np.zeros((max(acc) - lo + 1, dim), np.int64)
-                for level, d in acc.items():
-                    digits[level - lo] = d
-                limbs, low = _add_limbs(limbs, low, digits, lo)
-            acc = {}
+    x = np.empty((step, dim), np.float64)
+    t = np.empty((step, dim), np.float64)
+    for start in range(0, m, step):
+        block = rows[start : start + step]
+        k = len(block)
+        np.multiply(block, w[start : start + step, None], out=x[:k])
+        _digits(x[:k], t[:k], acc)
+    limbs, low = acc.limbs()
     weight = sum((Fraction(float(v)) for v in w), Fraction(0))
     return ExactSum(limbs, low, weight, int(m))
 
 
-def _digits(x: npt.NDArray[np.float64], acc: dict[int, npt.NDArray[np.int64]]) -> None:
-    """Add Σ over the rows of x, as int64 digits per level, into ``acc``.
+class _Accumulator:
+    """Per-level digit sums of many rows: float64 while exact, then int64."""
 
-    ``x`` (≤ 32 rows) is overwritten (it holds the residual).
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.fsum: dict[int, npt.NDArray[np.float64]] = {}  # Σ digit·2^b, exact
+        self.rows: dict[int, int] = {}  # rows in fsum[level], ≤ 32 (< 2^(b+53))
+        self.scaled: dict[int, bool] = {}  # fsum[level] holds digits, not ·2^b
+        self.isum: dict[int, npt.NDArray[np.int64]] = {}  # Σ digits (< 2⁶³)
+        self.flushes = 0
+        self._limbs = np.zeros((0, dim), np.int64)
+        self._low = 0
+
+    def add(
+        self, level: int, part: npt.NDArray[np.float64], rows: int, scaled: bool
+    ) -> None:
+        """Add the (dim,) digit sum of ``rows`` rows (×2^b unless ``scaled``)."""
+        if level in self.fsum and (
+            self.rows[level] + rows > _BLOCK_ROWS or self.scaled[level] != scaled
+        ):
+            self._flush(level)
+        if level in self.fsum:
+            self.fsum[level] += part
+            self.rows[level] += rows
+        else:
+            self.fsum[level] = part.copy()
+            self.rows[level] = rows
+            self.scaled[level] = scaled
+
+    def _flush(self, level: int) -> None:
+        total = self.fsum.pop(level)
+        self.rows.pop(level)
+        scaled = self.scaled.pop(level)
+        digits = (total if scaled else np.ldexp(total, -_L * level)).astype(np.int64)
+        if level in self.isum:
+            self.isum[level] += digits
+        else:
+            self.isum[level] = digits
+        self.flushes += 1
+        if self.flushes % 1000 == 0:  # each flush adds < 2⁵³: carry before 2⁶³
+            self._carry()
+
+    def _carry(self) -> None:
+        if self.isum:
+            lo = min(self.isum)
+            digits = np.zeros((max(self.isum) - lo + 1, self.dim), np.int64)
+            for level, d in self.isum.items():
+                digits[level - lo] = d
+            self._limbs, self._low = _add_limbs(self._limbs, self._low, digits, lo)
+        self.isum = {}
+
+    def limbs(self) -> tuple[npt.NDArray[np.int64], int]:
+        """Return the normalised limbs and their lowest level."""
+        for level in list(self.fsum):
+            self._flush(level)
+        self._carry()
+        return self._limbs, self._low
+
+
+def _digits(
+    x: npt.NDArray[np.float64], t: npt.NDArray[np.float64], acc: _Accumulator
+) -> None:
+    """Split the rows of x into digits per level and add them to ``acc``.
+
+    ``x`` is overwritten (it holds the residual); ``t`` is scratch space.
     """
-    dim = x.shape[1]
+    rows = len(x)
     hi_abs = max(float(x.max(initial=0.0)), -float(x.min(initial=0.0)))
     if not np.isfinite(hi_abs):  # max/min propagate nan
         raise ValueError(
@@ -165,41 +218,12 @@ def _digits(x: npt.NDArray[np.float64], acc: dict[int, npt.NDArray[np.int64]]) -
         return
     top = -((-(int(np.frexp(hi_abs)[1]) - _L + 1)) // _L)  # ceil: |x| < 2^(48 top + 47)
     level = top
-    t = np.empty_like(x)
-    sparse: tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]] | None = None
-    while True:
-        b = _L * level
-        if sparse is None:
-            scaled = _split(x, t, b)  # t = digits (·2^b unless scaled), x = residual
-            total = t.sum(axis=0)
-            _into(acc, level, total if scaled else np.ldexp(total, -b))
-            nnz = np.count_nonzero(x)
-            if nnz == 0:
-                break
-            if nnz <= x.size * _SPARSE_FRACTION:
-                idx = np.flatnonzero(x)
-                sparse = (idx % dim, x.ravel()[idx])
-        else:
-            cols, r = sparse
-            h = np.empty_like(r)
-            scaled = _split(r, h, b)
-            total = np.bincount(cols, weights=h, minlength=dim)
-            _into(acc, level, total if scaled else np.ldexp(total, -b))
-            keep = r != 0
-            if not keep.any():
-                break
-            sparse = (cols[keep], r[keep])
+    while True:  # ends by level −23 (b = −1104): every float64 bit is ≥ 2⁻¹⁰⁷⁴
+        scaled = _split(x, t, _L * level)  # t = digits (·2^b unless scaled)
+        acc.add(level, t[0] if rows == 1 else t.sum(axis=0), rows, scaled)
+        if not x.any():  # residual all zero (a −0.0 compares equal to 0)
+            break
         level -= 1
-
-
-def _into(
-    acc: dict[int, npt.NDArray[np.int64]], level: int, total: npt.NDArray[np.float64]
-) -> None:
-    """acc[level] += total (integer-valued float64 below 2⁵³)."""
-    if level in acc:
-        acc[level] += total.astype(np.int64)
-    else:
-        acc[level] = total.astype(np.int64)
 
 
 def _split(x: npt.NDArray[np.float64], hi: npt.NDArray[np.float64], b: int) -> bool:
