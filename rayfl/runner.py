@@ -18,7 +18,12 @@ from typing import Any
 import numpy as np
 
 from rayfl.algorithms.registry import algorithm_class
-from rayfl.checkpoint import load_checkpoint, save_checkpoint
+from rayfl.checkpoint import (
+    load_checkpoint,
+    plain_attributes,
+    restore_attributes,
+    save_checkpoint,
+)
 from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.metrics import round_summary
 from rayfl.plots import plot_rounds
@@ -215,7 +220,7 @@ class _EnvDriver:
     def state_dict(self) -> dict[str, Any]:
         env = self.env
         return {
-            "policy": self.policy,
+            "policy": plain_attributes(self.policy),
             "obs": self.obs,
             "env": {
                 k: getattr(env, k)
@@ -224,7 +229,7 @@ class _EnvDriver:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.policy = state["policy"]
+        restore_attributes(self.policy, state["policy"])
         self.obs = state["obs"]
         for key, value in state["env"].items():
             setattr(self.env, key, value)

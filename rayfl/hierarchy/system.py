@@ -54,6 +54,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from rayfl.actors.setup import ActorSetup
+from rayfl.checkpoint import plain_attributes, restore_attributes
 from rayfl.config import RunConfig
 from rayfl.data.federated import build_federated
 from rayfl.hierarchy.cloud import HierCloudServer
@@ -787,11 +788,17 @@ class HierarchicalSystem:
             },
             "edge_rows": list(self.edge_rows),
             **(
-                {"scheduling": self.edge_scheduling.state_dict()}
+                {"scheduling": self._scheduling_state()}
                 if self.edge_scheduling is not None
                 else {}
             ),
         }
+
+    def _scheduling_state(self) -> dict[str, Any]:
+        """The edge scheduling state, policies reduced to their plain-data attributes."""
+        assert self.edge_scheduling is not None
+        state = self.edge_scheduling.state_dict()
+        return {**state, "policies": [plain_attributes(p) for p in state["policies"]]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
@@ -809,7 +816,11 @@ class HierarchicalSystem:
         self.local_update_count = np.asarray(s["local_update_count"], dtype=np.int64)
         self.edge_rows = list(state["edge_rows"])
         if self.edge_scheduling is not None and "scheduling" in state:
-            self.edge_scheduling.load_state_dict(state["scheduling"])
+            saved = state["scheduling"]
+            policies = self.edge_scheduling.policies  # rebuilt from the config
+            for policy, attributes in zip(policies, saved["policies"], strict=True):
+                restore_attributes(policy, attributes)
+            self.edge_scheduling.load_state_dict({**saved, "policies": policies})
 
     def close(self) -> None:
         """Kill the actors and stop Ray if this system started it."""
