@@ -68,6 +68,7 @@ def _client_rows(
                 "snr_db": float(r.get("snr_db", nan)),
                 "delivered": bool(r.get("delivered", False)),
                 "actor_failed": bool(r.get("actor_failed", False)),
+                "rejected": r.get("rejected") or None,  # reason string, or None
                 "train_loss": float(r.get("train_loss", nan)),
                 "test_loss": float(e.get("test_loss", nan)),
                 "test_acc": float(e.get("test_acc", nan)),

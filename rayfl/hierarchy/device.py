@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from rayfl.actors.client import ClientHost
+from rayfl.actors.cloud import REJECT_NON_FINITE
 from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.privacy.clip import clip_by_l2_norm
 from rayfl.seeding import rng_for
@@ -96,7 +97,7 @@ class DeviceHost(ClientHost):
                 )
             rec["device_noise_std"] = std
             if not np.all(np.isfinite(vector)):
-                rec["rejected"] = True
+                rec["rejected"] = REJECT_NON_FINITE
                 continue
             rows.append(vector)
             weights.append(1.0 if equal_weights else float(bundle.weights[i]))

@@ -66,6 +66,7 @@ from rayfl.hierarchy.dp import ObserverLedger, stream_stds
 from rayfl.hierarchy.edge import EdgeServer
 from rayfl.hierarchy.scheduling import EdgeScheduling
 from rayfl.hierarchy.topology import Topology, build_topology
+from rayfl.resources import placed, release_cpus, reserve_cpus
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.session import RaySession
@@ -128,6 +129,7 @@ class HierarchicalSystem:
         try:
             self._build()
         except BaseException:
+            release_cpus(getattr(self, "reservation", None))
             self.session.close()
             raise
 
@@ -164,12 +166,15 @@ class HierarchicalSystem:
         self.data_ref = ray.put(self.data)
         self.run_id = uuid.uuid4().hex[:8]
         actor_cpus = min(1.0, cpus / len(self.groups))
+        self.reservation = reserve_cpus(  # all at once: see rayfl.resources
+            len(self.groups), actor_cpus, timeout_s=cfg.ray.reserve_timeout_s
+        )
         self.actors = [
             DeviceActor.options(
                 name=f"rayfl-{self.run_id}-devices-{a}",
                 num_cpus=actor_cpus,
                 max_restarts=cfg.ray.max_actor_restarts,
-                scheduling_strategy="SPREAD",
+                scheduling_strategy=placed(self.reservation, a),
             ).remote(self.data_ref, group, setup)
             for a, group in enumerate(self.groups)
         ]
@@ -586,7 +591,9 @@ class HierarchicalSystem:
                 row["bits"] += float(rec.get("bits", 0.0))
                 row["latency_s"] += float(t_s)
                 row["energy_j"] += float(e_j)
-                row["delivered"] = row["delivered"] and not rec.get("rejected", False)
+                if rec.get("rejected"):  # a reason: the device's update was refused
+                    row["delivered"] = False
+                    row["rejected"] = rec["rejected"]
                 if subch is not None:
                     row["subchannel"] = subch[i]
                 self.local_update_count[i] += 1
@@ -829,6 +836,8 @@ class HierarchicalSystem:
         if hasattr(self, "cloud"):
             ray.kill(self.cloud)
         self.actors, self.edges = [], []
+        release_cpus(getattr(self, "reservation", None))
+        self.reservation = None
         self.session.close()
 
 
