@@ -2,11 +2,15 @@
 
 ``RaySession`` starts this script (its own process group, so a signal to the
 driver's group does not reach it) right after starting a local Ray session. It
-polls the driver's pid; when the driver is gone without having stopped the
-watchdog (a SIGKILL, an OOM kill), it terminates the processes of that Ray
-session: the ones recorded at start (GCS, raylet, agents...), their descendants
-and any process whose command line names the session directory. A driver that
-exits normally stops the watchdog first (``RaySession.close``).
+polls the driver's pid and, every few seconds, notes the process tree below
+the session's processes recorded at start (GCS, raylet, then the agents and
+workers the raylet starts: their command lines no longer name the session once
+they set their process titles, and GCS and raylet exit with the driver while
+the agents do not). When the driver is gone without having stopped the
+watchdog (a SIGKILL, an OOM kill), it terminates every noted process still
+alive, their descendants and any process whose command line names the session
+directory. A driver that exits normally stops the watchdog first
+(``RaySession.close``).
 
 Linux only (reads ``/proc``); standard library only, so it starts in ~50 ms.
 Processes are identified by (pid, start time), never by pid alone, so a
@@ -26,9 +30,10 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["descendants", "main", "start_time"]
+__all__ = ["descendants", "main", "note_tree", "start_time", "teardown"]
 
 POLL_S = 0.5
+REFRESH_S = 2.0
 GRACE_S = 3.0
 
 
@@ -87,6 +92,17 @@ def _naming(text: str) -> set[int]:
     return out
 
 
+def note_tree(processes: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Return the live ``processes`` plus every process now below them."""
+    alive = {pid for pid, start in processes if _alive(pid, start)}
+    out = set()
+    for pid in descendants(alive):
+        start = start_time(pid)
+        if start is not None:
+            out.add((pid, start))
+    return out
+
+
 def teardown(processes: list[tuple[int, int]], session_dir: str) -> set[int]:
     """Terminate the session's processes (SIGTERM, then SIGKILL); return the pids."""
     roots = {pid for pid, start in processes if _alive(pid, start)}
@@ -114,11 +130,15 @@ def main(argv: list[str]) -> int:
     """Watch the driver; tear the session down when it disappears."""
     spec = json.loads(argv[0])
     driver_pid, driver_start = spec["driver"]
-    processes = [(int(p), int(s)) for p, s in spec["processes"]]
+    known = {(int(p), int(s)) for p, s in spec["processes"]}
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the driver
+    noted = -REFRESH_S
     while _alive(driver_pid, driver_start):
+        if time.monotonic() - noted >= REFRESH_S:
+            known = note_tree(known) or known
+            noted = time.monotonic()
         time.sleep(POLL_S)
-    teardown(processes, spec.get("session_dir", ""))
+    teardown(sorted(known), spec.get("session_dir", ""))
     return 0
 
 

@@ -7,7 +7,7 @@ Algorithm 2 of H2FDP (spec §3.1), with Algorithm 1's controller (§3.2) when
        noise std of the interval (``rayfl.hierarchy.dp``);
     2. split τ_k into segments [m_k]·K + [τ_k − K m_k]; for each segment, every
        client actor trains its participants of subnet c from w̄_c and uploads one
-       fixed-point sum (untrusted: noised per device, in the actor); the edge
+       exact sum (untrusted: noised per device, in the actor); the edge
        adds its subnet noise when trusted and returns w̄_c;
     3. the last segment's edge output is v_c (the global aggregation replaces
        the local one, spec A3); the cloud averages the v_c (eq. 14) and every
