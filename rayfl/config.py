@@ -126,7 +126,7 @@ class RayConfig(_Section):
     reduce_in_actor: bool = Field(
         True,
         description="Let each client actor sum its clients' uploads before sending "
-        "(exact: fixed-point sums) when no channel effect acts on single uploads.",
+        "(exact sums, same result as at the server) when no channel effect acts on single uploads.",
     )
     max_actor_restarts: int = Field(
         3,
@@ -137,6 +137,15 @@ class RayConfig(_Section):
     )
     object_store_memory_mb: int | None = Field(
         None, ge=64, description="Object store size of a locally started session."
+    )
+    reserve_timeout_s: float | None = Field(
+        600.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds a run waits for the CPUs of all its client actors when "
+        "other runs share the cluster (they are reserved at once, a placement group, "
+        "with a message while waiting); then it fails with a clear error. "
+        "null: wait for ever.",
     )
 
     @model_validator(mode="after")

@@ -8,6 +8,10 @@ The estimate (per node kind of memory, bytes):
 | client state | ``state_vectors_per_client`` × dim × 4 per hosted client |
 | object store | the federated dataset once + the global model + one upload per scheduled client |
 
+CPUs are reserved for all of a run's client actors at once (:func:`reserve_cpus`,
+a placement group), so runs sharing a cluster wait for each other, with a
+message and a timeout, instead of each holding part of what it needs.
+
 Implementation details:
     1. Only gross misfits are refused: the estimate must exceed the cluster's
        memory (``ray.cluster_resources()["memory"]``) or object store; the error
@@ -16,8 +20,11 @@ Implementation details:
 
 from __future__ import annotations
 
+import contextlib
 import math
+import time
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "ACTOR_BASE_BYTES",
@@ -25,6 +32,9 @@ __all__ = [
     "ResourceError",
     "check_fits",
     "estimate_memory",
+    "placed",
+    "release_cpus",
+    "reserve_cpus",
 ]
 
 ACTOR_BASE_BYTES = 400 * 2**20
@@ -114,3 +124,94 @@ def check_fits(
             f"{estimate.actors / gib:.1f} GiB but the cluster offers "
             f"{memory_bytes / gib:.1f} GiB{hint}"
         )
+
+
+def reserve_cpus(
+    num_actors: int,
+    cpus_per_actor: float,
+    *,
+    timeout_s: float | None,
+    poll_s: float = 2.0,
+    report_every_s: float = 60.0,
+) -> Any:
+    """Reserve the CPUs of a run's actors at once (a Ray placement group).
+
+    All-or-nothing: a run never holds some of its actors while waiting for the
+    rest, so runs sharing a cluster queue instead of deadlocking. Bundles are
+    spread over nodes where possible (``SPREAD``, as the actors were before).
+    While the cluster is busy a message says what the run waits for.
+
+    Args:
+        num_actors: Actors to place (one bundle each).
+        cpus_per_actor: CPUs of each bundle (may be fractional).
+        timeout_s: Give up after this many seconds (``ray.reserve_timeout_s``);
+            None waits for ever (still reporting).
+        poll_s: Seconds between checks.
+        report_every_s: Seconds between two waiting messages.
+
+    Returns:
+        The ready placement group; release it with :func:`release_cpus`.
+
+    Raises:
+        ResourceError: If the CPUs are not free within ``timeout_s``.
+    """
+    import ray
+    from ray.util.placement_group import placement_group
+
+    total = num_actors * cpus_per_actor
+    pg = placement_group([{"CPU": cpus_per_actor}] * num_actors, strategy="SPREAD")
+    started = time.monotonic()
+    reported = -math.inf
+    while True:
+        waited = time.monotonic() - started
+        step = (
+            poll_s if timeout_s is None else max(0.0, min(poll_s, timeout_s - waited))
+        )
+        ready, _ = ray.wait([pg.ready()], timeout=step)
+        if ready:
+            return pg
+        waited = time.monotonic() - started
+        if timeout_s is not None and waited >= timeout_s:
+            release_cpus(pg)
+            raise ResourceError(
+                f"gave up after {waited:.0f} s waiting for {total:g} CPUs on the "
+                f"cluster ({_free_cpus()}): other runs hold them. Wait for them to "
+                "finish, or raise ray.reserve_timeout_s (null: wait for ever)"
+            )
+        if waited - reported >= report_every_s:
+            reported = waited
+            limit = "" if timeout_s is None else f"; giving up after {timeout_s:g} s"
+            print(
+                f"rayfl: waiting for {total:g} CPUs on the cluster: "
+                f"{num_actors} actor(s) of {cpus_per_actor:g} CPU; {_free_cpus()}"
+                f"{limit} (ray.reserve_timeout_s)",
+                flush=True,
+            )
+
+
+def release_cpus(pg: Any) -> None:
+    """Release a reservation of :func:`reserve_cpus` (no-op if Ray is down)."""
+    import ray
+    from ray.util.placement_group import remove_placement_group
+
+    if pg is not None and ray.is_initialized():
+        with contextlib.suppress(Exception):  # already removed, or cluster gone
+            remove_placement_group(pg)
+
+
+def placed(pg: Any, index: int) -> Any:
+    """Return the scheduling strategy of actor ``index`` in reservation ``pg``."""
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    return PlacementGroupSchedulingStrategy(
+        placement_group=pg, placement_group_bundle_index=index
+    )
+
+
+def _free_cpus() -> str:
+    """Return "x of y CPUs free" for messages."""
+    import ray
+
+    free = ray.available_resources().get("CPU", 0.0)
+    total = ray.cluster_resources().get("CPU", 0.0)
+    return f"{free:g} of {total:g} CPUs free"

@@ -18,7 +18,12 @@ from typing import Any
 import numpy as np
 
 from rayfl.algorithms.registry import algorithm_class
-from rayfl.checkpoint import load_checkpoint, save_checkpoint
+from rayfl.checkpoint import (
+    load_checkpoint,
+    plain_attributes,
+    restore_attributes,
+    save_checkpoint,
+)
 from rayfl.config import ConfigError, RunConfig, load_config, parse_overrides
 from rayfl.metrics import round_summary
 from rayfl.plots import plot_rounds
@@ -64,6 +69,7 @@ def _client_rows(
                 "snr_db": float(r.get("snr_db", nan)),
                 "delivered": bool(r.get("delivered", False)),
                 "actor_failed": bool(r.get("actor_failed", False)),
+                "rejected": r.get("rejected") or None,  # reason string, or None
                 "train_loss": float(r.get("train_loss", nan)),
                 "test_loss": float(e.get("test_loss", nan)),
                 "test_acc": float(e.get("test_acc", nan)),
@@ -216,7 +222,7 @@ class _EnvDriver:
     def state_dict(self) -> dict[str, Any]:
         env = self.env
         return {
-            "policy": self.policy,
+            "policy": plain_attributes(self.policy),
             "obs": self.obs,
             "env": {
                 k: getattr(env, k)
@@ -225,7 +231,7 @@ class _EnvDriver:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.policy = state["policy"]
+        restore_attributes(self.policy, state["policy"])
         self.obs = state["obs"]
         for key, value in state["env"].items():
             setattr(self.env, key, value)

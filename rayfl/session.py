@@ -3,11 +3,19 @@
 DESIGN.md: reuse an initialized session (notebooks), connect with
 ``ray.address: auto`` on a cluster, otherwise start a local one; never call
 ``ray.shutdown()`` on a session the user started.
+
+A local session started here is watched by a small process
+(:mod:`rayfl._watchdog`): if the driver dies without closing it (SIGKILL, out
+of memory), the watchdog terminates that session's Ray processes, so none are
+left behind. Sessions rayfl reuses or connects to are never watched.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -55,10 +63,12 @@ class RaySession:
 
     Attributes:
         started_here: True when this object started Ray (and so stops it).
+        watchdog: The watchdog process of a local session started here, or None.
     """
 
     def __init__(self, config: RayConfig) -> None:
         self.started_here = False
+        self.watchdog: subprocess.Popen[bytes] | None = None
         if ray.is_initialized():
             return
         kwargs: dict[str, object] = {
@@ -92,6 +102,7 @@ class RaySession:
                 runtime_env={"env_vars": env},
                 **kwargs,
             )
+            self.watchdog = _start_watchdog()
         self.started_here = True
 
     @staticmethod
@@ -101,6 +112,41 @@ class RaySession:
 
     def close(self) -> None:
         """Shut Ray down if (and only if) this object started it."""
+        if self.watchdog is not None:  # a clean exit: the watchdog's job is done
+            self.watchdog.terminate()
+            self.watchdog.wait()
+            self.watchdog = None
         if self.started_here and ray.is_initialized():
             ray.shutdown()
         self.started_here = False
+
+
+def _start_watchdog() -> subprocess.Popen[bytes] | None:
+    """Start the watchdog of the local session just started (None off Linux).
+
+    It runs in its own session (process group), so a signal sent to the
+    driver's group does not take it down with the driver.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    from rayfl._watchdog import start_time
+
+    try:
+        node = ray._private.worker._global_node  # the local node just started
+        pids = [p.process.pid for ps in node.all_processes.values() for p in ps]
+        session_dir = node.get_session_dir_path()
+    except Exception:  # Ray internals moved: run without the watchdog
+        return None
+    processes = [(pid, start) for pid in pids if (start := start_time(pid)) is not None]
+    spec = {
+        "driver": [os.getpid(), start_time(os.getpid())],
+        "processes": processes,
+        "session_dir": session_dir,
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "rayfl._watchdog", json.dumps(spec)],
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )

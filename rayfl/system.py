@@ -24,14 +24,20 @@ import ray
 import torch
 
 from rayfl.actors.client import ClientActor
-from rayfl.actors.cloud import CloudServer
+from rayfl.actors.cloud import REJECT_ACTOR_LOST, CloudServer
 from rayfl.actors.setup import ActorSetup
 from rayfl.actors.shared_data import share_data
 from rayfl.algorithms.registry import algorithm_class, make_algorithm
 from rayfl.config import RunConfig
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.learning.models import FlatModel, build_model, init_parameters
-from rayfl.resources import check_fits, estimate_memory
+from rayfl.resources import (
+    check_fits,
+    estimate_memory,
+    placed,
+    release_cpus,
+    reserve_cpus,
+)
 from rayfl.schedule import Schedule
 from rayfl.seeding import torch_seed_for
 from rayfl.session import RaySession
@@ -95,6 +101,7 @@ class FLSystem:
         try:
             self._build(data)
         except BaseException:
+            release_cpus(getattr(self, "reservation", None))
             self.session.close()
             raise
 
@@ -131,13 +138,17 @@ class FLSystem:
         # The actors fetch the data by the holder's name (kept for the whole run), so
         # a restarted actor re-reads it without object-store constructor arguments.
         shared, self.data_holder = share_data(self.data, f"rayfl-{self.run_id}-data")
+        # All actors' CPUs at once (no deadlock between runs sharing a cluster);
         # SPREAD places client actors across nodes first (multi-node clusters).
+        self.reservation = reserve_cpus(
+            len(self.groups), actor_cpus, timeout_s=cfg.ray.reserve_timeout_s
+        )
         self.actors = [
             ClientActor.options(
                 name=f"rayfl-{self.run_id}-clients-{a}",
                 num_cpus=actor_cpus,
                 max_restarts=cfg.ray.max_actor_restarts,
-                scheduling_strategy="SPREAD",
+                scheduling_strategy=placed(self.reservation, a),
             ).remote(shared, group, setup)
             for a, group in enumerate(self.groups)
         ]
@@ -272,12 +283,15 @@ class FLSystem:
         server = ray.get(server_ref)
         self.global_ref = new_ref
         delivered = set(server["delivered"])
-        rejected = set(server["rejected"])
+        reasons = server["reasons"]
         rows = []
         for c in schedule.clients:
             row = {**records[int(c)], **link_rows.get(int(c), {})}
             row["delivered"] = int(c) in delivered
-            row["rejected"] = int(c) in rejected
+            # why the server refused the update (None: accepted or lost on the air)
+            row["rejected"] = reasons.get(
+                int(c), REJECT_ACTOR_LOST if int(c) in lost else None
+            )
             if down_bits:
                 row.update(self._downlink(round, int(c), down_bits.get(int(c), 0.0)))
             rows.append(row)
@@ -449,6 +463,8 @@ class FLSystem:
         if hasattr(self, "data_holder"):
             ray.kill(self.data_holder)
         self.actors = []
+        release_cpus(getattr(self, "reservation", None))
+        self.reservation = None
         self.session.close()
 
     def __enter__(self) -> FLSystem:

@@ -9,6 +9,9 @@ import pytest
 
 MODULES = [
     "rayfl.metrics",
+    "rayfl.exactsum",
+    "rayfl.learning.aggregate",
+    "rayfl.hierarchy.edge",
     "rayfl.uplink",
     "rayfl.compare",
     "rayfl.privacy.accountant",

@@ -54,6 +54,8 @@ def test_killed_actor_mid_round_loses_that_round_only(ray_session, tmp_path):
     lost_round = failed["round"].unique()
     assert len(lost_round) == 1
     assert not failed["delivered"].any()
+    assert (failed["rejected"] == "actor_lost").all()  # the reason is recorded
+    assert m[~m.actor_failed]["rejected"].isna().all()
     assert m[~m.actor_failed & m.scheduled]["delivered"].all()
     # no client state lost: clients 0, 1 missed exactly one update
     assert result.summary["local_updates"] == [5, 5, 6, 6]

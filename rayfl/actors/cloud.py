@@ -3,7 +3,9 @@
 Server side of the uplink (STYLE.md rule 8), in this order:
     1. channel effects on each received payload (bit flips on quantized codes,
        or the packet is lost), drawn from (seed, "effects", round, client);
-    2. rejection of non-finite updates (a diverged client must not poison ω);
+    2. rejection of non-finite updates (a diverged client must not poison ω),
+       recorded with its reason (``REJECT_NON_FINITE``) for the metrics'
+       ``rejected`` column;
     3. the algorithm's aggregation over what arrived, in client-id order;
     4. server-side Gaussian noise when privacy placement is ``cloud``.
 """
@@ -24,7 +26,18 @@ from rayfl.learning.aggregate import partial_sum
 from rayfl.seeding import rng_for
 from rayfl.wireless.effects import flip_bits
 
-__all__ = ["CloudServer", "LinkOutcome", "ServerHost"]
+__all__ = [
+    "REJECT_ACTOR_LOST",
+    "REJECT_NON_FINITE",
+    "CloudServer",
+    "LinkOutcome",
+    "ServerHost",
+]
+
+REJECT_NON_FINITE = "non_finite"
+"""``rejected`` reason: the update held NaN or ±inf (refused, not aggregated)."""
+REJECT_ACTOR_LOST = "actor_lost"
+"""``rejected`` reason: the client's actor died before its update was returned."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +124,7 @@ class ServerHost:
         global_vector: npt.NDArray[np.float32],
         link: LinkOutcome | None,
         *uploads: Uploads,
-    ) -> tuple[npt.NDArray[np.float32], dict[str, list[int]]]:
+    ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
         """Return ω^{t+1} and a record of delivered / rejected clients.
 
         Args:
@@ -121,7 +134,8 @@ class ServerHost:
             *uploads: One bundle per client actor that trained clients.
 
         Returns:
-            The new global vector and ``{"delivered": [...], "rejected": [...]}``.
+            The new global vector and ``{"delivered": [...], "rejected": [...],
+            "reasons": {client: reason}}`` (every rejection is non-finite).
         """
         seed = self.setup.seed
         lookup = {}
@@ -182,7 +196,11 @@ class ServerHost:
         if std > 0:
             rng = rng_for(seed, "server_noise", round=round)
             new = (new + rng.normal(0.0, std, size=dim)).astype(np.float32)
-        return new, {"delivered": sorted(delivered), "rejected": sorted(rejected)}
+        return new, {
+            "delivered": sorted(delivered),
+            "rejected": sorted(rejected),
+            "reasons": {int(c): REJECT_NON_FINITE for c in rejected},
+        }
 
 
 CloudServer = ray.remote(ServerHost)

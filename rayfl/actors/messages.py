@@ -19,7 +19,7 @@ class Uploads:
 
     When nothing happens to uploads between client and server (no channel
     effects), the actor pre-reduces them: ``payloads`` is empty and ``partial``
-    holds their fixed-point weighted sum (exactly what the server would compute).
+    holds their exact weighted sum (exactly what the server would compute).
 
     Attributes:
         clients: Client ids, int64 (m,), ascending.

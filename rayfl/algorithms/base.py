@@ -189,7 +189,7 @@ class Algorithm:
     def combine(
         self, global_vector: npt.NDArray[np.float32], summed: PartialSum
     ) -> npt.NDArray[np.float32]:
-        """Return ω^{t+1} from the (fixed-point) weighted sum of what arrived.
+        """Return ω^{t+1} from the exact weighted sum of what arrived.
 
         Args:
             global_vector: ω^t, float32 (dim,).

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from rayfl.actors.client import ClientHost
-from rayfl.actors.cloud import LinkOutcome, ServerHost
+from rayfl.actors.cloud import REJECT_NON_FINITE, LinkOutcome, ServerHost
 from rayfl.actors.messages import Uploads
 from rayfl.algorithms.pfedwn import aggregate_target, em_step
 from rayfl.learning.train import evaluate
@@ -169,12 +169,23 @@ class D2DClientHost(ClientHost):
 
         Returns:
             ``post_agg_acc``/``post_agg_loss``, ``post_train_acc``/
-            ``post_train_loss`` on the target's test split, ``train_loss``.
+            ``post_train_loss`` on the target's test split, ``train_loss``, and
+            ``rejected``: neighbor → reason for arrived models left out of eq. 1
+            (``non_finite``: NaN or ±inf).
         """
         own = self.state[target].get("personal", init)
-        mixed = aggregate_target(
-            own, _lookup(neighbors, sources, model_dicts), weights, alpha=alpha
-        )
+        models = _lookup(neighbors, sources, model_dicts)
+        finite = [bool(np.all(np.isfinite(m))) for m in models]
+        rejected = {
+            int(m): REJECT_NON_FINITE
+            for m, ok in zip(neighbors, finite, strict=True)
+            if not ok
+        }
+        if rejected:  # a diverged neighbor must not poison the target's model
+            keep = np.flatnonzero(finite)
+            models = models[keep]
+            weights = [weights[i] for i in keep]
+        mixed = aggregate_target(own, models, weights, alpha=alpha)
         self.state[target]["personal"] = mixed
         x_te, y_te = self.data.test(target)
         agg_loss, agg_acc = evaluate(self.model, mixed, x_te, y_te)
@@ -186,6 +197,7 @@ class D2DClientHost(ClientHost):
             "post_agg_loss": agg_loss,
             "post_train_acc": acc,
             "post_train_loss": loss,
+            "rejected": rejected,
             **metrics,
         }
 
@@ -238,7 +250,7 @@ class D2DClientHost(ClientHost):
             The group's new global model and the target's record:
             ``post_agg_acc``/``post_agg_loss`` of the model the algorithm evaluates
             for the target (its personal model if it keeps one, else the global
-            one) and the delivered clients.
+            one), the delivered clients and ``rejected`` (client → reason).
         """
         server = self._group_server(target)
         new, report = server.aggregate(round, global_vector, link, *uploads)
@@ -250,6 +262,7 @@ class D2DClientHost(ClientHost):
             "post_agg_acc": acc,
             "post_agg_loss": loss,
             "delivered": report["delivered"],
+            "rejected": report["reasons"],
         }
 
 

@@ -57,6 +57,7 @@ from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.host import D2DClientActor
 from rayfl.d2d.selection import Selection, make_layout, select_neighbors
 from rayfl.data.federated import FederatedData, build_federated
+from rayfl.resources import placed, release_cpus, reserve_cpus
 from rayfl.seeding import rng_for
 from rayfl.session import RaySession
 from rayfl.system import initial_vector, pack_clients
@@ -94,6 +95,7 @@ class D2DSystem:
         try:
             self._build(data)
         except BaseException:
+            release_cpus(getattr(self, "reservation", None))
             self.session.close()
             raise
 
@@ -128,11 +130,14 @@ class D2DSystem:
         )
         self.data_ref = ray.put(self.data)
         actor_cpus = min(1.0, cpus / len(self.groups))
+        self.reservation = reserve_cpus(  # all at once: see rayfl.resources
+            len(self.groups), actor_cpus, timeout_s=cfg.ray.reserve_timeout_s
+        )
         self.actors = [
-            D2DClientActor.options(num_cpus=actor_cpus).remote(
-                self.data_ref, group, setup
-            )
-            for group in self.groups
+            D2DClientActor.options(
+                num_cpus=actor_cpus, scheduling_strategy=placed(self.reservation, a)
+            ).remote(self.data_ref, group, setup)
+            for a, group in enumerate(self.groups)
         ]
         ray.get([a.ping.remote() for a in self.actors])
         self.em = {t: _EMState(self.selections[t].neighbors) for t in self.targets}
@@ -378,6 +383,10 @@ class D2DSystem:
         for r in train_rows:
             losses.setdefault(int(r["client"]), []).append(float(r["train_loss"]))
         delivered = {m for ms in arrived.values() for m in ms}
+        # reasons the targets refused an arrived model (non-finite), per client
+        refused = {
+            int(m): why for r in target_rows for m, why in r.get("rejected", {}).items()
+        }
         selected = {m for t in self.targets for m in self.selections[t].neighbors}
         bits = 32.0 * self.dim
         rows = []
@@ -396,6 +405,7 @@ class D2DSystem:
                     "scheduled": sent or c in by_target,
                     "selected": c in selected,
                     "delivered": c in delivered,
+                    "rejected": refused.get(c),
                     "train_loss": float(
                         np.mean(losses[c]) if c in losses else tr.get("train_loss", nan)
                     ),
@@ -487,6 +497,8 @@ class D2DSystem:
         for actor in getattr(self, "actors", []):
             ray.kill(actor)
         self.actors = []
+        release_cpus(getattr(self, "reservation", None))
+        self.reservation = None
         self.session.close()
 
     def __enter__(self) -> D2DSystem:

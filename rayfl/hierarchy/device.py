@@ -9,7 +9,7 @@ data, model, algorithm and batch streams) and adds :meth:`train_segment`: run
        ‖u_i‖ ≤ η τ G as Lemma 3.2's sensitivity needs (spec §2.2);
     2. add N(0, σ_i² I_M) when the device's edge is untrusted (σ_i > 0), from
        (seed, "hier_device_noise", period, device);
-    3. pre-reduce the call's uploads into one 64-bit fixed-point sum (exact, so
+    3. pre-reduce the call's uploads into one exact sum (``PartialSum``, so
        results do not depend on how devices are packed into actors).
 
 Implementation details:
@@ -22,8 +22,6 @@ Implementation details:
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 import ray
@@ -31,7 +29,8 @@ import torch
 import torch.nn.functional as F
 
 from rayfl.actors.client import ClientHost
-from rayfl.learning.aggregate import partial_sum
+from rayfl.actors.cloud import REJECT_NON_FINITE
+from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.privacy.clip import clip_by_l2_norm
 from rayfl.seeding import rng_for
 
@@ -51,7 +50,7 @@ class DeviceHost(ClientHost):
         clip_norm: float | None,
         noise_stds: list[float],
         equal_weights: bool,
-    ) -> tuple[list[dict[str, float]], tuple[Any, float, int] | None]:
+    ) -> tuple[list[dict[str, float]], PartialSum | None]:
         """Train ``clients`` for ``steps`` SGD steps from ``start`` and upload.
 
         Args:
@@ -65,7 +64,7 @@ class DeviceHost(ClientHost):
             equal_weights: ρ = 1/s_c (True) or by sample count.
 
         Returns:
-            One record per client and the fixed-point sum (total, weight, count),
+            One record per client and the exact sum of the accepted uploads,
             or None when every upload was rejected (non-finite).
         """
         cfg = self.setup.config.algorithm
@@ -98,15 +97,14 @@ class DeviceHost(ClientHost):
                 )
             rec["device_noise_std"] = std
             if not np.all(np.isfinite(vector)):
-                rec["rejected"] = True
+                rec["rejected"] = REJECT_NON_FINITE
                 continue
             rows.append(vector)
             weights.append(1.0 if equal_weights else float(bundle.weights[i]))
             kept.append(client)
         if not rows:
             return records, None
-        total = partial_sum(np.stack(rows), weights)
-        return records, (total.total, total.weight, total.count)
+        return records, partial_sum(np.stack(rows), weights)
 
     def smoothness(
         self,

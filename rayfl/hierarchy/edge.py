@@ -8,15 +8,15 @@ One call is one aggregation of subnet c (spec §2.3–2.4, Alg. 2 lines 7–13):
 
     w̄_c ← w̄_c + Σ_j ρ_{j,c} δ_j + ñ_c,     δ_j = −u_j (+ n_j if untrusted)
 
-where the device deltas arrive pre-summed in 64-bit fixed point (exactly as the
-flat engine's ``PartialSum``) and ñ_c ~ N(0, σ̄² I_M) is drawn here only for a
+where the device deltas arrive pre-summed exactly (the flat engine's
+``PartialSum``, :class:`rayfl.exactsum.ExactSum`) and ñ_c ~ N(0, σ̄² I_M) is drawn here only for a
 trusted edge (σ̄ = 0 otherwise), from (seed, "hier_edge_noise", period, edge).
 
 Implementation details:
-    1. The fixed-point arithmetic repeats ``PartialSum.mean`` and
-       ``Algorithm.combine`` (pure numpy) without importing them: importing
-       ``rayfl.learning`` would pull torch into the edge process. With one edge
-       and no noise the result equals the flat cloud's bit for bit (tested).
+    1. The sum uses :mod:`rayfl.exactsum` (numpy only) and repeats
+       ``Algorithm.combine`` without importing it: importing ``rayfl.learning``
+       would pull torch into the edge process. With one edge and no noise the
+       result equals the flat cloud's bit for bit (tested).
     2. Stateless: the driver threads each edge's model ref from call to call, so
        only ObjectRefs cross actors and a restarted edge loses nothing.
     3. ``extra_std`` is used only by ``local_at_global`` for an untrusted subnet:
@@ -32,38 +32,30 @@ import numpy as np
 import numpy.typing as npt
 import ray
 
+from rayfl.exactsum import ExactSum
 from rayfl.seeding import rng_for
 
-__all__ = ["EdgeHost", "EdgeServer", "FixedPointSum"]
-
-FIXED_POINT_SCALE = float(2**32)
-
-FixedPointSum = tuple[npt.NDArray[np.int64], float, int]
-"""(Σ round(w δ · 2³²) int64 (dim,), Σ w, count): a subnet's pre-reduced uploads."""
+__all__ = ["EdgeHost", "EdgeServer", "apply_sums"]
 
 
 def apply_sums(
-    model: npt.NDArray[np.float32], sums: tuple[FixedPointSum | None, ...]
+    model: npt.NDArray[np.float32], sums: tuple[ExactSum | None, ...]
 ) -> tuple[npt.NDArray[np.float32], int]:
     """Return model + Σ w δ / Σ w (float32) and the number of uploads summed.
 
     Example:
-        >>> s = (np.array([2**32, 2**33], np.int64), 2.0, 2)
+        >>> from rayfl.exactsum import exact_sum
+        >>> s = exact_sum(np.array([[1.0, 2.0]], np.float32), [2.0])
         >>> apply_sums(np.zeros(2, np.float32), (s,))[0].tolist()
-        [0.5, 1.0]
+        [1.0, 2.0]
     """
-    parts = [s for s in sums if s is not None and s[2] > 0]
+    parts = [s for s in sums if s is not None and s.count > 0]
     if not parts:
         return np.array(model, dtype=np.float32), 0
-    total = parts[0][0].copy()
-    weight = parts[0][1]
-    count = parts[0][2]
-    for t, w, c in parts[1:]:
-        total += t
-        weight += w
-        count += c
-    mean = (total / FIXED_POINT_SCALE / weight).astype(np.float32)
-    return (model + mean).astype(np.float32), count
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return (model + total.mean()).astype(np.float32), total.count
 
 
 class EdgeHost:
@@ -90,7 +82,7 @@ class EdgeHost:
         model: npt.NDArray[np.float32],
         noise_std: float,
         extra_std: float,
-        *sums: FixedPointSum | None,
+        *sums: ExactSum | None,
     ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
         """Aggregate one period's uploads of the subnet.
 

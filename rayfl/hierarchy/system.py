@@ -7,7 +7,7 @@ Algorithm 2 of H2FDP (spec §3.1), with Algorithm 1's controller (§3.2) when
        noise std of the interval (``rayfl.hierarchy.dp``);
     2. split τ_k into segments [m_k]·K + [τ_k − K m_k]; for each segment, every
        client actor trains its participants of subnet c from w̄_c and uploads one
-       fixed-point sum (untrusted: noised per device, in the actor); the edge
+       exact sum (untrusted: noised per device, in the actor); the edge
        adds its subnet noise when trusted and returns w̄_c;
     3. the last segment's edge output is v_c (the global aggregation replaces
        the local one, spec A3); the cloud averages the v_c (eq. 14) and every
@@ -55,6 +55,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from rayfl.actors.setup import ActorSetup
 from rayfl.actors.shared_data import share_data
+from rayfl.checkpoint import plain_attributes, restore_attributes
 from rayfl.config import RunConfig
 from rayfl.data.federated import build_federated
 from rayfl.hierarchy.cloud import HierCloudServer
@@ -70,6 +71,7 @@ from rayfl.hierarchy.dp import (
 from rayfl.hierarchy.edge import EdgeServer
 from rayfl.hierarchy.scheduling import EdgeScheduling
 from rayfl.hierarchy.topology import Topology, build_topology
+from rayfl.resources import placed, release_cpus, reserve_cpus
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.session import RaySession
@@ -132,6 +134,7 @@ class HierarchicalSystem:
         try:
             self._build()
         except BaseException:
+            release_cpus(getattr(self, "reservation", None))
             self.session.close()
             raise
 
@@ -169,12 +172,15 @@ class HierarchicalSystem:
         # fetched by name (rayfl.actors.shared_data): no object-store constructor args
         shared, self.data_holder = share_data(self.data, f"rayfl-{self.run_id}-data")
         actor_cpus = min(1.0, cpus / len(self.groups))
+        self.reservation = reserve_cpus(  # all at once: see rayfl.resources
+            len(self.groups), actor_cpus, timeout_s=cfg.ray.reserve_timeout_s
+        )
         self.actors = [
             DeviceActor.options(
                 name=f"rayfl-{self.run_id}-devices-{a}",
                 num_cpus=actor_cpus,
                 max_restarts=cfg.ray.max_actor_restarts,
-                scheduling_strategy="SPREAD",
+                scheduling_strategy=placed(self.reservation, a),
             ).remote(shared, group, setup)
             for a, group in enumerate(self.groups)
         ]
@@ -592,7 +598,9 @@ class HierarchicalSystem:
                 row["bits"] += float(rec.get("bits", 0.0))
                 row["latency_s"] += float(t_s)
                 row["energy_j"] += float(e_j)
-                row["delivered"] = row["delivered"] and not rec.get("rejected", False)
+                if rec.get("rejected"):  # a reason: the device's update was refused
+                    row["delivered"] = False
+                    row["rejected"] = rec["rejected"]
                 if subch is not None:
                     row["subchannel"] = subch[i]
                 self.local_update_count[i] += 1
@@ -810,11 +818,17 @@ class HierarchicalSystem:
             },
             "edge_rows": list(self.edge_rows),
             **(
-                {"scheduling": self.edge_scheduling.state_dict()}
+                {"scheduling": self._scheduling_state()}
                 if self.edge_scheduling is not None
                 else {}
             ),
         }
+
+    def _scheduling_state(self) -> dict[str, Any]:
+        """The edge scheduling state, policies reduced to their plain-data attributes."""
+        assert self.edge_scheduling is not None
+        state = self.edge_scheduling.state_dict()
+        return {**state, "policies": [plain_attributes(p) for p in state["policies"]]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
@@ -832,7 +846,11 @@ class HierarchicalSystem:
         self.local_update_count = np.asarray(s["local_update_count"], dtype=np.int64)
         self.edge_rows = list(state["edge_rows"])
         if self.edge_scheduling is not None and "scheduling" in state:
-            self.edge_scheduling.load_state_dict(state["scheduling"])
+            saved = state["scheduling"]
+            policies = self.edge_scheduling.policies  # rebuilt from the config
+            for policy, attributes in zip(policies, saved["policies"], strict=True):
+                restore_attributes(policy, attributes)
+            self.edge_scheduling.load_state_dict({**saved, "policies": policies})
 
     def close(self) -> None:
         """Kill the actors and stop Ray if this system started it."""
@@ -843,6 +861,8 @@ class HierarchicalSystem:
         if hasattr(self, "data_holder"):
             ray.kill(self.data_holder)
         self.actors, self.edges = [], []
+        release_cpus(getattr(self, "reservation", None))
+        self.reservation = None
         self.session.close()
 
 

@@ -110,7 +110,7 @@ def test_server_drops_lost_packets_and_rejects_non_finite_updates():
         uploads.weights,
     )
     new, record = server.aggregate(0, start, link, bad)
-    assert record == {"delivered": [0], "rejected": [2]}
+    assert record == {"delivered": [0], "rejected": [2], "reasons": {2: "non_finite"}}
     np.testing.assert_allclose(new, start + uploads.payloads[0].to_dense(), rtol=1e-6)
 
 
@@ -156,4 +156,5 @@ def test_pre_reduced_uploads_aggregate_bit_for_bit_like_per_client_uploads():
     # Assert
     assert all(u.partial is not None and u.payloads == () for u in summed)
     np.testing.assert_array_equal(new_plain, new_summed)
-    assert rec_plain == rec_summed == {"delivered": [0, 1, 2, 3], "rejected": []}
+    want = {"delivered": [0, 1, 2, 3], "rejected": [], "reasons": {}}
+    assert rec_plain == rec_summed == want

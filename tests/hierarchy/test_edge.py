@@ -1,4 +1,4 @@
-"""The edge engine without Ray: exact fixed-point aggregation and its noise."""
+"""The edge engine without Ray: exact aggregation and its noise."""
 
 import numpy as np
 import pytest
@@ -16,9 +16,7 @@ def test_edge_sum_equals_the_flat_partial_sum_bit_for_bit():
     flat = (model + partial_sum(rows, weights).mean()).astype(np.float32)
     # two client actors pre-reduce their own devices
     a, b = partial_sum(rows[:2], weights[:2]), partial_sum(rows[2:], weights[2:])
-    new, record = EdgeHost(0, seed=1, trusted=False).aggregate(
-        7, model, 0.0, 0.0, (a.total, a.weight, a.count), (b.total, b.weight, b.count)
-    )
+    new, record = EdgeHost(0, seed=1, trusted=False).aggregate(7, model, 0.0, 0.0, a, b)
     assert np.array_equal(new, flat)
     assert record["uploads"] == 5 and record["edge_noise_std"] == 0
 
