@@ -91,8 +91,12 @@ class RaySession:
             # Workers import torch: keep each to one thread (DESIGN.md).
             env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
             os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+            # address="local": a new local session, even where `ray start` left a
+            # cluster on this machine (ray.init() would try to join that one, and
+            # refuse num_cpus).
             _init_with_retries(
                 ray.init,
+                address="local",
                 num_cpus=config.num_cpus,
                 object_store_memory=(
                     config.object_store_memory_mb * 2**20

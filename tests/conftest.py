@@ -15,6 +15,7 @@ def ray_session():
 
     if not ray.is_initialized():
         ray.init(
+            address="local",  # never join a cluster another process left running
             num_cpus=2,
             include_dashboard=False,
             logging_level="ERROR",

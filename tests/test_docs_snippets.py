@@ -165,7 +165,9 @@ def test_python_blocks_run(workdir):
     _, _ = workdir
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+        ray.init(
+            address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR"
+        )
     try:
         for name, blocks in _scoped_blocks():
             namespace: dict[str, object] = {"__name__": f"snippets:{name}"}
