@@ -561,6 +561,7 @@ class HierarchicalSystem:
         edge_energy = np.zeros(n_edges)
         edge_delay = np.zeros(n_edges)
         sch, subch = self.edge_scheduling, self.round_subchannel
+        refused: list[set[int]] = [set() for _ in range(n_edges)]
         for (c, p, mine, _), recs in zip(device_calls, device_records, strict=True):
             if sch is not None and subch is not None:  # the assigned subchannel's
                 key = sch.fading_key(k, p)
@@ -601,6 +602,7 @@ class HierarchicalSystem:
                 if rec.get("rejected"):  # a reason: the device's update was refused
                     row["delivered"] = False
                     row["rejected"] = rec["rejected"]
+                    refused[c].add(i)
                 if subch is not None:
                     row["subchannel"] = subch[i]
                 self.local_update_count[i] += 1
@@ -620,10 +622,14 @@ class HierarchicalSystem:
         for c, members in enumerate(chosen):
             if not members:
                 continue
+            # A trusted edge averages the uploads it accepted: a refused upload
+            # leaves fewer members, so each remaining one weighs more (conservative:
+            # a device refused in any segment counts as absent from every one).
+            kept = [i for i in members if i not in refused[c]] or list(members)
             if topo.weighting == "equal":
-                max_weight = 1.0 / len(members)
+                max_weight = 1.0 / len(kept)
             else:
-                sizes = self.num_train[list(members)].astype(np.float64)
+                sizes = self.num_train[kept].astype(np.float64)
                 max_weight = float(sizes.max() / sizes.sum())
             for j, (_, steps) in enumerate(seg_periods):
                 is_global = j == len(segs) - 1 and not topo.local_at_global
