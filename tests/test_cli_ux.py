@@ -94,7 +94,12 @@ def test_plots_and_table_count_rounds_from_zero_like_rounds_parquet(
     for fig in figures:
         plt.close(fig)
     # the console table prints rounds.parquet's round numbers and says so
-    result = RunResult(tmp_path, pd.DataFrame(), df, {"final": {}, "total_s": 1.0})
+    result = RunResult(
+        tmp_path,
+        pd.DataFrame(),
+        df,
+        {"status": "completed", "final": {}, "total_s": 1.0},
+    )
     monkeypatch.setattr("rayfl.runner.run", lambda config: result)
     assert cli.main(["run", "examples/quickstart.yaml"]) == 0
     out = capsys.readouterr().out
