@@ -40,7 +40,6 @@ Usage:
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 import sys
@@ -177,7 +176,11 @@ def _constraints(info: Any) -> list[str]:
         for attr, sign in _BOUNDS.items():
             bound = getattr(meta, attr, None)
             if bound is not None:
-                out.append(f"{sign} {bound:g}" if isinstance(bound, float) else f"{sign} {bound}")
+                out.append(
+                    f"{sign} {bound:g}"
+                    if isinstance(bound, float)
+                    else f"{sign} {bound}"
+                )
         if getattr(meta, "min_length", None) is not None:
             out.append(f"length ≥ {meta.min_length}")
         if getattr(meta, "max_length", None) is not None:
@@ -244,7 +247,9 @@ def _field_description(path: str, name: str, info: Any, model: type) -> str:
     return ""
 
 
-def _section(model: type, path: str, title: str, names: dict[str, list[str]]) -> SectionDoc:
+def _section(
+    model: type, path: str, title: str, names: dict[str, list[str]]
+) -> SectionDoc:
     """Document ``model`` (at dotted ``path``) and, recursively, its sections."""
     section = SectionDoc(path, title, _summary(model.__doc__))
     for name, info in model.model_fields.items():
@@ -266,7 +271,9 @@ def _section(model: type, path: str, title: str, names: dict[str, list[str]]) ->
     return section
 
 
-def _union(variants: list[type], path: str, info: Any, names: dict[str, list[str]]) -> SectionDoc:
+def _union(
+    variants: list[type], path: str, info: Any, names: dict[str, list[str]]
+) -> SectionDoc:
     """Document a discriminated union: its fields common to all kinds, then each kind."""
     tag = _discriminator(info) or "kind"
     default = info.default_factory() if info.default_factory else info.default
@@ -340,7 +347,9 @@ def _render(section: SectionDoc, level: int, out: list[str]) -> None:
             out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
     # the top level's sections are headings of the same level as it
-    child_level = level if not section.path and section.title == TOP_TITLE else level + 1
+    child_level = (
+        level if not section.path and section.title == TOP_TITLE else level + 1
+    )
     for child in section.children:
         _render(child, child_level, out)
 
@@ -369,8 +378,9 @@ def config_reference() -> str:
 
 def api_pages() -> dict[str, str]:
     """Return the API pages: path under docs/ → Markdown with mkdocstrings blocks."""
-    import envs  # noqa: F401 - registers the environments
     import gymnasium
+
+    import envs  # registers the environments
     import rayfl
     from policies import POLICIES
 
@@ -473,7 +483,9 @@ def reproductions_index(docs_dir: Path) -> tuple[str, list[str]]:
     pages = reproduction_pages(docs_dir)
     rows, problems = [], []
     for name in pages:
-        row, issues = page_summary(name, (docs_dir / REPRO_DIR / name).read_text("utf-8"))
+        row, issues = page_summary(
+            name, (docs_dir / REPRO_DIR / name).read_text("utf-8")
+        )
         rows.append((name, row))
         problems += issues
     timed = any("run_time" in row for _, row in rows)
