@@ -14,6 +14,9 @@ stale):
 - ``reproductions/index.md``: a table paper → what it implements → command → result
   file, built from the front matter of the pages ``docs/reproductions/*.md``.
 
+Links from a page to repository files outside ``docs/`` (``../examples/x.yaml``)
+become the file's path in code, since the site holds only ``docs/``.
+
 It also expands the nav entry ``Reproductions: reproductions/index.md`` of
 ``mkdocs.yml`` into that index followed by every page of ``docs/reproductions/``.
 
@@ -526,6 +529,47 @@ def reproduction_pages(docs_dir: Path) -> list[str]:
 
 
 # --------------------------------------------------------------------------------
+# Links to repository files outside docs/
+# --------------------------------------------------------------------------------
+
+_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s]+)\)")
+
+
+def rewrite_repo_links(
+    markdown: str, page: Path, docs_dir: Path, root: Path = ROOT
+) -> str:
+    """Turn links to existing repository files outside ``docs_dir`` into their paths.
+
+    A page may link to ``../examples/quickstart.yaml`` (useful on GitHub); the site
+    holds only docs/, so such a link becomes the text followed by the file's path
+    in code, e.g. ``the config (`examples/quickstart.yaml`)``. Links to missing files
+    are left as they are, so the strict build still reports them.
+
+    Args:
+        markdown: The page's Markdown.
+        page: The page's source file (absolute).
+        docs_dir: The site's docs directory (absolute).
+        root: The repository root.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        target = match.group("target")
+        if re.match(r"^[a-z][a-z0-9+.-]*:|^#|^/", target):
+            return match.group(0)  # a URL, an anchor or an absolute path
+        path = (page.parent / target.split("#")[0]).resolve()
+        inside_docs = path == docs_dir.resolve() or docs_dir.resolve() in path.parents
+        if inside_docs or not path.exists() or root.resolve() not in path.parents:
+            return match.group(0)
+        relative = path.relative_to(root.resolve()).as_posix()
+        text = match.group("text")
+        if relative in text:
+            return text
+        return f"{text} (`{relative}`)"
+
+    return _LINK.sub(replace, markdown)
+
+
+# --------------------------------------------------------------------------------
 # MkDocs hooks
 # --------------------------------------------------------------------------------
 
@@ -573,6 +617,15 @@ def on_files(files: Any, config: Any) -> Any:
             files.remove(existing)
         files.append(File.generated(config, path, content=content))
     return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """Rewrite the page's links to repository files outside docs/ (see above)."""
+    if page.file.abs_src_path is None:  # a generated page
+        return markdown
+    return rewrite_repo_links(
+        markdown, Path(page.file.abs_src_path), Path(config.docs_dir)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

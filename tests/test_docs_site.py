@@ -293,3 +293,23 @@ def test_site_builds_strictly_and_offline(tmp_path):
         )
         external += re.findall(r"fonts\.(?:googleapis|gstatic)\.com", text)
     assert not external, external[:5]
+
+
+def test_links_to_repository_files_become_paths(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "reproductions").mkdir(parents=True)
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples/run.py").write_text("")
+    (docs / "cluster.md").write_text("")
+    page = docs / "reproductions/x.md"
+    text = (
+        "See [the script](../../examples/run.py), [`examples/run.py`](../../examples/run.py), "
+        "[cluster](../cluster.md#top), [gone](../../examples/gone.py), "
+        "[web](https://ray.io), ![plot](../../examples/run.py)"
+    )
+    out = docs_site.rewrite_repo_links(text, page, docs, root=tmp_path)
+    assert out == (
+        "See the script (`examples/run.py`), `examples/run.py`, "
+        "[cluster](../cluster.md#top), [gone](../../examples/gone.py), "
+        "[web](https://ray.io), ![plot](../../examples/run.py)"
+    )
