@@ -313,3 +313,17 @@ def test_links_to_repository_files_become_paths(tmp_path):
         "[cluster](../cluster.md#top), [gone](../../examples/gone.py), "
         "[web](https://ray.io), ![plot](../../examples/run.py)"
     )
+
+
+def test_docstrings_are_adapted_for_rendering():
+    spec = importlib.util.spec_from_file_location(
+        "griffe_example_section", ROOT / "scripts/griffe_example_section.py"
+    )
+    pytest.importorskip("griffe", reason="the docs extra is not installed")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = "Load a run (:class:`RunLog`, :func:`~rayfl.run`).\n\n    Example:\n        >>> 1\n        1\n"
+    assert module.adapt(doc) == (
+        "Load a run (`RunLog`, `rayfl.run`).\n\n    Examples:\n        >>> 1\n        1\n"
+    )
+    assert module.adapt("An Example: inline") == "An Example: inline"
