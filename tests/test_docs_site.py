@@ -23,12 +23,21 @@ from pydantic import BaseModel
 from rayfl.config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "docs_site", ROOT / "scripts/docs_site.py"
-)
-docs_site = importlib.util.module_from_spec(_spec)
-sys.modules["docs_site"] = docs_site  # dataclasses resolve their module
-_spec.loader.exec_module(docs_site)
+
+
+def _script(name: str):
+    """Import scripts/<name>.py (the scripts folder is not a package)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"scripts/{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses resolve their module
+    spec.loader.exec_module(module)
+    return module
+
+
+docs_site = _script("docs_site")
+config_reference = _script("config_reference")
 
 
 def _models(annotation: object) -> list[type[BaseModel]]:
@@ -55,7 +64,7 @@ FIELDS = _all_fields(RunConfig)
 
 @pytest.fixture(scope="module")
 def reference() -> str:
-    return docs_site.config_reference()
+    return config_reference.config_reference()
 
 
 def _cells(line: str) -> list[str]:
