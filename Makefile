@@ -4,11 +4,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 # `rl` (ray[rllib], pins gymnasium 1.2.2) so the learned-scheduler tests run in CI;
-# `make test EXTRAS=dev` tests without it (those tests then skip).
-EXTRAS ?= dev,rl
+# `docs` (mkdocs) so the suite builds the documentation site with --strict;
+# `make test EXTRAS=dev` tests without them (those tests then skip).
+EXTRAS ?= dev,rl,docs
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint install data clean torch-pip-args
+.PHONY: demo test test-slow lint docs install data clean torch-pip-args
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -65,5 +66,12 @@ test-slow: install data
 lint: install
 	$(BIN)/ruff check .
 
+# The documentation site, built into site/ with warnings as errors (mkdocs.yml;
+# scripts/docs_site.py generates the configuration and API references). Nothing is
+# fetched from the network. NO_MKDOCS_2_WARNING silences the theme's banner.
+docs: install
+	@$(BIN)/python -c "import mkdocs" 2>/dev/null || $(BIN)/pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs site .pytest_cache
