@@ -9,13 +9,14 @@ HFL-DP and PEDPFL (its own one-aggregator system).
 Outputs (in ``--out``):
 
 - ``results.csv``: one row per (variant, seed): final accuracy, total energy
-  and delay, energy / delay / round to ``--target-acc``, mean τ_k and s_c^k,
+  and delay, energy / delay / round to ``--target-acc`` (75 %, the paper's)
+  and to ``--low-target-acc`` (70 %), mean τ_k and s_c^k,
   the noise std per coordinate of the first round, the ledger's worst-observer
   ε, rounds, the run's wall time ``wall_s`` and, for H2FDP rows,
   ``acc_gain_vs_p0`` (final accuracy minus that of p_c = 0 at the same ε and
   seed).
 - ``reductions.csv``: energy / delay saved by adaptive control against each
-  baseline, per seed (whole run and until the target accuracy).
+  baseline, per seed (whole run and until each target accuracy).
 - ``curves.csv``: one row per (variant, seed, global round): cumulative
   energy / delay, τ_k, s_c^k, η_k, noise stds, accuracy at evaluated rounds.
 - ``table.md`` (mean ± std over seeds), ``accuracy_vs_rounds.png`` and
@@ -96,6 +97,12 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.5, 1.0])
     p.add_argument("--eval-every", type=int, default=5)
     p.add_argument("--target-acc", type=float, default=0.75, help="Fig. 5 target")
+    p.add_argument(
+        "--low-target-acc",
+        type=float,
+        default=0.70,
+        help="a second, lower target (``*_to_low_target`` columns)",
+    )
     p.add_argument("--control-eps", type=float, default=1.0)
     p.add_argument("--control-fraction", type=float, default=0.5)
     p.add_argument("--no-control", action="store_true", help="skip Fig. 5 runs")
@@ -207,12 +214,15 @@ def _reset(system: HierarchicalSystem, cfg, v: Variant) -> None:
     )
 
 
-def summarise(curves: pd.DataFrame, target: float) -> pd.DataFrame:
+def summarise(
+    curves: pd.DataFrame, target: float, low_target: float = 0.70
+) -> pd.DataFrame:
     """One row per (variant, seed) of ``curves`` (see the module docstring).
 
     Args:
         curves: Per-round rows as written to ``curves.csv``.
         target: Accuracy for the ``*_to_target`` columns (NaN if never reached).
+        low_target: Accuracy for the ``*_to_low_target`` columns.
 
     Returns:
         The ``results.csv`` table, in the order the runs appear in ``curves``.
@@ -223,6 +233,7 @@ def summarise(curves: pd.DataFrame, target: float) -> pd.DataFrame:
         last = d.iloc[-1]
         evals = d.dropna(subset=["global_acc"])
         hit = evals[evals["global_acc"] >= target]
+        low = evals[evals["global_acc"] >= low_target]
         first = d.iloc[0]
         s = d[["s_trusted", "s_untrusted"]].to_numpy(dtype=float)
         recs.append(
@@ -251,6 +262,16 @@ def summarise(curves: pd.DataFrame, target: float) -> pd.DataFrame:
                 "sigma_edge_local_r0": float(first["sigma_edge_local"]),
                 "epsilon_max": float(last["epsilon_max"]),
                 "target_acc": target,
+                "energy_to_low_target_j": float(low["energy_j_cum"].iloc[0])
+                if len(low)
+                else np.nan,
+                "delay_to_low_target_s": float(low["delay_s_cum"].iloc[0])
+                if len(low)
+                else np.nan,
+                "round_reached_low": float(low["round"].iloc[0] + 1)
+                if len(low)
+                else np.nan,
+                "low_target_acc": low_target,
                 "wall_s": float(last["wall_s"]),
             }
         )
@@ -274,8 +295,9 @@ def reductions(results: pd.DataFrame) -> pd.DataFrame:
     Returns:
         One row per (seed, baseline, metric, basis): ``reduction_pct`` =
         100·(1 − H2FDP(ctrl) / baseline) of the same seed, with basis ``total``
-        (the whole run) or ``to_target`` (until the target accuracy; NaN if
-        either run never reaches it), next to the paper's F-MNIST value.
+        (the whole run), ``to_target`` or ``to_low_target`` (until the target
+        or the low target accuracy; NaN if either run never reaches it), next
+        to the paper's F-MNIST value (which is to 75 %).
     """
     recs = []
     for seed, d in results.groupby("seed", sort=False):
@@ -294,6 +316,7 @@ def reductions(results: pd.DataFrame) -> pd.DataFrame:
                 for basis, col in (
                     ("total", f"{metric}_{unit}"),
                     ("to_target", f"{metric}_to_target_{unit}"),
+                    ("to_low_target", f"{metric}_to_low_target_{unit}"),
                 ):
                     recs.append(
                         {
@@ -339,11 +362,11 @@ def main(argv: list[str] | None = None) -> None:
         & (curves["rounds"] == args.rounds)
         & curves["variant"].isin([v.label for v in variants])
     ]
-    results = summarise(keep, args.target_acc)
-    results.to_csv(out / "results.csv", index=False)
+    results = summarise(keep, args.target_acc, args.low_target_acc)
+    results.to_csv(out / "results.csv", index=False, na_rep="nan")
     red = reductions(results)
     if not red.empty:
-        red.to_csv(out / "reductions.csv", index=False)
+        red.to_csv(out / "reductions.csv", index=False, na_rep="nan")
     _report(keep, results, args, out)
 
 
@@ -525,11 +548,15 @@ def _report_sweep(curves, results, args, out, lines, plt) -> None:
     """Accuracy vs rounds per ε (Figs. 4/9) and the final-accuracy table (Fig. 6)."""
     evals = curves.dropna(subset=["global_acc"])
     mean = evals.groupby(["variant", "round"], sort=False)["global_acc"].mean()
+    ncols = min(3, len(args.eps))
+    nrows = -(-len(args.eps) // ncols)
     fig, axes = plt.subplots(
-        1, len(args.eps), figsize=(4.2 * len(args.eps), 3.4), squeeze=False
+        nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False
     )
+    for ax in axes.flat[len(args.eps) :]:
+        ax.set_visible(False)
     hfl = mean.get("hfl (no DP)")
-    for ax, eps in zip(axes[0], args.eps, strict=True):
+    for ax, eps in zip(axes.flat, args.eps, strict=False):
         for frac in args.fractions:
             label = f"h2fdp p={frac:g} eps={eps:g}"
             if label in mean.index.get_level_values(0):

@@ -100,6 +100,8 @@ def test_reproduce_h2fdp_summary_and_resume():
     assert res.loc[(0, "a"), "energy_j"] == 4.0
     assert res.loc[(0, "a"), "round_reached"] == 4  # 1-based global round
     assert res.loc[(0, "a"), "energy_to_target_j"] == 4.0
+    low = mod.summarise(curves, target=0.75, low_target=0.6)
+    assert low.set_index(["seed", "variant"]).loc[(0, "a"), "round_reached_low"] == 2
     assert res.loc[(1, "a"), "round_reached"] == 2
     assert res.loc[(1, "a"), "delay_to_target_s"] == 4.0
     assert res.loc[(1, "a"), "final_acc"] == 0.7
@@ -153,12 +155,15 @@ def test_reproduce_h2fdp_reductions_and_trust_gain():
                     "delay_s": energy,
                     "energy_to_target_j": to_target,
                     "delay_to_target_s": to_target,
+                    "energy_to_low_target_j": energy / 2,
+                    "delay_to_low_target_s": energy / 2,
                 }
             )
     res = pd.DataFrame(rows)
     red = mod.reductions(res)
-    assert len(red) == 2 * 1 * 2 * 2  # seeds × baselines × metrics × bases
+    assert len(red) == 2 * 1 * 2 * 3  # seeds × baselines × metrics × bases
     total = red[(red["basis"] == "total") & (red["metric"] == "energy")]
     assert np.allclose(total["reduction_pct"], 60.0)
     assert np.allclose(red[red["basis"] == "to_target"]["reduction_pct"], 50.0)
+    assert np.allclose(red[red["basis"] == "to_low_target"]["reduction_pct"], 60.0)
     assert set(red["paper_fmnist_pct"]) == {25.1, 24.9}
