@@ -6,9 +6,13 @@ MLR, real Fashion-MNIST, ε = 1, half the edges trusted) runs each
 default uniform choice with every device (s_c = n_c = 5), the uniform choice
 capped at K_e devices, and the registered ``random``, ``round_robin`` and
 ``best_channel`` policies on K_e subchannels per edge. Writes
-``scheduling.csv``, ``scheduling.md`` and ``scheduling_accuracy.png``.
+``scheduling.csv`` (one row per variant × seed, with ``wall_s``),
+``scheduling.md`` (mean ± std over seeds, then per seed) and
+``scheduling_accuracy.png`` (mean over seeds). Re-running with the same
+``--out`` skips the (seed, variant) rows already in ``scheduling.csv`` at the
+same ``--rounds``.
 
-Run:  python examples/h2fdp_scheduling.py --rounds 20 --subchannels 2
+Run:  python examples/h2fdp_scheduling.py --rounds 20 --subchannels 2 --seeds 0 1 2
 """
 
 from __future__ import annotations
@@ -33,6 +37,13 @@ def _args() -> argparse.Namespace:
     p.add_argument("--config", default="examples/h2fdp_fmnist.yaml")
     p.add_argument("--rounds", type=int, default=20, help="global rounds K_g")
     p.add_argument("--subchannels", type=int, default=2, help="K_e per edge")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="run seeds (default: the config's seed); finished runs are skipped",
+    )
     p.add_argument("--eval-every", type=int, default=5)
     p.add_argument(
         "--policies",
@@ -49,6 +60,12 @@ def _variant(name: str, k_e: int) -> HierSchedulingConfig:
     if name == "uniform_all":
         return HierSchedulingConfig()
     return HierSchedulingConfig(policy=name, subchannels_per_edge=k_e)
+
+
+def _label(name: str, k_e: int) -> str:
+    if name == "uniform_all":
+        return "uniform (all n_c)"
+    return f"{name} (K_e={k_e})"
 
 
 def _run(system: HierarchicalSystem, label: str, rounds: int, every: int) -> dict:
@@ -71,6 +88,7 @@ def _run(system: HierarchicalSystem, label: str, rounds: int, every: int) -> dic
     wall = time.perf_counter() - started
     row = {
         "variant": label,
+        "rounds": rounds,
         "final_acc": accs[rounds],
         "energy_j": energy,
         "delay_s": delay,
@@ -105,33 +123,67 @@ def _md(df: pd.DataFrame) -> str:
     return "\n".join([head, rule, *("| " + " | ".join(c) + " |" for c in cells)])
 
 
+def _pm(values: pd.Series) -> str:
+    """``mean ± std`` over seeds (sample std; the value alone for one seed)."""
+    if len(values) == 1:
+        return f"{values.iloc[0]:.4g}"
+    return f"{values.mean():.4g} ± {values.std(ddof=1):.2g}"
+
+
 def main() -> None:
-    """Run the variants and write the table and the plot."""
+    """Run the missing (seed, variant) pairs and write the table and the plot."""
     args = _args()
     logging.getLogger("absl").setLevel(logging.ERROR)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     overrides = [f"rounds={args.rounds}", "topology.edge_eval=false", *args.override]
     cfg = load_config(args.config, overrides)
-    session = RaySession(cfg.ray)
-    rows = []
-    try:
-        t0 = time.perf_counter()
-        system = HierarchicalSystem(cfg)
-        print(f"setup {time.perf_counter() - t0:.0f} s", flush=True)
+    seeds = args.seeds if args.seeds is not None else [cfg.seed]
+    path = out / "scheduling.csv"
+    old = pd.read_csv(path) if path.exists() else pd.DataFrame()
+    if not old.empty and "rounds" not in old.columns:
+        old = pd.DataFrame()  # written before the ``rounds`` column: redo
+    rows = old.to_dict("records")
+
+    def done(seed: int) -> set[str]:
+        return {
+            r["variant"]
+            for r in rows
+            if r["seed"] == seed and r["rounds"] == args.rounds
+        }
+
+    todo = {
+        s: [n for n in args.policies if _label(n, args.subchannels) not in done(s)]
+        for s in seeds
+    }
+    if any(todo.values()):
+        session = RaySession(cfg.ray)
         try:
-            for name in args.policies:
-                system.reset(scheduling=_variant(name, args.subchannels))
-                label = "uniform (all n_c)" if name == "uniform_all" else name
-                if name != "uniform_all":
-                    label += f" (K_e={args.subchannels})"
-                rows.append(_run(system, label, args.rounds, args.eval_every))
+            for seed in seeds:
+                if not todo[seed]:
+                    continue
+                t0 = time.perf_counter()
+                system = HierarchicalSystem(
+                    load_config(args.config, [*overrides, f"seed={seed}"])
+                )
+                print(
+                    f"seed {seed}: setup {time.perf_counter() - t0:.0f} s", flush=True
+                )
+                try:
+                    for name in todo[seed]:
+                        system.reset(scheduling=_variant(name, args.subchannels))
+                        label = _label(name, args.subchannels)
+                        row = _run(system, label, args.rounds, args.eval_every)
+                        rows.append({**row, "seed": seed})
+                        pd.DataFrame(rows).to_csv(path, index=False)
+                finally:
+                    system.close()
         finally:
-            system.close()
-    finally:
-        session.close()
+            session.close()
+    labels = [_label(n, args.subchannels) for n in args.policies]
     df = pd.DataFrame(rows)
-    df.to_csv(out / "scheduling.csv", index=False)
+    df = df[df["seed"].isin(seeds) & (df["rounds"] == args.rounds)]
+    df = df[df["variant"].isin(labels)]
     cols = [
         "variant",
         "final_acc",
@@ -142,8 +194,21 @@ def main() -> None:
         "jain_participation",
         "epsilon_max",
     ]
-    (out / "scheduling.md").write_text(_md(df[cols]) + "\n")
-    print(_md(df[cols]))
+    by = df.groupby("variant", sort=False)
+    summary = pd.DataFrame(
+        {"variant": list(by.groups), **{c: by[c].apply(_pm).values for c in cols[1:]}}
+    )
+    text = (
+        f"# H2FDP per-edge scheduling: seeds {', '.join(map(str, seeds))}, "
+        f"{args.rounds} global rounds, K_e = {args.subchannels}\n\n"
+        "Mean ± std over the seeds:\n\n"
+        + _md(summary)
+        + "\n\nPer seed:\n\n"
+        + _md(df[["seed", *cols]].sort_values(["seed"], kind="stable"))
+        + "\n"
+    )
+    (out / "scheduling.md").write_text(text)
+    print(text)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -152,10 +217,10 @@ def main() -> None:
     fig, ax = plt.subplots(figsize=(5, 3.2))
     acc_cols = [c for c in df.columns if c.startswith("acc@")]
     xs = [int(c[4:]) for c in acc_cols]
-    for _, r in df.iterrows():
-        ax.plot(xs, [r[c] for c in acc_cols], marker="o", label=r["variant"])
+    for label, d in by:
+        ax.plot(xs, d[acc_cols].mean().to_numpy(), marker="o", label=label)
     ax.set_xlabel("global round k")
-    ax.set_ylabel("global test accuracy")
+    ax.set_ylabel("global test accuracy (mean over seeds)")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "scheduling_accuracy.png", dpi=120)

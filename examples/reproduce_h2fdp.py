@@ -1,13 +1,39 @@
 """Reproduce H2FDP's trends on real Fashion-MNIST (spec seed_004 §7, Figs. 4–6).
 
-One set of actors (50 devices, 10 edge actors, 1 cloud actor) runs every variant
-in turn (``HierarchicalSystem.reset``): accuracy vs global round for trusted
-fraction p_c ∈ {0, 0.5, 1} and ε ∈ {0.5, 1, 2}; HFL without DP; and energy /
-delay with and without adaptive control (Algorithm 1 vs 2) next to HFL-DP and
-PEDPFL (its own one-aggregator system). Writes results.csv, table.md and plots.
+For each seed, one set of actors (50 devices, 10 edge actors, 1 cloud actor)
+runs every variant in turn (``HierarchicalSystem.reset``): accuracy vs global
+round for trusted fraction p_c ∈ {0, 0.5, 1} and each ε; HFL without DP; and
+energy / delay with and without adaptive control (Algorithm 1 vs 2) next to
+HFL-DP and PEDPFL (its own one-aggregator system).
 
-Run (full):  python examples/reproduce_h2fdp.py --rounds 100
-Smaller:     python examples/reproduce_h2fdp.py --rounds 30 --eps 1 --fractions 0 1
+Outputs (in ``--out``):
+
+- ``results.csv``: one row per (variant, seed): final accuracy, total energy
+  and delay, energy / delay / round to ``--target-acc`` (75 %, the paper's)
+  and to ``--low-target-acc`` (70 %), mean τ_k and s_c^k,
+  the noise std per coordinate of the first round, the ledger's worst-observer
+  ε, rounds, the run's wall time ``wall_s`` and, for H2FDP rows,
+  ``acc_gain_vs_p0`` (final accuracy minus that of p_c = 0 at the same ε and
+  seed).
+- ``reductions.csv``: energy / delay saved by adaptive control against each
+  baseline, per seed (whole run and until each target accuracy).
+- ``curves.csv``: one row per (variant, seed, global round): cumulative
+  energy / delay, τ_k, s_c^k, η_k, noise stds, accuracy at evaluated rounds.
+- ``table.md`` (mean ± std over seeds), ``accuracy_vs_rounds.png`` and
+  ``energy_delay.png``.
+
+Re-running with the same ``--out`` skips every (seed, variant) already in
+``curves.csv`` at the same ``--rounds``, so a sweep can be extended by seeds or
+ε values; use a fresh ``--out`` after changing the config or ``--override``.
+``h2fdp_noctrl`` (Algorithm 2) and ``hfl_dp`` are the sweep's runs at
+(``--control-fraction``, ``--control-eps``) and (p_c = 0, ``--control-eps``)
+when the sweep has them (same seed ⇒ the same run), so they are not run twice.
+
+Run (as in docs/reproductions/h2fdp.md):
+    python examples/reproduce_h2fdp.py --rounds 50 --seeds 0 1 2 \
+        --eps 0.5 1 2 8 32 128 --control-eps 32 --out docs/h2fdp
+Smaller:
+    python examples/reproduce_h2fdp.py --rounds 30 --eps 1 --fractions 0 1
 """
 
 from __future__ import annotations
@@ -16,6 +42,7 @@ import argparse
 import json
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,16 +58,51 @@ PAPER_FIG5 = {  # F-MNIST reductions of H2FDP(ctrl) vs each baseline (spec §7)
     "energy": {"h2fdp": 25.1, "hfl_dp": 46.2, "pedpfl": 71.5},
     "delay": {"h2fdp": 24.9, "hfl_dp": 43.2, "pedpfl": 51.3},
 }
+CONTROL_METHODS = ("h2fdp_ctrl", "h2fdp_noctrl", "hfl_dp", "pedpfl")
 
 
-def _args() -> argparse.Namespace:
+@dataclass(frozen=True)
+class Variant:
+    """One run of the plan.
+
+    Attributes:
+        label: Row name in the CSVs (``variant`` column).
+        method: ``h2fdp``, ``hfl``, ``h2fdp_ctrl``, ``h2fdp_noctrl``,
+            ``hfl_dp`` or ``pedpfl``.
+        eps: Nominal ε per stream (inf without DP).
+        fraction: Trusted fraction p_c (NaN for HFL without DP).
+        same_as: Label of an earlier variant that is the identical run
+            (its rows are copied), or None.
+    """
+
+    label: str
+    method: str
+    eps: float
+    fraction: float
+    same_as: str | None = None
+
+
+def _args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="examples/h2fdp_fmnist.yaml")
     p.add_argument("--rounds", type=int, default=100, help="global rounds K_g")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="run seeds (default: the config's seed); finished runs are skipped",
+    )
     p.add_argument("--eps", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     p.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.5, 1.0])
     p.add_argument("--eval-every", type=int, default=5)
     p.add_argument("--target-acc", type=float, default=0.75, help="Fig. 5 target")
+    p.add_argument(
+        "--low-target-acc",
+        type=float,
+        default=0.70,
+        help="a second, lower target (``*_to_low_target`` columns)",
+    )
     p.add_argument("--control-eps", type=float, default=1.0)
     p.add_argument("--control-fraction", type=float, default=0.5)
     p.add_argument("--no-control", action="store_true", help="skip Fig. 5 runs")
@@ -48,10 +110,48 @@ def _args() -> argparse.Namespace:
     p.add_argument("--skip-sweep", action="store_true", help="only the Fig. 5 runs")
     p.add_argument("--out", default="runs/reproduce_h2fdp")
     p.add_argument("--override", nargs="*", default=[], help="key=value overrides")
-    return p.parse_args()
+    return p.parse_args(argv)
 
 
-def _run(system: HierarchicalSystem, label: str, rounds: int, every: int) -> list[dict]:
+def plan(args: argparse.Namespace) -> list[Variant]:
+    """The variants of one seed, in run order (PEDPFL last: its own system)."""
+    out: list[Variant] = []
+    if not args.skip_sweep:
+        for eps in args.eps:
+            for frac in args.fractions:
+                out.append(Variant(f"h2fdp p={frac:g} eps={eps:g}", "h2fdp", eps, frac))
+        out.append(Variant("hfl (no DP)", "hfl", np.inf, np.nan))
+    if not args.no_control:
+        labels = {v.label for v in out}
+        eps, frac = args.control_eps, args.control_fraction
+        same = f"h2fdp p={frac:g} eps={eps:g}"
+        out.append(
+            Variant("h2fdp_noctrl", "h2fdp_noctrl", eps, frac, _if(same, labels))
+        )
+        out.append(Variant("h2fdp_ctrl", "h2fdp_ctrl", eps, frac))
+        same = f"h2fdp p=0 eps={eps:g}"
+        out.append(Variant("hfl_dp", "hfl_dp", eps, 0.0, _if(same, labels)))
+        if not args.no_pedpfl:
+            out.append(Variant("pedpfl", "pedpfl", eps, 0.0))
+    return out
+
+
+def _if(label: str, labels: set[str]) -> str | None:
+    return label if label in labels else None
+
+
+def done_labels(curves: pd.DataFrame, seed: int, rounds: int) -> set[str]:
+    """Variants of ``seed`` already complete at ``rounds`` global rounds."""
+    if curves.empty:
+        return set()
+    d = curves[(curves["seed"] == seed) & (curves["rounds"] == rounds)]
+    counts = d.groupby("variant")["round"].nunique()
+    return set(counts[counts == rounds].index)
+
+
+def _run(
+    system: HierarchicalSystem, v: Variant, seed: int, rounds: int, every: int
+) -> list[dict]:
     rows = []
     energy = delay = 0.0
     started = time.perf_counter()
@@ -60,7 +160,12 @@ def _run(system: HierarchicalSystem, label: str, rounds: int, every: int) -> lis
         energy += extras["energy_j"]
         delay += extras["latency_s"]
         row = {
-            "variant": label,
+            "seed": seed,
+            "variant": v.label,
+            "method": v.method,
+            "eps": v.eps,
+            "fraction": v.fraction,
+            "rounds": rounds,
             "round": k,
             "energy_j_cum": energy,
             "delay_s_cum": delay,
@@ -68,6 +173,10 @@ def _run(system: HierarchicalSystem, label: str, rounds: int, every: int) -> lis
             "s_trusted": extras["s_trusted_mean"],
             "s_untrusted": extras["s_untrusted_mean"],
             "eta": extras["eta"],
+            "sigma_device_local": extras["sigma_device_local"],
+            "sigma_device_global": extras["sigma_device_global"],
+            "sigma_edge_local": extras["sigma_edge_local"],
+            "sigma_edge_global": extras["sigma_edge_global"],
             "global_acc": np.nan,
         }
         if (k + 1) % every == 0 or k == rounds - 1:
@@ -78,14 +187,265 @@ def _run(system: HierarchicalSystem, label: str, rounds: int, every: int) -> lis
     eps = system.uplink.epsilons()[0]
     wall = time.perf_counter() - started
     print(
-        f"{label:32s} acc {rows[-1]['global_acc']:.4f}  E {energy:8.2f} J  "
-        f"D {delay:8.2f} s  eps_max {np.max(eps):.3g}  {wall:.0f} s",
+        f"seed {seed} {v.label:26s} acc {rows[-1]['global_acc']:.4f}  "
+        f"E {energy:8.2f} J  D {delay:8.2f} s  eps_max {np.max(eps):.3g}  "
+        f"{wall:.0f} s",
         flush=True,
     )
     for r in rows:
         r["wall_s"] = wall
         r["epsilon_max"] = float(np.max(eps))
     return rows
+
+
+def _reset(system: HierarchicalSystem, cfg, v: Variant) -> None:
+    """Put ``system`` in the state of variant ``v`` (not PEDPFL)."""
+    n_edges = len(system.edges)
+    if v.method == "hfl":
+        system.reset(trusted=np.zeros(n_edges, bool), dp_enabled=False, control=False)
+        return
+    topo = cfg.topology.model_copy(update={"trusted_fraction": v.fraction})
+    trusted = build_topology(topo, system.num_clients, cfg.seed).trusted
+    system.reset(
+        trusted=trusted,
+        dp_enabled=True,
+        epsilon=v.eps,
+        control=v.method == "h2fdp_ctrl",
+    )
+
+
+def summarise(
+    curves: pd.DataFrame, target: float, low_target: float = 0.70
+) -> pd.DataFrame:
+    """One row per (variant, seed) of ``curves`` (see the module docstring).
+
+    Args:
+        curves: Per-round rows as written to ``curves.csv``.
+        target: Accuracy for the ``*_to_target`` columns (NaN if never reached).
+        low_target: Accuracy for the ``*_to_low_target`` columns.
+
+    Returns:
+        The ``results.csv`` table, in the order the runs appear in ``curves``.
+    """
+    recs = []
+    for (_, _), d in curves.groupby(["seed", "variant"], sort=False):
+        d = d.sort_values("round")
+        last = d.iloc[-1]
+        evals = d.dropna(subset=["global_acc"])
+        hit = evals[evals["global_acc"] >= target]
+        low = evals[evals["global_acc"] >= low_target]
+        first = d.iloc[0]
+        s = d[["s_trusted", "s_untrusted"]].to_numpy(dtype=float)
+        recs.append(
+            {
+                "seed": int(last["seed"]),
+                "variant": last["variant"],
+                "method": last["method"],
+                "eps": last["eps"],
+                "fraction": last["fraction"],
+                "rounds": int(last["rounds"]),
+                "final_acc": float(evals["global_acc"].iloc[-1]),
+                "energy_j": float(last["energy_j_cum"]),
+                "delay_s": float(last["delay_s_cum"]),
+                "energy_to_target_j": float(hit["energy_j_cum"].iloc[0])
+                if len(hit)
+                else np.nan,
+                "delay_to_target_s": float(hit["delay_s_cum"].iloc[0])
+                if len(hit)
+                else np.nan,
+                "round_reached": float(hit["round"].iloc[0] + 1)
+                if len(hit)
+                else np.nan,
+                "mean_tau": float(d["tau"].mean()),
+                "mean_s": float(np.nanmean(s)) if np.isfinite(s).any() else np.nan,
+                "sigma_device_local_r0": float(first["sigma_device_local"]),
+                "sigma_edge_local_r0": float(first["sigma_edge_local"]),
+                "epsilon_max": float(last["epsilon_max"]),
+                "target_acc": target,
+                "energy_to_low_target_j": float(low["energy_j_cum"].iloc[0])
+                if len(low)
+                else np.nan,
+                "delay_to_low_target_s": float(low["delay_s_cum"].iloc[0])
+                if len(low)
+                else np.nan,
+                "round_reached_low": float(low["round"].iloc[0] + 1)
+                if len(low)
+                else np.nan,
+                "low_target_acc": low_target,
+                "wall_s": float(last["wall_s"]),
+            }
+        )
+    res = pd.DataFrame(recs)
+    res["acc_gain_vs_p0"] = np.nan
+    h = res["method"] == "h2fdp"
+    base = res[h & (res["fraction"] == 0)].set_index(["seed", "eps"])["final_acc"]
+    keys = pd.MultiIndex.from_frame(res.loc[h, ["seed", "eps"]])
+    res.loc[h, "acc_gain_vs_p0"] = (
+        res.loc[h, "final_acc"].to_numpy() - base.reindex(keys).to_numpy()
+    )
+    return res
+
+
+def reductions(results: pd.DataFrame) -> pd.DataFrame:
+    """Energy / delay saved by adaptive control, per seed (the paper's Fig. 5).
+
+    Args:
+        results: The ``results.csv`` table.
+
+    Returns:
+        One row per (seed, baseline, metric, basis): ``reduction_pct`` =
+        100·(1 − H2FDP(ctrl) / baseline) of the same seed, with basis ``total``
+        (the whole run), ``to_target`` or ``to_low_target`` (until the target
+        or the low target accuracy; NaN if either run never reaches it), next
+        to the paper's F-MNIST value (which is to 75 %).
+    """
+    recs = []
+    for seed, d in results.groupby("seed", sort=False):
+        d = d.set_index("variant")
+        if "h2fdp_ctrl" not in d.index:
+            continue
+        ctrl = d.loc["h2fdp_ctrl"]
+        for base, key in (
+            ("h2fdp_noctrl", "h2fdp"),
+            ("hfl_dp", "hfl_dp"),
+            ("pedpfl", "pedpfl"),
+        ):
+            if base not in d.index:
+                continue
+            for metric, unit in (("energy", "j"), ("delay", "s")):
+                for basis, col in (
+                    ("total", f"{metric}_{unit}"),
+                    ("to_target", f"{metric}_to_target_{unit}"),
+                    ("to_low_target", f"{metric}_to_low_target_{unit}"),
+                ):
+                    recs.append(
+                        {
+                            "seed": seed,
+                            "vs": base,
+                            "metric": metric,
+                            "basis": basis,
+                            "reduction_pct": 100 * (1 - ctrl[col] / d.loc[base, col]),
+                            "paper_fmnist_pct": PAPER_FIG5[metric][key],
+                        }
+                    )
+    return pd.DataFrame(recs)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the missing (seed, variant) pairs and write the CSVs, table and plots."""
+    args = _args(argv)
+    logging.getLogger("absl").setLevel(logging.ERROR)  # dp-accounting's RDP chatter
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    overrides = [f"rounds={args.rounds}", "topology.edge_eval=false", *args.override]
+    cfg = load_config(args.config, overrides)  # validate before Ray starts
+    seeds = args.seeds if args.seeds is not None else [cfg.seed]
+    path = out / "curves.csv"
+    curves = pd.read_csv(path) if path.exists() else pd.DataFrame()
+    variants = plan(args)
+    todo = {
+        s: [v for v in variants if v.label not in done_labels(curves, s, args.rounds)]
+        for s in seeds
+    }
+    if any(todo.values()):
+        session = _session(cfg)
+        try:
+            for seed in seeds:
+                if todo[seed]:
+                    curves = _seed(args, overrides, seed, todo[seed], curves, out)
+        finally:
+            session.close()
+    else:
+        print("every run is already in", path, flush=True)
+    keep = curves[
+        curves["seed"].isin(seeds)
+        & (curves["rounds"] == args.rounds)
+        & curves["variant"].isin([v.label for v in variants])
+    ]
+    results = summarise(keep, args.target_acc, args.low_target_acc)
+    results.to_csv(out / "results.csv", index=False, na_rep="nan")
+    red = reductions(results)
+    if not red.empty:
+        red.to_csv(out / "reductions.csv", index=False, na_rep="nan")
+    _report(keep, results, args, out)
+
+
+def _session(cfg) -> RaySession:
+    """One Ray session for every run (retries: start-up can time out under load)."""
+    for attempt in range(10):
+        try:
+            return RaySession(cfg.ray)
+        except Exception:  # noqa: BLE001 - Ray raises a bare Exception on timeout
+            import ray
+
+            ray.shutdown()  # reap the half-started processes of this attempt
+            if attempt == 9:
+                raise
+            time.sleep(30)
+    raise AssertionError("unreachable")
+
+
+def _save(curves: pd.DataFrame, rows: list[dict], out: Path) -> pd.DataFrame:
+    curves = pd.concat([curves, pd.DataFrame(rows)], ignore_index=True)
+    curves.to_csv(out / "curves.csv", index=False)
+    return curves
+
+
+def _seed(
+    args: argparse.Namespace,
+    overrides: list[str],
+    seed: int,
+    todo: list[Variant],
+    curves: pd.DataFrame,
+    out: Path,
+) -> pd.DataFrame:
+    """Run ``todo`` for one seed, saving ``curves.csv`` after every run."""
+    cfg = load_config(args.config, [*overrides, f"seed={seed}"])
+    hier = [v for v in todo if v.method != "pedpfl"]
+    if hier:
+        t0 = time.perf_counter()
+        system = HierarchicalSystem(cfg)
+        print(
+            f"seed {seed}: setup {time.perf_counter() - t0:.0f} s; "
+            f"model dim {system.dim}",
+            flush=True,
+        )
+        try:
+            for v in hier:
+                if v.same_as is not None:
+                    done = done_labels(curves, seed, args.rounds)
+                    if v.same_as in done:
+                        src = curves[
+                            (curves["seed"] == seed)
+                            & (curves["rounds"] == args.rounds)
+                            & (curves["variant"] == v.same_as)
+                        ]
+                        rows = src.assign(variant=v.label, method=v.method)
+                        curves = _save(curves, rows.to_dict("records"), out)
+                        continue
+                _reset(system, cfg, v)
+                rows = _run(system, v, seed, args.rounds, args.eval_every)
+                curves = _save(curves, rows, out)
+        finally:
+            system.close()
+    if any(v.method == "pedpfl" for v in todo):
+        ped = load_config(
+            args.config,
+            [
+                *overrides,
+                f"seed={seed}",
+                "topology.baseline=pedpfl",
+                f"topology.dp.epsilon={args.control_eps}",
+            ],
+        )
+        system = HierarchicalSystem(ped)
+        try:
+            v = next(v for v in todo if v.method == "pedpfl")
+            rows = _run(system, v, seed, args.rounds, args.eval_every)
+            curves = _save(curves, rows, out)
+        finally:
+            system.close()
+    return curves
 
 
 def _md(df: pd.DataFrame, index: bool = True, fmt: str = "{:.4g}") -> str:
@@ -100,207 +460,83 @@ def _md(df: pd.DataFrame, index: bool = True, fmt: str = "{:.4g}") -> str:
     return "\n".join([head, rule, *("| " + " | ".join(c) + " |" for c in cells)])
 
 
-def _to_target(df: pd.DataFrame, target: float) -> tuple[float, float, float]:
-    """(energy, delay, round) accumulated until the first eval ≥ target (NaN if never)."""
-    hit = df[df["global_acc"] >= target]
-    if hit.empty:
-        return np.nan, np.nan, np.nan
-    r = hit.iloc[0]
-    return float(r["energy_j_cum"]), float(r["delay_s_cum"]), float(r["round"])
-
-
-def main() -> None:
-    """Run the sweep and write results.csv, table.md and the plots."""
-    args = _args()
-    logging.getLogger("absl").setLevel(logging.ERROR)  # dp-accounting's RDP chatter
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    overrides = [f"rounds={args.rounds}", "topology.edge_eval=false", *args.override]
-    cfg = load_config(args.config, overrides)
-    session = _session(cfg)
-    try:
-        _sweep(args, cfg, overrides, out)
-    finally:
-        session.close()
-
-
-def _session(cfg) -> RaySession:
-    """One Ray session for every variant (retries: start-up can time out under load)."""
-    for attempt in range(10):
-        try:
-            return RaySession(cfg.ray)
-        except Exception:  # noqa: BLE001 - Ray raises a bare Exception on timeout
-            import ray
-
-            ray.shutdown()  # reap the half-started processes of this attempt
-            if attempt == 9:
-                raise
-            time.sleep(30)
-    raise AssertionError("unreachable")
-
-
-def _sweep(args: argparse.Namespace, cfg, overrides: list[str], out: Path) -> None:
-    rows: list[dict] = []
-    t0 = time.perf_counter()
-    system = HierarchicalSystem(cfg)
-    setup_s = time.perf_counter() - t0
-    print(f"setup {setup_s:.0f} s; model dim {system.dim}", flush=True)
-    n_edges = len(system.edges)
-    try:
-        for eps in [] if args.skip_sweep else args.eps:
-            for frac in args.fractions:
-                topo = cfg.topology.model_copy(update={"trusted_fraction": frac})
-                trusted = build_topology(topo, system.num_clients, cfg.seed).trusted
-                system.reset(
-                    trusted=trusted, dp_enabled=True, epsilon=eps, control=False
-                )
-                label = f"h2fdp p={frac:g} eps={eps:g}"
-                for r in _run(system, label, args.rounds, args.eval_every):
-                    rows.append({**r, "eps": eps, "fraction": frac, "method": "h2fdp"})
-        if not args.skip_sweep:
-            system.reset(
-                trusted=np.zeros(n_edges, bool), dp_enabled=False, control=False
-            )
-            for r in _run(system, "hfl (no DP)", args.rounds, args.eval_every):
-                rows.append({**r, "eps": np.inf, "fraction": np.nan, "method": "hfl"})
-        if not args.no_control:
-            topo = cfg.topology.model_copy(
-                update={"trusted_fraction": args.control_fraction}
-            )
-            trusted = build_topology(topo, system.num_clients, cfg.seed).trusted
-            for control in (False, True):
-                system.reset(
-                    trusted=trusted,
-                    dp_enabled=True,
-                    epsilon=args.control_eps,
-                    control=control,
-                )
-                name = "h2fdp_ctrl" if control else "h2fdp_noctrl"
-                for r in _run(system, name, args.rounds, args.eval_every):
-                    rows.append(
-                        {
-                            **r,
-                            "eps": args.control_eps,
-                            "fraction": args.control_fraction,
-                            "method": name,
-                        }
-                    )
-            system.reset(
-                trusted=np.zeros(n_edges, bool),
-                dp_enabled=True,
-                epsilon=args.control_eps,
-                control=False,
-            )
-            for r in _run(system, "hfl_dp", args.rounds, args.eval_every):
-                rows.append(
-                    {**r, "eps": args.control_eps, "fraction": 0.0, "method": "hfl_dp"}
-                )
-    finally:
-        system.close()
-    if not args.no_control and not args.no_pedpfl:
-        ped = load_config(
-            args.config,
-            [
-                *overrides,
-                "topology.baseline=pedpfl",
-                f"topology.dp.epsilon={args.control_eps}",
-            ],
-        )
-        system = HierarchicalSystem(ped)
-        try:
-            for r in _run(system, "pedpfl", args.rounds, args.eval_every):
-                rows.append(
-                    {**r, "eps": args.control_eps, "fraction": 0.0, "method": "pedpfl"}
-                )
-        finally:
-            system.close()
-    df = pd.DataFrame(rows)
-    df.to_csv(out / "results.csv", index=False)
-    _report(df, args, out, setup_s)
+def _pm(values: pd.Series) -> str:
+    """``mean ± std`` (sample std over seeds; the mean alone for one seed)."""
+    v = values.dropna()
+    if v.empty:
+        return "n/a"
+    if len(v) == 1:
+        return f"{v.iloc[0]:.4g}"
+    return f"{v.mean():.4g} ± {v.std(ddof=1):.2g}"
 
 
 def _report(
-    df: pd.DataFrame, args: argparse.Namespace, out: Path, setup_s: float
+    curves: pd.DataFrame, results: pd.DataFrame, args: argparse.Namespace, out: Path
 ) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    lines = [f"# H2FDP on Fashion-MNIST: {args.rounds} global rounds\n"]
-    evals = df.dropna(subset=["global_acc"])
-    final = evals.sort_values("round").groupby("variant").tail(1).set_index("variant")
+    seeds = sorted(results["seed"].unique())
+    lines = [
+        f"# H2FDP on Fashion-MNIST: {args.rounds} global rounds, "
+        f"seeds {', '.join(map(str, seeds))} (mean ± std)\n"
+    ]
     if not args.skip_sweep:
-        _report_sweep(evals, final, args, out, lines, plt)
-    if "h2fdp_ctrl" in final.index:
+        _report_sweep(curves, results, args, out, lines, plt)
+    ctrl = results[results["variant"].isin(CONTROL_METHODS)]
+    if "h2fdp_ctrl" in set(ctrl["variant"]):
         lines.append(
             f"## Energy and delay (ε={args.control_eps:g}, "
             f"p_c={args.control_fraction:g}; Fig. 5)\n"
         )
-        recs = []
-        for m in ("h2fdp_ctrl", "h2fdp_noctrl", "hfl_dp", "pedpfl"):
-            d = df[df["variant"] == m]
-            if d.empty:
-                continue
-            e_t, d_t, r_t = _to_target(d.dropna(subset=["global_acc"]), args.target_acc)
-            recs.append(
-                {
-                    "method": m,
-                    "final_acc": final.loc[m, "global_acc"],
-                    "energy_total_j": d["energy_j_cum"].iloc[-1],
-                    "delay_total_s": d["delay_s_cum"].iloc[-1],
-                    f"energy_to_{args.target_acc:g}_j": e_t,
-                    f"delay_to_{args.target_acc:g}_s": d_t,
-                    "round_reached": r_t,
-                    "mean_tau": d["tau"].mean(),
-                    "mean_s": np.nanmean(d[["s_trusted", "s_untrusted"]].to_numpy()),
-                }
-            )
-        cost = pd.DataFrame(recs).set_index("method")
+        cols = [
+            "final_acc",
+            "energy_j",
+            "delay_s",
+            "energy_to_target_j",
+            "delay_to_target_s",
+            "round_reached",
+            "mean_tau",
+            "mean_s",
+        ]
+        by = ctrl.groupby("variant", sort=False)
+        cost = pd.DataFrame({c: by[c].apply(_pm) for c in cols})
         lines.append(_md(cost) + "\n")
-        red = []
-        ctrl = cost.loc["h2fdp_ctrl"]
-        for base, key in (
-            ("h2fdp_noctrl", "h2fdp"),
-            ("hfl_dp", "hfl_dp"),
-            ("pedpfl", "pedpfl"),
-        ):
-            if base not in cost.index:
-                continue
-            for metric, col_total, col_target in (
-                ("energy", "energy_total_j", f"energy_to_{args.target_acc:g}_j"),
-                ("delay", "delay_total_s", f"delay_to_{args.target_acc:g}_s"),
-            ):
-                red.append(
-                    {
-                        "vs": base,
-                        "metric": metric,
-                        "ours_total_%": 100
-                        * (1 - ctrl[col_total] / cost.loc[base, col_total]),
-                        "ours_to_target_%": 100
-                        * (1 - ctrl[col_target] / cost.loc[base, col_target]),
-                        "paper_F-MNIST_%": PAPER_FIG5[metric][key],
-                    }
-                )
-        lines.append("### Reductions by adaptive control\n")
-        lines.append(_md(pd.DataFrame(red), index=False, fmt="{:.1f}") + "\n")
+        mean = by[cols].mean()
+        red = reductions(results)
+        by_red = red.groupby(["vs", "metric", "basis"], sort=False)
+        table = by_red["reduction_pct"].apply(_pm).unstack("basis")
+        table["paper_F-MNIST_%"] = (
+            by_red["paper_fmnist_pct"].first().unstack("basis")["total"]
+        )
+        lines.append("### Reductions by adaptive control (%, per seed, mean ± std)\n")
+        lines.append(_md(table) + "\n")
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
         for ax, col, unit in (
-            (axes[0], "energy_total_j", "J"),
-            (axes[1], "delay_total_s", "s"),
+            (axes[0], "energy_j", "J"),
+            (axes[1], "delay_s", "s"),
         ):
-            ax.bar(cost.index, cost[col])
+            ax.bar(
+                mean.index,
+                mean[col],
+                yerr=by[col].std(ddof=1).reindex(mean.index).fillna(0),
+            )
             ax.set(ylabel=f"total {col.split('_')[0]} ({unit})")
             ax.tick_params(axis="x", rotation=20)
         fig.tight_layout()
         fig.savefig(out / "energy_delay.png", dpi=120)
     lines.append(
-        f"\nSetup {setup_s:.0f} s; wall time per variant (s): "
+        "\nWall time per run (s, mean over seeds): "
         + json.dumps(
             {
                 k: round(float(v), 1)
-                for k, v in df.groupby("variant")["wall_s"].first().items()
-            }
+                for k, v in results.groupby("variant", sort=False)["wall_s"]
+                .mean()
+                .items()
+            },
+            ensure_ascii=False,
         )
         + "\n"
     )
@@ -308,35 +544,49 @@ def _report(
     print("\n".join(lines))
 
 
-def _report_sweep(evals, final, args, out, lines, plt) -> None:
+def _report_sweep(curves, results, args, out, lines, plt) -> None:
     """Accuracy vs rounds per ε (Figs. 4/9) and the final-accuracy table (Fig. 6)."""
-    # accuracy vs rounds per ε (Fig. 4/9) and final accuracy vs ε (Fig. 6)
-    h = evals[evals["method"] == "h2fdp"]
-    hfl = evals[evals["method"] == "hfl"]
+    evals = curves.dropna(subset=["global_acc"])
+    mean = evals.groupby(["variant", "round"], sort=False)["global_acc"].mean()
+    ncols = min(3, len(args.eps))
+    nrows = -(-len(args.eps) // ncols)
     fig, axes = plt.subplots(
-        1, len(args.eps), figsize=(5 * len(args.eps), 3.6), squeeze=False
+        nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False
     )
-    for ax, eps in zip(axes[0], args.eps, strict=True):
+    for ax in axes.flat[len(args.eps) :]:
+        ax.set_visible(False)
+    hfl = mean.get("hfl (no DP)")
+    for ax, eps in zip(axes.flat, args.eps, strict=False):
         for frac in args.fractions:
-            d = h[(h["eps"] == eps) & (h["fraction"] == frac)]
-            ax.plot(d["round"] + 1, d["global_acc"], label=f"p_c={frac:g}")
-        ax.plot(hfl["round"] + 1, hfl["global_acc"], "k--", label="HFL (no DP)")
-        ax.set(title=f"ε = {eps:g}", xlabel="global round k", ylabel="test accuracy")
+            label = f"h2fdp p={frac:g} eps={eps:g}"
+            if label in mean.index.get_level_values(0):
+                d = mean.loc[label]
+                ax.plot(d.index + 1, d.to_numpy(), label=f"p_c={frac:g}")
+        if hfl is not None:
+            ax.plot(hfl.index + 1, hfl.to_numpy(), "k--", label="HFL (no DP)")
+        ax.set(
+            title=f"ε = {eps:g}",
+            xlabel="global round k",
+            ylabel="test accuracy",
+            ylim=(0, 0.9),
+        )
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "accuracy_vs_rounds.png", dpi=120)
     lines.append("## Final test accuracy (trusted fraction × ε)\n")
+    acc = results.groupby("variant", sort=False)["final_acc"]
     table = {
         f"p_c={frac:g}": {
-            f"ε={eps:g}": final.loc[f"h2fdp p={frac:g} eps={eps:g}", "global_acc"]
+            f"ε={eps:g}": _pm(acc.get_group(label)) if label in acc.groups else "n/a"
             for eps in args.eps
+            for label in [f"h2fdp p={frac:g} eps={eps:g}"]
         }
         for frac in args.fractions
     }
-    tab = pd.DataFrame(table).T
-    lines.append(_md(tab, fmt="{:.4f}") + "\n")
-    lines.append(f"HFL without DP: {final.loc['hfl (no DP)', 'global_acc']:.4f}\n")
+    lines.append(_md(pd.DataFrame(table).T) + "\n")
+    if "hfl (no DP)" in acc.groups:
+        lines.append(f"HFL without DP: {_pm(acc.get_group('hfl (no DP)'))}\n")
 
 
 if __name__ == "__main__":
