@@ -613,7 +613,10 @@ def main(argv: list[str] | None = None) -> None:
             break
         try:
             ray.init(
-                num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR"
+                address="local",  # never join a cluster left by `ray start`
+                num_cpus=args.num_cpus,
+                include_dashboard=False,
+                logging_level="ERROR",
             )
         except Exception as error:  # noqa: BLE001  (Ray raises a bare Exception)
             print(f"ray.init failed ({error}); retry {attempt + 1}/8", flush=True)
