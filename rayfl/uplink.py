@@ -27,8 +27,8 @@ Implementation details:
        most 2C·w_n/Σ w ≤ 2C·max w/Σ w, so z = σ/(2C) holds for every client;
        nothing in the code enforces a smaller bound.
     3. A lost packet (``packet_loss`` effects, SNR below the outage threshold,
-       or latency above ``wireless.max_latency_s``) still counts as a release:
-       the update was transmitted.
+       or transmission time above ``wireless.max_latency_s``) still counts as a
+       release: the update was transmitted.
     4. ``bit_flip`` effects flip bits of *quantized* payloads (seed 000 eq. 14). An
        unquantized float32 payload is instead treated as a packet with a CRC: any
        bit error drops it, with probability PER = 1 − (1 − BER)^bits — flipping

@@ -172,9 +172,11 @@ class WirelessConfig(BaseModel):
         None,
         gt=0,
         description=(
-            "τ_max: deadline on a scheduled client's uplink latency (computation + "
-            "transmission) in s, > 0; an upload that misses it is lost (never "
-            "aggregated, still counted as a release). None = no deadline. "
+            "τ_max: deadline on a scheduled client's uplink transmission time "
+            "(payload bits / Shannon rate; computation not counted, as in the "
+            "WPFL paper's constraint C5) in s, > 0; an upload that misses it is "
+            "lost (never aggregated, still counted as a release). None = no "
+            "deadline. "
             "Scheduling policies do not read it: pass it to a policy's own "
             "parameter (e.g. minmax's max_latency_s, its constraint C5)."
         ),
