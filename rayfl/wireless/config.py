@@ -156,8 +156,8 @@ class WirelessConfig(BaseModel):
             "Bandwidth of the BS broadcast of the global model, and so its noise "
             "power: 'subchannel' = one subchannel, B (noise N0·B); 'full' = the "
             "whole band, K·B (noise N0·K·B, 10·log10(K) dB lower SNR at the same "
-            "P_BS). The WPFL paper leaves it open (its spec's [AMBIG-2]); sets the "
-            "downlink BER and the broadcast time."
+            "P_BS). The WPFL paper does not say which; sets the downlink BER and "
+            "the broadcast time."
         ),
     )
     downlink_latency: bool = Field(
