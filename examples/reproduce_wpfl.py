@@ -8,7 +8,10 @@ seed) and writes, under ``--out``:
   training losses under three readings (``jain``: plain cross-entropy F_n(ϖ_n);
   ``jain_reg``: F_n(ϖ_n) + (λ_n/2)·‖ω̂_{n,G} − ϖ_n‖₂, PFLlib Ditto's
   ``train_metrics_personalized``; ``jain_objective``: eq. 3a's
-  (1 − λ_n/2)·F_n + (λ_n/2)·‖·‖²), rounds run, wall time;
+  (1 − λ_n/2)·F_n + (λ_n/2)·‖·‖²), rounds run, wall time; and the same
+  metrics (``*_first_t0``) at ``first_t0_round``, the round in which the first
+  client makes its T0-th upload (before the tail in which the last clients
+  spend theirs);
 - ``table.md``: means over seeds per (pair, policy, T0), and the relative gap of
   the proposed scheduler to the best baseline at each T0 (spec [AMBIG-15]);
 - ``accuracy_vs_t0.png``, ``jain_vs_t0.png``, ``jain_reg_vs_t0.png``,
@@ -24,6 +27,17 @@ Defaults are the paper-literal local computation of spec [AMBIG-4]: all data
 (≈ 2,625 train samples per client), one mini-batch step of q·abs(D_n) = 26 per
 model per round (eq. 20). ``--samples-per-client 400 --steps 10 --batch-size 32``
 is the scaled-down "practical" setting of ``wpfl_minmax.yaml``.
+
+Readings of the paper that its text leaves open (each a flag, recorded in
+``settings.json``; defaults are the earlier runs' setting):
+
+| flag | default | paper-literal reading |
+|---|---|---|
+| ``--rr-subchannels`` | ``best_gain`` (Hungarian on gains) | ``index``: cyclic clients, subchannels in index order (spec §5.1) |
+| ``--c5`` | off | on: τ_max of Table I in the min-max matching (C5) and a deadline for every policy (late uploads lost) |
+| ``--downlink-band`` | ``subchannel`` (noise N0·1 MHz) | ``full``: broadcast over the 10 MHz band, noise N0·10 MHz ([AMBIG-2]) |
+| ``--partition`` | ``pathological`` (2 classes, equal sizes) | ``dirichlet`` with ``--alpha 0.1`` (unequal clients; not stated) |
+| ``--report-at`` | ``end`` (Sec. V-C's T: no client may upload any more) | ``first_t0``: table and plots at the first client's T0-th upload |
 
 The machine this was written on is shared and slow: every knob that sets the
 cost has a flag (``--seeds``, ``--t0``, ``--samples-per-client``, ``--steps``,
@@ -51,8 +65,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 BASE_CONFIG = HERE / "wpfl_minmax.yaml"
 
-#: Per pair: dataset, model, C, δ_Q (Table I / spec §6.1), the paper's μ and L
-#: (spec §4.6) and abs(ω), which the min-max scheduler's bound needs.
+#: Per pair: dataset, model, C, δ_Q, τ_max (Table I / spec §6.1), the paper's μ
+#: and L (spec §4.6) and abs(ω), which the min-max scheduler's bound needs.
 PAIRS: dict[str, dict[str, Any]] = {
     "cnn-fmnist": {
         "dataset": "fashion_mnist",
@@ -62,6 +76,7 @@ PAIRS: dict[str, dict[str, Any]] = {
         "mu": 0.05,
         "L": 0.29,
         "params": 582_026,
+        "tau_max": 0.6,
     },
     "dnn-mnist": {
         "dataset": "mnist",
@@ -71,6 +86,7 @@ PAIRS: dict[str, dict[str, Any]] = {
         "mu": 0.27,
         "L": 1.32,
         "params": 79_510,
+        "tau_max": 0.1,
     },
     "mlr-mnist": {
         "dataset": "mnist",
@@ -80,6 +96,7 @@ PAIRS: dict[str, dict[str, Any]] = {
         "mu": 0.13,
         "L": 0.43,
         "params": 7_850,
+        "tau_max": 0.01,
     },
     # Fashion-MNIST with the DNN (784-100-10); μ, L of DNN/MNIST (not given for it)
     "dnn-fmnist": {
@@ -90,6 +107,7 @@ PAIRS: dict[str, dict[str, Any]] = {
         "mu": 0.27,
         "L": 1.32,
         "params": 79_510,
+        "tau_max": 0.1,
     },
     # scikit-learn's shipped 8x8 digits: for smoke tests only (MLR constants)
     "mlr-digits": {
@@ -100,6 +118,7 @@ PAIRS: dict[str, dict[str, Any]] = {
         "mu": 0.13,
         "L": 0.43,
         "params": 650,
+        "tau_max": 0.01,
     },
 }
 #: Paper's claims for CNN (abstract; spec §7.5), relative to the second best.
@@ -111,6 +130,9 @@ JAIN_READINGS = (
     ("jain_objective", "jain_train_pl_objective", "Jain (PL objective, eq. 3a)"),
 )
 METRICS = ("accuracy", "max_test_loss", *(j[0] for j in JAIN_READINGS))
+#: Suffix of the columns read at the round where the first client used its T0-th
+#: upload (``--report-at first_t0``); the plain columns are read at the end.
+FIRST_T0 = "_first_t0"
 POLICIES = ("minmax", "round_robin", "random", "non_adjustment", "error_free")
 FIELDS = (
     "pair",
@@ -124,8 +146,20 @@ FIELDS = (
     "jain_objective",
     "mean_acc",
     "rounds",
+    "first_t0_round",
+    *(m + FIRST_T0 for m in METRICS),
     "wall_s",
 )
+#: The settings of one ``--out`` directory (``settings.json``) and their
+#: defaults; a key absent from an older settings.json had its default.
+SETTING_DEFAULTS: dict[str, Any] = {
+    "pl_scheduled_only": False,
+    "rr_subchannels": "best_gain",
+    "c5": False,
+    "downlink_band": "subchannel",
+    "partition": "pathological",
+    "alpha": 0.1,
+}
 
 
 def overrides_for(
@@ -157,6 +191,15 @@ def overrides_for(
         out["data.max_samples_per_client"] = args.samples_per_client
     if spec["model"] == "mlp":
         out["model.hidden"] = [100]
+    if args.partition == "dirichlet":
+        out["data.partition"] = "dirichlet"
+        out["data.alpha"] = args.alpha
+    if args.downlink_band != "subchannel":
+        out["wireless.downlink_band"] = args.downlink_band
+    if args.c5:  # every policy: late uploads are lost (wireless.max_latency_s)
+        out["wireless.max_latency_s"] = spec["tau_max"]
+    if policy == "round_robin" and args.rr_subchannels != "best_gain":
+        out["scheduler.params"] = {"subchannels": args.rr_subchannels}
     if policy in ("minmax", "error_free", "non_adjustment"):
         from rayfl.privacy.quantized_gaussian import wpfl_noise_std
 
@@ -175,6 +218,8 @@ def overrides_for(
             "clip_norm": spec["clip"],
             "noise_std": sigma,
         }
+        if args.c5:  # constraint C5 of the matching: r ≥ abs(ω)·R/τ_max
+            out["scheduler.params"]["max_latency_s"] = spec["tau_max"]
     if policy == "error_free":
         out["wireless.effects"] = "none"
         out["algorithm.downlink_errors"] = False
@@ -182,20 +227,64 @@ def overrides_for(
     return out
 
 
-def final_metrics(result: Any) -> dict[str, float]:
-    """Return the last evaluated round's PL metrics of a run."""
-    rounds = result.rounds
-    last = rounds.dropna(subset=["personal_acc"]).iloc[-1]
+def _pl_metrics(row: Any, suffix: str = "") -> dict[str, float]:
+    """Return the PL metrics of one evaluated ``rounds.parquet`` row."""
     return {
-        "accuracy": float(last["personal_acc"]),
-        "max_test_loss": float(last["personal_max_loss"]),
+        "accuracy" + suffix: float(row["personal_acc"]),
+        "max_test_loss" + suffix: float(row["personal_max_loss"]),
         **{
-            field: float(last.get(column, math.nan))
+            field + suffix: float(row.get(column, math.nan))
             for field, column, _ in JAIN_READINGS
         },
+    }
+
+
+def first_t0_round(metrics: Any, t0: int) -> int | None:
+    """Return the round in which some client makes its T0-th upload (None: never).
+
+    Args:
+        metrics: The run's round × client rows (``metrics.parquet``), with
+            ``round``, ``client`` and ``scheduled``.
+        t0: T0, the upload cap.
+
+    Example:
+        >>> import pandas as pd
+        >>> m = pd.DataFrame({"round": [0, 0, 1, 1], "client": [0, 1, 0, 1],
+        ...                   "scheduled": [True, False, True, True]})
+        >>> first_t0_round(m, 2)
+        1
+    """
+    table = metrics.pivot(index="round", columns="client", values="scheduled")
+    uploads = table.sort_index().astype(int).cumsum()
+    hit = uploads.index[(uploads >= t0).any(axis=1)]
+    return int(hit[0]) if len(hit) else None
+
+
+def final_metrics(result: Any, t0: int | None = None) -> dict[str, float]:
+    """Return a run's PL metrics at the end and at the first client's T0-th upload.
+
+    The plain columns come from the last evaluated round (after the tail in
+    which the last clients spend their uploads). With ``t0``, the ``*_first_t0``
+    columns come from the first evaluated round at or after the round in which
+    some client made its T0-th upload (``first_t0_round``), the last round in
+    which every client could still be scheduled.
+    """
+    rounds = result.rounds
+    evaluated = rounds.dropna(subset=["personal_acc"])
+    last = evaluated.iloc[-1]
+    out: dict[str, Any] = {
+        **_pl_metrics(last),
         "mean_acc": float(last["mean_acc"]),
         "rounds": int(len(rounds)),
     }
+    first = None if t0 is None else first_t0_round(result.metrics, t0)
+    out["first_t0_round"] = "" if first is None else first
+    at = evaluated[evaluated["round"] >= first] if first is not None else evaluated[:0]
+    if len(at):
+        out.update(_pl_metrics(at.iloc[0], FIRST_T0))
+    else:
+        out.update({m + FIRST_T0: math.nan for m in METRICS})
+    return out
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -222,11 +311,10 @@ def check_settings(path: Path, args: argparse.Namespace, fresh: bool) -> None:
         "steps": args.steps,
         "batch_size": args.batch_size,
         "rounds": args.rounds,
+        **{key: getattr(args, key) for key in SETTING_DEFAULTS},
     }
-    if args.pl_scheduled_only:  # absent from older settings.json = False
-        setting["pl_scheduled_only"] = True
     if path.exists() and not fresh:
-        old = json.loads(path.read_text())
+        old = {**SETTING_DEFAULTS, **json.loads(path.read_text())}
         if old != setting:
             raise SystemExit(
                 f"{path.parent} holds runs with {old}, not {setting}: "
@@ -259,15 +347,19 @@ def append_row(path: Path, row: dict[str, Any]) -> None:
 
 
 def aggregate(
-    rows: list[dict[str, Any]],
+    rows: list[dict[str, Any]], suffix: str = ""
 ) -> dict[tuple[str, str, int], dict[str, float]]:
-    """Return seed means (and counts) per (pair, policy, T0)."""
+    """Return seed means (and counts) per (pair, policy, T0).
+
+    ``suffix`` ``"_first_t0"`` reads the metrics at the first client's T0-th
+    upload instead of the end (``--report-at``).
+    """
     groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["pair"], r["policy"], int(r["t0"])), []).append(r)
     out = {}
     for key, items in groups.items():
-        out[key] = {m: _mean([i.get(m) for i in items]) for m in METRICS}
+        out[key] = {m: _mean([i.get(m + suffix) for i in items]) for m in METRICS}
         out[key]["seeds"] = len(items)
     return out
 
@@ -287,9 +379,9 @@ def relative_gain(ours: float, others: list[float], higher_is_better: bool) -> f
     return gain if higher_is_better else -gain
 
 
-def write_table(rows: list[dict[str, Any]], out: Path) -> str:
+def write_table(rows: list[dict[str, Any]], out: Path, suffix: str = "") -> str:
     """Write ``table.md`` (means over seeds, relative gaps) and return its text."""
-    means = aggregate(rows)
+    means = aggregate(rows, suffix)
     lines = [
         "| pair | policy | T0 | seeds | PL accuracy | max PL test loss | "
         + " | ".join(j[2] for j in JAIN_READINGS)
@@ -329,7 +421,10 @@ def write_table(rows: list[dict[str, Any]], out: Path) -> str:
             for j, _, _ in JAIN_READINGS
         )
         lines.append(f"| {pair} | {t0} | {acc:+.2f} | {loss:+.2f} | {jains} |")
+    when = "at the first client's T0-th upload" if suffix else "at the end"
     lines += [
+        "",
+        f"Metrics read {when}.",
         "",
         f"Paper (CNN, vs second best): accuracy +{PAPER_CNN['accuracy']}%, "
         f"max test loss {PAPER_CNN['max_test_loss']}% lower, Jain "
@@ -340,14 +435,14 @@ def write_table(rows: list[dict[str, Any]], out: Path) -> str:
     return text
 
 
-def write_plots(rows: list[dict[str, Any]], out: Path) -> None:
+def write_plots(rows: list[dict[str, Any]], out: Path, suffix: str = "") -> None:
     """Write one figure per metric: metric vs T0, one line per policy, per pair."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    means = aggregate(rows)
+    means = aggregate(rows, suffix)
     pairs = sorted({k[0] for k in means})
     for metric, label, fname in (
         ("accuracy", "PL test accuracy", "accuracy_vs_t0.png"),
@@ -448,6 +543,48 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="[AMBIG-5] only scheduled clients take the PL step (Alg. 1); "
         "default: every client every round (Sec. III-A, Alg. 2)",
     )
+    parser.add_argument(
+        "--rr-subchannels",
+        choices=("best_gain", "index"),
+        default=SETTING_DEFAULTS["rr_subchannels"],
+        help="round_robin's subchannels: Hungarian matching on the gains "
+        "(default) or index order, the paper's baseline (spec §5.1)",
+    )
+    parser.add_argument(
+        "--c5",
+        action="store_true",
+        help="constraint C5 on with the pair's τ_max (CNN 0.6 s, DNN 0.1 s, MLR "
+        "0.01 s): minmax/non_adjustment/error_free match only pairs with "
+        "r ≥ abs(ω)·16/τ_max, and every policy loses uploads later than τ_max",
+    )
+    parser.add_argument(
+        "--downlink-band",
+        choices=("subchannel", "full"),
+        default=SETTING_DEFAULTS["downlink_band"],
+        help="noise bandwidth of the broadcast (spec [AMBIG-2]): one 1 MHz "
+        "subchannel (default) or the full 10 MHz band",
+    )
+    parser.add_argument(
+        "--partition",
+        choices=("pathological", "dirichlet"),
+        default=SETTING_DEFAULTS["partition"],
+        help="pathological: 2 classes per client, equal sizes (default); "
+        "dirichlet: Dir(--alpha) class mix, unequal sizes",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=SETTING_DEFAULTS["alpha"],
+        help="Dirichlet concentration with --partition dirichlet",
+    )
+    parser.add_argument(
+        "--report-at",
+        choices=("end", "first_t0"),
+        default="end",
+        help="which reading table.md and the plots use: the last round (after "
+        "the T0 tail; the paper's T of Sec. V-C) or the round in which the first "
+        "client makes its T0-th upload (both are always in results.csv)",
+    )
     parser.add_argument("--fresh", action="store_true", help="ignore results.csv")
     return parser.parse_args(argv)
 
@@ -476,7 +613,10 @@ def main(argv: list[str] | None = None) -> None:
             break
         try:
             ray.init(
-                num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR"
+                address="local",  # never join a cluster left by `ray start`
+                num_cpus=args.num_cpus,
+                include_dashboard=False,
+                logging_level="ERROR",
             )
         except Exception as error:  # noqa: BLE001  (Ray raises a bare Exception)
             print(f"ray.init failed ({error}); retry {attempt + 1}/8", flush=True)
@@ -513,7 +653,7 @@ def main(argv: list[str] | None = None) -> None:
             "policy": policy,
             "t0": t0,
             "seed": seed,
-            **final_metrics(result),
+            **final_metrics(result, t0),
             "wall_s": round(time.perf_counter() - started, 1),
         }
         with lock:
@@ -527,8 +667,9 @@ def main(argv: list[str] | None = None) -> None:
             future.result()
     rows = load_rows(results)
     if rows:
-        print(write_table(rows, out))
-        write_plots(rows, out)
+        suffix = FIRST_T0 if args.report_at == "first_t0" else ""
+        print(write_table(rows, out, suffix))
+        write_plots(rows, out, suffix)
 
 
 if __name__ == "__main__":

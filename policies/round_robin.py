@@ -14,26 +14,43 @@ Implementation details:
        K = 3, the rounds are {0,1,2}, {3,4,5}, {6,0,1}, ... The groups of
        seed_002 §6 (rebuilt in index order each cycle) would instead give {6}
        alone and idle two subchannels; here no subchannel idles.
-    2. The chosen clients get subchannels by the Hungarian method maximising
-       Σ gain [dB] (the papers leave the subchannel choice open).
+    2. ``subchannels="best_gain"`` (default): the chosen clients get
+       subchannels by the Hungarian method maximising Σ gain [dB] (Yang et al.
+       leave the subchannel choice open). ``subchannels="index"``: the i-th
+       chosen client, in cyclic order, gets subchannel i, whatever the gains —
+       the round-robin baseline of Zhao et al. 2025 ("Enhancing Convergence,
+       Privacy and Fairness for Wireless Personalized Federated Learning",
+       Sec. VII: cyclic order over eligible clients, subchannels in index
+       order), so a client may land on a deep fade and suffer its uplink errors.
     3. ``reset`` puts the cursor back on client 0.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from policies.base import Observation, Policy
 
+#: Values of the ``subchannels`` parameter.
+SUBCHANNEL_RULES = ("best_gain", "index")
+
 
 class RoundRobinPolicy(Policy):
     """Schedule the next K eligible clients in cyclic order (Yang et al. 2020, RR).
 
+    Args:
+        observation_space: The env's observation space.
+        action_space: The env's action space.
+        subchannels: How the chosen clients get subchannels: ``"best_gain"``
+            (Hungarian matching maximising Σ gain [dB], the default) or
+            ``"index"`` (the i-th chosen client takes subchannel i).
+
     Attributes:
         cursor: Id the next round starts its scan from.
+        subchannels: The subchannel rule, ``"best_gain"`` or ``"index"``.
 
     Example:
         >>> from gymnasium import spaces
@@ -46,7 +63,18 @@ class RoundRobinPolicy(Policy):
         [[0, 1], [2, 3], [0, 1]]
     """
 
-    def __init__(self, observation_space: Any, action_space: Any) -> None:
+    def __init__(
+        self,
+        observation_space: Any,
+        action_space: Any,
+        subchannels: Literal["best_gain", "index"] = "best_gain",
+    ) -> None:
+        if subchannels not in SUBCHANNEL_RULES:
+            raise ValueError(
+                f"round_robin: subchannels must be one of {list(SUBCHANNEL_RULES)}, "
+                f"got {subchannels!r}"
+            )
+        self.subchannels = subchannels
         self.cursor = 0
         super().__init__(observation_space, action_space)
 
@@ -56,9 +84,13 @@ class RoundRobinPolicy(Policy):
         self.cursor = 0
 
     def schedule(self, obs: Observation) -> npt.NDArray[np.int64]:
-        """Take the next K eligible ids from the cursor, then match subchannels."""
+        """Take the next K eligible ids from the cursor, then give them subchannels."""
         order = (np.arange(self.num_clients) + self.cursor) % self.num_clients
         chosen = order[self.eligible_mask(obs)[order]][: self.num_subchannels]
         if chosen.size:
             self.cursor = int(chosen[-1] + 1) % self.num_clients
+        if self.subchannels == "index":
+            assignment = np.full(self.num_subchannels, self.num_clients, np.int64)
+            assignment[: chosen.size] = chosen
+            return assignment
         return self.assign_subchannels(self.field(obs, "channel_gain"), chosen)

@@ -302,14 +302,15 @@ class FLSystem:
         """Return the downlink record of a personalized download of ``bits`` bits.
 
         With a wireless model the download is sent at the Shannon rate
-        B·log₂(1 + SNR_dl) of the client's downlink SNR (one subchannel of
-        bandwidth B, BS power; the broadcast of ω is not counted, as before).
+        B·log₂(1 + SNR_dl) of the client's downlink SNR (BS power, bandwidth B
+        or K·B per ``wireless.downlink_band``; the broadcast of ω is not counted).
         """
         row = {"download_bits": float(bits)}
         state = self.uplink.channel_state(round)
         if state is not None:
             snr = 10.0 ** (float(state.downlink_snr_db[client]) / 10.0)
-            rate = state.bandwidth_hz * math.log2(1.0 + snr)
+            bandwidth_hz = state.downlink_bandwidth_hz or state.bandwidth_hz
+            rate = bandwidth_hz * math.log2(1.0 + snr)
             row["downlink_rate_bps"] = rate
             row["downlink_latency_s"] = bits / rate if rate > 0 else float("inf")
         return row

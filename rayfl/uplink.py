@@ -26,8 +26,9 @@ Implementation details:
        σ·max_n w_n/Σ w_n to the weighted mean. Client n moves the mean by at
        most 2C·w_n/Σ w ≤ 2C·max w/Σ w, so z = σ/(2C) holds for every client;
        nothing in the code enforces a smaller bound.
-    3. A lost packet (``packet_loss`` effects, or SNR below the outage threshold)
-       still counts as a release: the update was transmitted.
+    3. A lost packet (``packet_loss`` effects, SNR below the outage threshold,
+       or transmission time above ``wireless.max_latency_s``) still counts as a
+       release: the update was transmitted.
     4. ``bit_flip`` effects flip bits of *quantized* payloads (seed 000 eq. 14). An
        unquantized float32 payload is instead treated as a packet with a CRC: any
        bit error drops it, with probability PER = 1 − (1 − BER)^bits — flipping
@@ -71,7 +72,8 @@ def downlink_time_s(
 ) -> npt.NDArray[np.float64]:
     """Return d^do_i = Z/(B·log2(1 + SNR_do,i)), the broadcast time (seed 002 §2.6)."""
     snr = np.power(10.0, state.downlink_snr_db[np.asarray(clients, np.int64)] / 10.0)
-    rate = shannon_rate_bps(bandwidth_hz=state.bandwidth_hz, snr_linear=snr)
+    bandwidth_hz = state.downlink_bandwidth_hz or state.bandwidth_hz
+    rate = shannon_rate_bps(bandwidth_hz=bandwidth_hz, snr_linear=snr)
     return transmission_time_s(payload_bits=model_bits, rate_bps=rate)
 
 
@@ -301,7 +303,7 @@ class UplinkModel:
             latency_s = latency_s + downlink_time_s(
                 state, schedule.clients, model_bits=32.0 * self.model_dim
             )
-        delivered = ~out.outage
+        delivered = ~out.outage & ~out.deadline_missed  # τ_max: late = lost
         quantized = (
             self.config.compression.quantize_bits is not None or self.coded_uploads
         )

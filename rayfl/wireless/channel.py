@@ -198,10 +198,13 @@ class ChannelState:
         gain_linear: (N, K) float64, uplink power gain PL × shadowing × fading.
         gain_db: (N, K) float64, ``gain_linear`` in dB.
         snr_db: (N, K) float64, uplink SNR at the maximum client power, eq. (12).
-        downlink_snr_db: (N,) float64, downlink SNR at the BS power [AMBIG-2].
+        downlink_snr_db: (N,) float64, downlink (broadcast) SNR at the BS power,
+            with noise N0·``downlink_bandwidth_hz`` [AMBIG-2].
         tx_power_w: Maximum client transmit power P^th in W.
         noise_power_w: σ_0² = N0·B in W, per subchannel.
         bandwidth_hz: B in Hz, per subchannel.
+        downlink_bandwidth_hz: Bandwidth of the broadcast in Hz: B, or K·B with
+            ``wireless.downlink_band: full``; None means B.
     """
 
     distances_m: FloatArray
@@ -212,6 +215,7 @@ class ChannelState:
     tx_power_w: float
     noise_power_w: float
     bandwidth_hz: float
+    downlink_bandwidth_hz: float | None = None
 
     @property
     def num_clients(self) -> int:
@@ -283,10 +287,16 @@ class WirelessChannel:
         snr = snr_linear(
             tx_power_w=tx_power_w, gain_linear=gain, noise_power_w=self.noise_power_w
         )
+        downlink_bandwidth_hz = cfg.bandwidth_hz * (
+            cfg.num_subchannels if cfg.downlink_band == "full" else 1
+        )
         downlink_snr = snr_linear(
             tx_power_w=dbm_to_w(cfg.bs_tx_power_dbm),
             gain_linear=self.large_scale_gain_linear * downlink_fading,
-            noise_power_w=self.noise_power_w,
+            noise_power_w=noise_power_w(
+                noise_psd_dbm_hz=cfg.noise_psd_dbm_hz,
+                bandwidth_hz=downlink_bandwidth_hz,
+            ),
         )
         return ChannelState(
             distances_m=self.distances_m,
@@ -297,4 +307,5 @@ class WirelessChannel:
             tx_power_w=tx_power_w,
             noise_power_w=self.noise_power_w,
             bandwidth_hz=cfg.bandwidth_hz,
+            downlink_bandwidth_hz=downlink_bandwidth_hz,
         )

@@ -19,6 +19,7 @@ Symbol table (paper symbol → code name):
 | f_i           | ``cpu_frequency_hz``      | seed_002 §2.7       |
 | χ_i (κ)       | ``effective_capacitance`` | seed_002 §2.7       |
 | τ_max         | ``max_latency_s``         | seed_000 eq. (10)   |
+| B_dl          | ``downlink_band``         | seed_000 [AMBIG-2]  |
 """
 
 from __future__ import annotations
@@ -149,6 +150,16 @@ class WirelessConfig(BaseModel):
             "χ·cycles·f^2/2 in J (seed_002 §2.7)."
         ),
     )
+    downlink_band: Literal["subchannel", "full"] = Field(
+        "subchannel",
+        description=(
+            "Bandwidth of the BS broadcast of the global model, and so its noise "
+            "power: 'subchannel' = one subchannel, B (noise N0·B); 'full' = the "
+            "whole band, K·B (noise N0·K·B, 10·log10(K) dB lower SNR at the same "
+            "P_BS). The WPFL paper does not say which; sets the downlink BER and "
+            "the broadcast time."
+        ),
+    )
     downlink_latency: bool = Field(
         False,
         description=(
@@ -158,7 +169,17 @@ class WirelessConfig(BaseModel):
         ),
     )
     max_latency_s: float | None = Field(
-        None, gt=0, description="τ_max: uplink latency limit in s, > 0; None = none."
+        None,
+        gt=0,
+        description=(
+            "τ_max: deadline on a scheduled client's uplink transmission time "
+            "(payload bits / Shannon rate; computation not counted, as in the "
+            "WPFL paper's constraint C5) in s, > 0; an upload that misses it is "
+            "lost (never aggregated, still counted as a release). None = no "
+            "deadline. "
+            "Scheduling policies do not read it: pass it to a policy's own "
+            "parameter (e.g. minmax's max_latency_s, its constraint C5)."
+        ),
     )
 
     @model_validator(mode="after")

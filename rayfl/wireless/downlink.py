@@ -17,8 +17,10 @@ Symbol table:
 | P_BS | ``wireless.bs_tx_power_dbm`` | BS transmit power |
 
 Implementation details:
-    1. The downlink SNR is P_BS·abs(h_{n,G})²/(N0·B) on one B-wide subchannel, the
-       fading drawn per (client, round) with the uplink's (``ChannelState``).
+    1. The downlink SNR is P_BS·abs(h_{n,G})²/(N0·B_dl), the fading drawn per
+       (client, round) with the uplink's (``ChannelState``); B_dl is one
+       subchannel B by default, or the whole band K·B with
+       ``wireless.downlink_band: full`` (the two readings of [AMBIG-2]).
     2. A value already on the Q_G grid (the server's output) is re-coded exactly:
        decoding error is below 1e-7 of the range, far below Δ_G/2.
 """

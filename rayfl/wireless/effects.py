@@ -174,7 +174,9 @@ class UplinkOutcome:
         transmit_time_s: float64, payload_bits / rate.
         latency_s: float64, computation + transmission time.
         energy_j: float64, transmit + computation energy.
-        deadline_missed: bool, latency above ``max_latency_s`` (False if unset).
+        deadline_missed: bool, transmission time above ``max_latency_s`` τ_max
+            (False if unset). τ_max bounds the transmission delay, as constraint
+            C5 of seed_000 (r ≥ payload/τ_max) does; computation is not counted.
     """
 
     client: IntArray
@@ -293,5 +295,5 @@ def uplink_round(
         transmit_time_s=transmit_s,
         latency_s=np.broadcast_to(latency, shape).astype(np.float64),
         energy_j=np.broadcast_to(energy, shape).astype(np.float64),
-        deadline_missed=np.broadcast_to(latency > max_latency_s, shape).copy(),
+        deadline_missed=np.broadcast_to(transmit_s > max_latency_s, shape).copy(),
     )

@@ -217,7 +217,7 @@ def test_uplink_round_hand_values() -> None:
         cpu_frequency_hz=1e9,
         effective_capacitance=2e-28,
         snr_threshold_db=10.0,
-        max_latency_s=2.5,
+        max_latency_s=1.5,  # between the transmission times 2 s and 1 s
     )
     # Act
     outcome = uplink_round(
