@@ -1,0 +1,163 @@
+"""The import contract of docs/dev/engine_refactor.md §2.1, enforced.
+
+Four import-linter contracts live in ``pyproject.toml`` (``[tool.importlinter]``):
+rayfl never imports envs or policies; envs over policies over rayfl; the layers
+inside rayfl; no cycles between siblings. Each has an ``ignore_imports`` list of
+today's violations. The list is a ratchet: every entry must still be needed
+(removing it alone breaks its contract), so an import the refactor deletes must
+leave the list in the same commit. Three rules import-linter cannot state are
+checked here with grimp and a source scan.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import grimp
+import pytest
+from importlinter import api, cli
+from importlinter.contracts.acyclic_siblings import AcyclicSiblingsContract
+from importlinter.contracts.forbidden import ForbiddenContract
+from importlinter.contracts.layers import LayersContract
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("rayfl", "envs", "policies")
+
+#: Imports by ``rayfl.*.config`` modules outside the allowed set, as today
+#: (a ratchet like ``ignore_imports``: each must still exist).
+CONFIG_IMPORT_EXCEPTIONS = {
+    # the D2D section checks algorithm names against the algorithm registry
+    ("rayfl.d2d.config", "rayfl.algorithms.registry"),
+}
+
+#: Files that load modules by a computed name besides rayfl/registry.py and
+#: rayfl/checkpoint.py, as today (each must still do so).
+DYNAMIC_IMPORT_EXCEPTIONS = {
+    "rayfl/__init__.py",  # lazy re-exports of rayfl's own modules
+    "rayfl/hierarchy/__init__.py",  # lazy re-exports of rayfl.hierarchy modules
+    "rayfl/cli.py",  # `rayfl bench NAME` loads rayfl.benchmarks.NAME
+    "rayfl/algorithms/registry.py",  # algorithm kinds by "module:Class"
+    "policies/registry.py",  # becomes a re-export of rayfl.registry
+}
+DYNAMIC_IMPORT_HOMES = {"rayfl/registry.py", "rayfl/checkpoint.py"}
+
+
+@pytest.fixture(scope="module")
+def graph():
+    found = grimp.build_graph(*PACKAGES, cache_dir=None)
+    for name in PACKAGES:  # the worktree's packages, not an installed copy
+        assert Path(__import__(name).__file__).resolve().is_relative_to(ROOT)
+    return found
+
+
+@pytest.fixture(scope="module")
+def contracts():
+    config = api.read_configuration(str(ROOT / "pyproject.toml"))
+    assert config["session_options"]["root_packages"] == list(PACKAGES)
+    return config["contracts_options"], config["session_options"]
+
+
+def _check(contract_options, session_options, graph):
+    types = {
+        "forbidden": ForbiddenContract,
+        "layers": LayersContract,
+        "acyclic_siblings": AcyclicSiblingsContract,
+    }
+    contract = types[contract_options["type"]](
+        name=contract_options["name"],
+        session_options=session_options,
+        contract_options=contract_options,
+    )
+    return contract.check(copy.deepcopy(graph), verbose=False)
+
+
+def test_contracts_are_the_planned_four(contracts):
+    options, _ = contracts
+    assert [c["id"] for c in options] == [
+        "engine-alone",
+        "top",
+        "rayfl-layers",
+        "acyclic",
+    ]
+
+
+def test_lint_imports_passes():
+    # what a developer runs: `lint-imports` from the repository root
+    assert (
+        cli.lint_imports(str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0
+    )
+
+
+def test_every_contract_is_kept(contracts, graph):
+    options, session = contracts
+    broken = [c["name"] for c in options if not _check(c, session, graph).kept]
+    assert not broken, (
+        f"broken import contracts: {broken}; run `lint-imports` for the chains"
+    )
+
+
+def test_every_ignored_import_is_still_needed(contracts, graph):
+    # The ratchet: an entry whose removal keeps the contract is stale and must go.
+    options, session = contracts
+    stale = []
+    for contract in options:
+        entries = list(contract.get("ignore_imports", ()))
+        for entry in entries:
+            trimmed = {**contract, "ignore_imports": [e for e in entries if e != entry]}
+            if _check(trimmed, session, graph).kept:
+                stale.append(f"{contract['id']}: {entry}")
+    assert not stale, (
+        "ignore_imports entries no longer needed (delete them from pyproject.toml): "
+        f"{stale}"
+    )
+
+
+def test_policies_reach_rayfl_only_through_observation_and_registry(graph):
+    allowed = {"rayfl.observation", "rayfl.registry"}
+    bad = sorted(
+        (importer, imported)
+        for importer in graph.find_descendants("policies") | {"policies"}
+        for imported in graph.find_modules_directly_imported_by(importer)
+        if imported.split(".")[0] == "rayfl" and imported not in allowed
+    )
+    assert not bad, f"policies may import only {sorted(allowed)} from rayfl: {bad}"
+
+
+def test_config_sections_import_only_names_and_other_sections(graph):
+    sections = {m for m in graph.find_descendants("rayfl") if m.endswith(".config")} - {
+        "rayfl.config"
+    }
+    assert {"rayfl.wireless.config", "rayfl.hierarchy.config"} <= sections
+    found = {
+        (section, imported)
+        for section in sections
+        for imported in graph.find_modules_directly_imported_by(section)
+        if imported.split(".")[0] in PACKAGES
+        and imported != "rayfl.names"
+        and not imported.endswith(".config")
+    }
+    new = sorted(found - CONFIG_IMPORT_EXCEPTIONS)
+    assert not new, f"config sections may import only rayfl.names and *.config: {new}"
+    gone = sorted(CONFIG_IMPORT_EXCEPTIONS - found)
+    assert not gone, f"delete these fixed entries from CONFIG_IMPORT_EXCEPTIONS: {gone}"
+
+
+def test_dynamic_imports_only_in_the_registry_and_the_checkpoint_loader():
+    pattern = re.compile(r"\bimport_module\b|\b__import__\s*\(")
+    users = {
+        path.relative_to(ROOT).as_posix()
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if pattern.search(path.read_text(encoding="utf-8"))
+    }
+    new = sorted(users - DYNAMIC_IMPORT_HOMES - DYNAMIC_IMPORT_EXCEPTIONS)
+    assert not new, (
+        "modules are loaded by name only in rayfl/registry.py and "
+        f"rayfl/checkpoint.py; also found in {new}"
+    )
+    gone = sorted(DYNAMIC_IMPORT_EXCEPTIONS - users)
+    assert not gone, (
+        f"delete these fixed entries from DYNAMIC_IMPORT_EXCEPTIONS: {gone}"
+    )
