@@ -162,6 +162,7 @@ def start_ray(num_cpus: int, attempts: int = 8) -> None:
             return
         try:
             ray.init(
+                address="local",
                 num_cpus=num_cpus,
                 include_dashboard=False,
                 logging_level="ERROR",
@@ -281,14 +282,12 @@ def plot(table: pd.DataFrame, args: argparse.Namespace, out: Path) -> None:
         twin.set_axis_off()
     ax.set_xscale("log", base=2)
     ax.set_xlabel("number of aggregations T (one run per T; ★ = measured T*)")
-    ax.set_ylabel(
-        f"final PL training loss (mean over clients; mean ± std over "
-        f"{int(seeds.min())}–{int(seeds.max())} seeds)"
-    )
+    ax.set_ylabel("final PL training loss (mean over clients)")
+    ax.set_yscale("log")
     ax.set_title(
         f"DP-Ditto, Fashion-MNIST, {args.model.upper()}, N = {args.clients}, "
         f"{args.samples} samples/client, C = {args.clip:g}, λ = {args.lam:g}, "
-        f"δ = {args.delta:g}",
+        f"δ = {args.delta:g}; ± std, {int(seeds.min())} seeds",
         fontsize=8,
     )
     lines = ax.get_legend_handles_labels()

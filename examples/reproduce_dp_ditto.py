@@ -79,10 +79,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--samples",
         type=int,
-        default=400,
+        default=300,
         help="samples per client before the 75/25 split (paper: 3,500)",
     )
-    p.add_argument("--rounds", type=int, default=20, help="T, the planned aggregations")
+    p.add_argument("--rounds", type=int, default=10, help="T, the planned aggregations")
     p.add_argument("--model", default="mlp", choices=["mlp", "mlr", "cnn"])
     p.add_argument("--epsilon", type=float, default=10.0, help="nominal ε (Fig. 3: 10)")
     p.add_argument("--delta", type=float, default=0.01, help="δ (paper: 0.01)")
