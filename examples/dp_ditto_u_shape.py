@@ -209,13 +209,15 @@ def sweep(args: argparse.Namespace, out: Path) -> pd.DataFrame:
     path = out / "u_shape.csv"
     rows = pd.read_csv(path).to_dict("records") if path.exists() else []
     done = {(float(r["epsilon"]), int(r["T"]), int(r["seed"])) for r in rows}
-    started_ray = False
+    import ray
+
+    started_ray = False  # shut down only a Ray this sweep started
     for epsilon in [float(v) for v in args.epsilons.split(",")]:
         for t in [int(v) for v in args.rounds.split(",")]:
             for seed in [int(v) for v in args.seeds.split(",")]:
                 if (epsilon, t, seed) in done:
                     continue
-                if not started_ray:
+                if not ray.is_initialized():
                     start_ray(args.num_cpus)
                     started_ray = True
                 started = time.perf_counter()
@@ -232,8 +234,6 @@ def sweep(args: argparse.Namespace, out: Path) -> pd.DataFrame:
                 )
                 pd.DataFrame(rows).to_csv(path, index=False)
     if started_ray:
-        import ray
-
         ray.shutdown()
     return pd.DataFrame(rows)
 

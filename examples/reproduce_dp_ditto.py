@@ -75,11 +75,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=["fashion_mnist", "mnist", "digits"],
         help="data set (the paper: Fashion-MNIST, MNIST, CIFAR-10)",
     )
-    p.add_argument("--clients", type=int, default=20, help="N (paper: 20)")
+    p.add_argument("--clients", type=int, default=10, help="N (paper: 20)")
     p.add_argument(
         "--samples",
         type=int,
-        default=300,
+        default=200,
         help="samples per client before the 75/25 split (paper: 3,500)",
     )
     p.add_argument("--rounds", type=int, default=10, help="T, the planned aggregations")
@@ -265,7 +265,8 @@ def compare(args: argparse.Namespace) -> pd.DataFrame:
         for kind in args.algorithms.split(",")
         if (kind, int(seed)) not in done
     ]
-    if todo:
+    started_ray = bool(todo) and not ray.is_initialized()
+    if started_ray:
         start_ray(args.num_cpus)
     try:
         for kind, seed in todo:
@@ -283,7 +284,7 @@ def compare(args: argparse.Namespace) -> pd.DataFrame:
             )
             pd.DataFrame(rows).to_csv(path, index=False)
     finally:
-        if todo:
+        if started_ray:  # a Ray started by the caller is left running
             ray.shutdown()
     return pd.DataFrame(rows)
 
