@@ -15,13 +15,22 @@ on a second (log) axis; its constants μ, L, G0, M, Ψ1, Ψ2 are the illustrativ
 defaults of ``rayfl.algorithms.ditto_analysis`` (the paper gives none), so only
 its shape and its T* can be compared.
 
-Run (24 runs of about a minute each on 2 cores; most of it is Ray start-up):
-    python examples/dp_ditto_u_shape.py --bound
+Run (45 runs of about 40 s each with one Ray CPU; most of it is the actors'
+start-up):
+    python examples/dp_ditto_u_shape.py
     python examples/dp_ditto_u_shape.py --rounds 4,16,64 --epsilons 0.1 \
         --clients 10 --samples 200 --seeds 0,1 --out runs/u_shape
 
-Writes ``OUT/u_shape.png`` and ``OUT/u_shape.csv`` (one row per ε, T, seed) and
-prints the table of means.
+Writes ``OUT/u_shape.png`` (mean ± std over seeds) and ``OUT/u_shape.csv`` (one
+row per ε, T, seed: the PL metrics, σ_u, the paper's nominal ε and the
+accountant's ε, and the run's wall time ``wall_s``) and prints the table of
+means. Runs already in ``OUT/u_shape.csv`` are skipped, so an interrupted sweep
+resumes where it stopped.
+
+The two ε columns: ``epsilon_nominal`` is the budget eq. 8 calibrates σ_u to
+(the paper's ε); ``epsilon_accountant`` is what the privacy ledger reports for
+the same noise at the sensitivity the code enforces (Δ = 2C for a model clipped
+to C, no subsampling, z_n = σ_n/(2C)), which is much larger.
 """
 
 from __future__ import annotations
@@ -38,9 +47,9 @@ import pandas as pd
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rounds", default="1,4,8,16,32,64,128,256", help="T values")
+    p.add_argument("--rounds", default="1,4,16,64,128", help="T values")
     p.add_argument("--epsilons", default="0.1,1,inf", help="ε values (inf = no DP)")
-    p.add_argument("--seeds", default="0", help="seeds, averaged")
+    p.add_argument("--seeds", default="0,1,2", help="seeds, averaged")
     p.add_argument("--clients", type=int, default=10, help="N")
     p.add_argument("--samples", type=int, default=200, help="samples per client")
     p.add_argument("--model", default="mlr", choices=["mlr", "mlp"])
@@ -49,9 +58,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--clip", type=float, default=10.0, help="clip norm C")
     p.add_argument("--delta", type=float, default=0.01, help="δ (Fig. 5: 0.01)")
     p.add_argument("--batch", type=int, default=32, help="mini-batch size B")
-    p.add_argument("--out", default="runs/dp_ditto_u_shape", help="output directory")
-    p.add_argument("--num-cpus", type=int, default=2, help="Ray CPUs")
+    p.add_argument("--out", default="docs/dp_ditto", help="output directory")
+    p.add_argument("--num-cpus", type=int, default=1, help="Ray CPUs")
     p.add_argument("--from-csv", help="re-plot a table written before; no runs")
+    p.add_argument(
+        "--runs-dir",
+        default="runs/dp_ditto_u_shape",
+        help="where the individual run directories go",
+    )
     p.add_argument(
         "--bound",
         action="store_true",
@@ -111,7 +125,7 @@ def run_config(
         "output": {
             "progress": False,
             "plots": False,
-            "dir": str(Path(args.out) / "runs"),
+            "dir": str(Path(args.runs_dir)),
         },
     }
 
@@ -148,6 +162,7 @@ def start_ray(num_cpus: int, attempts: int = 8) -> None:
             return
         try:
             ray.init(
+                address="local",
                 num_cpus=num_cpus,
                 include_dashboard=False,
                 logging_level="ERROR",
@@ -160,37 +175,66 @@ def start_ray(num_cpus: int, attempts: int = 8) -> None:
             time.sleep(10)
 
 
+def summarise(result: Any, epsilon: float, rounds: int, seed: int) -> dict[str, Any]:
+    """Return the CSV row of one finished run (PL metrics after round T, both ε)."""
+    metrics = result.metrics
+    last = metrics[metrics["round"] == metrics["round"].max()]
+    privacy = result.summary.get("privacy", {})
+    accountant = privacy.get("epsilon_max", math.inf)
+    nominal = (
+        float(last["epsilon_nominal"].max())
+        if "epsilon_nominal" in last and last["epsilon_nominal"].notna().any()
+        else math.inf
+    )
+    return {
+        "epsilon": epsilon,
+        "T": rounds,
+        "seed": seed,
+        "pl_train_loss": float(last["eval_train_loss"].mean()),
+        "pl_test_acc": float(last["personal_acc"].mean()),
+        "pl_max_test_loss": float(last["personal_loss"].max()),
+        "sigma_u": float(privacy.get("noise_std", 0.0)),
+        "epsilon_nominal": nominal,
+        "epsilon_accountant": float(accountant),
+    }
+
+
 def sweep(args: argparse.Namespace, out: Path) -> pd.DataFrame:
-    """Run one DP-Ditto run per (ε, T, seed); write the CSV after each run."""
+    """Run one DP-Ditto run per (ε, T, seed); write the CSV after each run.
+
+    Rows already in ``OUT/u_shape.csv`` are kept and their runs skipped.
+    """
     import rayfl
 
-    start_ray(args.num_cpus)
-    rows = []
+    path = out / "u_shape.csv"
+    rows = pd.read_csv(path).to_dict("records") if path.exists() else []
+    done = {(float(r["epsilon"]), int(r["T"]), int(r["seed"])) for r in rows}
+    import ray
+
+    started_ray = False  # shut down only a Ray this sweep started
     for epsilon in [float(v) for v in args.epsilons.split(",")]:
         for t in [int(v) for v in args.rounds.split(",")]:
             for seed in [int(v) for v in args.seeds.split(",")]:
+                if (epsilon, t, seed) in done:
+                    continue
+                if not ray.is_initialized():
+                    start_ray(args.num_cpus)
+                    started_ray = True
                 started = time.perf_counter()
                 result = rayfl.run(run_config(args, t, epsilon, seed))
-                metrics = result.metrics
-                last = metrics[metrics["round"] == metrics["round"].max()]
-                rows.append(
-                    {
-                        "epsilon": epsilon,
-                        "T": t,
-                        "seed": seed,
-                        "pl_train_loss": float(last["eval_train_loss"].mean()),
-                        "pl_test_acc": float(last["personal_acc"].mean()),
-                        "pl_max_test_loss": float(last["personal_loss"].max()),
-                        "seconds": time.perf_counter() - started,
-                    }
-                )
+                row = summarise(result, epsilon, t, seed)
+                row["wall_s"] = time.perf_counter() - started
+                rows.append(row)
                 print(
                     f"eps={epsilon:g} T={t} seed={seed}: PL train loss "
-                    f"{rows[-1]['pl_train_loss']:.4f}, PL test acc "
-                    f"{rows[-1]['pl_test_acc']:.4f} ({rows[-1]['seconds']:.0f} s)",
+                    f"{row['pl_train_loss']:.4f}, PL test acc "
+                    f"{row['pl_test_acc']:.4f}, accountant eps "
+                    f"{row['epsilon_accountant']:.4g} ({row['wall_s']:.0f} s)",
                     flush=True,
                 )
-                pd.DataFrame(rows).to_csv(out / "u_shape.csv", index=False)
+                pd.DataFrame(rows).to_csv(path, index=False)
+    if started_ray:
+        ray.shutdown()
     return pd.DataFrame(rows)
 
 
@@ -201,15 +245,25 @@ def plot(table: pd.DataFrame, args: argparse.Namespace, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    means = table.groupby(["epsilon", "T"])[["pl_train_loss", "pl_test_acc"]].mean()
+    grouped = table.groupby(["epsilon", "T"])["pl_train_loss"]
+    means, stds = grouped.mean(), grouped.std(ddof=1).fillna(0.0)
+    seeds = table.groupby(["epsilon", "T"])["seed"].nunique()
     train_size = int(round(args.samples * (1 - 0.25)))
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     twin = ax.twinx()
     for i, epsilon in enumerate(sorted(table["epsilon"].unique())):
         colour = f"C{i}"
-        m = means.loc[epsilon]["pl_train_loss"]
+        m, sd = means.loc[epsilon], stds.loc[epsilon]
         label = "no DP (ε = ∞)" if math.isinf(epsilon) else f"ε = {epsilon:g}"
-        ax.plot(m.index, m.values, "o-", color=colour, label=f"DP-Ditto, {label}")
+        ax.errorbar(
+            m.index,
+            m.values,
+            yerr=sd.values,
+            fmt="o-",
+            color=colour,
+            capsize=3,
+            label=f"DP-Ditto, {label} (nominal)",
+        )
         ax.plot([int(m.idxmin())], [m.min()], "*", color=colour, markersize=14)
         if args.bound and not math.isinf(epsilon):
             theory = bound_overlay(args, epsilon, int(m.index.max()), train_size)
@@ -229,10 +283,11 @@ def plot(table: pd.DataFrame, args: argparse.Namespace, out: Path) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("number of aggregations T (one run per T; ★ = measured T*)")
     ax.set_ylabel("final PL training loss (mean over clients)")
+    ax.set_yscale("log")
     ax.set_title(
         f"DP-Ditto, Fashion-MNIST, {args.model.upper()}, N = {args.clients}, "
         f"{args.samples} samples/client, C = {args.clip:g}, λ = {args.lam:g}, "
-        f"δ = {args.delta:g}",
+        f"δ = {args.delta:g}; ± std, {int(seeds.min())} seeds",
         fontsize=8,
     )
     lines = ax.get_legend_handles_labels()
@@ -249,7 +304,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table = pd.read_csv(args.from_csv) if args.from_csv else sweep(args, out)
-    table.to_csv(out / "u_shape.csv", index=False)
+    if not args.from_csv:
+        table.to_csv(out / "u_shape.csv", index=False)
     means = table.groupby(["epsilon", "T"])[["pl_train_loss", "pl_test_acc"]].mean()
     print(means.unstack("epsilon").round(4).to_string())
     plot(table, args, out)
