@@ -202,7 +202,7 @@ PAGE_FULL = """---
 paper: "A paper title (arXiv:2304.04164)"
 implements: sparse DP-SGD with Lyapunov scheduling
 command: python examples/reproduce_sparse_dp.py --seeds 0 1 2
-result: docs/dp_ditto_u_shape.csv
+result: docs/dp_ditto/u_shape.csv
 run_time: 40 min
 ---
 # A paper
@@ -231,7 +231,7 @@ def test_reproductions_index_from_front_matter_and_tables(tmp_path):
     )
     assert "`python examples/reproduce_sparse_dp.py --seeds 0 1 2`" in rows[0]
     assert "| 40 min |" in rows[0]
-    assert "[`dp_ditto_u_shape.csv`](../dp_ditto_u_shape.csv)" in rows[0]
+    assert "[`dp_ditto/u_shape.csv`](../dp_ditto/u_shape.csv)" in rows[0]
     # the second page: paper from its title, command and result from its first table
     assert rows[1].startswith("| [Second paper](b_tables.md) |  |")
     assert "`python examples/reproduce_wpfl.py --t0 20`" in rows[1]
