@@ -113,22 +113,8 @@ class HierarchicalSystem:
 
     def __init__(self, config: RunConfig, *, external_actions: bool = False) -> None:
         self.external_actions = external_actions
-        if config.privacy.mechanism != "none" or config.compression.quantize_bits:
-            raise ValueError(
-                "topology.kind=hierarchical has its own DP (topology.dp): set "
-                "privacy.mechanism=none and no compression"
-            )
-        if config.scheduler.policy != "all":
-            raise ValueError(
-                "topology.kind=hierarchical schedules each edge with "
-                "topology.scheduling.policy (per-edge subchannels); leave "
-                f"scheduler.policy at 'all' (got {config.scheduler.policy!r})"
-            )
-        if config.wireless is not None:
-            raise ValueError(
-                "topology.kind=hierarchical uses topology.cost for the device→edge "
-                "links; remove the `wireless` section"
-            )
+        # Sections the hierarchy replaces (privacy, wireless, scheduler.policy) are
+        # refused by RunConfig validation (``RunConfig._check_hierarchical``).
         self.config = config
         self.session = RaySession(config.ray)
         try:
