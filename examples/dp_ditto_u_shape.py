@@ -254,7 +254,7 @@ def plot(table: pd.DataFrame, args: argparse.Namespace, out: Path) -> None:
     for i, epsilon in enumerate(sorted(table["epsilon"].unique())):
         colour = f"C{i}"
         m, sd = means.loc[epsilon], stds.loc[epsilon]
-        label = "no DP (ε = ∞)" if math.isinf(epsilon) else f"ε = {epsilon:g}"
+        label = "no DP (ε = ∞)" if math.isinf(epsilon) else f"ε = {epsilon:g} (nominal)"
         ax.errorbar(
             m.index,
             m.values,
@@ -262,7 +262,7 @@ def plot(table: pd.DataFrame, args: argparse.Namespace, out: Path) -> None:
             fmt="o-",
             color=colour,
             capsize=3,
-            label=f"DP-Ditto, {label} (nominal)",
+            label=f"DP-Ditto, {label}",
         )
         ax.plot([int(m.idxmin())], [m.min()], "*", color=colour, markersize=14)
         if args.bound and not math.isinf(epsilon):
