@@ -8,7 +8,7 @@ Layout of ``<output.dir>/<name>-<timestamp>/`` (DESIGN.md "Outputs of a run"):
 | ``metrics.parquet`` | one row per round × client |
 | ``rounds.parquet`` | one row per round (global acc, max loss, Jain's index...) |
 | ``summary.json`` | status (completed / failed / interrupted), final numbers, timings, per-client ε (strict JSON: NaN/inf as null) |
-| ``error.txt`` | the traceback of a failed run |
+| ``error.txt`` | the traceback of a failed run (an earlier attempt's, after ``rayfl resume``, is kept as ``error.1.txt``, ``error.2.txt``, …) |
 | ``plots/*.png`` | accuracy, loss and fairness curves |
 
 Every file is written to a temporary name in the same directory and renamed, so

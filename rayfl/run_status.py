@@ -15,7 +15,10 @@ A ``failed`` or ``interrupted`` summary has an ``error`` block: ``type``,
 run directory holding the full traceback, ``error.txt``) and ``resume_from``
 (the round a ``rayfl resume RUN_DIR`` continues from, or None without a
 checkpoint). ``metrics.parquet`` and ``rounds.parquet`` hold every round
-completed before it. The run then raises :class:`RunFailed` (or
+completed before it. When a failed run is resumed, the earlier attempt's
+``error.txt`` is renamed ``error.1.txt`` (then ``error.2.txt``, …) before the
+rounds start, so ``error.txt`` only ever belongs to the status in
+``summary.json``. The run then raises :class:`RunFailed` (or
 :class:`RunInterrupted`, a KeyboardInterrupt); the ``rayfl``
 command prints it in a few lines and exits with code 1 (failed) or 130
 (interrupted).
@@ -47,6 +50,17 @@ __all__ = [
 
 ERROR_FILE = "error.txt"
 """Name of the file of the run directory holding a failed run's traceback."""
+
+
+def _retire_previous_error(run_dir: Path) -> None:
+    """Rename an earlier attempt's ``error.txt`` to the first free ``error.N.txt``."""
+    current = Path(run_dir) / ERROR_FILE
+    if not current.exists():
+        return
+    n = 1
+    while (Path(run_dir) / f"error.{n}.txt").exists():
+        n += 1
+    current.rename(Path(run_dir) / f"error.{n}.txt")
 
 
 class _RunEnded:
@@ -221,6 +235,7 @@ def terminal_status(
         RunFailed: If the loop raised.
         RunInterrupted: If the loop was interrupted (SIGINT, SIGTERM).
     """
+    _retire_previous_error(run_dir)
     progress = RunProgress()
     installed = threading.current_thread() is threading.main_thread()
     previous: Any = signal.signal(signal.SIGTERM, _on_sigterm) if installed else None

@@ -181,6 +181,9 @@ def test_actor_lost_for_good_fails_cleanly_and_resumes(
     assert resumed.summary["status"] == "completed"
     assert resumed.rounds["round"].tolist() == [0, 1, 2, 3]
     assert resumed.summary["local_updates"] == [4, 4, 4, 4]
+    # the first attempt's traceback is kept, but not as the current error.txt
+    assert not (run_dir / "error.txt").exists()
+    assert "Actor" in (run_dir / "error.1.txt").read_text()
 
 
 def test_sigterm_ends_interrupted_with_one_screen_message(tmp_path):
@@ -304,3 +307,19 @@ def test_terminal_status_keeps_the_status_when_the_summary_fails(tmp_path):
     assert summary["status"] == "failed"
     assert summary["error"]["message"] == "first failure"
     assert summary["summary_error"] == "OSError: disk full"
+
+
+def test_a_new_failure_keeps_every_earlier_traceback(tmp_path):
+    from rayfl.run_status import terminal_status
+
+    for attempt in range(3):
+        with pytest.raises(RunFailed), terminal_status(tmp_path, _write(tmp_path)):
+            raise ValueError(f"failure {attempt}")
+    assert "failure 2" in (tmp_path / "error.txt").read_text()
+    assert "failure 0" in (tmp_path / "error.1.txt").read_text()
+    assert "failure 1" in (tmp_path / "error.2.txt").read_text()
+    with terminal_status(tmp_path, _write(tmp_path)):
+        pass
+    assert _summary(tmp_path)["status"] == "completed"
+    assert not (tmp_path / "error.txt").exists()
+    assert "failure 2" in (tmp_path / "error.3.txt").read_text()
