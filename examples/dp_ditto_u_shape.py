@@ -43,6 +43,9 @@ from typing import Any
 
 import pandas as pd
 
+from rayfl.config import RayConfig
+from rayfl.session import RaySession
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
@@ -153,28 +156,6 @@ def bound_overlay(
     )
 
 
-def start_ray(num_cpus: int, attempts: int = 8) -> None:
-    """Start Ray, retrying: a loaded machine can time out Ray's node start."""
-    import ray
-
-    for attempt in range(attempts):
-        if ray.is_initialized():
-            return
-        try:
-            ray.init(
-                address="local",
-                num_cpus=num_cpus,
-                include_dashboard=False,
-                logging_level="ERROR",
-                runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}},
-            )
-        except Exception:  # noqa: BLE001  (Ray raises a bare Exception here)
-            ray.shutdown()
-            if attempt == attempts - 1:
-                raise
-            time.sleep(10)
-
-
 def summarise(result: Any, epsilon: float, rounds: int, seed: int) -> dict[str, Any]:
     """Return the CSV row of one finished run (PL metrics after round T, both ε)."""
     metrics = result.metrics
@@ -209,32 +190,31 @@ def sweep(args: argparse.Namespace, out: Path) -> pd.DataFrame:
     path = out / "u_shape.csv"
     rows = pd.read_csv(path).to_dict("records") if path.exists() else []
     done = {(float(r["epsilon"]), int(r["T"]), int(r["seed"])) for r in rows}
-    import ray
-
-    started_ray = False  # shut down only a Ray this sweep started
-    for epsilon in [float(v) for v in args.epsilons.split(",")]:
-        for t in [int(v) for v in args.rounds.split(",")]:
-            for seed in [int(v) for v in args.seeds.split(",")]:
-                if (epsilon, t, seed) in done:
-                    continue
-                if not ray.is_initialized():
-                    start_ray(args.num_cpus)
-                    started_ray = True
-                started = time.perf_counter()
-                result = rayfl.run(run_config(args, t, epsilon, seed))
-                row = summarise(result, epsilon, t, seed)
-                row["wall_s"] = time.perf_counter() - started
-                rows.append(row)
-                print(
-                    f"eps={epsilon:g} T={t} seed={seed}: PL train loss "
-                    f"{row['pl_train_loss']:.4f}, PL test acc "
-                    f"{row['pl_test_acc']:.4f}, accountant eps "
-                    f"{row['epsilon_accountant']:.4g} ({row['wall_s']:.0f} s)",
-                    flush=True,
-                )
-                pd.DataFrame(rows).to_csv(path, index=False)
-    if started_ray:
-        ray.shutdown()
+    session = None  # one Ray session for every run, started at the first
+    try:
+        for epsilon in [float(v) for v in args.epsilons.split(",")]:
+            for t in [int(v) for v in args.rounds.split(",")]:
+                for seed in [int(v) for v in args.seeds.split(",")]:
+                    if (epsilon, t, seed) in done:
+                        continue
+                    if session is None:
+                        session = RaySession(RayConfig(num_cpus=args.num_cpus))
+                    started = time.perf_counter()
+                    result = rayfl.run(run_config(args, t, epsilon, seed))
+                    row = summarise(result, epsilon, t, seed)
+                    row["wall_s"] = time.perf_counter() - started
+                    rows.append(row)
+                    print(
+                        f"eps={epsilon:g} T={t} seed={seed}: PL train loss "
+                        f"{row['pl_train_loss']:.4f}, PL test acc "
+                        f"{row['pl_test_acc']:.4f}, accountant eps "
+                        f"{row['epsilon_accountant']:.4g} ({row['wall_s']:.0f} s)",
+                        flush=True,
+                    )
+                    pd.DataFrame(rows).to_csv(path, index=False)
+    finally:
+        if session is not None:
+            session.close()
     return pd.DataFrame(rows)
 
 

@@ -44,6 +44,9 @@ from typing import Any
 
 import pandas as pd
 
+from rayfl.config import RayConfig
+from rayfl.session import RaySession
+
 #: The compared methods and their own hyper-parameters (the DP-Ditto paper's
 #: benchmarks; values from the original papers / PFLlib where it gives none).
 ALGORITHMS: dict[str, dict[str, Any]] = {
@@ -225,32 +228,8 @@ def summarise(result: Any, kind: str, seed: int) -> dict[str, Any]:
     }
 
 
-def start_ray(num_cpus: int, attempts: int = 8) -> None:
-    """Start a local Ray, retrying: a loaded machine can time out Ray's node start."""
-    import ray
-
-    for attempt in range(attempts):
-        if ray.is_initialized():
-            return
-        try:
-            ray.init(
-                address="local",
-                num_cpus=num_cpus,
-                include_dashboard=False,
-                logging_level="ERROR",
-                runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}},
-            )
-        except Exception:  # noqa: BLE001  (Ray raises a bare Exception here)
-            ray.shutdown()
-            if attempt == attempts - 1:
-                raise
-            time.sleep(10)
-
-
 def compare(args: argparse.Namespace) -> pd.DataFrame:
     """Run every (algorithm, seed) not yet in the CSV; write the CSV after each."""
-    import ray
-
     import rayfl
 
     out = Path(args.out)
@@ -265,9 +244,8 @@ def compare(args: argparse.Namespace) -> pd.DataFrame:
         for kind in args.algorithms.split(",")
         if (kind, int(seed)) not in done
     ]
-    started_ray = bool(todo) and not ray.is_initialized()
-    if started_ray:
-        start_ray(args.num_cpus)
+    # One Ray session for every run (a Ray started by the caller is left running)
+    session = RaySession(RayConfig(num_cpus=args.num_cpus)) if todo else None
     try:
         for kind, seed in todo:
             started = time.perf_counter()
@@ -284,8 +262,8 @@ def compare(args: argparse.Namespace) -> pd.DataFrame:
             )
             pd.DataFrame(rows).to_csv(path, index=False)
     finally:
-        if started_ray:  # a Ray started by the caller is left running
-            ray.shutdown()
+        if session is not None:
+            session.close()
     return pd.DataFrame(rows)
 
 

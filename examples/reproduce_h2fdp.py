@@ -371,18 +371,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _session(cfg) -> RaySession:
-    """One Ray session for every run (retries: start-up can time out under load)."""
-    for attempt in range(10):
-        try:
-            return RaySession(cfg.ray)
-        except Exception:  # noqa: BLE001 - Ray raises a bare Exception on timeout
-            import ray
-
-            ray.shutdown()  # reap the half-started processes of this attempt
-            if attempt == 9:
-                raise
-            time.sleep(30)
-    raise AssertionError("unreachable")
+    """One Ray session for every run (RaySession retries a start-up timeout)."""
+    return RaySession(cfg.ray)
 
 
 def _save(curves: pd.DataFrame, rows: list[dict], out: Path) -> pd.DataFrame:
