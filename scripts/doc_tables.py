@@ -30,6 +30,10 @@ The std is the sample standard deviation (ddof = 1) over seeds. Tables that hold
 measured number (a config reference, the paper's own values) are marked
 ``<!-- table static="why" -->`` so the checker knows they are not results.
 
+README.md and the reproduction pages (docs/reproductions/*.md) are strict: every
+markdown table there must sit inside a marker, and every results marker must name
+a CSV that exists (``table_problems``). ``--check`` reports both.
+
 Usage:
     python scripts/doc_tables.py --check          # exit 1 if a table differs from its CSV
     python scripts/doc_tables.py --write          # re-render every marked table in place
@@ -222,6 +226,51 @@ def unmarked_result_tables(text: str) -> list[int]:
     return found
 
 
+def table_problems(text: str, root: Path = ROOT) -> list[str]:
+    """Return the table problems of a strict page (README.md, a reproduction page).
+
+    A problem is a markdown table outside a ``<!-- table … -->`` marker (a typed
+    table: results must be rendered from a CSV, anything else marked ``static``),
+    a marker that does not parse, or a results marker whose CSV does not exist.
+
+    Args:
+        text: The page's Markdown.
+        root: The repository root the markers' ``csv`` paths are relative to.
+
+    Returns:
+        One line per problem, starting with its 1-based line number; empty if none.
+    """
+    problems = [
+        f"line {n}: a table outside a <!-- table ... --> marker (render results "
+        'from a CSV, or mark a reference table <!-- table static="why" -->)'
+        for n in unmarked_result_tables(text)
+    ]
+    fence = False
+    for n, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fence = not fence
+        match = None if fence else OPEN.match(stripped)
+        if not match:
+            continue
+        try:
+            spec = Spec.parse(match["attrs"])
+        except (TableError, ValueError) as e:
+            problems.append(f"line {n}: {e}")
+            continue
+        if spec is not None and not (root / spec.csv).is_file():
+            problems.append(
+                f"line {n}: results table without its CSV: {spec.csv} does not "
+                f"exist (re-run: {spec.cmd})"
+            )
+    return sorted(problems, key=lambda s: int(s.split(":")[0].split()[1]))
+
+
+def strict_files(root: Path = ROOT) -> list[Path]:
+    """Return the pages whose tables must all be marked: README + reproductions."""
+    return [root / "README.md", *sorted((root / "docs/reproductions").glob("*.md"))]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Check or write the marked tables of the given files (default: README + docs)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -249,7 +298,14 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name}: a table differs from its CSV (python scripts/doc_tables.py --write)"
         )
-    return 1 if stale else 0
+    strict = {p.resolve() for p in strict_files()}
+    unmarked = 0
+    for path in files:
+        if path.resolve() in strict:
+            for problem in table_problems(path.read_text()):
+                print(f"{path}: {problem}")
+                unmarked += 1
+    return 1 if stale or unmarked else 0
 
 
 if __name__ == "__main__":
