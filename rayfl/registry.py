@@ -32,7 +32,7 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
-from rayfl.observation import TOPOLOGIES, TOPOLOGY_KEYS, TOPOLOGY_PARTS
+from rayfl.observation import ACTION_PARTS, TOPOLOGIES, TOPOLOGY_KEYS, TOPOLOGY_PARTS
 
 __all__ = [
     "ENVS",
@@ -260,7 +260,7 @@ def check_policy(
             f"{head} reads {key!r}, which only "
             f"topology.kind={' or '.join(observers)} {verb}; got {topology}"
         )
-    offers = _quoted(p for p in TOPOLOGY_PARTS["star"] if p in offered) or "nothing"
+    offers = _quoted(p for p in ACTION_PARTS if p in offered) or "nothing"
     needed = set(cls.action_parts)
     choice = sorted(needed & {"participants", "assignment"})
     if choice and not offered.intersection(choice):
