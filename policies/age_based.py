@@ -41,6 +41,8 @@ class AgeBasedPolicy(Policy):
         [1, 3]
     """
 
+    topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
+
     required_keys: ClassVar[tuple[str, ...]] = ("channel_gain", "eligible", "staleness")
 
     def schedule(self, obs: Observation) -> npt.NDArray[np.int64]:

@@ -1,18 +1,23 @@
 """Scheduling-policy base class and the helpers every policy shares.
 
-A policy maps one observation of the scheduling env to one action: which client
-transmits on which uplink subchannel and, for a ``Dict`` action space, at which
-power level. Every policy in this package subclasses :class:`Policy` and only
-implements :meth:`Policy.schedule`, the rule that returns the assignment.
+A policy maps one observation of a decision unit (the star's cell, one edge of
+the hierarchy, one D2D target) to one action: which client transmits on which
+uplink subchannel and, for a ``Dict`` action space, at which power level; or,
+for a ``MultiBinary(N)`` action space, only which clients take part (the
+engine then gives the subchannels). Every policy in this package subclasses
+:class:`Policy` and implements :meth:`Policy.schedule` (the assignment) and/or
+:meth:`Policy.participants` (the client set).
 
-Symbol table (the env's observation table): N → ``num_clients``, K →
-``num_subchannels``, L → ``num_power_levels``, h_{n,k} [dB] →
-``obs["channel_gain"][n, k]``, a_{n,k} = 1 → ``assignment[k] == n`` (N = idle).
+Symbol table (the observation table of :mod:`rayfl.observation`): N →
+``num_clients``, K → ``num_subchannels``, L → ``num_power_levels``, h_{n,k} [dB]
+→ ``obs["channel_gain"][n, k]``, a_{n,k} = 1 → ``assignment[k] == n`` (N = idle).
 
 Implementation details:
     1. Subchannel matching and the action rules are the pure functions of
        :mod:`policies.assignment`; the methods here only bind N and K.
     2. Policies own their generator (``np_random``), never the global one.
+    3. N and K are read from the observation space through
+       :func:`rayfl.observation.unit_shape`, the schema's own reader.
 """
 
 from __future__ import annotations
@@ -25,36 +30,59 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from policies.assignment import assign_subchannels, check_assignment
+from rayfl.observation import SystemContext, unit_shape
 
 Observation = Mapping[str, Any]
 Action = npt.NDArray[np.int64] | dict[str, npt.NDArray[np.int64]]
 
 _ACTION_KEYS = ("assignment", "power", "controls")
+_ALL_TOPOLOGIES = frozenset({"star", "hierarchical", "d2d"})
 
 
 class Policy:
     """Base class of scheduling policies: ``policy(obs) -> action``.
 
     Subclasses set their own parameters, then call ``super().__init__`` (which
-    calls :meth:`reset`), and implement :meth:`schedule`.
+    calls :meth:`reset`), and implement :meth:`schedule` (action part
+    ``assignment``) and/or :meth:`participants` (action part ``participants``).
+
+    Args:
+        observation_space: The unit's observation space (a ``Dict`` of the
+            keys of :data:`rayfl.observation.FIELDS`).
+        action_space: ``MultiDiscrete([N + 1] * K)``, a ``Dict`` with
+            ``"assignment"`` (plus ``"power"``, ``"controls"``), or
+            ``MultiBinary(N)`` for a client set without subchannels.
+        context: Run constants (:class:`rayfl.observation.SystemContext`) the
+            policy may fill its unset parameters from; None when unknown.
 
     Attributes:
+        topologies: Values of ``topology.kind`` the rule is meant for.
         required_keys: Observation keys the rule reads (validated at init).
+        action_parts: Action parts the rule can fill (see
+            :func:`rayfl.registry.check_policy`).
+        optional_parts: Parts it fills when offered and does without otherwise.
         allows_idle: True if the rule may leave subchannels idle although at
             least K clients are eligible (no shipped policy does).
-        num_clients: N, from ``observation_space["channel_gain"]``.
-        num_subchannels: K.
+        num_clients: N, from the observation space.
+        num_subchannels: K, or 0 for a ``participants`` decision without
+            ``channel_gain``.
         num_power_levels: L, or None if the action space has no ``"power"``.
+        context: The :class:`~rayfl.observation.SystemContext`, or None.
         np_random: The policy's own generator, set by :meth:`reset`.
     """
 
+    topologies: ClassVar[frozenset[str]] = _ALL_TOPOLOGIES
     required_keys: ClassVar[tuple[str, ...]] = ("channel_gain", "eligible")
+    action_parts: ClassVar[frozenset[str]] = frozenset({"assignment"})
+    optional_parts: ClassVar[frozenset[str]] = frozenset({"power"})
     allows_idle: ClassVar[bool] = False
 
     def __init__(
         self,
         observation_space: spaces.Space[Any],
         action_space: spaces.Space[Any],
+        *,
+        context: SystemContext | None = None,
         **params: Any,
     ) -> None:
         if params:
@@ -63,12 +91,39 @@ class Policy:
             )
         self.observation_space = observation_space
         self.action_space = action_space
-        self.num_clients, self.num_subchannels = _read_observation_space(
+        self.context = context
+        self.num_clients, num_subchannels = _read_observation_space(
             observation_space, self.required_keys
         )
-        self.num_power_levels = _read_action_space(
-            action_space, self.num_clients, self.num_subchannels
-        )
+        #: K; 0 when the observation has no ``channel_gain`` (client sets only)
+        self.num_subchannels: int = num_subchannels or 0
+        self.decides_participants = isinstance(action_space, spaces.MultiBinary)
+        if self.decides_participants:
+            if "participants" not in self.action_parts:
+                raise ValueError(
+                    f"{type(self).__name__} assigns subchannels; a MultiBinary "
+                    "action space (participants only) does not fit it"
+                )
+            if action_space.shape != (self.num_clients,):
+                raise ValueError(
+                    f"participants action space must be MultiBinary({self.num_clients}),"
+                    f" got {action_space!r}"
+                )
+            self.num_power_levels = None
+        else:
+            if "assignment" not in self.action_parts:
+                raise ValueError(
+                    f"{type(self).__name__} chooses participants only; its action "
+                    f"space must be MultiBinary(N), got {action_space!r}"
+                )
+            if not self.num_subchannels:
+                raise ValueError(
+                    f"{type(self).__name__} needs 'channel_gain' (N, K) in the "
+                    "observation space to assign subchannels"
+                )
+            self.num_power_levels = _read_action_space(
+                action_space, self.num_clients, self.num_subchannels
+            )
         self.np_random = np.random.default_rng()
         self.reset()
 
@@ -84,6 +139,8 @@ class Policy:
         """Return the action for one observation (checked against the rules)."""
         for key in self.required_keys:
             self._check_shape(key, np.shape(obs[key]) if key in obs else None, obs)
+        if self.decides_participants:
+            return cast(Action, self._participants_action(obs))
         assignment = self.schedule(obs)
         check_assignment(
             assignment, self.eligible_mask(obs), require_full=not self.allows_idle
@@ -93,6 +150,27 @@ class Policy:
     def schedule(self, obs: Observation) -> npt.NDArray[np.int64]:
         """Return the (K,) assignment for ``obs``; ``num_clients`` marks idle."""
         raise NotImplementedError(f"{type(self).__name__} must implement schedule(obs)")
+
+    def participants(self, obs: Observation) -> npt.NDArray[np.int64]:
+        """Return the ids of the clients that take part (action part ``participants``)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement participants(obs)"
+        )
+
+    def _participants_action(self, obs: Observation) -> npt.NDArray[np.int8]:
+        chosen = np.asarray(self.participants(obs), dtype=np.int64).reshape(-1)
+        if np.unique(chosen).size != chosen.size:
+            raise ValueError(f"participants repeat a client: {chosen.tolist()}")
+        eligible = self.eligible_mask(obs)
+        if chosen.size and (
+            chosen.min() < 0
+            or chosen.max() >= self.num_clients
+            or not eligible[chosen].all()
+        ):
+            raise ValueError(f"participants include an ineligible client: {chosen}")
+        mask = np.zeros(self.num_clients, dtype=self.action_space.dtype)
+        mask[chosen] = 1
+        return mask
 
     def field(self, obs: Observation, key: str) -> npt.NDArray[np.float64]:
         """Return ``obs[key]`` as float64, checking its shape (N,) or (N, K)."""
@@ -107,8 +185,11 @@ class Policy:
     ) -> None:
         if shape is None:
             raise ValueError(f"observation has no key {key!r}; got {sorted(obs)}")
-        expected: tuple[int, ...] = (self.num_clients, self.num_subchannels)
-        expected = expected if key == "channel_gain" else expected[:1]
+        expected: tuple[int, ...] = (self.num_clients,)
+        if key == "channel_gain":
+            expected = (self.num_clients, self.num_subchannels)
+        elif key == "round":
+            expected = (1,)
         if shape != expected:
             raise ValueError(
                 f"observation[{key!r}] has shape {shape}, expected {expected}"
@@ -146,26 +227,19 @@ class Policy:
 
 def _read_observation_space(
     space: spaces.Space[Any], keys: tuple[str, ...]
-) -> tuple[int, int]:
-    if not isinstance(space, spaces.Dict):
-        raise ValueError(f"observation_space must be a gymnasium Dict, got {space!r}")
-    for key in ("channel_gain", *keys):
-        if key not in space.spaces or not isinstance(space[key], spaces.Box):
-            raise ValueError(
-                f"observation_space needs a Box under {key!r}; "
-                f"has keys {sorted(space.spaces)}"
-            )
-    shape = tuple(space["channel_gain"].shape or ())
-    if len(shape) != 2 or min(shape) < 1:
-        raise ValueError(
-            f"observation_space['channel_gain'] must be (N, K), got {shape}"
-        )
-    num_clients, num_subchannels = shape
+) -> tuple[int, int | None]:
+    num_clients, num_subchannels = unit_shape(space)
+    boxes = cast(spaces.Dict, space).spaces
     for key in keys:
-        if key != "channel_gain" and space[key].shape != (num_clients,):
+        if key not in boxes or not isinstance(boxes[key], spaces.Box):
             raise ValueError(
-                f"observation_space[{key!r}] has shape {space[key].shape}, "
-                f"expected ({num_clients},)"
+                f"observation_space needs a Box under {key!r}; has keys {sorted(boxes)}"
+            )
+        expected = {"channel_gain": (num_clients, num_subchannels), "round": (1,)}
+        if boxes[key].shape != expected.get(key, (num_clients,)):
+            raise ValueError(
+                f"observation_space[{key!r}] has shape {boxes[key].shape}, "
+                f"expected {expected.get(key, (num_clients,))}"
             )
     return num_clients, num_subchannels
 

@@ -62,6 +62,8 @@ class ChannelThresholdPolicy(Policy):
         [1, 3]
     """
 
+    topologies: ClassVar[frozenset[str]] = frozenset({"d2d"})
+
     allows_idle: ClassVar[bool] = True
 
     def __init__(
@@ -71,6 +73,7 @@ class ChannelThresholdPolicy(Policy):
         *,
         epsilon: float = 0.05,
         max_neighbors: int | None = None,
+        context: Any = None,
     ) -> None:
         if not 0.0 < epsilon <= 1.0:
             raise ValueError(f"epsilon must be in (0, 1], got {epsilon}")
@@ -78,7 +81,7 @@ class ChannelThresholdPolicy(Policy):
             raise ValueError(f"max_neighbors must be >= 0, got {max_neighbors}")
         self.epsilon = float(epsilon)
         self.max_neighbors = max_neighbors
-        super().__init__(observation_space, action_space)
+        super().__init__(observation_space, action_space, context=context)
 
     def schedule(self, obs: Observation) -> npt.NDArray[np.int64]:
         """Return the sub-channel of each selected neighbor (N = idle)."""

@@ -139,6 +139,8 @@ class DelayMinPolicy(Policy):
         downlink_power_dbm: P^do, access-point transmit power [dBm].
     """
 
+    topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
+
     required_keys: ClassVar[tuple[str, ...]] = ("channel_gain", "eligible", "data_size")
 
     def __init__(
@@ -155,6 +157,7 @@ class DelayMinPolicy(Policy):
         local_steps: int = 60,
         downlink_bits: float | None = None,
         downlink_power_dbm: float = 23.0,
+        context: Any = None,
     ) -> None:
         positive = {
             "payload_bits": payload_bits,
@@ -183,7 +186,7 @@ class DelayMinPolicy(Policy):
             self.payload_bits if downlink_bits is None else float(downlink_bits)
         )
         self.downlink_power_dbm = float(downlink_power_dbm)
-        super().__init__(observation_space, action_space)
+        super().__init__(observation_space, action_space, context=context)
 
     def latency_s(self, obs: Observation) -> npt.NDArray[np.float64]:
         """Return d_{n,k} = d^do_n + d^lo_n + d^up_{n,k} [s], shape (N, K), §2.8."""

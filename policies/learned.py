@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -210,6 +210,8 @@ class LearnedPolicy(Policy):
         [0, 2]
     """
 
+    topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
+
     required_keys = (
         "channel_gain",
         "loss",
@@ -225,10 +227,12 @@ class LearnedPolicy(Policy):
         observation_space: Any,
         action_space: Any,
         checkpoint: str | Path | None = None,
+        *,
+        context: Any = None,
     ) -> None:
         self.network, self.meta = load_checkpoint(checkpoint)
         self.checkpoint = resolve_checkpoint(checkpoint)
-        super().__init__(observation_space, action_space)
+        super().__init__(observation_space, action_space, context=context)
 
     def scores(self, obs: Observation) -> npt.NDArray[np.float64]:
         """Return the (N,) scores the network gives the clients of ``obs``."""

@@ -18,7 +18,7 @@ sweep).
 |--------------|-----------|
 | λ (Neely's V) | ``V`` |
 | Q_i^fa, Q^de | ``fairness_queue_values``, ``delay_queue_value`` |
-| β_i (eq. 12) | ``beta`` (from the engine's accountant via ``bind_system``) |
+| β_i (eq. 12) | ``beta`` (the engine's accountant, through the run context) |
 | d^Avg | ``d_avg_s`` |
 | s^th | ``min_sparsity`` |
 | p̂_i (§4.4, [AMBIG-15]) | ``abs(D_i)/(N_sel·mean abs(D))`` |
@@ -34,8 +34,10 @@ Implementation details:
     2. [AMBIG-11] ``d_avg_s=None`` calibrates d^Avg on the first observation:
        ``d_avg_factor`` × the mean dense (s = 1) round delay of 200 random
        schedules of the eligible clients.
-    3. β_i comes from ``bind_system`` (T̂_i of the ledger's accountant, eq. 12);
-       without it β_i = min(1, N/abs(Û)).
+    3. Run constants come from the :class:`rayfl.observation.SystemContext`
+       (``context=``): abs(w), the link and CPU constants, τ·abs(b) and β_i (T̂_i
+       of the ledger's accountant, eq. 12), each only where the parameter was
+       left at its default; without β_i from either, β_i = min(1, N/abs(Û)).
     4. Powers are quantised down to the env's L levels P^max·(l+1)/L.
     5. Clients outside Û keep their queue values frozen.
     6. Large systems only (more than ``max_candidates`` available clients, never
@@ -47,6 +49,7 @@ Implementation details:
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, ClassVar, cast
 
 import numpy as np
@@ -60,8 +63,64 @@ from policies.lyapunov_solver import (
     solve_alternating,
     solve_sweep,
 )
+from rayfl.observation import (
+    LinkConstants,
+    PrivacyConstants,
+    SystemContext,
+    TrainingConstants,
+)
 
 __all__ = ["LyapunovPolicy"]
+
+
+#: Defaults of the parameters :meth:`LyapunovPolicy.apply_context` may fill.
+_DEFAULTS: dict[str, Any] = {
+    "model_dim": 1_663_370,
+    "bandwidth_hz": 15e3,
+    "noise_psd_dbm_hz": -107.0 - 10.0 * math.log10(15e3),
+    "tx_power_dbm": 30.0,
+    "downlink_power_dbm": 23.0,
+    "cycles_per_sample": 2e5,
+    "cpu_freq_hz": 1.8e9,
+    "compute_samples": None,
+    "effective_capacitance": 2e-28,
+    "beta": None,
+}
+
+
+def _context_of(system: Any) -> SystemContext:
+    """The star context of an ``FLSystem`` (duck-typed; for :meth:`bind_system`)."""
+    cfg = system.config
+    wireless = cfg.wireless
+    link = None
+    if wireless is not None:
+        link = LinkConstants(
+            bandwidth_hz=float(wireless.bandwidth_hz),
+            noise_psd_dbm_hz=float(wireless.noise_psd_dbm_hz),
+            tx_power_dbm=float(wireless.tx_power_dbm),
+            bs_tx_power_dbm=float(wireless.bs_tx_power_dbm),
+            qam_order=int(wireless.qam_order),
+            max_latency_s=wireless.max_latency_s,
+            downlink_latency=bool(wireless.downlink_latency),
+            cpu_cycles_per_sample=float(wireless.cpu_cycles_per_sample),
+            cpu_frequency_hz=float(wireless.cpu_frequency_hz),
+            effective_capacitance=float(wireless.effective_capacitance),
+        )
+    algo = cfg.algorithm
+    beta = system.uplink.participation_target()
+    return SystemContext(
+        topology="star",
+        seed=int(cfg.seed),
+        rounds=int(cfg.rounds),
+        model_dim=int(system.dim),
+        link=link,
+        privacy=PrivacyConstants(
+            participation_target=None if beta is None else tuple(map(float, beta))
+        ),
+        training=TrainingConstants(
+            local_steps=algo.local_steps, batch_size=algo.batch_size
+        ),
+    )
 
 
 def _dbm_to_w(dbm: float) -> float:
@@ -81,8 +140,8 @@ class LyapunovPolicy(Policy):
         fairness_queue: "as_printed" or "lower_bound" ([AMBIG-3]).
         solver: "alternating" (paper) or "sweep" (exact at P^max).
         payload_mode: "sec2" (z = 32·abs(w), z0 = abs(w)) or "paper_sec5".
-        model_dim: abs(w) (default: the paper's FMNIST CNN, §5.2); the runner
-            replaces it with the run's model through ``bind_system``.
+        model_dim: abs(w) (default: the paper's FMNIST CNN, §5.2; the run's
+            model when a context is given).
         max_candidates: With more available clients than this, keep only the
             union over channels of the ``num_subchannels`` best clients by
             penalty weight and by dense delay (detail 6); None = never.
@@ -97,7 +156,14 @@ class LyapunovPolicy(Policy):
         energy_max_j: E^max; None = C6 inactive.
         effective_capacitance: χ.
         control_index: Column of ``sparsity`` in the controls table.
+        beta: β_i per client (eq. 12); None: from the context, else
+            min(1, N/abs(Û)).
+        context: The run context; parameters left at their defaults are
+            filled from it (:meth:`apply_context`).
     """
+
+    topologies: ClassVar[frozenset[str]] = frozenset({"star"})
+    optional_parts: ClassVar[frozenset[str]] = frozenset({"power", "controls"})
 
     required_keys: ClassVar[tuple[str, ...]] = ("channel_gain", "eligible", "data_size")
 
@@ -126,6 +192,7 @@ class LyapunovPolicy(Policy):
         control_index: int = 0,
         beta: list[float] | None = None,
         max_candidates: int | None = 100,
+        context: SystemContext | None = None,
     ) -> None:
         if not V > 0:
             raise ValueError(f"V must be > 0, got {V}")
@@ -162,31 +229,98 @@ class LyapunovPolicy(Policy):
         self.control_index = int(control_index)
         self.max_candidates = max_candidates
         self.beta_param = None if beta is None else np.asarray(beta, np.float64)
-        super().__init__(observation_space, action_space)
+        # parameters the user passed (not at their default): the context leaves them
+        self._given = {
+            name
+            for name, value in (
+                ("model_dim", model_dim),
+                ("bandwidth_hz", bandwidth_hz),
+                ("noise_psd_dbm_hz", noise_psd_dbm_hz),
+                ("tx_power_dbm", tx_power_dbm),
+                ("downlink_power_dbm", downlink_power_dbm),
+                ("cycles_per_sample", cycles_per_sample),
+                ("cpu_freq_hz", cpu_freq_hz),
+                ("compute_samples", compute_samples),
+                ("effective_capacitance", effective_capacitance),
+                ("beta", beta),
+            )
+            if (
+                value is not None
+                if _DEFAULTS[name] is None
+                else value != _DEFAULTS[name]
+            )
+        }
+        if context is not None:
+            self.apply_context(context)
+        super().__init__(observation_space, action_space, context=context)
         if self.beta_param is not None and self.beta_param.shape != (self.num_clients,):
             raise ValueError(f"beta must have {self.num_clients} entries")
 
-    # ------------------------------------------------------------ engine hook
-    def bind_system(self, system: Any) -> None:
-        """Read run constants from an ``FLSystem`` (duck-typed; runner hook)."""
-        self.model_dim = int(system.dim)
-        wireless = system.config.wireless
-        if wireless is not None:
-            self.bandwidth_hz = float(wireless.bandwidth_hz)
-            self.noise_psd_dbm_hz = float(wireless.noise_psd_dbm_hz)
-            self.tx_power_dbm = float(wireless.tx_power_dbm)
-            self.downlink_power_dbm = (
-                float(wireless.bs_tx_power_dbm) if wireless.downlink_latency else None
+    # ------------------------------------------------------------ run context
+    def apply_context(self, context: SystemContext, *, override: bool = False) -> None:
+        """Fill the run constants from ``context`` (module detail 3).
+
+        Parameters left at their defaults take the context's value; one the
+        user passed (a value other than the default) is kept unless
+        ``override``. Filled: ``model_dim`` (abs(w)); from ``context.link``,
+        ``bandwidth_hz``, ``noise_psd_dbm_hz``, ``tx_power_dbm``,
+        ``downlink_power_dbm`` (the BS power when the round time includes the
+        downlink, else None), ``cycles_per_sample``, ``cpu_freq_hz``,
+        ``effective_capacitance``; ``compute_samples`` = τ·abs(b) from
+        ``context.training``; ``beta`` from ``context.privacy``.
+
+        Args:
+            context: The run context.
+            override: Replace even parameters the user passed (what the
+                deprecated :meth:`bind_system` always did).
+        """
+        values: dict[str, Any] = {"model_dim": int(context.model_dim)}
+        link = context.link
+        if link is not None:
+            values.update(
+                bandwidth_hz=float(link.bandwidth_hz),
+                noise_psd_dbm_hz=float(link.noise_psd_dbm_hz),
+                tx_power_dbm=float(link.tx_power_dbm),
+                downlink_power_dbm=(
+                    float(link.bs_tx_power_dbm)
+                    if link.downlink_latency and link.bs_tx_power_dbm is not None
+                    else None
+                ),
             )
-            self.cycles_per_sample = float(wireless.cpu_cycles_per_sample)
-            self.cpu_freq_hz = float(wireless.cpu_frequency_hz)
-            self.effective_capacitance = float(wireless.effective_capacitance)
-        algo = system.config.algorithm
-        if algo.local_steps:
-            self.compute_samples = float(algo.local_steps * algo.batch_size)
-        beta = system.uplink.participation_target()
-        if beta is not None:
-            self.beta_param = np.asarray(beta, np.float64)
+            for name, value in (
+                ("cycles_per_sample", link.cpu_cycles_per_sample),
+                ("cpu_freq_hz", link.cpu_frequency_hz),
+                ("effective_capacitance", link.effective_capacitance),
+            ):
+                if value is not None:
+                    values[name] = float(value)
+        training = context.training
+        if training.local_steps and training.batch_size:
+            values["compute_samples"] = float(
+                training.local_steps * training.batch_size
+            )
+        if context.privacy.participation_target is not None:
+            values["beta"] = context.privacy.participation_target
+        for name, value in values.items():
+            if override or name not in self._given:
+                if name == "beta":
+                    self.beta_param = np.asarray(value, np.float64)
+                else:
+                    setattr(self, name, value)
+
+    def bind_system(self, system: Any) -> None:
+        """Read run constants from an ``FLSystem`` (deprecated; pass ``context=``).
+
+        Builds the :class:`~rayfl.observation.SystemContext` of ``system`` and
+        applies it with ``override=True``, as this hook always did.
+        """
+        warnings.warn(
+            "LyapunovPolicy.bind_system is deprecated; build the policy with "
+            "make_policy(..., context=SystemContext(...))",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.apply_context(_context_of(system), override=True)
 
     def reset(self, seed: int | None = None) -> None:
         """Zero the queues, forget the calibration and the last decision."""
@@ -221,8 +355,8 @@ class LyapunovPolicy(Policy):
     def _dim(self) -> int:
         if self.model_dim is None:
             raise ValueError(
-                "LyapunovPolicy needs model_dim (pass it, or run it through the "
-                "runner, which calls bind_system)"
+                "LyapunovPolicy needs model_dim (pass it, or a context= with "
+                "the run's model size)"
             )
         return int(self.model_dim)
 

@@ -199,6 +199,9 @@ class MinMaxPolicy(Policy):
         [1, 0]
     """
 
+    topologies: ClassVar[frozenset[str]] = frozenset({"star"})
+    optional_parts: ClassVar[frozenset[str]] = frozenset({"power", "controls"})
+
     allows_idle: ClassVar[bool] = True  # only when C5 leaves no feasible client
     uses_controls: ClassVar[bool] = True  # the runner builds its env with controls
 
@@ -218,6 +221,7 @@ class MinMaxPolicy(Policy):
         adjust: bool = True,
         assume_error_free: bool = False,
         control_names: tuple[str, ...] | list[str] = CONTROL_NAMES,
+        context: Any = None,
         **bound: Any,
     ) -> None:
         if not bandwidth_hz > 0:
@@ -251,7 +255,7 @@ class MinMaxPolicy(Policy):
         self.control_names = tuple(control_names)
         self.last_solution: dict[str, Any] = {}
         self._controls: npt.NDArray[np.float32] | None = None
-        super().__init__(observation_space, action_space)
+        super().__init__(observation_space, action_space, context=context)
         self.controls_space: spaces.Box | None = None
         if isinstance(action_space, spaces.Dict) and "controls" in action_space.spaces:
             box = action_space["controls"]
@@ -368,6 +372,8 @@ class NonAdjustmentPolicy(MinMaxPolicy):
     """
 
     uses_controls: ClassVar[bool] = False
+    topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
+    optional_parts: ClassVar[frozenset[str]] = frozenset({"power"})
 
     def __init__(
         self,

@@ -81,12 +81,13 @@ class ProportionalFairPolicy(Policy):
         action_space: spaces.Space[Any],
         *,
         window: float = 20.0,
+        context: Any = None,
     ) -> None:
         if not window >= 1.0:
             raise ValueError(f"window must be >= 1 round, got {window}")
         self.window = float(window)
         self.average_gain: npt.NDArray[np.float64] | None = None
-        super().__init__(observation_space, action_space)
+        super().__init__(observation_space, action_space, context=context)
 
     def reset(self, seed: int | None = None) -> None:
         """Reset the generator and forget the average SNRs."""

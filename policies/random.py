@@ -7,6 +7,16 @@ without replacement, and gives each one a subchannel.
 
 Symbol table: N → ``num_clients``, K → ``num_subchannels``.
 
+Two cases of one rule (action part ``participants`` or ``assignment``):
+
+- with a subchannel assignment (``MultiDiscrete`` action), K clients and the
+  subchannels they get are drawn from ``self.np_random``;
+- with a client set only (``MultiBinary(N)`` action, no channel model), k =
+  ``clients_per_round`` (default K, or N without ``channel_gain``) clients are
+  drawn from the run's keyed stream ``context.rng("schedule", round=t)``, the
+  draw ``rayfl.scheduler.Scheduler`` made for ``random``; without a context,
+  from ``self.np_random``.
+
 Implementation details:
     1. Only eligible clients are drawn (privacy/T0 budget); with fewer than K
        eligible, all of them are scheduled and the other subchannels idle.
@@ -16,14 +26,25 @@ Implementation details:
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 import numpy.typing as npt
 
+from policies.all_clients import participant_cap
 from policies.base import Observation, Policy
 
 
 class RandomPolicy(Policy):
     """Schedule K eligible clients uniformly at random (Yang et al. 2020, RS).
+
+    Args:
+        observation_space: The unit's observation space.
+        action_space: The assignment space, or ``MultiBinary(N)`` for a client
+            set only.
+        clients_per_round: k of a client-set decision (default K, or N without
+            ``channel_gain``); an assignment always fills up to K subchannels.
+        context: The run context; keys the client-set draw.
 
     Example:
         >>> from gymnasium import spaces
@@ -36,6 +57,29 @@ class RandomPolicy(Policy):
         >>> sorted(policy(obs).tolist())
         [0, 2]
     """
+
+    required_keys: ClassVar[tuple[str, ...]] = ("eligible",)
+    action_parts: ClassVar[frozenset[str]] = frozenset({"participants", "assignment"})
+
+    def __init__(
+        self,
+        observation_space: Any,
+        action_space: Any,
+        *,
+        clients_per_round: int | None = None,
+        context: Any = None,
+    ) -> None:
+        super().__init__(observation_space, action_space, context=context)
+        self.k = participant_cap(self, clients_per_round)
+
+    def participants(self, obs: Observation) -> npt.NDArray[np.int64]:
+        """Draw min(k, #eligible) eligible clients, sorted by id."""
+        eligible = np.flatnonzero(self.eligible_mask(obs))
+        rng = self.np_random
+        if self.context is not None:
+            rng = self.context.rng("schedule", round=int(self.field(obs, "round")[0]))
+        count = min(self.k, eligible.size)
+        return np.sort(rng.choice(eligible, size=count, replace=False))
 
     def schedule(self, obs: Observation) -> npt.NDArray[np.int64]:
         """Draw min(K, #eligible) distinct eligible clients and random subchannels."""

@@ -49,6 +49,8 @@ class RandomNeighborsPolicy(Policy):
         [1, 0]
     """
 
+    topologies: ClassVar[frozenset[str]] = frozenset({"d2d"})
+
     allows_idle: ClassVar[bool] = True
 
     def __init__(
@@ -57,11 +59,12 @@ class RandomNeighborsPolicy(Policy):
         action_space: spaces.Space[Any],
         *,
         probability: float = 0.5,
+        context: Any = None,
     ) -> None:
         if not 0.0 <= probability <= 1.0:
             raise ValueError(f"probability must be in [0, 1], got {probability}")
         self.probability = float(probability)
-        super().__init__(observation_space, action_space)
+        super().__init__(observation_space, action_space, context=context)
 
     def schedule(self, obs: Observation) -> npt.NDArray[np.int64]:
         """Return the sub-channel of each randomly selected neighbor (N = idle)."""

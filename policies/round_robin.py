@@ -23,15 +23,20 @@ Implementation details:
        Sec. VII: cyclic order over eligible clients, subchannels in index
        order), so a client may land on a deep fade and suffer its uplink errors.
     3. ``reset`` puts the cursor back on client 0.
+    4. With a client set only (``MultiBinary(N)`` action, no channel model) the
+       rule takes k = ``clients_per_round`` ids (default K, or N without
+       ``channel_gain``) and returns them sorted: the round robin of
+       ``rayfl.scheduler.Scheduler``, whose cursor walks the same way.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from policies.all_clients import participant_cap
 from policies.base import Observation, Policy
 
 #: Values of the ``subchannels`` parameter.
@@ -47,6 +52,9 @@ class RoundRobinPolicy(Policy):
         subchannels: How the chosen clients get subchannels: ``"best_gain"``
             (Hungarian matching maximising Σ gain [dB], the default) or
             ``"index"`` (the i-th chosen client takes subchannel i).
+        clients_per_round: k of a client-set decision (``MultiBinary(N)``
+            action; default K, or N without ``channel_gain``).
+        context: Unused (accepted for the common signature).
 
     Attributes:
         cursor: Id the next round starts its scan from.
@@ -68,6 +76,9 @@ class RoundRobinPolicy(Policy):
         observation_space: Any,
         action_space: Any,
         subchannels: Literal["best_gain", "index"] = "best_gain",
+        *,
+        clients_per_round: int | None = None,
+        context: Any = None,
     ) -> None:
         if subchannels not in SUBCHANNEL_RULES:
             raise ValueError(
@@ -76,12 +87,24 @@ class RoundRobinPolicy(Policy):
             )
         self.subchannels = subchannels
         self.cursor = 0
-        super().__init__(observation_space, action_space)
+        super().__init__(observation_space, action_space, context=context)
+        self.k = participant_cap(self, clients_per_round)
+
+    required_keys: ClassVar[tuple[str, ...]] = ("eligible",)
+    action_parts: ClassVar[frozenset[str]] = frozenset({"participants", "assignment"})
 
     def reset(self, seed: int | None = None) -> None:
         """Reset the generator and put the cursor back on client 0."""
         super().reset(seed)
         self.cursor = 0
+
+    def participants(self, obs: Observation) -> npt.NDArray[np.int64]:
+        """Take the next k eligible ids from the cursor, sorted."""
+        order = (np.arange(self.num_clients) + self.cursor) % self.num_clients
+        chosen = order[self.eligible_mask(obs)[order]][: self.k]
+        if chosen.size:
+            self.cursor = int(chosen[-1] + 1) % self.num_clients
+        return np.sort(chosen)
 
     def schedule(self, obs: Observation) -> npt.NDArray[np.int64]:
         """Take the next K eligible ids from the cursor, then give them subchannels."""

@@ -125,21 +125,18 @@ def check_name(field: str, name: str, allowed: Iterable[str]) -> str:
 def policy_names(*, builtin: bool = True) -> list[str]:
     """Return every valid ``scheduler.policy`` name, sorted.
 
-    The union of the runner's built-in selection rules
-    (``rayfl.scheduler.BUILTIN_POLICIES``: all, random, round_robin) and the
-    policy registry (``policies.POLICIES``, including policies registered at run
-    time with ``policies.register_policy``). Both are imported here, not at module
-    level, so importing the config does not import them.
+    The names of the one policy registry (:data:`rayfl.registry.POLICIES`,
+    including policies registered at run time with ``register_policy``).
 
     Args:
-        builtin: Include the built-in rules (False: the registry only, e.g. for
-            a D2D neighbour-selection policy).
+        builtin: Include the rules that choose a client set only
+            (:data:`rayfl.registry.PARTICIPANT_RULES`: ``all``, ``uniform``);
+            False for fields that need a subchannel assignment, e.g. a D2D
+            neighbour-selection policy.
     """
-    from policies.registry import registered_names
+    from rayfl.registry import PARTICIPANT_RULES, registered_names
 
-    names = set(registered_names())
+    names = registered_names()
     if builtin:
-        from rayfl.scheduler import BUILTIN_POLICIES
-
-        names.update(BUILTIN_POLICIES)
-    return sorted(names)
+        return names
+    return [name for name in names if name not in PARTICIPANT_RULES]

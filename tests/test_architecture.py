@@ -39,7 +39,6 @@ DYNAMIC_IMPORT_EXCEPTIONS = {
     "rayfl/hierarchy/__init__.py",  # lazy re-exports of rayfl.hierarchy modules
     "rayfl/cli.py",  # `rayfl bench NAME` loads rayfl.benchmarks.NAME
     "rayfl/algorithms/registry.py",  # algorithm kinds by "module:Class"
-    "policies/registry.py",  # becomes a re-export of rayfl.registry
 }
 DYNAMIC_IMPORT_HOMES = {"rayfl/registry.py", "rayfl/checkpoint.py"}
 

@@ -88,13 +88,16 @@ def test_no_suggestion_when_nothing_is_close():
     assert "allowed: 'age_based', 'all', 'best_channel'" in message
 
 
-def test_policy_names_is_the_union_of_both_registries():
+def test_policy_names_are_the_one_registry():
     from policies.registry import POLICIES, register_policy
-    from rayfl.scheduler import BUILTIN_POLICIES
+    from rayfl.registry import POLICIES as REGISTRY
 
+    assert POLICIES is REGISTRY
     names = policy_names()
-    assert set(names) == set(BUILTIN_POLICIES) | set(POLICIES)
-    assert "all" not in policy_names(builtin=False)
+    assert names == sorted(REGISTRY)
+    assert {"all", "random", "round_robin", "uniform"} <= set(names)
+    # fields that need a subchannel assignment leave out the client-set rules
+    assert policy_names(builtin=False) == sorted(set(names) - {"all", "uniform"})
     # a policy registered at run time is accepted at once
     register_policy("my_test_policy", "policies.random:RandomPolicy")
     try:

@@ -11,6 +11,8 @@ MODULES = [
     "policies.assignment",
     "policies.base",
     "policies.registry",
+    "policies.all_clients",
+    "policies.uniform",
     "policies.random",
     "policies.round_robin",
     "policies.proportional_fair",
@@ -22,6 +24,9 @@ MODULES = [
     "policies.features",
     "policies.learned",
     "policies.random_neighbors",
+    "policies.lyapunov",
+    "rayfl.observation",
+    "rayfl.registry",
 ]
 
 

@@ -103,3 +103,123 @@ def test_bad_parameters_are_named():
         make_policy("lyapunov", (observation_space, action_space), fairness_queue="x")
     with pytest.raises(ValueError, match="V must be"):
         make_policy("lyapunov", (observation_space, action_space), V=0.0)
+
+
+def _old_bind_system(policy, system):
+    """Copy of ``LyapunovPolicy.bind_system`` before the run context (the oracle)."""
+    policy.model_dim = int(system.dim)
+    wireless = system.config.wireless
+    if wireless is not None:
+        policy.bandwidth_hz = float(wireless.bandwidth_hz)
+        policy.noise_psd_dbm_hz = float(wireless.noise_psd_dbm_hz)
+        policy.tx_power_dbm = float(wireless.tx_power_dbm)
+        policy.downlink_power_dbm = (
+            float(wireless.bs_tx_power_dbm) if wireless.downlink_latency else None
+        )
+        policy.cycles_per_sample = float(wireless.cpu_cycles_per_sample)
+        policy.cpu_freq_hz = float(wireless.cpu_frequency_hz)
+        policy.effective_capacitance = float(wireless.effective_capacitance)
+    algo = system.config.algorithm
+    if algo.local_steps:
+        policy.compute_samples = float(algo.local_steps * algo.batch_size)
+    beta = system.uplink.participation_target()
+    if beta is not None:
+        policy.beta_param = np.asarray(beta, np.float64)
+
+
+@pytest.mark.parametrize("downlink", [True, False])
+def test_context_gives_the_actions_bind_system_gave(downlink):
+    # Arrange: a duck-typed FLSystem with non-default constants everywhere
+    from types import SimpleNamespace
+
+    from rayfl.observation import (
+        LinkConstants,
+        PrivacyConstants,
+        SystemContext,
+        TrainingConstants,
+    )
+    from rayfl.wireless.config import WirelessConfig
+
+    n, k = 10, 3
+    wireless = WirelessConfig(
+        num_subchannels=k,
+        bandwidth_hz=1e6,
+        noise_psd_dbm_hz=-170.0,
+        tx_power_dbm=20.0,
+        bs_tx_power_dbm=40.0,
+        downlink_latency=downlink,
+        cpu_cycles_per_sample=1e4,
+        cpu_frequency_hz=2e9,
+        effective_capacitance=1e-27,
+    )
+    beta = np.linspace(0.2, 0.5, n)
+    system = SimpleNamespace(
+        dim=7_850,
+        config=SimpleNamespace(
+            seed=0,
+            rounds=20,
+            wireless=wireless,
+            algorithm=SimpleNamespace(local_steps=5, batch_size=32),
+        ),
+        uplink=SimpleNamespace(participation_target=lambda: beta),
+    )
+    context = SystemContext(
+        topology="star",
+        seed=0,
+        rounds=20,
+        model_dim=7_850,
+        link=LinkConstants(
+            bandwidth_hz=1e6,
+            noise_psd_dbm_hz=-170.0,
+            tx_power_dbm=20.0,
+            bs_tx_power_dbm=40.0,
+            downlink_latency=downlink,
+            cpu_cycles_per_sample=1e4,
+            cpu_frequency_hz=2e9,
+            effective_capacitance=1e-27,
+        ),
+        privacy=PrivacyConstants(participation_target=tuple(beta)),
+        training=TrainingConstants(local_steps=5, batch_size=32),
+    )
+    spaces_ = controls_spaces(n, k)
+    oracle = make_policy("lyapunov", spaces_)
+    _old_bind_system(oracle, system)
+    bound = make_policy("lyapunov", spaces_)
+    with pytest.warns(DeprecationWarning, match="bind_system is deprecated"):
+        bound.bind_system(system)
+    given = make_policy("lyapunov", spaces_, context=context)
+    policies = (oracle, bound, given)
+    for policy in policies:
+        policy.reset(seed=4)
+    rng = np.random.default_rng(5)
+    # Act / Assert: same decisions, round after round (queues included)
+    for _ in range(20):
+        obs = sample_observation(spaces_[0], rng)
+        actions = [policy(obs) for policy in policies]
+        for action in actions[1:]:
+            for part in ("assignment", "power", "controls"):
+                np.testing.assert_array_equal(action[part], actions[0][part])
+    assert given.model_dim == 7_850 and given.compute_samples == 160.0
+    assert given.downlink_power_dbm == (40.0 if downlink else None)
+
+
+def test_explicit_parameters_win_over_the_context():
+    from rayfl.observation import LinkConstants, SystemContext
+
+    context = SystemContext(
+        topology="star",
+        seed=0,
+        rounds=5,
+        model_dim=500,
+        link=LinkConstants(bandwidth_hz=1e6, noise_psd_dbm_hz=-170, tx_power_dbm=20),
+    )
+    spaces_ = controls_spaces(4, 2)
+    policy = make_policy(
+        "lyapunov", spaces_, context=context, model_dim=900, bandwidth_hz=2e4
+    )
+    assert (policy.model_dim, policy.bandwidth_hz) == (900, 2e4)
+    assert policy.tx_power_dbm == 20.0  # left at its default: from the context
+    default = make_policy("lyapunov", spaces_)
+    assert (default.model_dim, default.tx_power_dbm) == (1_663_370, 30.0)
+    policy.apply_context(context, override=True)  # what bind_system did
+    assert (policy.model_dim, policy.bandwidth_hz) == (500, 1e6)

@@ -14,6 +14,8 @@ from policies.proportional_fair import ProportionalFairPolicy
 from tests.policies.helpers import make_spaces
 
 NAMES = [
+    "all",
+    "uniform",
     "random",
     "round_robin",
     "proportional_fair",
@@ -30,11 +32,12 @@ NAMES = [
 
 
 @pytest.fixture
-def clean_registry(monkeypatch):
-    monkeypatch.setattr("policies.registry.POLICIES", dict(POLICIES))
-    from policies import registry
-
-    return registry.POLICIES
+def clean_registry():
+    """The one registry dict, restored (in place: it is shared) after the test."""
+    saved = dict(POLICIES)
+    yield POLICIES
+    POLICIES.clear()
+    POLICIES.update(saved)
 
 
 def test_registered_names_and_public_api():
@@ -125,3 +128,48 @@ def test_register_then_make(clean_registry):
 def test_register_bad_entry_point_raises(clean_registry, entry_point):
     with pytest.raises(ValueError, match="module:Class"):
         register_policy("x", entry_point)
+
+
+def test_one_registry_shared_by_policies_names_and_rayfl(clean_registry):
+    import rayfl.registry
+    from rayfl.names import policy_names
+
+    assert POLICIES is rayfl.registry.POLICIES is policies.registry.POLICIES
+    rayfl.registry.register_policy("greedy", "policies.best_channel:BestChannelPolicy")
+    assert "greedy" in POLICIES and "greedy" in policy_names()
+    assert "greedy" in policy_names(builtin=False)
+    register_policy("greedy2", "policies.best_channel:BestChannelPolicy")
+    assert "greedy2" in rayfl.registry.POLICIES
+
+
+def test_participant_rules_are_the_client_set_only_policies():
+    from rayfl.names import policy_names
+    from rayfl.registry import PARTICIPANT_RULES, policy_class
+
+    only_participants = {
+        name
+        for name in POLICIES
+        if policy_class(name).action_parts == frozenset({"participants"})
+    }
+    assert set(PARTICIPANT_RULES) == only_participants == {"all", "uniform"}
+    assert set(policy_names()) - set(policy_names(builtin=False)) == only_participants
+
+
+def test_make_policy_hands_the_context_to_the_policy():
+    from rayfl.observation import SystemContext
+
+    context = SystemContext(topology="star", seed=1, rounds=2, model_dim=10)
+    policy = make_policy("best_channel", make_spaces(3, 2), context=context)
+    assert policy.context is context
+    assert make_policy("best_channel", make_spaces(3, 2)).context is None
+
+
+def test_load_resolves_entry_points_and_rejects_bad_ones():
+    from rayfl.registry import ENVS, load
+
+    assert load("policies.random:RandomPolicy") is policies.random.RandomPolicy
+    assert set(ENVS) == {"star", "hierarchical", "d2d", "rl"}
+    with pytest.raises(ValueError, match="module:Class"):
+        load("policies.random")
+    with pytest.raises(AttributeError):
+        load("policies.random:NoSuchPolicy")
