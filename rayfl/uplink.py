@@ -5,7 +5,8 @@ The driver owns what is global to a run and small: the calibrated noise std
 the per-client privacy ledger. Client actors do the per-client work (clip, noise,
 compress); the cloud applies the channel to payloads. This class turns a round's
 schedule and payload sizes into the :class:`LinkOutcome` the cloud applies and
-the per-client rows (SNR, latency, energy) the log keeps.
+the per-client rows (SNR, latency, energy) the log keeps. It reads the config
+sections of :class:`UplinkSections`, not the whole run config.
 
 | paper symbol | code name |
 |--------------|-----------|
@@ -38,15 +39,18 @@ Implementation details:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from rayfl.actors.cloud import LinkOutcome
-from rayfl.config import RunConfig
+from rayfl.algorithms.config import LocalTrainingConfig
+from rayfl.compression.config import CompressionConfig
 from rayfl.privacy.accountant import PrivacyLedger
 from rayfl.privacy.calibration import calibrate_noise_std, nominal_epsilon
+from rayfl.privacy.config import PrivacyConfig
 from rayfl.privacy.participation import (
     LocalDPSGD,
     draw_epsilon_budgets,
@@ -61,10 +65,39 @@ from rayfl.privacy.sensitivity import (
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.wireless.channel import ChannelState, WirelessChannel, shannon_rate_bps
+from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.cost import transmission_time_s
 from rayfl.wireless.effects import uplink_round
 
-__all__ = ["UplinkModel"]
+__all__ = ["UplinkModel", "UplinkSections"]
+
+
+@dataclass(frozen=True)
+class UplinkSections:
+    """The config sections the uplink model reads: a narrow view of a run.
+
+    Attributes:
+        privacy: The ``privacy`` section (calibration, ledger, T0, ε budget).
+        compression: The ``compression`` section (quantizer bits, sparsity).
+        algorithm: The ``algorithm`` section (local steps, batch size; the
+            algorithm's own calibration and DP-SGD settings).
+        wireless: The ``wireless`` section, or None for ideal links.
+        seed: The run's seed.
+        rounds: The run's communication rounds T (the planned releases when
+            ``privacy.max_uploads`` is unset).
+    """
+
+    privacy: PrivacyConfig
+    compression: CompressionConfig
+    algorithm: LocalTrainingConfig
+    wireless: WirelessConfig | None
+    seed: int
+    rounds: int
+
+    @classmethod
+    def of(cls, config: Any) -> UplinkSections:
+        """Return the sections of ``config`` (a run config, or any object with them)."""
+        return cls(**{f.name: getattr(config, f.name) for f in fields(cls)})
 
 
 def downlink_time_s(
@@ -78,7 +111,7 @@ def downlink_time_s(
 
 
 def _local_dp_sgd(
-    config: RunConfig, num_train: npt.NDArray[np.int64]
+    config: UplinkSections, num_train: npt.NDArray[np.int64]
 ) -> LocalDPSGD | None:
     """Return the per-client DP-SGD accounting of a ``sparse_dp`` run, else None."""
     algo = config.algorithm
@@ -148,7 +181,7 @@ def epsilon_note(
     )
 
 
-def _dither_scale(config: RunConfig, num_train: npt.NDArray[np.int64]) -> float:
+def _dither_scale(config: UplinkSections, num_train: npt.NDArray[np.int64]) -> float:
     """Return the Laplace scale b of the WPFL paper's Dithering baseline, else 0."""
     algo = config.algorithm
     if algo.kind != "wpfl" or getattr(algo, "dp_mechanism", None) != "dithering":
@@ -162,18 +195,23 @@ class UplinkModel:
     """Noise calibration, channel realisations and the privacy ledger of a run.
 
     Args:
-        config: The run config.
+        sections: The config sections it reads. A whole run config is accepted
+            too and narrowed with :meth:`UplinkSections.of` (what
+            :meth:`from_config` does), until every caller passes sections.
         num_train: Train-split size of each client (N,).
+        model_dim: Model size d (the downlink time and the Dithering ε need it).
     """
 
     def __init__(
         self,
-        config: RunConfig,
+        sections: UplinkSections | Any,
         *,
         num_train: npt.ArrayLike,
         model_dim: int | None = None,
     ) -> None:
-        self.config = config
+        if not isinstance(sections, UplinkSections):
+            sections = UplinkSections.of(sections)
+        self.sections = config = sections
         self.model_dim = model_dim
         self.num_train = np.asarray(num_train, dtype=np.int64)
         n = len(self.num_train)
@@ -247,13 +285,26 @@ class UplinkModel:
             wireless.effects != "none" or wireless.snr_threshold_db is not None
         )
 
+    @classmethod
+    def from_config(
+        cls, config: Any, *, num_train: npt.ArrayLike, model_dim: int | None = None
+    ) -> UplinkModel:
+        """Return the uplink model of a whole run config (a temporary adapter).
+
+        Args:
+            config: A run config (anything with the fields of :class:`UplinkSections`).
+            num_train: Train-split size of each client (N,).
+            model_dim: Model size d.
+        """
+        return cls(UplinkSections.of(config), num_train=num_train, model_dim=model_dim)
+
     # ---------------------------------------------------------------- channel
     def channel_state(self, round: int) -> ChannelState | None:
         """Return round ``round``'s channel realisation (None with ideal links)."""
         if self.channel is None:
             return None
         if round not in self._states:
-            rng = rng_for(self.config.seed, "channel", round=round)
+            rng = rng_for(self.sections.seed, "channel", round=round)
             self._states = {round: self.channel.realize(rng)}
         return self._states[round]
 
@@ -272,7 +323,7 @@ class UplinkModel:
             packet_error_rate, latency_s, energy_j}}`` and the link outcome.
         """
         state = self.channel_state(round)
-        wireless = self.config.wireless
+        wireless = self.sections.wireless
         if state is None or wireless is None or len(schedule.clients) == 0:
             return {}, None
         if np.any(schedule.subchannel < 0):
@@ -282,7 +333,7 @@ class UplinkModel:
         power = np.where(
             np.isnan(schedule.tx_power_w), state.tx_power_w, schedule.tx_power_w
         )
-        algo = self.config.algorithm
+        algo = self.sections.algorithm
         samples = (
             algo.local_steps * algo.batch_size
             if algo.local_steps
@@ -295,7 +346,7 @@ class UplinkModel:
             tx_power_w=power,
             payload_bits=payload_bits,
             num_samples=samples,
-            bits_per_element=self.config.compression.quantize_bits or 32,
+            bits_per_element=self.sections.compression.quantize_bits or 32,
             config=wireless,
         )
         latency_s = out.latency_s
@@ -305,14 +356,14 @@ class UplinkModel:
             )
         delivered = ~out.outage & ~out.deadline_missed  # τ_max: late = lost
         quantized = (
-            self.config.compression.quantize_bits is not None or self.coded_uploads
+            self.sections.compression.quantize_bits is not None or self.coded_uploads
         )
         if wireless.effects == "packet_loss" or (
             wireless.effects == "bit_flip" and not quantized
         ):
             # One uniform per client per round, indexed by client id: the same
             # draw whatever else is scheduled.
-            rng = rng_for(self.config.seed, "packet_loss", round=round)
+            rng = rng_for(self.sections.seed, "packet_loss", round=round)
             u = rng.random(self.num_clients)[schedule.clients]
             delivered &= u >= out.packet_error_rate
         rows = {
@@ -346,7 +397,7 @@ class UplinkModel:
 
     def eligible(self) -> npt.NDArray[np.bool_]:
         """Return which clients may still upload (T0 cap and ε budget)."""
-        privacy = self.config.privacy
+        privacy = self.sections.privacy
         if self.local_dp is not None:
             return self.local_dp.eligible(self.ledger) & self.ledger.eligible(
                 privacy.max_uploads
@@ -372,7 +423,7 @@ class UplinkModel:
         """Return β_i (seed 002 eq. 12) under local DP-SGD, else None."""
         if self.local_dp is None:
             return None
-        wireless = self.config.wireless
+        wireless = self.sections.wireless
         return participation_targets(
             self.local_dp.max_participations(),
             num_subchannels=wireless.num_subchannels if wireless else self.num_clients,
@@ -390,7 +441,7 @@ class UplinkModel:
         Args:
             evaluate: Compute now (False returns (None, None) to save time).
         """
-        privacy = self.config.privacy
+        privacy = self.sections.privacy
         if not self.accounted or not evaluate:
             return None, None
         if self.local_dp is not None:  # same ε as the ledger's, composed fast
@@ -422,7 +473,7 @@ class UplinkModel:
 
     def ledger_rule(self) -> dict[str, Any]:
         """Return the sensitivity, adjacency, ledger q and z(s) the ledger used."""
-        privacy = self.config.privacy
+        privacy = self.sections.privacy
         if self.local_dp is not None:
             q = np.asarray(self.local_dp.sample_rate, dtype=np.float64)
             return {
@@ -461,7 +512,7 @@ class UplinkModel:
 
     def privacy_summary(self, eps: npt.NDArray[np.float64] | None) -> dict[str, Any]:
         """Return the privacy block of ``summary.json``."""
-        privacy = self.config.privacy
+        privacy = self.sections.privacy
         if not self.accounted or eps is None:
             return {"mechanism": privacy.mechanism}
         rule = self.ledger_rule()

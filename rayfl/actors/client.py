@@ -52,20 +52,19 @@ class ClientHost:
         self.data = data
         self.clients = [int(c) for c in clients]
         self.setup = setup
-        cfg = setup.config
         self.model = FlatModel(
             build_model(
-                cfg.model.kind,
+                setup.model.kind,
                 input_shape=setup.input_shape,
                 num_classes=setup.num_classes,
-                hidden=cfg.model.hidden,
+                hidden=setup.model.hidden,
             )
         )
-        self.algorithm = make_algorithm(cfg.algorithm)
-        self.algorithm.bind(cfg)
+        self.algorithm = make_algorithm(setup.algorithm)
+        self.algorithm.bind(privacy=setup.privacy, seed=setup.seed)
         self.stages = build_client_stages(
-            cfg.privacy,
-            cfg.compression,
+            setup.privacy,
+            setup.compression,
             noise_std=setup.noise_std,
             layer_offsets=np.asarray(self.model.spec.offsets),
         )
@@ -81,10 +80,9 @@ class ClientHost:
             return self.stages
         std = float(stds[client])
         if std not in self._client_stages:
-            cfg = self.setup.config
             self._client_stages[std] = build_client_stages(
-                cfg.privacy,
-                cfg.compression,
+                self.setup.privacy,
+                self.setup.compression,
                 noise_std=std,
                 layer_offsets=np.asarray(self.model.spec.offsets),
             )
@@ -143,7 +141,7 @@ class ClientHost:
                     rng=rng_for(seed, "batch", round=round, client=client),
                     max_train_size=self.max_train_size,
                     download=received.get(client),
-                    num_rounds=self.setup.config.rounds,
+                    num_rounds=self.setup.rounds,
                     num_train_all=np.asarray(self.data.num_train),
                     downlink_bit_error_rate=(downlink_ber or {}).get(client, 0.0),
                 )
@@ -251,7 +249,7 @@ class ClientHost:
                         round=int(state.get("local_updates", 0)),
                         client=client,
                     ),
-                    num_rounds=self.setup.config.rounds,
+                    num_rounds=self.setup.rounds,
                     num_train_all=np.asarray(self.data.num_train),
                 )
             )
@@ -272,7 +270,7 @@ class ClientHost:
         """Start a new run on the same data: new setup (seed), empty client state."""
         self.setup = setup
         self.state = ClientStateStore(self.clients)
-        self.algorithm.bind(setup.config)
+        self.algorithm.bind(privacy=setup.privacy, seed=setup.seed)
         self._client_stages = {}
 
     def get_state(self) -> dict[int, dict[str, Any]]:

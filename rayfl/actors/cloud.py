@@ -60,9 +60,9 @@ class ServerHost:
 
     def __init__(self, setup: ActorSetup) -> None:
         self.setup = setup
-        self.algorithm = make_algorithm(setup.config.algorithm)
-        self.algorithm.bind(setup.config)
-        wireless = setup.config.wireless
+        self.algorithm = make_algorithm(setup.algorithm)
+        self.algorithm.bind(privacy=setup.privacy, seed=setup.seed)
+        wireless = setup.wireless
         self.bit_flips = wireless is not None and wireless.effects == "bit_flip"
         #: What ``personalized_downloads`` algorithms keep between rounds (uploads).
         self.store: dict[str, Any] = {}
@@ -71,7 +71,7 @@ class ServerHost:
         """Start a new run: new setup (seed)."""
         self.setup = setup
         self.store = {}
-        self.algorithm.bind(setup.config)
+        self.algorithm.bind(privacy=setup.privacy, seed=setup.seed)
 
     def downloads(
         self,
