@@ -96,7 +96,15 @@ class UplinkSections:
 
     @classmethod
     def of(cls, config: Any) -> UplinkSections:
-        """Return the sections of ``config`` (a run config, or any object with them)."""
+        """Return the sections of ``config`` (a run config, or any object with them).
+
+        Example:
+            >>> from rayfl.config import load_config
+            >>> run = load_config({"rounds": 5, "seed": 3})
+            >>> sections = UplinkSections.of(run)
+            >>> (sections.rounds, sections.seed, sections.wireless)
+            (5, 3, None)
+        """
         return cls(**{f.name: getattr(config, f.name) for f in fields(cls)})
 
 
