@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 __all__ = ["main"]
 
@@ -263,30 +264,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser of the ``rayfl`` command."""
-    parser = argparse.ArgumentParser(prog="rayfl", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--debug",
-        action="store_true",
-        help="print the full traceback of a failed run (also: RAYFL_DEBUG=1)",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="run an experiment from a YAML config")
-    p.add_argument("config", help="YAML config file (see examples/)")
-    p.add_argument("overrides", nargs="*", help="key.path=value overrides")
-    p.set_defaults(func=_cmd_run)
-    p = sub.add_parser("resume", help="continue a run from its last checkpoint")
-    p.add_argument("run_dir")
-    p.set_defaults(func=_cmd_resume)
-    p = sub.add_parser(
-        "tune-ditto", help="seed 001's T* and λ* for a DP-Ditto config (bound analysis)"
-    )
-    p.add_argument("config")
-    p.add_argument(
-        "overrides", nargs="*", help="config overrides, or analysis inputs (dim=582026)"
-    )
-    p.set_defaults(func=_cmd_tune_ditto)
+def _add_compare(sub: Any) -> None:
+    """Add the ``compare`` subcommand to the subparsers ``sub``."""
     p = sub.add_parser("compare", help="run one config under several policies")
     p.add_argument("config", help="YAML config file with a wireless section")
     p.add_argument("overrides", nargs="*", help="key.path=value overrides")
@@ -317,6 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
         "as full runs, no run directories",
     )
     p.set_defaults(func=_cmd_compare)
+
+
+def _add_train_policy(sub: Any) -> None:
+    """Add the ``train-policy`` subcommand to the subparsers ``sub``."""
     p = sub.add_parser(
         "train-policy", help="train the learned scheduler with PPO (needs .[rl])"
     )
@@ -329,6 +312,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-budget", type=float, default=None, help="stop after [s]")
     p.add_argument("--resume", default=None, help="continue a train-policy run dir")
     p.set_defaults(func=_cmd_train_policy)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of the ``rayfl`` command."""
+    parser = argparse.ArgumentParser(prog="rayfl", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the full traceback of a failed run (also: RAYFL_DEBUG=1)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run an experiment from a YAML config")
+    p.add_argument("config", help="YAML config file (see examples/)")
+    p.add_argument("overrides", nargs="*", help="key.path=value overrides")
+    p.set_defaults(func=_cmd_run)
+    p = sub.add_parser("resume", help="continue a run from its last checkpoint")
+    p.add_argument("run_dir")
+    p.set_defaults(func=_cmd_resume)
+    p = sub.add_parser(
+        "tune-ditto", help="seed 001's T* and λ* for a DP-Ditto config (bound analysis)"
+    )
+    p.add_argument("config")
+    p.add_argument(
+        "overrides", nargs="*", help="config overrides, or analysis inputs (dim=582026)"
+    )
+    p.set_defaults(func=_cmd_tune_ditto)
+    _add_compare(sub)
+    _add_train_policy(sub)
     p = sub.add_parser(
         "bench", help="run a benchmark (round-time, flute, scale, env, all)"
     )

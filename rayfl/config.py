@@ -6,6 +6,11 @@ overrides use dotted paths: ``rayfl run cfg.yaml rounds=5 data.num_clients=100``
 A bad value raises :class:`ConfigError`, whose message names the field path, the
 bad value and the allowed values in a few lines.
 
+The sections live beside their features (``rayfl/wireless/config.py``,
+``rayfl/learning/config.py``, ``rayfl/session_config.py``, ...) and are re-exported
+here; this module keeps :class:`RunConfig`, its cross-section checks,
+:func:`load_config`, the overrides and the error formatting.
+
 Example:
     >>> cfg = load_config({"rounds": 3}, ["data.num_clients=8", "algorithm.lr=0.1"])
     >>> (cfg.rounds, cfg.data.num_clients, cfg.algorithm.lr)
@@ -14,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -26,7 +30,6 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
@@ -35,9 +38,13 @@ from rayfl.compression.config import CompressionConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
-from rayfl.names import UnknownNameError, policy_names, unknown_name_message
+from rayfl.learning.config import ModelConfig
+from rayfl.names import UnknownNameError, unknown_name_message
+from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.rl.config import RLConfig
+from rayfl.scheduler_config import SchedulerConfig
+from rayfl.session_config import RayConfig
 from rayfl.wireless.config import WirelessConfig
 
 __all__ = [
@@ -58,141 +65,6 @@ class ConfigError(ValueError):
 
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class ModelConfig(_Section):
-    """The model trained by every client (spec seed_000 §6.2)."""
-
-    kind: Literal["mlr", "mlp", "cnn"] = Field(
-        "mlp",
-        description="Architecture: mlr (multinomial logistic regression), mlp "
-        "(fully connected, widths in `hidden`), cnn (PFLlib FedAvgCNN, images only).",
-    )
-    hidden: tuple[Annotated[int, Field(ge=1, le=65_536)], ...] = Field(
-        (100,),
-        max_length=64,
-        description="Hidden layer widths of the MLP (each 1..65536, at most 64 "
-        "layers), e.g. [200] for 784-200-10.",
-    )
-
-
-class SchedulerConfig(_Section):
-    """Which clients upload in each round."""
-
-    policy: str = Field(
-        "all",
-        description="Scheduling policy name: `all` (every eligible client every "
-        "round), `random`, `round_robin`, or any name in policies.POLICIES.",
-    )
-    clients_per_round: int | None = Field(
-        None,
-        ge=1,
-        description="Clients scheduled per round (partial participation). None: all "
-        "clients, or wireless.num_subchannels when a wireless model is set.",
-    )
-    params: dict[str, Any] = Field(
-        default_factory=dict, description="Extra keyword arguments of the policy."
-    )
-    controls: bool = Field(
-        False,
-        description="Expose the algorithm's per-client controls (e.g. sparse_dp's "
-        "`sparsity`) in the env's action, so the policy can set them.",
-    )
-
-    @field_validator("policy")
-    @classmethod
-    def _known_policy(cls, name: str) -> str:
-        if name not in policy_names():
-            raise UnknownNameError("scheduler.policy", name, policy_names())
-        return name
-
-
-class RayConfig(_Section):
-    """How rayfl connects to Ray and packs clients into actors (DESIGN.md)."""
-
-    address: str | None = Field(
-        None,
-        description="None: reuse an initialized Ray session or start a local one; "
-        "`auto`: connect to the running cluster; or `ray://host:port` / `host:port`.",
-    )
-    num_cpus: int | None = Field(
-        None, ge=1, description="CPUs of a locally started Ray session (None: all)."
-    )
-    clients_per_actor: int | Literal["auto"] = Field(
-        "auto",
-        description="Virtual clients hosted by one client actor. `auto`: "
-        "ceil(num_clients / CPUs), i.e. one actor per CPU; 1: one actor per client.",
-    )
-    reduce_in_actor: bool = Field(
-        True,
-        description="Let each client actor sum its clients' uploads before sending "
-        "(exact sums, same result as at the server) when no channel effect acts on single uploads.",
-    )
-    max_actor_restarts: int = Field(
-        3,
-        ge=-1,
-        description="Restarts of a client actor that dies (-1: unlimited). Its clients' "
-        "updates of that round count as lost; their state is restored from the last "
-        "round's snapshot.",
-    )
-    object_store_memory_mb: int | None = Field(
-        None, ge=64, description="Object store size of a locally started session."
-    )
-    reserve_timeout_s: float | None = Field(
-        600.0,
-        gt=0,
-        allow_inf_nan=False,
-        description="Seconds a run waits for the CPUs of all its client actors when "
-        "other runs share the cluster (they are reserved at once, a placement group, "
-        "with a message while waiting); then it fails with a clear error. "
-        "null: wait for ever.",
-    )
-
-    @model_validator(mode="after")
-    def _check_packing(self) -> RayConfig:
-        if isinstance(self.clients_per_actor, int) and self.clients_per_actor < 1:
-            raise ValueError(
-                f"ray.clients_per_actor must be >= 1 or 'auto', got {self.clients_per_actor}"
-            )
-        return self
-
-
-class OutputConfig(_Section):
-    """Where and what a run writes."""
-
-    dir: str = Field(
-        "runs",
-        min_length=1,
-        description="Root under which `<name>-<timestamp>/` is made; it (or its "
-        "nearest existing parent) must be a writable directory.",
-    )
-    plots: bool = Field(True, description="Write plots/*.png at the end of the run.")
-    progress: bool = Field(True, description="Show a progress bar on a terminal.")
-    checkpoint_every: int = Field(
-        0,
-        ge=0,
-        description="Checkpoint the run every this many rounds (0 = never); "
-        "`rayfl resume RUN_DIR` continues from the last one.",
-    )
-
-    @model_validator(mode="after")
-    def _check_dir(self) -> OutputConfig:
-        path = Path(self.dir).expanduser()
-        if "\x00" in self.dir:
-            raise ValueError(f"output.dir must be a path, got {self.dir!r}")
-        existing = path
-        while not existing.exists() and existing != existing.parent:
-            existing = existing.parent
-        if not existing.is_dir():
-            raise ValueError(
-                f"output.dir must be a directory (or one that can be created), but "
-                f"{existing} is a file: got {self.dir!r}"
-            )
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise ValueError(
-                f"output.dir: {existing} is not writable (got {self.dir!r})"
-            )
-        return self
 
 
 class FlatTopologyConfig(_Section):

@@ -22,7 +22,7 @@ from typing import Any
 
 import ray
 
-from rayfl.config import RayConfig
+from rayfl.session_config import RayConfig
 
 __all__ = ["RaySession"]
 

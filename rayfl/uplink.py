@@ -5,7 +5,10 @@ The driver owns what is global to a run and small: the calibrated noise std
 the per-client privacy ledger. Client actors do the per-client work (clip, noise,
 compress); the cloud applies the channel to payloads. This class turns a round's
 schedule and payload sizes into the :class:`LinkOutcome` the cloud applies and
-the per-client rows (SNR, latency, energy) the log keeps.
+the per-client rows (SNR, latency, energy) the log keeps. What it reports about
+privacy (ε per client, the ledger's rule, the ``summary.json`` block) is
+:class:`rayfl.privacy.report.LedgerReport`. It reads the config sections of
+:class:`UplinkSections`, not the whole run config.
 
 | paper symbol | code name |
 |--------------|-----------|
@@ -37,34 +40,72 @@ Implementation details:
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from rayfl.actors.cloud import LinkOutcome
-from rayfl.config import RunConfig
+from rayfl.algorithms.config import LocalTrainingConfig
+from rayfl.compression.config import CompressionConfig
 from rayfl.privacy.accountant import PrivacyLedger
-from rayfl.privacy.calibration import calibrate_noise_std, nominal_epsilon
+from rayfl.privacy.calibration import calibrate_noise_std
+from rayfl.privacy.config import PrivacyConfig
 from rayfl.privacy.participation import (
     LocalDPSGD,
     draw_epsilon_budgets,
     participation_targets,
 )
+from rayfl.privacy.report import LedgerReport
 from rayfl.privacy.sensitivity import (
-    ADJACENCY_CLIENT,
     dp_sgd_rule,
-    laplace_vector_epsilon,
     whole_update_sensitivity,
 )
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.wireless.channel import ChannelState, WirelessChannel, shannon_rate_bps
+from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.cost import transmission_time_s
 from rayfl.wireless.effects import uplink_round
 
-__all__ = ["UplinkModel"]
+__all__ = ["UplinkModel", "UplinkSections"]
+
+
+@dataclass(frozen=True)
+class UplinkSections:
+    """The config sections the uplink model reads: a narrow view of a run.
+
+    Attributes:
+        privacy: The ``privacy`` section (calibration, ledger, T0, ε budget).
+        compression: The ``compression`` section (quantizer bits, sparsity).
+        algorithm: The ``algorithm`` section (local steps, batch size; the
+            algorithm's own calibration and DP-SGD settings).
+        wireless: The ``wireless`` section, or None for ideal links.
+        seed: The run's seed.
+        rounds: The run's communication rounds T (the planned releases when
+            ``privacy.max_uploads`` is unset).
+    """
+
+    privacy: PrivacyConfig
+    compression: CompressionConfig
+    algorithm: LocalTrainingConfig
+    wireless: WirelessConfig | None
+    seed: int
+    rounds: int
+
+    @classmethod
+    def of(cls, config: Any) -> UplinkSections:
+        """Return the sections of ``config`` (a run config, or any object with them).
+
+        Example:
+            >>> from rayfl.config import load_config
+            >>> run = load_config({"rounds": 5, "seed": 3})
+            >>> sections = UplinkSections.of(run)
+            >>> (sections.rounds, sections.seed, sections.wireless)
+            (5, 3, None)
+        """
+        return cls(**{f.name: getattr(config, f.name) for f in fields(cls)})
 
 
 def downlink_time_s(
@@ -78,7 +119,7 @@ def downlink_time_s(
 
 
 def _local_dp_sgd(
-    config: RunConfig, num_train: npt.NDArray[np.int64]
+    config: UplinkSections, num_train: npt.NDArray[np.int64]
 ) -> LocalDPSGD | None:
     """Return the per-client DP-SGD accounting of a ``sparse_dp`` run, else None."""
     algo = config.algorithm
@@ -111,44 +152,7 @@ def _local_dp_sgd(
     )
 
 
-def epsilon_note(
-    eps: npt.NDArray[np.float64],
-    *,
-    target: float | None,
-    calibration: str,
-    noise_multiplier: float | None,
-) -> str | None:
-    """Explain an accountant ε far above the configured target, or return None.
-
-    The ledger's ε is dp-accounting's bound at the sensitivity the code
-    enforces (``rayfl.privacy.sensitivity``); a paper's calibration (e.g.
-    ``wpfl``: the WPFL paper's Theorem 1) can claim a target the ledger does not
-    confirm. ``summary.json`` then says so instead of leaving two numbers that
-    disagree silently.
-
-    Example:
-        >>> epsilon_note(np.array([5e7]), target=1.0, calibration="wpfl",
-        ...              noise_multiplier=4.9e-4)[:40]
-        'accountant epsilon 5e+07 (at the sensiti'
-        >>> epsilon_note(np.array([1.5]), target=1.0, calibration="wpfl",
-        ...              noise_multiplier=1.0) is None
-        True
-    """
-    if target is None or not math.isfinite(target) or len(eps) == 0:
-        return None
-    worst = float(np.max(eps))
-    if not worst > 2.0 * target:
-        return None
-    z = "" if noise_multiplier is None else f", z = {noise_multiplier:.3g}"
-    return (
-        f"accountant epsilon {worst:.3g} (at the sensitivity the code "
-        f"enforces{z}; quantization is post-processing) is "
-        f"above epsilon_target {target:g}. The target is the nominal value of "
-        f"calibration '{calibration}', the paper's formula, not a guarantee."
-    )
-
-
-def _dither_scale(config: RunConfig, num_train: npt.NDArray[np.int64]) -> float:
+def _dither_scale(config: UplinkSections, num_train: npt.NDArray[np.int64]) -> float:
     """Return the Laplace scale b of the WPFL paper's Dithering baseline, else 0."""
     algo = config.algorithm
     if algo.kind != "wpfl" or getattr(algo, "dp_mechanism", None) != "dithering":
@@ -158,22 +162,50 @@ def _dither_scale(config: RunConfig, num_train: npt.NDArray[np.int64]) -> float:
     return float(_dither_noise(config.privacy, algo, num_train))
 
 
-class UplinkModel:
+def _noise_std(
+    config: UplinkSections, num_train: npt.NDArray[np.int64], planned: int
+) -> tuple[float, bool]:
+    """Return σ and whether the algorithm calibrated it (seed 000's DP baselines)."""
+    from rayfl.algorithms.registry import algorithm_class
+
+    custom = algorithm_class(config.algorithm).calibrate_noise(
+        config, num_train=num_train
+    )
+    if custom is not None:
+        return custom[0], True
+    sigma = calibrate_noise_std(
+        config.privacy,
+        releases=planned,
+        dataset_size=int(num_train.mean()),
+        num_clients=len(num_train),
+        quantize_bits=config.compression.quantize_bits,
+        keep_fraction=config.compression.sparsify_fraction,
+        batch_size=config.algorithm.batch_size,
+    )
+    return sigma, False
+
+
+class UplinkModel(LedgerReport):
     """Noise calibration, channel realisations and the privacy ledger of a run.
 
     Args:
-        config: The run config.
+        sections: The config sections it reads. A whole run config is accepted
+            too and narrowed with :meth:`UplinkSections.of` (what
+            :meth:`from_config` does), until every caller passes sections.
         num_train: Train-split size of each client (N,).
+        model_dim: Model size d (the downlink time and the Dithering ε need it).
     """
 
     def __init__(
         self,
-        config: RunConfig,
+        sections: UplinkSections | Any,
         *,
         num_train: npt.ArrayLike,
         model_dim: int | None = None,
     ) -> None:
-        self.config = config
+        if not isinstance(sections, UplinkSections):
+            sections = UplinkSections.of(sections)
+        self.sections = config = sections
         self.model_dim = model_dim
         self.num_train = np.asarray(num_train, dtype=np.int64)
         n = len(self.num_train)
@@ -185,26 +217,11 @@ class UplinkModel:
                 "servers, which this run does not have; use client or cloud"
             )
         planned = privacy.max_uploads or config.rounds
+        sigma, custom = _noise_std(config, self.num_train, planned)
         from rayfl.algorithms.registry import algorithm_class
 
-        # An algorithm may own its calibration (seed 000's DP baselines).
-        custom = algorithm_class(config.algorithm).calibrate_noise(
-            config, num_train=self.num_train
-        )
         #: The algorithm codes its own uploads (seed 000's Dithering): bit flips.
         self.coded_uploads = algorithm_class(config.algorithm).quantizes_uploads(config)
-        if custom is not None:
-            sigma = custom[0]
-        else:
-            sigma = calibrate_noise_std(
-                privacy,
-                releases=planned,
-                dataset_size=int(self.num_train.mean()),
-                num_clients=n,
-                quantize_bits=config.compression.quantize_bits,
-                keep_fraction=config.compression.sparsify_fraction,
-                batch_size=config.algorithm.batch_size,
-            )
         self.planned_uploads = planned
         central = privacy.placement == "cloud"
         self.noise_std = 0.0 if central else float(sigma)
@@ -215,7 +232,7 @@ class UplinkModel:
         self.client_noise_std: npt.NDArray[np.float64] | None = None
         if clip and privacy.calibration == "dp_ditto":
             formula = privacy.noise_std is None and privacy.noise_multiplier is None
-            if custom is None and formula and not central and sigma > 0:
+            if not custom and formula and not central and sigma > 0:
                 size = int(self.num_train.mean())
                 self.client_noise_std = sigma * size / self.num_train.astype(float)
         #: The Dithering baseline's Laplace scale b (0 for the Gaussian ones).
@@ -247,13 +264,26 @@ class UplinkModel:
             wireless.effects != "none" or wireless.snr_threshold_db is not None
         )
 
+    @classmethod
+    def from_config(
+        cls, config: Any, *, num_train: npt.ArrayLike, model_dim: int | None = None
+    ) -> UplinkModel:
+        """Return the uplink model of a whole run config (a temporary adapter).
+
+        Args:
+            config: A run config (anything with the fields of :class:`UplinkSections`).
+            num_train: Train-split size of each client (N,).
+            model_dim: Model size d.
+        """
+        return cls(UplinkSections.of(config), num_train=num_train, model_dim=model_dim)
+
     # ---------------------------------------------------------------- channel
     def channel_state(self, round: int) -> ChannelState | None:
         """Return round ``round``'s channel realisation (None with ideal links)."""
         if self.channel is None:
             return None
         if round not in self._states:
-            rng = rng_for(self.config.seed, "channel", round=round)
+            rng = rng_for(self.sections.seed, "channel", round=round)
             self._states = {round: self.channel.realize(rng)}
         return self._states[round]
 
@@ -272,7 +302,7 @@ class UplinkModel:
             packet_error_rate, latency_s, energy_j}}`` and the link outcome.
         """
         state = self.channel_state(round)
-        wireless = self.config.wireless
+        wireless = self.sections.wireless
         if state is None or wireless is None or len(schedule.clients) == 0:
             return {}, None
         if np.any(schedule.subchannel < 0):
@@ -282,7 +312,7 @@ class UplinkModel:
         power = np.where(
             np.isnan(schedule.tx_power_w), state.tx_power_w, schedule.tx_power_w
         )
-        algo = self.config.algorithm
+        algo = self.sections.algorithm
         samples = (
             algo.local_steps * algo.batch_size
             if algo.local_steps
@@ -295,7 +325,7 @@ class UplinkModel:
             tx_power_w=power,
             payload_bits=payload_bits,
             num_samples=samples,
-            bits_per_element=self.config.compression.quantize_bits or 32,
+            bits_per_element=self.sections.compression.quantize_bits or 32,
             config=wireless,
         )
         latency_s = out.latency_s
@@ -305,14 +335,14 @@ class UplinkModel:
             )
         delivered = ~out.outage & ~out.deadline_missed  # τ_max: late = lost
         quantized = (
-            self.config.compression.quantize_bits is not None or self.coded_uploads
+            self.sections.compression.quantize_bits is not None or self.coded_uploads
         )
         if wireless.effects == "packet_loss" or (
             wireless.effects == "bit_flip" and not quantized
         ):
             # One uniform per client per round, indexed by client id: the same
             # draw whatever else is scheduled.
-            rng = rng_for(self.config.seed, "packet_loss", round=round)
+            rng = rng_for(self.sections.seed, "packet_loss", round=round)
             u = rng.random(self.num_clients)[schedule.clients]
             delivered &= u >= out.packet_error_rate
         rows = {
@@ -346,7 +376,7 @@ class UplinkModel:
 
     def eligible(self) -> npt.NDArray[np.bool_]:
         """Return which clients may still upload (T0 cap and ε budget)."""
-        privacy = self.config.privacy
+        privacy = self.sections.privacy
         if self.local_dp is not None:
             return self.local_dp.eligible(self.ledger) & self.ledger.eligible(
                 privacy.max_uploads
@@ -372,7 +402,7 @@ class UplinkModel:
         """Return β_i (seed 002 eq. 12) under local DP-SGD, else None."""
         if self.local_dp is None:
             return None
-        wireless = self.config.wireless
+        wireless = self.sections.wireless
         return participation_targets(
             self.local_dp.max_participations(),
             num_subchannels=wireless.num_subchannels if wireless else self.num_clients,
@@ -381,130 +411,3 @@ class UplinkModel:
     def upload_count(self) -> npt.NDArray[np.int64]:
         """Return uploads so far per client (Υ_n)."""
         return self.ledger.upload_count
-
-    def epsilons(
-        self, *, evaluate: bool
-    ) -> tuple[npt.NDArray[np.float64] | None, npt.NDArray[np.float64] | None]:
-        """Return (accountant ε, nominal ε) per client, or (None, None).
-
-        Args:
-            evaluate: Compute now (False returns (None, None) to save time).
-        """
-        privacy = self.config.privacy
-        if not self.accounted or not evaluate:
-            return None, None
-        if self.local_dp is not None:  # same ε as the ledger's, composed fast
-            eps = self.local_dp.epsilon(self.ledger.upload_count)
-        elif self.laplace_scale > 0:  # Dithering: pure ε of the Laplace vector
-            eps = laplace_vector_epsilon(
-                self.ledger.upload_count,
-                clip_norm=float(privacy.clip_norm or 0.0),
-                dim=int(self.model_dim or 0),
-                laplace_scale=self.laplace_scale,
-            )
-            if not self.model_dim:
-                eps = np.where(self.ledger.upload_count > 0, np.inf, 0.0)
-        else:
-            eps = self.ledger.epsilon(privacy.delta)
-        nominal = eps  # "accountant"/"sparse": the calibration *is* the accountant's
-        if privacy.epsilon is not None and privacy.calibration in (
-            "wpfl",
-            "dp_ditto",
-            "h2fdp",
-        ):
-            nominal = nominal_epsilon(
-                self.ledger.upload_count,
-                calibration=privacy.calibration,
-                epsilon=privacy.epsilon,
-                planned_uploads=self.planned_uploads,
-            )
-        return eps, nominal
-
-    def ledger_rule(self) -> dict[str, Any]:
-        """Return the sensitivity, adjacency, ledger q and z(s) the ledger used."""
-        privacy = self.config.privacy
-        if self.local_dp is not None:
-            q = np.asarray(self.local_dp.sample_rate, dtype=np.float64)
-            return {
-                "sensitivity": self.local_dp.sensitivity,
-                "adjacency": self.local_dp.adjacency,
-                "ledger_sample_rate": (
-                    float(q[0]) if np.all(q == q[0]) else q.tolist()
-                ),
-                "noise_multiplier": self.local_dp.noise_multiplier,
-            }
-        clip = privacy.clip_norm
-        if self.laplace_scale > 0:
-            return {
-                "sensitivity": f"L1 2C*sqrt(d) = {2 * float(clip or 0):g}*sqrt("
-                f"{self.model_dim}) (Laplace({self.laplace_scale:.4g}) per "
-                "coordinate, pure epsilon by basic composition)",
-                "adjacency": ADJACENCY_CLIENT,
-                "ledger_sample_rate": 1.0,
-                "laplace_scale": self.laplace_scale,
-            }
-        rule: dict[str, Any] = {
-            "sensitivity": f"2C = {self.sensitivity:g} (whole update clipped to C)"
-            + (
-                "; central noise sigma*max w/sum w on the weighted mean"
-                if privacy.placement == "cloud"
-                else ""
-            ),
-            "adjacency": ADJACENCY_CLIENT,
-            "ledger_sample_rate": 1.0,
-            "noise_multiplier": self.noise_multiplier,
-        }
-        if self.client_noise_multiplier is not None:
-            rule["noise_multiplier_per_client"] = self.client_noise_multiplier.tolist()
-            rule["noise_multiplier"] = float(np.max(self.client_noise_multiplier))
-        return rule
-
-    def privacy_summary(self, eps: npt.NDArray[np.float64] | None) -> dict[str, Any]:
-        """Return the privacy block of ``summary.json``."""
-        privacy = self.config.privacy
-        if not self.accounted or eps is None:
-            return {"mechanism": privacy.mechanism}
-        rule = self.ledger_rule()
-        note = epsilon_note(
-            eps,
-            target=privacy.epsilon,
-            calibration=privacy.calibration,
-            noise_multiplier=rule.get("noise_multiplier"),
-        )
-        paper = privacy.calibration in ("wpfl", "dp_ditto", "h2fdp")
-        return {
-            **({"epsilon_note": note} if note else {}),
-            "mechanism": privacy.mechanism,
-            "placement": privacy.placement,
-            "delta": privacy.delta,
-            "noise_std": max(self.noise_std, self.server_noise_std),
-            **rule,
-            **(
-                {
-                    "epsilon_target_meaning": "nominal epsilon of the paper's "
-                    f"formula ('{privacy.calibration}' calibration), not a "
-                    "guarantee; epsilon_* are the ledger's"
-                }
-                if paper
-                else {}
-            ),
-            **(
-                {"noise_std_per_client": self.client_noise_std.tolist()}
-                if self.client_noise_std is not None
-                else {}
-            ),
-            "epsilon_target": privacy.epsilon,
-            "epsilon_max": float(np.max(eps)),
-            "epsilon_median": float(np.median(eps)),
-            "epsilon_min": float(np.min(eps)),
-            "epsilon_per_client": [float(e) for e in eps],
-            "uploads_per_client": self.ledger.upload_count.tolist(),
-            **(
-                {}
-                if self.local_dp is None
-                else {
-                    "epsilon_budget_per_client": self.local_dp.budgets.tolist(),
-                    "max_participations": self.local_dp.max_participations().tolist(),
-                }
-            ),
-        }

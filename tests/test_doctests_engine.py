@@ -13,6 +13,7 @@ MODULES = [
     "rayfl.learning.aggregate",
     "rayfl.hierarchy.edge",
     "rayfl.uplink",
+    "rayfl.privacy.report",
     "rayfl.compare",
     "rayfl.privacy.accountant",
     "envs.episode",

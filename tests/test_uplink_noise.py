@@ -10,7 +10,7 @@ from rayfl.config import load_config
 from rayfl.data.federated import build_federated
 from rayfl.privacy.gaussian import dp_ditto_noise_std
 from rayfl.system import initial_vector
-from rayfl.uplink import UplinkModel
+from rayfl.uplink import UplinkModel, UplinkSections
 
 CFG = {
     "rounds": 10,
@@ -75,3 +75,23 @@ def test_client_host_adds_each_clients_own_noise():
     for client, payload in zip(bundle.clients, bundle.payloads, strict=True):
         noise = payload.to_dense()  # ω = 0 and lr ≈ 0: the upload is the noise
         np.testing.assert_allclose(np.std(noise), sigmas[client], rtol=0.15)
+
+
+def test_uplink_model_from_sections_equals_the_run_config_adapter():
+    cfg = load_config(CFG, {"seed": 3})
+    sizes = [100, 200, 300, 400]
+    sections = UplinkSections.of(cfg)
+    built = [
+        UplinkModel(sections, num_train=sizes),
+        UplinkModel.from_config(cfg, num_train=sizes),
+        UplinkModel(cfg, num_train=sizes),  # a whole config is narrowed too
+    ]
+    assert (sections.seed, sections.rounds, sections.privacy) == (3, 10, cfg.privacy)
+    assert all(u.sections == sections for u in built)
+    for u in built[1:]:
+        np.testing.assert_array_equal(u.client_noise_std, built[0].client_noise_std)
+    # another round count changes the dp_ditto calibration: the field is read
+    longer = UplinkModel(
+        UplinkSections(**{**vars(sections), "rounds": 20}), num_train=sizes
+    )
+    assert np.all(longer.client_noise_std > built[0].client_noise_std)

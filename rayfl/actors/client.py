@@ -19,7 +19,7 @@ from rayfl.actors.messages import Uploads
 from rayfl.actors.setup import ActorSetup
 from rayfl.actors.shared_data import SharedData
 from rayfl.actors.state import ClientStateStore
-from rayfl.algorithms.base import ClientContext, Download
+from rayfl.algorithms.base import ClientContext, ClientUpdate, Download
 from rayfl.algorithms.registry import make_algorithm
 from rayfl.compression.payload import Payload
 from rayfl.data.federated import FederatedData
@@ -52,20 +52,19 @@ class ClientHost:
         self.data = data
         self.clients = [int(c) for c in clients]
         self.setup = setup
-        cfg = setup.config
         self.model = FlatModel(
             build_model(
-                cfg.model.kind,
+                setup.model.kind,
                 input_shape=setup.input_shape,
                 num_classes=setup.num_classes,
-                hidden=cfg.model.hidden,
+                hidden=setup.model.hidden,
             )
         )
-        self.algorithm = make_algorithm(cfg.algorithm)
-        self.algorithm.bind(cfg)
+        self.algorithm = make_algorithm(setup.algorithm)
+        self.algorithm.bind(privacy=setup.privacy, seed=setup.seed)
         self.stages = build_client_stages(
-            cfg.privacy,
-            cfg.compression,
+            setup.privacy,
+            setup.compression,
             noise_std=setup.noise_std,
             layer_offsets=np.asarray(self.model.spec.offsets),
         )
@@ -81,10 +80,9 @@ class ClientHost:
             return self.stages
         std = float(stds[client])
         if std not in self._client_stages:
-            cfg = self.setup.config
             self._client_stages[std] = build_client_stages(
-                cfg.privacy,
-                cfg.compression,
+                self.setup.privacy,
+                self.setup.compression,
                 noise_std=std,
                 layer_offsets=np.asarray(self.model.spec.offsets),
             )
@@ -122,101 +120,126 @@ class ClientHost:
             the hosted clients' state after the round (the driver keeps its ref so
             a restarted actor can be restored; empty for stateless algorithms).
         """
-        seed = self.setup.seed
+        received = _resolve(downloads or {})
+        contexts = [
+            self._context(
+                round,
+                global_vector,
+                client,
+                {k: float(v[i]) for k, v in (controls or {}).items()},
+                (downlink_ber or {}).get(client, 0.0),
+                received.get(client),
+            )
+            for i, client in enumerate(clients)
+        ]
+        updates = self.algorithm.client_update_many(contexts)
         records: list[dict[str, float]] = []
         payloads = []
         weights = []
-        contexts = []
-        received = _resolve(downloads or {})
-        for i, client in enumerate(clients):
-            x, y = self.data.train(client)
-            contexts.append(
-                ClientContext(
-                    client=client,
-                    round=round,
-                    global_vector=global_vector,
-                    x_train=x,
-                    y_train=y,
-                    model=self.model,
-                    state=self.state[client],
-                    controls={k: float(v[i]) for k, v in (controls or {}).items()},
-                    rng=rng_for(seed, "batch", round=round, client=client),
-                    max_train_size=self.max_train_size,
-                    download=received.get(client),
-                    num_rounds=self.setup.config.rounds,
-                    num_train_all=np.asarray(self.data.num_train),
-                    downlink_bit_error_rate=(downlink_ber or {}).get(client, 0.0),
-                )
-            )
-        updates = self.algorithm.client_update_many(contexts)
         for ctx, update in zip(contexts, updates, strict=True):
-            client = ctx.client
-            ctx.state["local_updates"] = ctx.state.get("local_updates", 0) + 1
-            upload: npt.NDArray[np.float32] | Payload = update.vector
-            if update.support is not None:  # a sparse upload (seed 002 §2.3)
-                upload = Payload(
-                    dim=len(update.vector),
-                    values=np.asarray(update.vector, np.float32)[update.support],
-                    indices=update.support,
-                    scale=update.scale,
-                )
-            payload, stage_metrics = run_stages(
-                upload,
-                self._stages_for(client),
-                rng_for(seed, "noise", round=round, client=client),
-            )
-            payload = self.algorithm.encode_upload(payload, ctx)
+            payload, record = self._upload(round, ctx, update)
             payloads.append(payload)
             weights.append(update.weight)
-            records.append(
-                {
-                    "client": client,
-                    **update.metrics,
-                    **stage_metrics,
-                    **self.algorithm.payload_metrics(payload),
-                    "bits": float(payload.payload_bits),
-                }
-            )
+            records.append(record)
         for i, client in enumerate(personal_only or []):
-            x, y = self.data.train(client)
-            ctx = ClientContext(
-                client=client,
-                round=round,
-                global_vector=global_vector,
-                x_train=x,
-                y_train=y,
-                model=self.model,
-                state=self.state[client],
-                controls={k: float(v[i]) for k, v in (personal_controls or {}).items()},
-                rng=rng_for(seed, "batch", round=round, client=client),
-                downlink_bit_error_rate=(downlink_ber or {}).get(client, 0.0),
+            ctx = self._context(
+                round,
+                global_vector,
+                client,
+                {k: float(v[i]) for k, v in (personal_controls or {}).items()},
+                (downlink_ber or {}).get(client, 0.0),
+                personal=True,
             )
             records.append(
                 {"client": client, "personal_only": True}
                 | self.algorithm.personal_update(ctx)
             )
+        return records, self._bundle(clients, payloads, weights), self.state.export()
+
+    def _context(
+        self,
+        round: int,
+        global_vector: npt.NDArray[np.float32],
+        client: int,
+        controls: dict[str, float],
+        downlink_ber: float,
+        download: Any = None,
+        *,
+        personal: bool = False,
+    ) -> ClientContext:
+        """Return a hosted client's context of the round (``personal``: no upload)."""
+        x, y = self.data.train(client)
+        common = {
+            "client": client,
+            "round": round,
+            "global_vector": global_vector,
+            "x_train": x,
+            "y_train": y,
+            "model": self.model,
+            "state": self.state[client],
+            "controls": controls,
+            "rng": rng_for(self.setup.seed, "batch", round=round, client=client),
+            "downlink_bit_error_rate": downlink_ber,
+        }
+        if personal:
+            return ClientContext(**common)
+        return ClientContext(
+            **common,
+            max_train_size=self.max_train_size,
+            download=download,
+            num_rounds=self.setup.rounds,
+            num_train_all=np.asarray(self.data.num_train),
+        )
+
+    def _upload(
+        self, round: int, ctx: ClientContext, update: ClientUpdate
+    ) -> tuple[Any, dict[str, float]]:
+        """Run a trained client's uplink stages; return its payload and record."""
+        client = ctx.client
+        ctx.state["local_updates"] = ctx.state.get("local_updates", 0) + 1
+        upload: npt.NDArray[np.float32] | Payload = update.vector
+        if update.support is not None:  # a sparse upload (seed 002 §2.3)
+            upload = Payload(
+                dim=len(update.vector),
+                values=np.asarray(update.vector, np.float32)[update.support],
+                indices=update.support,
+                scale=update.scale,
+            )
+        payload, stage_metrics = run_stages(
+            upload,
+            self._stages_for(client),
+            rng_for(self.setup.seed, "noise", round=round, client=client),
+        )
+        payload = self.algorithm.encode_upload(payload, ctx)
+        record = {
+            "client": client,
+            **update.metrics,
+            **stage_metrics,
+            **self.algorithm.payload_metrics(payload),
+            "bits": float(payload.payload_bits),
+        }
+        return payload, record
+
+    def _bundle(
+        self, clients: list[int], payloads: list[Any], weights: list[float]
+    ) -> Uploads:
+        """Return the round's uploads: one by one, or summed here (reduce_in_actor)."""
         clients_arr = np.asarray(clients, dtype=np.int64)
         if not self.setup.reduce_in_actor:
-            bundle = Uploads(clients_arr, tuple(payloads), np.asarray(weights))
-        else:
-            dense = [p.to_dense() for p in payloads]
-            ok = [i for i, v in enumerate(dense) if np.all(np.isfinite(v))]
-            dim = self.model.spec.dim
-            rows = (
-                np.stack([dense[i] for i in ok])
-                if ok
-                else np.zeros((0, dim), np.float32)
-            )
-            bundle = Uploads(
-                clients_arr,
-                (),
-                np.asarray(weights),
-                partial=partial_sum(rows, [weights[i] for i in ok]),
-                rejected=tuple(
-                    int(clients[i]) for i in range(len(clients)) if i not in ok
-                ),
-            )
-        return records, bundle, self.state.export()
+            return Uploads(clients_arr, tuple(payloads), np.asarray(weights))
+        dense = [p.to_dense() for p in payloads]
+        ok = [i for i, v in enumerate(dense) if np.all(np.isfinite(v))]
+        dim = self.model.spec.dim
+        rows = (
+            np.stack([dense[i] for i in ok]) if ok else np.zeros((0, dim), np.float32)
+        )
+        return Uploads(
+            clients_arr,
+            (),
+            np.asarray(weights),
+            partial=partial_sum(rows, [weights[i] for i in ok]),
+            rejected=tuple(int(clients[i]) for i in range(len(clients)) if i not in ok),
+        )
 
     def evaluate(
         self, global_vector: npt.NDArray[np.float32], clients: list[int] | None = None
@@ -251,7 +274,7 @@ class ClientHost:
                         round=int(state.get("local_updates", 0)),
                         client=client,
                     ),
-                    num_rounds=self.setup.config.rounds,
+                    num_rounds=self.setup.rounds,
                     num_train_all=np.asarray(self.data.num_train),
                 )
             )
@@ -272,7 +295,7 @@ class ClientHost:
         """Start a new run on the same data: new setup (seed), empty client state."""
         self.setup = setup
         self.state = ClientStateStore(self.clients)
-        self.algorithm.bind(setup.config)
+        self.algorithm.bind(privacy=setup.privacy, seed=setup.seed)
         self._client_stages = {}
 
     def get_state(self) -> dict[int, dict[str, Any]]:

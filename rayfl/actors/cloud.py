@@ -60,9 +60,9 @@ class ServerHost:
 
     def __init__(self, setup: ActorSetup) -> None:
         self.setup = setup
-        self.algorithm = make_algorithm(setup.config.algorithm)
-        self.algorithm.bind(setup.config)
-        wireless = setup.config.wireless
+        self.algorithm = make_algorithm(setup.algorithm)
+        self.algorithm.bind(privacy=setup.privacy, seed=setup.seed)
+        wireless = setup.wireless
         self.bit_flips = wireless is not None and wireless.effects == "bit_flip"
         #: What ``personalized_downloads`` algorithms keep between rounds (uploads).
         self.store: dict[str, Any] = {}
@@ -71,7 +71,7 @@ class ServerHost:
         """Start a new run: new setup (seed)."""
         self.setup = setup
         self.store = {}
-        self.algorithm.bind(setup.config)
+        self.algorithm.bind(privacy=setup.privacy, seed=setup.seed)
 
     def downloads(
         self,
@@ -138,12 +138,7 @@ class ServerHost:
             "reasons": {client: reason}}`` (every rejection is non-finite).
         """
         seed = self.setup.seed
-        lookup = {}
-        if link is not None:
-            for c, ber, ok in zip(
-                link.clients, link.bit_error_rate, link.delivered, strict=False
-            ):
-                lookup[int(c)] = (float(ber), bool(ok))
+        lookup = _link_lookup(link)
         items = sorted(
             (int(c), p, float(w))
             for u in uploads
@@ -156,16 +151,8 @@ class ServerHost:
             ber, ok = lookup.get(client, (0.0, True))
             if not ok:
                 continue
-            if self.bit_flips and payload.codes is not None and ber > 0:
-                rng = rng_for(seed, "effects", round=round, client=client)
-                payload = payload.with_codes(
-                    flip_bits(
-                        payload.codes,
-                        bits_per_element=payload.bits_per_element,
-                        bit_error_rate=ber,
-                        rng=rng,
-                    )
-                )
+            if self.bit_flips:
+                payload = _flipped(payload, ber, seed=seed, round=round, client=client)
             dense = payload.to_dense()
             if not np.all(np.isfinite(dense)):
                 rejected.append(client)
@@ -201,6 +188,32 @@ class ServerHost:
             "rejected": sorted(rejected),
             "reasons": {int(c): REJECT_NON_FINITE for c in rejected},
         }
+
+
+def _link_lookup(link: LinkOutcome | None) -> dict[int, tuple[float, bool]]:
+    """Return client → (uplink BER, delivered) of the round (empty: ideal links)."""
+    lookup = {}
+    if link is not None:
+        for c, ber, ok in zip(
+            link.clients, link.bit_error_rate, link.delivered, strict=False
+        ):
+            lookup[int(c)] = (float(ber), bool(ok))
+    return lookup
+
+
+def _flipped(payload: Any, ber: float, *, seed: int, round: int, client: int) -> Any:
+    """Return ``payload`` after the channel's bit flips (quantized codes only)."""
+    if payload.codes is None or not ber > 0:
+        return payload
+    rng = rng_for(seed, "effects", round=round, client=client)
+    return payload.with_codes(
+        flip_bits(
+            payload.codes,
+            bits_per_element=payload.bits_per_element,
+            bit_error_rate=ber,
+            rng=rng,
+        )
+    )
 
 
 CloudServer = ray.remote(ServerHost)

@@ -2,24 +2,41 @@
 
 The driver resolves the config once (σ calibration, model shape...) into an
 :class:`ActorSetup` and passes it to every actor, so actors never re-derive
-run-level values and never see the YAML.
+run-level values and never see the YAML. The setup carries the config sections
+the actors read (model, algorithm, privacy, compression, wireless) and the
+run's seed and round count, not the whole run config.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from rayfl.config import RunConfig
+from rayfl.algorithms.config import LocalTrainingConfig
+from rayfl.compression.config import CompressionConfig
+from rayfl.learning.config import ModelConfig
+from rayfl.privacy.config import PrivacyConfig
+from rayfl.wireless.config import WirelessConfig
 
 __all__ = ["ActorSetup"]
+
+#: The fields of :class:`ActorSetup` copied from a run config of the same name.
+_SECTIONS = ("model", "algorithm", "privacy", "compression", "wireless")
 
 
 @dataclass(frozen=True)
 class ActorSetup:
     """Run-level values every actor needs.
 
+    Build it from sections (``ActorSetup(None, shape, classes, model=...,
+    algorithm=..., privacy=..., compression=..., wireless=..., seed=...,
+    rounds=...)``) or from a whole run config with :meth:`from_config`.
+
     Attributes:
-        config: The resolved run config.
+        config: The whole run config, kept only for the host actors that still
+            read it (``rayfl.hierarchy.device``, ``rayfl.d2d.host``); None when
+            built from sections. When given, every section left None and
+            ``seed``/``rounds`` are taken from it.
         input_shape: Shape of one sample.
         num_classes: Number of classes.
         noise_std: Per-element std σ of the uplink Gaussian noise (0 = none).
@@ -28,17 +45,53 @@ class ActorSetup:
             act on individual uploads); see ``rayfl.learning.aggregate``.
         client_noise_std: Per-client σ_n by client id (N,), overriding
             ``noise_std`` when set (seed 001: Δs_n = 2C/abs(D_n)).
+        model: The ``model`` section.
+        algorithm: The ``algorithm`` section.
+        privacy: The ``privacy`` section.
+        compression: The ``compression`` section.
+        wireless: The ``wireless`` section (None: ideal links).
+        seed: The run's seed.
+        rounds: The run's communication rounds T.
     """
 
-    config: RunConfig
+    config: Any
     input_shape: tuple[int, ...]
     num_classes: int
     noise_std: float = 0.0
     server_noise_std: float = 0.0
     reduce_in_actor: bool = False
     client_noise_std: tuple[float, ...] | None = None
+    model: ModelConfig | None = None
+    algorithm: LocalTrainingConfig | None = None
+    privacy: PrivacyConfig | None = None
+    compression: CompressionConfig | None = None
+    wireless: WirelessConfig | None = None
+    seed: int | None = None
+    rounds: int | None = None
 
-    @property
-    def seed(self) -> int:
-        """The run's seed."""
-        return self.config.seed
+    def __post_init__(self) -> None:
+        if self.config is None:
+            return
+        for name in (*_SECTIONS, "seed", "rounds"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, getattr(self.config, name))
+
+    @classmethod
+    def from_config(cls, config: Any, **values: Any) -> ActorSetup:
+        """Return the setup of a whole run config (its sections, seed and rounds).
+
+        A temporary adapter for the systems that still hold a ``RunConfig``;
+        ``config`` stays attached for the host actors that read it.
+
+        Args:
+            config: A run config (anything with the sections, ``seed``, ``rounds``).
+            **values: The other fields (``input_shape``, ``num_classes``, ...).
+        """
+        sections = {name: getattr(config, name) for name in _SECTIONS}
+        return cls(
+            config,
+            **sections,
+            seed=int(config.seed),
+            rounds=int(config.rounds),
+            **values,
+        )

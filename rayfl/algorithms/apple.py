@@ -85,6 +85,39 @@ def apple_lambda(round: int, num_rounds: int, decay_fraction: float) -> float:
     return (math.cos(round * math.pi / horizon) + 1.0) / 2.0
 
 
+def _layer_index(model: FlatModel) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return the layer sizes (float64) and each parameter's layer index."""
+    offsets = list(model.spec.offsets)
+    sizes = torch.tensor(np.diff(offsets), dtype=torch.float64)
+    layer = torch.repeat_interleave(torch.arange(len(sizes)), sizes.long())
+    return sizes, layer
+
+
+def _mixing_gradient(
+    stack: torch.Tensor,
+    grad: torch.Tensor,
+    *,
+    p_grad: str,
+    sizes: torch.Tensor,
+    layer: torch.Tensor,
+) -> torch.Tensor:
+    """Return ∂F/∂p_{n,j} per core j: ⟨c_j, ∇F⟩ (``exact``) or its layer mean.
+
+    Args:
+        stack: The cores c_1..c_N, (N, dim).
+        grad: ∇F(θ_n) of the batch, (dim,).
+        p_grad: ``"layer_mean"`` or ``"exact"``.
+        sizes: Layer sizes (float64), from :func:`_layer_index`.
+        layer: Each parameter's layer index, from :func:`_layer_index`.
+    """
+    prod = stack.to(torch.float64) * grad.to(torch.float64)[None, :]
+    if p_grad == "exact":
+        return prod.sum(dim=1)
+    per_layer = torch.zeros(stack.shape[0], len(sizes), dtype=torch.float64)
+    per_layer.index_add_(1, layer, prod)
+    return (per_layer / sizes[None, :]).mean(dim=1)
+
+
 def apple_local(
     model: FlatModel,
     cores: npt.NDArray[np.float32],
@@ -137,9 +170,7 @@ def apple_local(
     stack = torch.from_numpy(np.array(cores, dtype=np.float32))
     pv = torch.from_numpy(np.array(p, dtype=np.float64))
     p0v = torch.from_numpy(np.array(p0, dtype=np.float64))
-    offsets = list(model.spec.offsets)
-    sizes = torch.tensor(np.diff(offsets), dtype=torch.float64)
-    layer = torch.repeat_interleave(torch.arange(len(sizes)), sizes.long())
+    sizes, layer = _layer_index(model)
     total, steps = 0.0, 0
     for xb, yb in iterate_batches(
         x,
@@ -151,17 +182,10 @@ def apple_local(
     ):
         theta = (pv.to(torch.float32) @ stack) if num else stack.sum(0)
         grad, loss = batch_gradient(model, theta, xb, yb)
+        new_p = pv
         if dr_lr > 0.0:
-            prod = stack.to(torch.float64) * grad.to(torch.float64)[None, :]
-            if p_grad == "exact":
-                dp = prod.sum(dim=1)
-            else:
-                per_layer = torch.zeros(num, len(sizes), dtype=torch.float64)
-                per_layer.index_add_(1, layer, prod)
-                dp = (per_layer / sizes[None, :]).mean(dim=1)
+            dp = _mixing_gradient(stack, grad, p_grad=p_grad, sizes=sizes, layer=layer)
             new_p = pv - dr_lr * (dp + lam * mu * (pv - p0v))
-        else:
-            new_p = pv
         stack[own] -= float(lr * num * float(pv[own])) * grad
         pv = new_p
         total += loss

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from rayfl.algorithms.config import LocalTrainingConfig
 from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.learning.models import FlatModel
+from rayfl.privacy.config import PrivacyConfig
 
 __all__ = ["Algorithm", "ClientContext", "ClientUpdate", "Download"]
 
@@ -130,14 +131,25 @@ class Algorithm:
     def __init__(self, config: LocalTrainingConfig) -> None:
         self.config = config
 
-    def bind(self, run_config: Any) -> None:
-        """Read run-level settings beyond the algorithm section (default: none)."""
+    def bind(self, *, privacy: PrivacyConfig, seed: int) -> None:
+        """Read run-level settings beyond the algorithm section (default: none).
+
+        Args:
+            privacy: The run's ``privacy`` section.
+            seed: The run's seed.
+        """
 
     @classmethod
     def calibrate_noise(
         cls, config: Any, *, num_train: npt.ArrayLike
     ) -> tuple[float, float] | None:
-        """Return (σ, Δs) overriding the privacy calibration, or None."""
+        """Return (σ, Δs) overriding the privacy calibration, or None.
+
+        Args:
+            config: The run's sections (``rayfl.uplink.UplinkSections``: privacy,
+                compression, algorithm, wireless, seed, rounds).
+            num_train: Train-set size per client (N,).
+        """
         return None
 
     def personal_update(self, ctx: ClientContext) -> dict[str, float]:
@@ -157,7 +169,11 @@ class Algorithm:
 
     @classmethod
     def quantizes_uploads(cls, config: Any) -> bool:
-        """Whether ``encode_upload`` turns uploads into codes (bit flips, no CRC)."""
+        """Whether ``encode_upload`` turns uploads into codes (bit flips, no CRC).
+
+        Args:
+            config: The run's sections (``rayfl.uplink.UplinkSections``).
+        """
         return False
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:

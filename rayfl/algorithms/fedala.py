@@ -66,6 +66,25 @@ from rayfl.learning.models import FlatModel
 __all__ = ["FedALA", "adaptive_local_aggregation"]
 
 
+def _ala_batches(
+    x: npt.NDArray[np.float32],
+    y: npt.NDArray[np.int64],
+    rand_percent: int,
+    batch_size: int,
+    rng: np.random.Generator,
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Return the full batches of ALA's s% slice of the data at a random offset."""
+    n = len(y)
+    count = int(rand_percent / 100 * n)
+    begin = int(rng.integers(0, n - count + 1)) if n else 0
+    xs = torch.from_numpy(np.asarray(x[begin : begin + count]))
+    ys = torch.from_numpy(np.asarray(y[begin : begin + count]))
+    return [
+        (xs[i : i + batch_size], ys[i : i + batch_size])
+        for i in range(0, count - batch_size + 1, batch_size)
+    ]
+
+
 def adaptive_local_aggregation(
     model: FlatModel,
     local: npt.NDArray[np.float32],
@@ -118,15 +137,7 @@ def adaptive_local_aggregation(
         if weights is None
         else torch.from_numpy(np.array(weights, np.float32))
     )
-    n = len(y)
-    count = int(rand_percent / 100 * n)
-    begin = int(rng.integers(0, n - count + 1)) if n else 0
-    xs = torch.from_numpy(np.asarray(x[begin : begin + count]))
-    ys = torch.from_numpy(np.asarray(y[begin : begin + count]))
-    batches = [
-        (xs[i : i + batch_size], ys[i : i + batch_size])
-        for i in range(0, count - batch_size + 1, batch_size)
-    ]
+    batches = _ala_batches(x, y, rand_percent, batch_size, rng)
     epochs = 0
     losses: list[float] = []
     if batches:

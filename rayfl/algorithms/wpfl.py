@@ -79,6 +79,7 @@ from rayfl.compression.effective_bits import (
 )
 from rayfl.compression.payload import Payload
 from rayfl.learning.aggregate import PartialSum
+from rayfl.privacy.config import PrivacyConfig
 from rayfl.seeding import rng_for
 from rayfl.wireless.downlink import quantize_global, receive_broadcast
 
@@ -109,11 +110,11 @@ class Wpfl(Ditto):
         self.privacy: Any = None
         self._laplace_scale: float | None = None
 
-    def bind(self, run_config: Any) -> None:
-        """Read C (downlink range ±C) and the seed from the run config."""
-        self.clip_norm = run_config.privacy.clip_norm
-        self.seed = int(run_config.seed)
-        self.privacy = run_config.privacy
+    def bind(self, *, privacy: PrivacyConfig, seed: int) -> None:
+        """Read C (downlink range ±C), the privacy section and the seed."""
+        self.clip_norm = privacy.clip_norm
+        self.seed = int(seed)
+        self.privacy = privacy
         self._laplace_scale = None
 
     # ---------------------------------------------------------------- downlink
@@ -249,7 +250,8 @@ class Wpfl(Ditto):
         """Return (σ, Δs) of a baseline mechanism; None for 'proposed'.
 
         Args:
-            config: The run config (``RunConfig``).
+            config: The run's sections (``rayfl.uplink.UplinkSections``: privacy,
+                compression, algorithm, wireless).
             num_train: Train-set size per client (N,).
 
         Raises:
@@ -290,7 +292,7 @@ class Wpfl(Ditto):
 
 
 def _check_dithering(config: Any) -> None:
-    """Raise ValueError unless the run config can carry the Dithering baseline."""
+    """Raise ValueError unless the run's sections can carry the Dithering baseline."""
     privacy, compression = config.privacy, config.compression
     problems = []
     if compression.quantize_bits is not None:

@@ -7,6 +7,7 @@ Symbol table:
 | abs(ω) (seed 000), abs(w) (seed 002) | ``dim`` | number of model parameters d |
 | R (seed 000 §2.4) | ``bits_per_element`` | bits per transmitted value (32 = float32) |
 | [−A_L, A_L] (seed 000 eq. 6) | ``lo``, ``hi`` | quantizer range |
+| Δ, χ_i = lo + i·Δ (seed 000 eq. 6) | ``quantize_step``, ``dequantize`` | level spacing, levels of the codes |
 | 1/s (unbiased sparsifier) | ``scale`` | multiplier applied to the values on decoding |
 | Z_i^t (seed 002 §2.3) | ``payload_bits`` | uplink payload size in bits |
 
@@ -35,6 +36,47 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
+
+def quantize_step(*, lo: float, hi: float, bits: int) -> float:
+    """Return the level spacing Δ = (hi − lo)/(2^R − 1), seed 000 eq. 6.
+
+    Args:
+        lo: Lower end of the range.
+        hi: Upper end of the range (≥ lo).
+        bits: R, integer in [1, 32].
+
+    Returns:
+        Δ (same unit as the values).
+
+    Example:
+        >>> quantize_step(lo=-1.0, hi=1.0, bits=1)
+        2.0
+    """
+    return (hi - lo) / float((1 << bits) - 1)
+
+
+def dequantize(
+    codes: npt.ArrayLike, *, lo: float, hi: float, bits: int
+) -> npt.NDArray[np.float32]:
+    """Map R-bit codes back to their levels χ_i = lo + i·Δ, seed 000 eq. 6.
+
+    Args:
+        codes: Integer codes, shape (k,).
+        lo: Lower end of the range.
+        hi: Upper end of the range.
+        bits: R, integer in [1, 32].
+
+    Returns:
+        float32 levels, shape (k,).
+
+    Example:
+        >>> dequantize([0, 1, 3], lo=-1.0, hi=2.0, bits=2).tolist()
+        [-1.0, 0.0, 2.0]
+    """
+    step = quantize_step(lo=lo, hi=hi, bits=bits)
+    levels = lo + np.asarray(codes, dtype=np.float64) * step
+    return levels.astype(np.float32)
 
 
 def payload_size_bits(
@@ -195,8 +237,6 @@ class Payload:
             >>> p.with_codes(np.array([0, 1], np.uint8)).to_dense().tolist()
             [-1.0, 1.0]
         """
-        from rayfl.compression.quantize import dequantize  # local: avoids a cycle
-
         if self.codes is None or self.lo is None or self.hi is None:
             raise ValueError("payload.with_codes needs a quantized payload")
         codes = np.asarray(new_codes)

@@ -14,6 +14,9 @@ Symbol table:
 | χ_i (seed 000 eq. 6) | ``dequantize(codes)`` | reconstruction levels |
 | E_L^max = Δ_L/2 (seed 000 eq. 7) | – | worst-case error of round-to-nearest |
 
+``quantize_step`` and ``dequantize`` live in :mod:`rayfl.compression.payload`
+(a quantized payload decodes its own codes) and are re-exported here.
+
 Implementation details:
 
 1. Deterministic rounding is round-half-up, ⌊t + 1/2⌋ with t = (x − lo)/Δ, so the
@@ -35,7 +38,17 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from rayfl.compression.payload import Payload
+from rayfl.compression.payload import Payload, dequantize, quantize_step
+
+__all__ = [
+    "code_dtype",
+    "dequantize",
+    "minmax_range",
+    "quantize",
+    "quantize_codes",
+    "quantize_step",
+    "uplink_range",
+]
 
 
 def code_dtype(bits: int) -> np.dtype[np.unsignedinteger]:
@@ -61,24 +74,6 @@ def code_dtype(bits: int) -> np.dtype[np.unsignedinteger]:
     if bits <= 16:
         return np.dtype(np.uint16)
     return np.dtype(np.uint32)
-
-
-def quantize_step(*, lo: float, hi: float, bits: int) -> float:
-    """Return the level spacing Δ = (hi − lo)/(2^R − 1), seed 000 eq. 6.
-
-    Args:
-        lo: Lower end of the range.
-        hi: Upper end of the range (≥ lo).
-        bits: R, integer in [1, 32].
-
-    Returns:
-        Δ (same unit as the values).
-
-    Example:
-        >>> quantize_step(lo=-1.0, hi=1.0, bits=1)
-        2.0
-    """
-    return (hi - lo) / float((1 << bits) - 1)
 
 
 def uplink_range(*, clip_norm: float, noise_std: float) -> tuple[float, float]:
@@ -141,29 +136,6 @@ def quantize_codes(
     offset = 0.5 if rng is None else rng.random(x.shape)
     codes = np.clip(np.floor(scaled + offset), 0.0, top)
     return codes.astype(dtype)
-
-
-def dequantize(
-    codes: npt.ArrayLike, *, lo: float, hi: float, bits: int
-) -> npt.NDArray[np.float32]:
-    """Map R-bit codes back to their levels χ_i = lo + i·Δ, seed 000 eq. 6.
-
-    Args:
-        codes: Integer codes, shape (k,).
-        lo: Lower end of the range.
-        hi: Upper end of the range.
-        bits: R, integer in [1, 32].
-
-    Returns:
-        float32 levels, shape (k,).
-
-    Example:
-        >>> dequantize([0, 1, 3], lo=-1.0, hi=2.0, bits=2).tolist()
-        [-1.0, 0.0, 2.0]
-    """
-    step = quantize_step(lo=lo, hi=hi, bits=bits)
-    levels = lo + np.asarray(codes, dtype=np.float64) * step
-    return levels.astype(np.float32)
 
 
 def quantize(

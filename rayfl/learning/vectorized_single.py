@@ -38,6 +38,44 @@ def _windows(
     return runs
 
 
+def _linear_step(
+    weights: list[torch.Tensor],
+    biases: list[torch.Tensor],
+    inputs: torch.Tensor,
+    target: torch.Tensor,
+    *,
+    alpha: float,
+) -> torch.Tensor:
+    """Take one SGD step of the Linear/ReLU stack in place; return the summed loss.
+
+    Args:
+        weights: Weight views (out, in) per Linear, updated in place.
+        biases: Bias views (out, 1) per Linear, updated in place.
+        inputs: The batch's inputs, one column per sample (in, b).
+        target: One-hot labels, one column per sample (classes, b).
+        alpha: −η/b, the step's scale.
+
+    Returns:
+        Σ_j log p_j · target_j over the batch (a float32 scalar: minus the loss sum).
+    """
+    last = len(weights) - 1
+    acts = [inputs]
+    for i, (w, bias) in enumerate(zip(weights, biases, strict=True)):
+        z = torch.addmm(bias, w, acts[i])
+        if i < last:
+            acts.append(z.clamp_(min=0.0))
+    log_p = torch.log_softmax(z, dim=0)
+    loss = (log_p * target).sum()
+    deltas = [log_p.exp_().sub_(target)]  # ∂ce_j/∂z, column j
+    for i in range(last, 0, -1):
+        back = torch.mm(weights[i].t(), deltas[0])
+        deltas.insert(0, torch.ops.aten.threshold_backward(back, acts[i], 0.0))
+    for w, bias, d, a in zip(weights, biases, deltas, acts, strict=True):
+        w.addmm_(d, a.t(), alpha=alpha)
+        bias.add_(d.sum(1, keepdim=True), alpha=alpha)
+    return loss
+
+
 def linear_stack_sgd(
     spec: ModelSpec,
     shapes: list[tuple[int, int]],
@@ -84,7 +122,7 @@ def linear_stack_sgd(
         center = torch.from_numpy(np.asarray(c, dtype=np.float32))
     xt = torch.from_numpy(np.asarray(x, dtype=np.float32)).reshape(len(y), -1)
     yt = torch.from_numpy(np.asarray(y, dtype=np.int64))
-    num_classes, last = shapes[-1][0], len(shapes) - 1
+    num_classes = shapes[-1][0]
     losses: list[torch.Tensor] = []  # summed (not mean) batch losses, float32
     max_rows = max(1, max_bytes // (4 * max(1, xt.shape[1])))
     for first, stop in _windows(batches, max_rows):
@@ -99,22 +137,10 @@ def linear_stack_sgd(
         for b in batches[first:stop]:
             rows = slice(row, row + len(b))
             row += len(b)
-            acts = [xw[rows].t()]
-            for i, (w, bias) in enumerate(zip(weights, biases, strict=True)):
-                z = torch.addmm(bias, w, acts[i])
-                if i < last:
-                    acts.append(z.clamp_(min=0.0))
-            log_p = torch.log_softmax(z, dim=0)
-            target = onehot[:, rows]
-            losses.append((log_p * target).sum())
-            deltas = [log_p.exp_().sub_(target)]  # ∂ce_j/∂z, column j
-            for i in range(last, 0, -1):
-                back = torch.mm(weights[i].t(), deltas[0])
-                deltas.insert(0, torch.ops.aten.threshold_backward(back, acts[i], 0.0))
-            alpha = -lr / len(b)
-            for w, bias, d, a in zip(weights, biases, deltas, acts, strict=True):
-                w.addmm_(d, a.t(), alpha=alpha)
-                bias.add_(d.sum(1, keepdim=True), alpha=alpha)
+            loss = _linear_step(
+                weights, biases, xw[rows].t(), onehot[:, rows], alpha=-lr / len(b)
+            )
+            losses.append(loss)
             if center is not None:
                 flat.sub_(flat - center, alpha=lr * prox_weight)
     sizes = [len(b) for b in batches]

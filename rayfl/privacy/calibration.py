@@ -120,6 +120,42 @@ def calibrate_noise_std(
             f"calibration {privacy.calibration!r} needs the planned number of "
             "releases: pass releases= or set privacy.max_uploads"
         )
+    return _formula_noise_std(
+        privacy,
+        planned=int(planned),
+        ledger_scale=ledger_scale,
+        scale=scale,
+        dataset_size=dataset_size,
+        num_clients=num_clients,
+        quantize_bits=quantize_bits,
+        constant=constant,
+    )
+
+
+def _formula_noise_std(
+    privacy: PrivacyConfig,
+    *,
+    planned: int,
+    ledger_scale: float,
+    scale: float,
+    dataset_size: int | None,
+    num_clients: int | None,
+    quantize_bits: int | None,
+    constant: float,
+) -> float:
+    """Return σ of ``privacy.calibration``'s formula for a target ε over ``planned``.
+
+    Args:
+        privacy: The privacy config (``epsilon`` set).
+        planned: Planned releases per client.
+        ledger_scale: The ledger's sensitivity (the 'accountant' calibration).
+        scale: The sensitivity of seed 004's formula ('h2fdp').
+        dataset_size: abs(D_n) ('dp_ditto').
+        num_clients: N ('dp_ditto').
+        quantize_bits: R ('wpfl').
+        constant: c_2 or v_2 ('h2fdp').
+    """
+    clip_norm = float(privacy.clip_norm)  # type: ignore[arg-type]  # validated
     eps, delta = privacy.epsilon, privacy.delta
     rate = privacy.calibration_sample_rate  # a paper formula's input only
     if privacy.calibration == "accountant":
@@ -127,7 +163,7 @@ def calibrate_noise_std(
             epsilon=eps,
             delta=delta,
             sample_rate=1.0,
-            steps=int(planned),
+            steps=planned,
             accountant=privacy.accountant,
         )
         return z * ledger_scale
@@ -139,7 +175,7 @@ def calibrate_noise_std(
         return dp_ditto_noise_std(
             clip_norm=clip_norm,
             dataset_size=dataset_size,
-            num_rounds=int(planned),
+            num_rounds=planned,
             num_clients=num_clients,
             epsilon=eps,
             delta=delta,
@@ -150,7 +186,7 @@ def calibrate_noise_std(
         return wpfl_noise_std(
             epsilon=eps,
             delta=delta,
-            max_uploads=int(planned),
+            max_uploads=planned,
             clip_norm=clip_norm,
             bits=quantize_bits,
             sample_rate=rate,
@@ -158,7 +194,7 @@ def calibrate_noise_std(
     return h2fdp_noise_std(
         sensitivity=scale,
         sample_rate=rate,
-        releases=int(planned),
+        releases=planned,
         epsilon=eps,
         delta=delta,
         constant=constant,

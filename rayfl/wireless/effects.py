@@ -202,6 +202,68 @@ def _check_indices(name: str, index: IntArray, upper: int) -> None:
         raise ValueError(f"{name} {int(values[counts > 1][0])} is scheduled twice")
 
 
+def _checked_uplinks(
+    state: ChannelState,
+    client: npt.ArrayLike,
+    subchannel: npt.ArrayLike,
+    tx_power_w: npt.ArrayLike,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Return the scheduled (client, subchannel, power) as arrays, checked.
+
+    Raises:
+        ValueError: If an index is out of range or repeated, or a power is invalid.
+    """
+    client_index = np.asarray(client, dtype=np.int64)
+    subchannel_index = np.asarray(subchannel, dtype=np.int64)
+    if client_index.ndim != 1 or client_index.shape != subchannel_index.shape:
+        raise ValueError(
+            "client and subchannel must be 1-D of equal length, got shapes "
+            f"{client_index.shape} and {subchannel_index.shape}"
+        )
+    _check_indices("client", client_index, state.num_clients)
+    _check_indices("subchannel", subchannel_index, state.num_subchannels)
+    shape = client_index.shape
+    power_w = np.broadcast_to(np.asarray(tx_power_w, dtype=np.float64), shape)
+    too_high = (power_w <= 0) | (power_w > state.tx_power_w * (1 + 1e-9))
+    if np.any(too_high):
+        raise ValueError(
+            f"tx_power_w must be in (0, {state.tx_power_w:g}] W, got "
+            f"{power_w[too_high][0]:g} for client {int(client_index[too_high][0])}"
+        )
+    return client_index, subchannel_index, power_w
+
+
+def _latency_and_energy(
+    config: WirelessConfig,
+    power_w: npt.NDArray[np.float64],
+    bits: npt.NDArray[np.float64],
+    rate: npt.NDArray[np.float64],
+    transmit_s: npt.NDArray[np.float64],
+    num_samples: npt.ArrayLike,
+    cpu_frequency_hz: npt.ArrayLike | None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Return the round's latency (s) and energy (J) per client (seed_002 §2.6-2.7)."""
+    frequency_hz = (
+        config.cpu_frequency_hz if cpu_frequency_hz is None else cpu_frequency_hz
+    )
+    latency = uplink_latency_s(
+        payload_bits=bits,
+        rate_bps=rate,
+        num_samples=num_samples,
+        cpu_cycles_per_sample=config.cpu_cycles_per_sample,
+        cpu_frequency_hz=frequency_hz,
+    )
+    energy = uplink_energy_j(
+        tx_power_w=power_w,
+        transmit_time_s=transmit_s,
+        effective_capacitance=config.effective_capacitance,
+        cpu_cycles_per_sample=config.cpu_cycles_per_sample,
+        num_samples=num_samples,
+        cpu_frequency_hz=frequency_hz,
+    )
+    return latency, energy
+
+
 def uplink_round(
     state: ChannelState,
     *,
@@ -237,26 +299,10 @@ def uplink_round(
     Raises:
         ValueError: If an index is out of range or repeated, or a power is invalid.
     """
-    client_index = np.asarray(client, dtype=np.int64)
-    subchannel_index = np.asarray(subchannel, dtype=np.int64)
-    if client_index.ndim != 1 or client_index.shape != subchannel_index.shape:
-        raise ValueError(
-            "client and subchannel must be 1-D of equal length, got shapes "
-            f"{client_index.shape} and {subchannel_index.shape}"
-        )
-    _check_indices("client", client_index, state.num_clients)
-    _check_indices("subchannel", subchannel_index, state.num_subchannels)
-    shape = client_index.shape
-    power_w = np.broadcast_to(np.asarray(tx_power_w, dtype=np.float64), shape)
-    too_high = (power_w <= 0) | (power_w > state.tx_power_w * (1 + 1e-9))
-    if np.any(too_high):
-        raise ValueError(
-            f"tx_power_w must be in (0, {state.tx_power_w:g}] W, got "
-            f"{power_w[too_high][0]:g} for client {int(client_index[too_high][0])}"
-        )
-    frequency_hz = (
-        config.cpu_frequency_hz if cpu_frequency_hz is None else cpu_frequency_hz
+    client_index, subchannel_index, power_w = _checked_uplinks(
+        state, client, subchannel, tx_power_w
     )
+    shape = client_index.shape
     bits = np.broadcast_to(np.asarray(payload_bits, dtype=np.float64), shape)
     gain = state.gain_linear[client_index, subchannel_index]
     snr = snr_linear(
@@ -266,20 +312,8 @@ def uplink_round(
     rate = shannon_rate_bps(bandwidth_hz=state.bandwidth_hz, snr_linear=snr)
     ber = qam_bit_error_rate(snr, qam_order=config.qam_order)
     transmit_s = transmission_time_s(payload_bits=bits, rate_bps=rate)
-    latency = uplink_latency_s(
-        payload_bits=bits,
-        rate_bps=rate,
-        num_samples=num_samples,
-        cpu_cycles_per_sample=config.cpu_cycles_per_sample,
-        cpu_frequency_hz=frequency_hz,
-    )
-    energy = uplink_energy_j(
-        tx_power_w=power_w,
-        transmit_time_s=transmit_s,
-        effective_capacitance=config.effective_capacitance,
-        cpu_cycles_per_sample=config.cpu_cycles_per_sample,
-        num_samples=num_samples,
-        cpu_frequency_hz=frequency_hz,
+    latency, energy = _latency_and_energy(
+        config, power_w, bits, rate, transmit_s, num_samples, cpu_frequency_hz
     )
     element_error = element_error_probability(ber, bits_per_element=bits_per_element)
     max_latency_s = np.inf if config.max_latency_s is None else config.max_latency_s

@@ -158,3 +158,41 @@ def test_pre_reduced_uploads_aggregate_bit_for_bit_like_per_client_uploads():
     np.testing.assert_array_equal(new_plain, new_summed)
     want = {"delivered": [0, 1, 2, 3], "rejected": [], "reasons": {}}
     assert rec_plain == rec_summed == want
+
+
+def test_setup_from_sections_alone_trains_and_aggregates_like_the_run_config():
+    # Arrange: one setup from the whole config, one from its sections only
+    # (config=None: the client and server hosts must not read the run config)
+    cfg, data, setup, start = _host(
+        ["privacy.mechanism=gaussian", "privacy.clip_norm=0.5", "seed=7"],
+        noise_std=0.05,
+    )
+    adapted = ActorSetup.from_config(
+        cfg,
+        input_shape=tuple(data.input_shape),
+        num_classes=data.num_classes,
+        noise_std=0.05,
+    )
+    sections = ActorSetup(
+        None,
+        tuple(data.input_shape),
+        data.num_classes,
+        0.05,
+        model=cfg.model,
+        algorithm=cfg.algorithm,
+        privacy=cfg.privacy,
+        compression=cfg.compression,
+        wireless=cfg.wireless,
+        seed=cfg.seed,
+        rounds=cfg.rounds,
+    )
+    # Act
+    runs = []
+    for s in (setup, sections):
+        _, uploads, _ = ClientHost(data, [0, 1], s).train(2, start, [0, 1])
+        runs.append(ServerHost(s).aggregate(2, start, None, uploads)[0])
+    # Assert
+    assert adapted == setup and (adapted.seed, adapted.rounds) == (7, cfg.rounds)
+    assert sections.config is None and sections.privacy.clip_norm == 0.5
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.array_equal(runs[0], start)

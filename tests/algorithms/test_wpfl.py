@@ -90,7 +90,7 @@ def _rebuilt_broadcast(cfg, vector, ber, *, round, client):
 
 def _wpfl(cfg):
     algo = make_algorithm(cfg.algorithm)
-    algo.bind(cfg)
+    algo.bind(privacy=cfg.privacy, seed=cfg.seed)
     return algo
 
 

@@ -129,7 +129,7 @@ def test_a_diverged_model_is_passed_on_for_the_server_to_reject():
 
     cfg = load_config(CFG)
     algo = make_algorithm(cfg.algorithm)
-    algo.bind(cfg)
+    algo.bind(privacy=cfg.privacy, seed=cfg.seed)
     diverged = Payload.dense(np.array([np.nan, 1.0], np.float32))
     assert algo.encode_upload(diverged, None) is diverged  # cloud drops non-finite
 

@@ -1,0 +1,57 @@
+"""The ``output`` section of a run config: where and what a run writes.
+
+Re-exported by :mod:`rayfl.config`.
+
+Example:
+    >>> OutputConfig(dir="runs", plots=False).checkpoint_every
+    0
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["OutputConfig"]
+
+
+class OutputConfig(BaseModel):
+    """Where and what a run writes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    dir: str = Field(
+        "runs",
+        min_length=1,
+        description="Root under which `<name>-<timestamp>/` is made; it (or its "
+        "nearest existing parent) must be a writable directory.",
+    )
+    plots: bool = Field(True, description="Write plots/*.png at the end of the run.")
+    progress: bool = Field(True, description="Show a progress bar on a terminal.")
+    checkpoint_every: int = Field(
+        0,
+        ge=0,
+        description="Checkpoint the run every this many rounds (0 = never); "
+        "`rayfl resume RUN_DIR` continues from the last one.",
+    )
+
+    @model_validator(mode="after")
+    def _check_dir(self) -> OutputConfig:
+        path = Path(self.dir).expanduser()
+        if "\x00" in self.dir:
+            raise ValueError(f"output.dir must be a path, got {self.dir!r}")
+        existing = path
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise ValueError(
+                f"output.dir must be a directory (or one that can be created), but "
+                f"{existing} is a file: got {self.dir!r}"
+            )
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise ValueError(
+                f"output.dir: {existing} is not writable (got {self.dir!r})"
+            )
+        return self

@@ -1,0 +1,52 @@
+"""The ``scheduler`` section of a run config: which clients upload each round.
+
+Re-exported by :mod:`rayfl.config`. Policy names are checked against
+:func:`rayfl.names.policy_names` (the built-in rules and every registered policy).
+
+Example:
+    >>> SchedulerConfig(policy="round_robin", clients_per_round=4).clients_per_round
+    4
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rayfl.names import UnknownNameError, policy_names
+
+__all__ = ["SchedulerConfig"]
+
+
+class SchedulerConfig(BaseModel):
+    """Which clients upload in each round."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    policy: str = Field(
+        "all",
+        description="Scheduling policy name: `all` (every eligible client every "
+        "round), `random`, `round_robin`, or any name in policies.POLICIES.",
+    )
+    clients_per_round: int | None = Field(
+        None,
+        ge=1,
+        description="Clients scheduled per round (partial participation). None: all "
+        "clients, or wireless.num_subchannels when a wireless model is set.",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Extra keyword arguments of the policy."
+    )
+    controls: bool = Field(
+        False,
+        description="Expose the algorithm's per-client controls (e.g. sparse_dp's "
+        "`sparsity`) in the env's action, so the policy can set them.",
+    )
+
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, name: str) -> str:
+        if name not in policy_names():
+            raise UnknownNameError("scheduler.policy", name, policy_names())
+        return name

@@ -1,0 +1,69 @@
+"""The ``ray`` section of a run config: how rayfl connects to Ray and packs actors.
+
+Re-exported by :mod:`rayfl.config`; read by :class:`rayfl.session.RaySession`
+(connection) and the systems (actor packing, CPU reservation).
+
+Example:
+    >>> RayConfig(num_cpus=2).clients_per_actor
+    'auto'
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["RayConfig"]
+
+
+class RayConfig(BaseModel):
+    """How rayfl connects to Ray and packs clients into actors (DESIGN.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    address: str | None = Field(
+        None,
+        description="None: reuse an initialized Ray session or start a local one; "
+        "`auto`: connect to the running cluster; or `ray://host:port` / `host:port`.",
+    )
+    num_cpus: int | None = Field(
+        None, ge=1, description="CPUs of a locally started Ray session (None: all)."
+    )
+    clients_per_actor: int | Literal["auto"] = Field(
+        "auto",
+        description="Virtual clients hosted by one client actor. `auto`: "
+        "ceil(num_clients / CPUs), i.e. one actor per CPU; 1: one actor per client.",
+    )
+    reduce_in_actor: bool = Field(
+        True,
+        description="Let each client actor sum its clients' uploads before sending "
+        "(exact sums, same result as at the server) when no channel effect acts on single uploads.",
+    )
+    max_actor_restarts: int = Field(
+        3,
+        ge=-1,
+        description="Restarts of a client actor that dies (-1: unlimited). Its clients' "
+        "updates of that round count as lost; their state is restored from the last "
+        "round's snapshot.",
+    )
+    object_store_memory_mb: int | None = Field(
+        None, ge=64, description="Object store size of a locally started session."
+    )
+    reserve_timeout_s: float | None = Field(
+        600.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds a run waits for the CPUs of all its client actors when "
+        "other runs share the cluster (they are reserved at once, a placement group, "
+        "with a message while waiting); then it fails with a clear error. "
+        "null: wait for ever.",
+    )
+
+    @model_validator(mode="after")
+    def _check_packing(self) -> RayConfig:
+        if isinstance(self.clients_per_actor, int) and self.clients_per_actor < 1:
+            raise ValueError(
+                f"ray.clients_per_actor must be >= 1 or 'auto', got {self.clients_per_actor}"
+            )
+        return self
