@@ -16,7 +16,7 @@ Writes, under ``--out`` (default ``docs/rl/surrogate``):
 | file | content |
 |------|---------|
 | ``eval.csv`` | one row per (policy, train_seed, seed): ``episode_reward`` (sum of the env rewards) and ``wall_s`` |
-| ``paired.csv`` | one row per (train_seed, baseline, seed): ``diff`` = learned − baseline reward, ``learned_better`` (1/0) |
+| ``paired.csv`` | one row per (train_seed, baseline, seed): ``diff`` = learned − baseline reward, ``learned_better`` (1/0); ``train_seed`` = ``mean``: the mean reward of all trained policies on that seed |
 | ``learning_curve.csv`` | one row per (train_seed, iteration): PPO's mean training episode return, wall time |
 | ``learning_curve.png`` | the curves, with the held-out means of the heuristics |
 | ``policies/train_seed<k>/`` | the exported policies (``scheduler.params.checkpoint=`` loads them) |
@@ -104,7 +104,7 @@ def evaluate(args: argparse.Namespace, out: Path) -> pd.DataFrame:
     policies = [
         ("learned", seed, {"checkpoint": str(out / "policies" / f"train_seed{seed}")})
         for seed in args.train_seeds
-    ] + [(name, -1, {}) for name in args.baselines]
+    ] + [(name, "-", {}) for name in args.baselines]
     rows = []
     for seed in args.eval_seeds:
         cfg = load_config(args.config, [f"seed={seed}"])
@@ -114,6 +114,7 @@ def evaluate(args: argparse.Namespace, out: Path) -> pd.DataFrame:
             max_episode_steps=cfg.rounds,
         )
         try:
+            env.reset(seed=seed)  # builds the partition: not part of any policy's time
             for name, train_seed, params in policies:
                 t0 = time.perf_counter()
                 policy = make_policy(name, env, **params)
@@ -137,16 +138,21 @@ def evaluate(args: argparse.Namespace, out: Path) -> pd.DataFrame:
 def paired(table: pd.DataFrame) -> pd.DataFrame:
     """Learned − baseline episode reward on the same seed, per training seed."""
     learned = table[table["policy"] == "learned"]
+    # "mean": the learned policies' mean reward on the seed (over training seeds)
+    pooled = learned.groupby("seed", sort=False)["episode_reward"].mean()
+    candidates = [*learned.itertuples(index=False)] + [
+        (None, "mean", seed, value) for seed, value in pooled.items()
+    ]
     rows = []
     for baseline in table.loc[table["policy"] != "learned", "policy"].unique():
         base = table[table["policy"] == baseline].set_index("seed")["episode_reward"]
-        for row in learned.itertuples():
-            diff = row.episode_reward - float(base[row.seed])
+        for _, train_seed, seed, reward, *_ in candidates:
+            diff = reward - float(base[seed])
             rows.append(
                 {
-                    "train_seed": row.train_seed,
+                    "train_seed": train_seed,
                     "baseline": baseline,
-                    "seed": row.seed,
+                    "seed": seed,
                     "diff": diff,
                     "learned_better": int(diff > 0),
                 }

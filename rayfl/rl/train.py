@@ -53,7 +53,14 @@ from rayfl.config import RunConfig, load_config
 from rayfl.results import atomic_write, make_run_dir
 from rayfl.rl.config import RLConfig
 
-__all__ = ["INSTALL_HINT", "evaluate_policies", "rllib_available", "train_policy"]
+__all__ = [
+    "INSTALL_HINT",
+    "check_env_runner_resources",
+    "env_runner_placement",
+    "evaluate_policies",
+    "rllib_available",
+    "train_policy",
+]
 
 INSTALL_HINT = (
     "rayfl train-policy needs RLlib, an optional extra: "
@@ -321,6 +328,8 @@ def train_policy(
     Raises:
         ImportError: Without RLlib (the message says how to install it).
         FileNotFoundError: If ``resume`` has no checkpoint.
+        ValueError: If the Ray session has fewer CPUs than the remote
+            EnvRunners reserve (``check_env_runner_resources``).
     """
     if not rllib_available():
         raise ImportError(INSTALL_HINT)

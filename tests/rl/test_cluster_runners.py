@@ -137,6 +137,14 @@ def test_two_env_runners_on_a_two_node_cluster(two_node_cluster, tmp_path):
     cluster, nodes = two_node_cluster
     config = {**TINY, "output": {**TINY["output"], "dir": str(tmp_path)}}
     assert not ray.is_initialized()
+    # more runners than the cluster's 2 CPUs: a clear error, not an endless wait
+    with pytest.raises(ValueError, match="the Ray cluster has 2"):
+        train_policy(
+            config,
+            [f"ray.address={cluster.address}", "rl.num_env_runners=3"],
+            verbose=False,
+        )
+    assert not ray.is_initialized()
     # Act: the run connects through ray.address (as `rayfl train-policy
     # ... ray.address=HOST:PORT` does) and disconnects at the end
     run_dir = train_policy(config, [f"ray.address={cluster.address}"], verbose=False)
