@@ -176,16 +176,21 @@ def plot(curves: pd.DataFrame, table: pd.DataFrame, path: Path) -> None:
             lw=1.2,
             label=f"PPO training return, train seed {seed}",
         )
-    means = table.groupby(["policy", "train_seed"], sort=False)["episode_reward"]
-    styles = iter(["--", ":", "-.", (0, (5, 1)), (0, (1, 3))])
-    for (name, _), value in means.mean().items():
+    means = table.groupby("policy", sort=False)["episode_reward"].mean()
+    colors = iter(["k", "tab:brown", "tab:gray", "tab:olive", "tab:cyan", "tab:pink"])
+    for name, value in means.items():
         if name == "learned":
             continue
-        ax.axhline(
-            value, ls=next(styles, "--"), lw=1, color="k", label=f"{name} (held-out)"
-        )
-    learned = table[table["policy"] == "learned"]["episode_reward"].mean()
-    ax.axhline(learned, ls="-", lw=2, color="C3", alpha=0.5, label="learned (held-out)")
+        color = next(colors, "k")
+        ax.axhline(value, ls="--", lw=1, color=color, label=f"{name} (held-out)")
+    ax.axhline(
+        means["learned"],
+        ls="-",
+        lw=2,
+        color="C3",
+        alpha=0.5,
+        label="learned, mean of the train seeds (held-out)",
+    )
     ax.set_xlabel("PPO iteration (500 env steps = 25 episodes each)")
     ax.set_ylabel("episode return = Σ_t −max_n loss_n")
     ax.set_title("Learned scheduler on the surrogate (N = 10, K = 3, 20 rounds)")

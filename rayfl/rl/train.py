@@ -28,9 +28,13 @@ Implementation details:
     4. Remote EnvRunners (``rl.num_env_runners`` = R > 0) are Ray actors of
        ``rl.num_cpus_per_env_runner`` CPUs each, placed by Ray's scheduler on
        any node of the session (a cluster: ``ray.address``); the learner stays
-       in the driver. They build the env by the registered name, from
-       ``rayfl.rl.train._env_creator``, so every node must import ``rayfl``,
-       ``envs`` and ``policies`` (the same install or ``PYTHONPATH``). The run
+       in the driver. The env is given to RLlib as a class,
+       :class:`RLlibScoresEnv`, not as a name in Ray Tune's env registry: that
+       registry keys its entries by the job id of the first Ray connection of
+       the process, so a second ``train_policy`` on a cluster (a new job) left
+       the runners unable to find the env by name. The class is pickled by
+       reference, so every node must import ``rayfl``, ``envs`` and
+       ``policies`` (the same install or ``PYTHONPATH``). The run
        checks that the session has R × that many CPUs before building the
        algorithm (RLlib would otherwise wait for the actors forever) and
        records where each runner ran in ``env_runners.json``.
@@ -46,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pandas as pd
 
@@ -55,6 +60,7 @@ from rayfl.rl.config import RLConfig
 
 __all__ = [
     "INSTALL_HINT",
+    "RLlibScoresEnv",
     "check_env_runner_resources",
     "env_runner_placement",
     "evaluate_policies",
@@ -67,7 +73,6 @@ INSTALL_HINT = (
     "pip install -e '.[rl]'  (ray[rllib] pins gymnasium 1.2.2; use a separate venv "
     "if you want to keep another gymnasium)"
 )
-ENV_NAME = "rayfl-WirelessFL-scores"
 EVAL_SEED = 10_000
 
 
@@ -101,6 +106,22 @@ def _env_creator(env_config: Mapping[str, Any]) -> Any:
     )
 
 
+class RLlibScoresEnv(gym.Wrapper):
+    """The env every RLlib EnvRunner builds: ``make_rl_env`` of its env config.
+
+    RLlib calls the class with its ``EnvContext`` (the ``env_config`` of
+    :func:`build_algorithm` plus the runner's ``worker_index``).
+
+    Args:
+        env_config: ``config`` (the run config as a dict), ``mode``,
+            ``reward``, ``reward_scale``, ``partition_seeds``,
+            ``partition_every``.
+    """
+
+    def __init__(self, env_config: Mapping[str, Any]) -> None:
+        super().__init__(_env_creator(env_config))
+
+
 #: Envs this process built (RLlib's new stack gives every vector copy of an
 #: EnvRunner the same EnvContext, without a ``vector_index``).
 _ENVS_BUILT = itertools.count()
@@ -123,12 +144,10 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
     """Return the RLlib PPO algorithm for ``cfg`` with the ``rl`` settings."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-    from ray.tune.registry import register_env
 
     from policies.learned import resolve_checkpoint
     from rayfl.rl.module import ScoreRLModule
 
-    register_env(ENV_NAME, _env_creator)
     model_config: dict[str, Any] = {
         "hidden": list(rl.hidden),
         "initial_log_std": rl.initial_log_std,
@@ -147,7 +166,7 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
     config = (
         PPOConfig()
         .environment(
-            ENV_NAME,
+            RLlibScoresEnv,
             env_config=env_config,
             normalize_actions=False,
             clip_actions=False,

@@ -2,9 +2,10 @@
 
 The fast tests check the config path (no Ray); the slow one builds a loopback
 cluster of two Ray nodes (``ray.cluster_utils.Cluster``, 1 CPU each), trains
-with two remote EnvRunners through ``ray.address`` and checks that the runners
-ran on both nodes, that the exported policy loads as ``learned`` and that the
-run leaves the cluster to the caller, which then shuts it down.
+three times through ``ray.address`` (one runner; three runners, which must fail
+clearly; two runners) and checks that the two runners ran on both nodes, that
+the exported policy loads as ``learned`` and that each run leaves the cluster to
+the caller, which then shuts it down.
 """
 
 from __future__ import annotations
@@ -137,6 +138,18 @@ def test_two_env_runners_on_a_two_node_cluster(two_node_cluster, tmp_path):
     cluster, nodes = two_node_cluster
     config = {**TINY, "output": {**TINY["output"], "dir": str(tmp_path)}}
     assert not ray.is_initialized()
+    # a first, short run: every later run on the cluster is a new Ray job (the
+    # env must still reach the runners; a name in Ray Tune's registry did not)
+    first = train_policy(
+        {**config, "rl": {**config["rl"], "eval_episodes": 0}},
+        [
+            f"ray.address={cluster.address}",
+            "rl.num_env_runners=1",
+            "rl.iterations=1",
+        ],
+        verbose=False,
+    )
+    assert len(json.loads((first / "env_runners.json").read_text())) == 1
     # more runners than the cluster's 2 CPUs: a clear error, not an endless wait
     with pytest.raises(ValueError, match="the Ray cluster has 2"):
         train_policy(
