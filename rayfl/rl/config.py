@@ -75,6 +75,14 @@ class RLConfig(BaseModel):
         description="Remote RLlib EnvRunner actors (0: sample in the driver); each "
         "runs its own env copy, so they spread over a Ray cluster.",
     )
+    num_cpus_per_env_runner: float = Field(
+        1.0,
+        gt=0,
+        description="Ray CPUs each remote EnvRunner reserves (with "
+        "`num_env_runners` > 0): the cluster needs num_env_runners × this many "
+        "free CPUs besides the driver, which also runs the learner. Fractions "
+        "pack several runners on one core.",
+    )
     num_envs_per_env_runner: int = Field(
         1,
         ge=1,

@@ -10,6 +10,7 @@ The run directory ``<output.dir>/train-<name>-<timestamp>/`` holds:
 | ``config.yaml`` | the resolved config, ``rl`` section included |
 | ``progress.csv`` | one row per PPO iteration: mean episode return, entropy, env steps/s… |
 | ``checkpoint/`` | the RLlib algorithm (resume with ``--resume RUN_DIR``) |
+| ``env_runners.json`` | with ``rl.num_env_runners`` > 0: each remote EnvRunner's index, Ray node id, host and pid |
 | ``policy/`` | ``policy.npz`` + ``policy.json``: the exported numpy policy, what ``scheduler.policy=learned scheduler.params.checkpoint=RUN_DIR`` loads |
 | ``evaluation.csv`` / ``evaluation.md`` | per-episode and mean ± std returns of the learned policy and the baselines on the same seeds |
 | ``plots/learning_curve.png``, ``plots/evaluation.png`` | the two figures |
@@ -24,6 +25,19 @@ Implementation details:
     3. Evaluation scores every policy on the unwrapped env with episode seeds
        10000 + i, with the deterministic learned policy — the numbers the
        "learned vs random" margin is read from.
+    4. Remote EnvRunners (``rl.num_env_runners`` = R > 0) are Ray actors of
+       ``rl.num_cpus_per_env_runner`` CPUs each, placed by Ray's scheduler on
+       any node of the session (a cluster: ``ray.address``); the learner stays
+       in the driver. The env is given to RLlib as a class,
+       :class:`RLlibScoresEnv`, not as a name in Ray Tune's env registry: that
+       registry keys its entries by the job id of the first Ray connection of
+       the process, so a second ``train_policy`` on a cluster (a new job) left
+       the runners unable to find the env by name. The class is pickled by
+       reference, so every node must import ``rayfl``, ``envs`` and
+       ``policies`` (the same install or ``PYTHONPATH``). The run
+       checks that the session has R × that many CPUs before building the
+       algorithm (RLlib would otherwise wait for the actors forever) and
+       records where each runner ran in ``env_runners.json``.
 """
 
 from __future__ import annotations
@@ -36,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pandas as pd
 
@@ -43,14 +58,21 @@ from rayfl.config import RunConfig, load_config
 from rayfl.results import atomic_write, make_run_dir
 from rayfl.rl.config import RLConfig
 
-__all__ = ["INSTALL_HINT", "evaluate_policies", "rllib_available", "train_policy"]
+__all__ = [
+    "INSTALL_HINT",
+    "RLlibScoresEnv",
+    "check_env_runner_resources",
+    "env_runner_placement",
+    "evaluate_policies",
+    "rllib_available",
+    "train_policy",
+]
 
 INSTALL_HINT = (
     "rayfl train-policy needs RLlib, an optional extra: "
     "pip install -e '.[rl]'  (ray[rllib] pins gymnasium 1.2.2; use a separate venv "
     "if you want to keep another gymnasium)"
 )
-ENV_NAME = "rayfl-WirelessFL-scores"
 EVAL_SEED = 10_000
 
 
@@ -84,6 +106,22 @@ def _env_creator(env_config: Mapping[str, Any]) -> Any:
     )
 
 
+class RLlibScoresEnv(gym.Wrapper):
+    """The env every RLlib EnvRunner builds: ``make_rl_env`` of its env config.
+
+    RLlib calls the class with its ``EnvContext`` (the ``env_config`` of
+    :func:`build_algorithm` plus the runner's ``worker_index``).
+
+    Args:
+        env_config: ``config`` (the run config as a dict), ``mode``,
+            ``reward``, ``reward_scale``, ``partition_seeds``,
+            ``partition_every``.
+    """
+
+    def __init__(self, env_config: Mapping[str, Any]) -> None:
+        super().__init__(_env_creator(env_config))
+
+
 #: Envs this process built (RLlib's new stack gives every vector copy of an
 #: EnvRunner the same EnvContext, without a ``vector_index``).
 _ENVS_BUILT = itertools.count()
@@ -106,12 +144,10 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
     """Return the RLlib PPO algorithm for ``cfg`` with the ``rl`` settings."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-    from ray.tune.registry import register_env
 
     from policies.learned import resolve_checkpoint
     from rayfl.rl.module import ScoreRLModule
 
-    register_env(ENV_NAME, _env_creator)
     model_config: dict[str, Any] = {
         "hidden": list(rl.hidden),
         "initial_log_std": rl.initial_log_std,
@@ -130,13 +166,14 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
     config = (
         PPOConfig()
         .environment(
-            ENV_NAME,
+            RLlibScoresEnv,
             env_config=env_config,
             normalize_actions=False,
             clip_actions=False,
         )
         .env_runners(
             num_env_runners=rl.num_env_runners,
+            num_cpus_per_env_runner=rl.num_cpus_per_env_runner,
             # each emulate-mode env copy is a whole FL system on Ray: one per runner
             num_envs_per_env_runner=(
                 rl.num_envs_per_env_runner if rl.mode == "surrogate" else 1
@@ -163,6 +200,69 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
         .debugging(seed=cfg.seed, log_level="ERROR")
     )
     return config.build_algo()
+
+
+def check_env_runner_resources(cfg: RunConfig, rl: RLConfig) -> None:
+    """Raise if the Ray session cannot hold the remote EnvRunners.
+
+    Called before Ray starts (a local session: ``ray.num_cpus``, else the
+    machine's cores) and again once connected (the cluster's total CPUs).
+
+    Raises:
+        ValueError: If ``rl.num_env_runners × rl.num_cpus_per_env_runner``
+            exceeds the CPUs available to the session.
+    """
+    import os
+
+    import ray
+
+    needed = rl.num_env_runners * rl.num_cpus_per_env_runner
+    if needed == 0:
+        return
+    if ray.is_initialized():
+        total = float(ray.cluster_resources().get("CPU", 0.0))
+        where = "the Ray cluster has"
+    elif cfg.ray.address is None and not os.environ.get("RAY_ADDRESS"):
+        total = float(cfg.ray.num_cpus or os.cpu_count() or 1)
+        where = "the local Ray session gets (ray.num_cpus)"
+    else:
+        return  # a cluster not connected yet: checked once connected
+    if needed > total + 1e-9:
+        raise ValueError(
+            f"rl.num_env_runners={rl.num_env_runners} × "
+            f"rl.num_cpus_per_env_runner={rl.num_cpus_per_env_runner:g} needs "
+            f"{needed:g} Ray CPUs but {where} {total:g}: lower "
+            "rl.num_env_runners, give each runner a fraction "
+            "(rl.num_cpus_per_env_runner=0.5) or add CPUs/nodes"
+        )
+
+
+def _where_am_i(runner: Any) -> dict[str, Any]:
+    """Where an EnvRunner actor runs (called inside it)."""
+    import os
+    import socket
+
+    import ray
+
+    return {
+        "worker_index": int(getattr(runner, "worker_index", -1)),
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+    }
+
+
+def env_runner_placement(algo: Any) -> list[dict[str, Any]]:
+    """Return, for each remote EnvRunner of ``algo``, its index, node id, host, pid.
+
+    Asked of the runners themselves (``foreach_env_runner``), so it reports the
+    nodes the actors really run on. Empty without remote runners.
+    """
+    group = getattr(algo, "env_runner_group", None)
+    if group is None or group.num_remote_env_runners() == 0:
+        return []
+    rows = group.foreach_env_runner(_where_am_i, local_env_runner=False)
+    return sorted(rows, key=lambda r: r["worker_index"])
 
 
 def export_policy(algo: Any, out: Path, meta: dict[str, Any]) -> None:
@@ -247,6 +347,8 @@ def train_policy(
     Raises:
         ImportError: Without RLlib (the message says how to install it).
         FileNotFoundError: If ``resume`` has no checkpoint.
+        ValueError: If the Ray session has fewer CPUs than the remote
+            EnvRunners reserve (``check_env_runner_resources``).
     """
     if not rllib_available():
         raise ImportError(INSTALL_HINT)
@@ -263,12 +365,14 @@ def train_policy(
         raise ValueError("rayfl train-policy needs a config with a `wireless` section")
     rl = cfg.rl or RLConfig()
     cfg = cfg.model_copy(update={"rl": rl})
+    check_env_runner_resources(cfg, rl)
     session = RaySession(cfg.ray)  # RLlib puts its config in the object store
     import torch
 
     torch.set_num_threads(1)  # DESIGN.md: one torch thread per process
     rows: list[dict[str, Any]] = []
     try:
+        check_env_runner_resources(cfg, rl)
         algo = build_algorithm(cfg, rl)
         start = 0
         if resume is not None:
@@ -281,6 +385,10 @@ def train_policy(
         else:
             run_dir = make_run_dir(cfg.output.dir, f"train-{cfg.name}")
         atomic_write(run_dir / "config.yaml", lambda p: p.write_text(_yaml(cfg)))
+        placement = env_runner_placement(algo)
+        if placement:
+            text = json.dumps(placement, indent=2) + "\n"
+            atomic_write(run_dir / "env_runners.json", lambda p: p.write_text(text))
         meta = {
             "mode": rl.mode,
             "reward": rl.reward,
@@ -297,6 +405,12 @@ def train_policy(
                 f"training in {run_dir} ({rl.mode}, N={meta['num_clients']}, "
                 f"K={meta['num_subchannels']}, reward {rl.reward})"
             )
+            if placement:
+                nodes = {r["node_id"] for r in placement}
+                print(
+                    f"{len(placement)} remote env runners on {len(nodes)} Ray "
+                    f"node(s): {', '.join(sorted(n[:8] for n in nodes))}"
+                )
         iteration = start
         for iteration in range(start + 1, rl.iterations + 1):
             t0 = time.perf_counter()
