@@ -248,7 +248,10 @@ def plots(
         plt.close(fig)
     if em.empty:
         return
-    first = em.iloc[0]
+    # The first run with the most selected neighbors (the most to weigh).
+    keys = ["dataset", "sinr_threshold", "method", "seed"]
+    sizes = em.groupby(keys, sort=False)["neighbor"].nunique()
+    first = dict(zip(keys, sizes.idxmax(), strict=True))
     one = em[
         (em["dataset"] == first["dataset"])
         & (em["sinr_threshold"] == first["sinr_threshold"])
