@@ -408,7 +408,8 @@ def main(argv: list[str] | None = None) -> None:
 
         for attempt in range(5):  # a loaded machine can time out Ray's start-up
             try:
-                ray.init(
+                ray.init(  # a new local session, even where `ray start` left one
+                    address="local",
                     num_cpus=args.num_cpus,
                     include_dashboard=False,
                     logging_level="ERROR",

@@ -168,8 +168,11 @@ def main(argv: list[str] | None = None) -> None:
         if args.ray_address:
             ray.init(address=args.ray_address, logging_level="ERROR")
         elif not ray.is_initialized():  # one session for every run (faster start-up)
-            ray.init(
-                num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR"
+            ray.init(  # a new local session, even where `ray start` left a cluster
+                address="local",
+                num_cpus=args.num_cpus,
+                include_dashboard=False,
+                logging_level="ERROR",
             )
     try:
         for policy, seed in todo:
