@@ -1,25 +1,32 @@
-"""Reproduce pFedWN's Table II-style comparison and its selected-neighbor counts.
+"""Reproduce pFedWN's Table II comparison and its selected-neighbor counts.
 
-Ni, Ghazikor & Hashemi, "pFedWN" (spec seed_003): an 11-node D2D network in
-50 × 50 m², Dirichlet(0.1) data, one target client. Two parts:
+Ni, Ghazikor & Hashemi, "Personalized Federated Learning over Wireless D2D
+Networks" (pFedWN): an 11-node D2D network in 50 × 50 m², Dirichlet(0.1) data,
+one target client. Two parts:
 
 1. **Selected neighbors vs γ_th** (Figs. 5–6, Table II cases): over ``--layouts``
    random 11-node drops, the mean number of neighbors with P^err < ε for
    γ_th = 5, 10, 15 and several ε (pure numpy, seconds).
 2. **Table II**: for each case (γ_th = 5 / 10 / 15), seed and method, the target's
-   maximum test accuracy over the rounds. Methods run over the same target and
-   selected neighbors: Local, FedAvg, FedProx, pFedWN (plus any other
-   algorithm registered in ``rayfl.algorithms.registry``, e.g. Per-FedAvg /
-   FedAMP once issue 10 is merged: ``--methods ... perfedavg fedamp``).
-   Datasets: Fashion-MNIST (always here), MNIST / CIFAR-10 when their files
-   are found (``--datasets``).
+   maximum test accuracy over the rounds. Methods: ``local``, ``pfedwn`` (α from
+   ``--alpha``) or ``pfedwn@0.7`` (α = 0.7), and any algorithm registered in
+   ``rayfl.algorithms.registry`` run as a federated baseline with the target as
+   aggregator (``fedavg``, ``fedprox``, ``perfedavg``, ``fedamp``, ...). Baselines
+   federate the target and its selected neighbors, except those that keep every
+   client's upload for per-client downloads (FedAMP, APPLE): they federate all
+   11 nodes (``topology.participants=all``). Datasets: Fashion-MNIST (always
+   here), MNIST / CIFAR-10 when their files are found (``--datasets``).
 
-Outputs in ``--out``: ``counts.csv``, ``counts.png``, ``table.csv``,
-``table.md`` (mean ± std over seeds, #SNs), ``curves_<dataset>.png``,
-``em_weights.png``, and every run's directory under ``runs/``.
+Outputs in ``--out`` (default ``docs/pfedwn``): ``table2.csv`` (one row per
+dataset, case, method and seed: target, selected neighbors, maximum / final
+accuracy, ``wall_s``), ``curves.csv`` (the target's accuracy per round),
+``counts.csv``, ``counts.png``, ``layout.png``, ``curves_<dataset>.png`` and
+``em_weights.png``; every run's directory goes under ``--runs-dir``. Runs already
+in ``table2.csv`` are skipped, so an interrupted comparison resumes where it
+stopped (delete the CSV to start over).
 
 Shrink it (the machine is shared): ``--seeds 0 --rounds 10 --cases 5
---max-samples 1000``. Example (what the README reports):
+--max-samples 1000 --out /tmp/pfedwn``. What docs/reproductions/pfedwn.md reports:
 
     python examples/reproduce_pfedwn.py --seeds 0 1 2 --rounds 30 --cases 5 10 15
 """
@@ -27,14 +34,15 @@ Shrink it (the machine is shared): ``--seeds 0 --rounds 10 --cases 5
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
+import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from rayfl.algorithms.config import algorithm_names
+from rayfl.algorithms.registry import ALGORITHMS
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.selection import make_layout, select_neighbors
 from rayfl.data.datasets import available_datasets
@@ -42,6 +50,31 @@ from rayfl.runner import run
 
 BASE = Path(__file__).with_name("pfedwn_d2d.yaml")
 BUILTIN = ("local", "pfedwn")
+METHODS = (
+    "local",
+    "fedavg",
+    "fedprox",
+    "perfedavg",
+    "fedamp",
+    "pfedwn@0.5",
+    "pfedwn@0.7",
+    "pfedwn@0.9",
+)
+#: The columns of ``table2.csv`` (one row per dataset, case, method and seed).
+COLUMNS = (
+    "dataset",
+    "sinr_threshold",
+    "method",
+    "seed",
+    "participants",
+    "target",
+    "num_selected",
+    "neighbors",
+    "max_acc",
+    "final_acc",
+    "max_post_train_acc",
+    "wall_s",
+)
 PAPER_TABLE2 = {  # Table II, max target accuracy (%), MNIST columns (closest to FMNIST)
     "local": {5: 98.3, 10: 98.4, 15: 98.0},
     "fedavg": {5: 88.0, 10: 96.2, 15: 88.5},
@@ -55,44 +88,64 @@ PAPER_TABLE2 = {  # Table II, max target accuracy (%), MNIST columns (closest to
 def count_selected(
     layouts: int, gammas: list[float], epsilons: list[float]
 ) -> pd.DataFrame:
-    """Mean (and std) number of selected neighbors over random 11-node drops."""
+    """Number of selected neighbors of one random target, per drop (long form).
+
+    One row per (γ_th, ε, layout): drop ``layout`` places 11 nodes and a random
+    target with that seed, and ``selected`` counts its neighbors with P^err < ε.
+    """
     rows = []
     for gamma in gammas:
         for eps in epsilons:
             topology = D2DTopologyConfig(sinr_threshold=gamma, epsilon=eps)
-            counts = []
             for seed in range(layouts):
                 layout = make_layout(topology, 11, seed=seed)
                 (selection,) = select_neighbors(layout, topology, seed=seed)
-                counts.append(len(selection.neighbors))
-            rows.append(
-                {
-                    "sinr_threshold": gamma,
-                    "epsilon": eps,
-                    "mean_selected": float(np.mean(counts)),
-                    "std_selected": float(np.std(counts)),
-                    "layouts": layouts,
-                }
-            )
+                rows.append(
+                    {
+                        "sinr_threshold": f"{gamma:g}",
+                        "epsilon": f"{eps:g}",
+                        "layout": seed,
+                        "selected": len(selection.neighbors),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def method_overrides(method: str) -> dict[str, Any]:
     """Config overrides of one method (baselines: the algorithm section).
 
-    ``pfedwn@0.8`` is pFedWN with α = 0.8 (eq. 1), for α sweeps (spec A3).
+    ``pfedwn@0.8`` is pFedWN with α = 0.8 (eq. 1), for α sweeps (the paper does
+    not give α). A baseline may set fields of its algorithm section after ``@``:
+    ``perfedavg@beta=0.01`` is Per-FedAvg with β = 0.01. Baselines whose server
+    keeps every upload for per-client downloads (FedAMP, APPLE) federate all
+    nodes (``topology.participants=all``): the D2D runner refuses them over the
+    selected neighbors only.
     """
-    if method.startswith("pfedwn@"):
-        return {"topology.method": "pfedwn", "topology.alpha": float(method[7:])}
-    if method in BUILTIN:
-        return {"topology.method": method}
-    return {"topology.method": "federated", "algorithm.kind": method}
+    kind, _, params = method.partition("@")
+    if kind == "pfedwn" and params:
+        return {"topology.method": "pfedwn", "topology.alpha": float(params)}
+    if kind in BUILTIN:
+        return {"topology.method": kind}
+    overrides: dict[str, Any] = {"topology.method": "federated", "algorithm.kind": kind}
+    for item in filter(None, params.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(
+                f"--methods {method!r}: after '@' give key=value fields of the "
+                f"algorithm section, e.g. perfedavg@beta=0.01"
+            )
+        overrides[f"algorithm.{key}"] = float(value)
+    module, name = ALGORITHMS[kind].split(":")
+    if getattr(importlib.import_module(module), name).personalized_downloads:
+        overrides["topology.participants"] = "all"
+    return overrides
 
 
 def run_one(
     dataset: str, gamma: float, seed: int, method: str, args: argparse.Namespace
 ) -> dict[str, Any]:
     """Run one (dataset, case, seed, method) and return its row of the table."""
+    started = time.perf_counter()
     overrides = {
         "seed": seed,
         "rounds": args.rounds,
@@ -101,7 +154,7 @@ def run_one(
         "model.kind": args.model,
         "topology.sinr_threshold": gamma,
         "topology.alpha": args.alpha,
-        "output.dir": str(args.out / "runs"),
+        "output.dir": str(args.runs_dir),
         "name": f"{dataset}-g{gamma:g}-s{seed}-{method.replace('@', '-a')}",
         "output.progress": False,
         "output.plots": False,
@@ -111,19 +164,20 @@ def run_one(
     result = run(BASE, overrides)
     (target,) = result.summary["d2d"]["targets"].items()
     rounds = result.rounds
+    post = rounds["target_post_train_acc"].max()
     return {
         "dataset": dataset,
-        "sinr_threshold": gamma,
-        "seed": seed,
+        "sinr_threshold": f"{gamma:g}",
         "method": method,
+        "seed": seed,
+        "participants": overrides.get("topology.participants", "selected"),
         "target": int(target[0]),
         "num_selected": len(target[1]["neighbors"]),
-        "neighbors": target[1]["neighbors"],
+        "neighbors": " ".join(str(m) for m in target[1]["neighbors"]),
         "max_acc": 100 * float(rounds["target_acc"].max()),
         "final_acc": 100 * float(rounds["target_acc"].iloc[-1]),
-        "max_post_train_acc": 100 * float(rounds["target_post_train_acc"].max()),
-        "em_weights": target[1]["em_weights"][-1],
-        "run_dir": str(result.run_dir),
+        "max_post_train_acc": 100 * float(post) if post == post else float("nan"),
+        "wall_s": round(time.perf_counter() - started, 1),
         "curve": (100 * rounds["target_acc"]).round(2).tolist(),
         "em_history": target[1]["em_weights"],
     }
@@ -131,7 +185,7 @@ def run_one(
 
 def summarise(results: pd.DataFrame) -> pd.DataFrame:
     """Mean ± std over seeds of the max target accuracy, one row per method."""
-    grouped = results.groupby(["dataset", "sinr_threshold", "method"])
+    grouped = results.groupby(["dataset", "sinr_threshold", "method"], sort=False)
     table = grouped.agg(
         max_acc_mean=("max_acc", "mean"),
         max_acc_std=("max_acc", "std"),
@@ -139,43 +193,16 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
         seeds=("seed", "count"),
     ).reset_index()
     table["paper_mnist"] = [
-        PAPER_TABLE2.get(m, {}).get(int(g), float("nan"))
+        PAPER_TABLE2.get(m.split("@")[0], {}).get(int(float(g)), float("nan"))
         for m, g in zip(table["method"], table["sinr_threshold"], strict=True)
     ]
     return table
 
 
-def markdown(table: pd.DataFrame) -> str:
-    """Render the summary as Markdown tables, ours beside the paper's MNIST column."""
-    lines = []
-    for dataset, part in table.groupby("dataset"):
-        gammas = sorted(part["sinr_threshold"].unique())
-        cases = " | ".join(f"γ_th={g:g}: ours | paper (MNIST)" for g in gammas)
-        lines.append(f"### {dataset}\n\n| method | {cases} |")
-        lines.append("|---|" + "---|---|" * len(gammas))
-        for method, rows in part.groupby("method", sort=False):
-            cells = []
-            for g in gammas:
-                r = rows[rows["sinr_threshold"] == g]
-                if r.empty:
-                    cells += ["–", "–"]
-                    continue
-                r = r.iloc[0]
-                std = 0.0 if np.isnan(r["max_acc_std"]) else r["max_acc_std"]
-                cells.append(f"{r['max_acc_mean']:.1f} ± {std:.1f}")
-                cells.append(f"{r['paper_mnist']:.1f}")
-            lines.append(f"| {method} | " + " | ".join(cells) + " |")
-        sn = part.groupby("sinr_threshold")["num_selected_mean"].first()
-        lines.append(
-            "\nselected neighbors (mean over seeds): "
-            + ", ".join(f"γ_th={g:g}: {v:.2f}" for g, v in sn.items())
-            + "\n"
-        )
-    return "\n".join(lines)
-
-
-def plots(counts: pd.DataFrame, results: pd.DataFrame, out: Path) -> None:
-    """Write counts.png, curves_<dataset>.png and em_weights.png."""
+def plots(
+    counts: pd.DataFrame, curves: pd.DataFrame, em: pd.DataFrame, out: Path
+) -> None:
+    """Write counts.png, curves_<dataset>.png (seed means) and em_weights.png."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -183,13 +210,15 @@ def plots(counts: pd.DataFrame, results: pd.DataFrame, out: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(5, 3.4), dpi=120)
     for eps, part in counts.groupby("epsilon"):
+        stats = part.groupby(part["sinr_threshold"].astype(float))["selected"]
+        mean, std = stats.mean(), stats.std()
         ax.errorbar(
-            part["sinr_threshold"],
-            part["mean_selected"],
-            yerr=part["std_selected"],
+            mean.index,
+            mean.values,
+            yerr=std.values,
             marker="o",
             capsize=3,
-            label=f"ε={eps:g}",
+            label=f"ε={eps}",
         )
     ax.set_xlabel("γ_th (linear)")
     ax.set_ylabel("selected neighbors (of 10)")
@@ -198,43 +227,52 @@ def plots(counts: pd.DataFrame, results: pd.DataFrame, out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out / "counts.png")
     plt.close(fig)
-    if results.empty:
-        return
-    for dataset, part in results.groupby("dataset"):
-        gammas = sorted(part["sinr_threshold"].unique())
+    for dataset, part in curves.groupby("dataset"):
+        gammas = sorted(part["sinr_threshold"].unique(), key=float)
         fig, axes = plt.subplots(
             1, len(gammas), figsize=(4.2 * len(gammas), 3.2), dpi=120, squeeze=False
         )
         for ax, g in zip(axes[0], gammas, strict=True):
-            seed0 = part[(part["sinr_threshold"] == g)]
-            seed0 = seed0[seed0["seed"] == seed0["seed"].min()]
-            for _, r in seed0.iterrows():
-                ax.plot(
-                    np.arange(1, len(r["curve"]) + 1), r["curve"], label=r["method"]
-                )
-            ax.set_title(f"{dataset}, γ_th={g:g}, seed {seed0['seed'].min()}")
+            case = part[part["sinr_threshold"] == g]
+            for method, rows in case.groupby("method", sort=False):
+                mean = rows.groupby("round")["target_acc"].mean()
+                ax.plot(mean.index + 1, mean.values, label=method)
+            seeds = case["seed"].nunique()
+            ax.set_title(f"{dataset}, γ_th={g}, mean of {seeds} seeds", fontsize=9)
             ax.set_xlabel("round")
             ax.set_ylabel("target test accuracy (%)")
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=6)
         fig.tight_layout()
         fig.savefig(out / f"curves_{dataset}.png")
         plt.close(fig)
-    em = results[(results["method"] == "pfedwn")]
-    if not em.empty:
-        r = em.iloc[0]
-        history = np.asarray(r["em_history"])
-        fig, ax = plt.subplots(figsize=(5, 3.4), dpi=120)
-        for j, m in enumerate(r["neighbors"]):
-            ax.plot(history[:, j], marker=".", label=f"neighbor {m}")
-        ax.set_xlabel("EM step (one per round)")
-        ax.set_ylabel("π")
-        ax.set_title(f"EM weights, {r['dataset']} γ_th={r['sinr_threshold']:g}")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "em_weights.png")
-        plt.close(fig)
+    if em.empty:
+        return
+    # The first run with the most selected neighbors (the most to weigh).
+    keys = ["dataset", "sinr_threshold", "method", "seed"]
+    sizes = em.groupby(keys, sort=False)["neighbor"].nunique()
+    first = dict(zip(keys, sizes.idxmax(), strict=True))
+    one = em[
+        (em["dataset"] == first["dataset"])
+        & (em["sinr_threshold"] == first["sinr_threshold"])
+        & (em["method"] == first["method"])
+        & (em["seed"] == first["seed"])
+    ]
+    fig, ax = plt.subplots(figsize=(5, 3.4), dpi=120)
+    for neighbor, rows in one.groupby("neighbor"):
+        ax.plot(rows["step"], rows["pi"], marker=".", label=f"neighbor {neighbor}")
+    ax.set_xlabel("EM step (one per round)")
+    ax.set_ylabel("π")
+    ax.set_title(
+        f"EM weights, {first['dataset']} γ_th={first['sinr_threshold']}, "
+        f"{first['method']}, seed {first['seed']}",
+        fontsize=8,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "em_weights.png")
+    plt.close(fig)
 
 
 def layout_plot(out: Path, seed: int = 0) -> None:
@@ -284,14 +322,26 @@ def layout_plot(out: Path, seed: int = 0) -> None:
     plt.close(fig)
 
 
+def _append(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Append rows to a CSV (header on the first write)."""
+    frame = pd.DataFrame(rows)
+    frame.to_csv(path, mode="a", header=not path.exists(), index=False)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse the flags, count selected neighbors, run the table, write outputs."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="+", default=["fashion_mnist"])
-    parser.add_argument("--cases", nargs="+", type=float, default=[5.0, 10.0, 15.0])
+    parser.add_argument(
+        "--cases", nargs="+", type=float, default=[5.0, 10.0, 15.0], help="γ_th"
+    )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument(
-        "--methods", nargs="+", default=["local", "fedavg", "fedprox", "pfedwn"]
+        "--methods",
+        nargs="+",
+        default=list(METHODS),
+        help="local, pfedwn, pfedwn@<α>, or a registered algorithm, optionally "
+        "with fields of its section: perfedavg@beta=0.01",
     )
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--alpha", type=float, default=0.9, help="α of eq. 1")
@@ -299,26 +349,67 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="mlp", choices=["mlp", "cnn", "mlr"])
     parser.add_argument("--layouts", type=int, default=100)
     parser.add_argument("--epsilons", nargs="+", type=float, default=[0.01, 0.05, 0.1])
-    parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument("--num-cpus", type=int, default=1, help="Ray CPUs")
     parser.add_argument("--skip-training", action="store_true")
-    parser.add_argument("--out", type=Path, default=Path("runs/pfedwn_repro"))
+    parser.add_argument(
+        "--out", type=Path, default=Path("docs/pfedwn"), help="CSVs and plots"
+    )
+    parser.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=Path("runs/pfedwn_repro"),
+        help="directory of every run's output",
+    )
     args = parser.parse_args(argv)
+    known = set(algorithm_names()) | set(BUILTIN)
+    unknown = [m for m in args.methods if m.split("@")[0] not in known]
+    if unknown:
+        parser.error(
+            f"--methods: unknown {', '.join(unknown)}; allowed: "
+            f"{', '.join(sorted(known))}, pfedwn@<α>, <algorithm>@<field>=<value>"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
 
     counts = count_selected(args.layouts, [5.0, 10.0, 15.0], args.epsilons)
     counts.to_csv(args.out / "counts.csv", index=False)
     layout_plot(args.out)
-    print(counts.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    print(
+        counts.groupby(["sinr_threshold", "epsilon"])["selected"]
+        .agg(["mean", "std"])
+        .to_string(float_format=lambda v: f"{v:.2f}")
+    )
 
+    table_path = args.out / "table2.csv"
+    curves_path = args.out / "curves.csv"
+    em_path = args.out / "em_weights.csv"
+    done: set[tuple[str, str, str, int]] = set()
+    if table_path.exists():
+        old = pd.read_csv(table_path, dtype={"sinr_threshold": str})
+        done = {
+            (str(r.dataset), str(r.sinr_threshold), str(r.method), int(r.seed))
+            for r in old.itertuples()
+        }
     found = available_datasets()
-    known = set(algorithm_names()) | set(BUILTIN)
-    results: list[dict[str, Any]] = []
-    if not args.skip_training:
+    todo = [
+        (dataset, gamma, seed, method)
+        for dataset in args.datasets
+        for gamma in args.cases
+        for seed in args.seeds
+        for method in args.methods
+        if (dataset, f"{gamma:g}", method, seed) not in done
+    ]
+    missing = {d for d, *_ in todo if not found.get(d, "").startswith("found")}
+    for dataset in sorted(missing):
+        print(f"skip {dataset}: {found.get(dataset)}")
+    todo = [t for t in todo if t[0] not in missing]
+    print(f"{len(todo)} runs to do ({len(done)} already in {table_path})")
+    if todo and not args.skip_training:
         import ray
 
         for attempt in range(5):  # a loaded machine can time out Ray's start-up
             try:
-                ray.init(
+                ray.init(  # a new local session, even where `ray start` left one
+                    address="local",
                     num_cpus=args.num_cpus,
                     include_dashboard=False,
                     logging_level="ERROR",
@@ -327,36 +418,50 @@ def main(argv: list[str] | None = None) -> None:
             except Exception:  # noqa: BLE001 (Ray raises a bare Exception)
                 if attempt == 4:
                     raise
-        for dataset in args.datasets:
-            if not found.get(dataset, "").startswith("found"):
-                print(f"skip {dataset}: {found.get(dataset)}")
-                continue
-            for gamma in args.cases:
-                for seed in args.seeds:
-                    for method in args.methods:
-                        if method.split("@")[0] not in known:
-                            print(f"skip {method}: not in the algorithm registry")
-                            continue
-                        row = run_one(dataset, gamma, seed, method, args)
-                        print(
-                            f"{dataset} γ_th={gamma:g} seed={seed} {method:8s} "
-                            f"target={row['target']} SNs={row['neighbors']} "
-                            f"max_acc={row['max_acc']:.2f}",
-                            flush=True,
-                        )
-                        results.append(row)
-                        pd.DataFrame(results).drop(
-                            columns=["curve", "em_history"]
-                        ).to_csv(args.out / "table.csv", index=False)
-        ray.shutdown()
-    frame = pd.DataFrame(results)
-    if not frame.empty:
-        (args.out / "results.json").write_text(json.dumps(results, default=float))
-        table = summarise(frame)
-        text = markdown(table)
-        (args.out / "table.md").write_text(text)
-        print(text)
-    plots(counts, frame, args.out)
+        try:
+            for dataset, gamma, seed, method in todo:
+                row = run_one(dataset, gamma, seed, method, args)
+                print(
+                    f"{dataset} γ_th={gamma:g} seed={seed} {method:16s} "
+                    f"target={row['target']} SNs={row['neighbors']} "
+                    f"max_acc={row['max_acc']:.2f} ({row['wall_s']:.0f} s)",
+                    flush=True,
+                )
+                key = {k: row[k] for k in ("dataset", "sinr_threshold", "method")}
+                key["seed"] = seed
+                _append(
+                    curves_path,
+                    [
+                        {**key, "round": t, "target_acc": acc}
+                        for t, acc in enumerate(row["curve"])
+                    ],
+                )
+                history = row["em_history"] or []
+                neighbors = row["neighbors"].split()
+                if method.startswith("pfedwn") and history and neighbors:
+                    _append(
+                        em_path,
+                        [
+                            {**key, "step": step, "neighbor": int(m), "pi": float(pi)}
+                            for step, weights in enumerate(history)
+                            for m, pi in zip(neighbors, weights, strict=True)
+                        ],
+                    )
+                _append(table_path, [{k: row[k] for k in COLUMNS}])
+        finally:
+            ray.shutdown()
+    if table_path.exists():
+        frame = pd.read_csv(table_path, dtype={"sinr_threshold": str})
+        print(summarise(frame).to_string(index=False, float_format="{:.1f}".format))
+        curves = pd.read_csv(curves_path, dtype={"sinr_threshold": str})
+        em = (
+            pd.read_csv(em_path, dtype={"sinr_threshold": str})
+            if em_path.exists()
+            else pd.DataFrame()
+        )
+        plots(counts, curves, em, args.out)
+    else:
+        plots(counts, pd.DataFrame(columns=["dataset"]), pd.DataFrame(), args.out)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,41 @@
-"""Reproduce DP-SparFL's scheduler comparison and λ (V) sweep (spec seed_002 §7).
+"""Reproduce DP-SparFL's scheduler comparison and λ (V) sweep.
 
-Runs ``examples/sparse_dp_lyapunov.yaml`` (real Fashion-MNIST, 20 clients,
-Dirichlet(0.2), N = 5 channels) under four schedulers — ``lyapunov`` (DP-SparFL),
-``random``, ``round_robin`` and ``delay_min``, the baselines with s = 1 — and
-DP-SparFL over a log grid of V; writes a table (markdown + CSV) and plots of
-accuracy vs rounds, cumulative delay vs rounds, accuracy vs cumulative delay and
-final accuracy vs V.
+Wei et al., "Gradient Sparsification for Efficient Wireless Federated Learning
+with Differential Privacy" (arXiv:2304.04164). Runs
+``examples/sparse_dp_lyapunov.yaml`` (real Fashion-MNIST, 20 clients,
+Dirichlet(0.2), N = 5 channels) under four schedulers — ``lyapunov``
+(DP-SparFL), ``random``, ``round_robin`` and ``delay_min``, the baselines with
+s = 1 — and DP-SparFL over a log grid of V.
 
-Usage (the defaults are what the README reports; shrink them on a busy machine):
+Outputs in ``--out`` (default ``docs/sparse_dp``):
 
-    python examples/reproduce_sparse_dp.py --rounds 40 --seeds 0 \
-        --v-grid 5,50,500 --v-rounds 25 --out runs/reproduce_sparse_dp
+- ``rounds.csv``: one row per (policy, seed, round): accuracy, round delay,
+  cumulative delay, mean upload bits, and the run's ``wall_s``.
+- ``runs.csv``: one row per (policy, seed): final / best accuracy, total delay,
+  mean upload, the largest ε/ε_i of any client, ``wall_s``, and the best
+  accuracy reached before the cumulative delay passes ¼, ½, ¾ and all of the
+  budget B = the smallest total delay of any run (``acc_b25`` ... ``acc_b100``,
+  ``budget_s`` = B): the paper's "accuracy at equal delay".
+- ``v_sweep.csv``: one row per (V, seed) of the sweep.
+- ``sparse_dp.png`` (seed means vs rounds and vs delay) and ``v_sweep.png``.
+
+Runs already in ``rounds.csv`` / ``v_sweep.csv`` are skipped, so an interrupted
+comparison resumes where it stopped (delete the CSVs to start over).
+
+Usage (what docs/reproductions/sparse_dp.md reports):
+
+    python examples/reproduce_sparse_dp.py --rounds 40 --seeds 0,1,2 --v-grid ""
+    python examples/reproduce_sparse_dp.py --policies "" --seeds 0,1,2 \
+        --v-grid 0.5,5,50,500,5000 --v-rounds 25
+
+Shrink it on a busy machine: ``--rounds 5 --seeds 0 --v-grid "" --out /tmp/sdp``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +68,25 @@ def policy_overrides(policy: str, dim: int) -> dict[str, Any]:
 
 
 def run_one(
-    overrides: dict[str, Any], rounds: int, seed: int, out: Path
+    overrides: dict[str, Any], rounds: int, seed: int, out: Path, num_cpus: int
 ) -> pd.DataFrame:
-    """Run one config and return its per-round table with cumulative delay."""
+    """Run one config and return its per-round table with cumulative delay.
+
+    ``attrs["privacy"]`` holds the run's privacy block (summary.json) and
+    ``attrs["wall_s"]`` its wall time.
+    """
     import rayfl
 
+    started = time.perf_counter()
     result = rayfl.run(
         str(CONFIG),
-        {**overrides, "rounds": rounds, "seed": seed, "output.dir": str(out)},
+        {
+            **overrides,
+            "rounds": rounds,
+            "seed": seed,
+            "output.dir": str(out),
+            "ray.num_cpus": num_cpus,
+        },
     )
     rounds_df = result.rounds.copy()
     rounds_df["cum_delay_s"] = rounds_df["latency_s"].cumsum()
@@ -66,7 +96,17 @@ def run_one(
     rounds_df["run_dir"] = str(result.run_dir)
     summary = json.loads((Path(result.run_dir) / "summary.json").read_text())
     rounds_df.attrs["privacy"] = summary.get("privacy", {})
+    rounds_df.attrs["wall_s"] = round(time.perf_counter() - started, 1)
     return rounds_df
+
+
+def max_budget_ratio(privacy: dict[str, Any]) -> float:
+    """Largest ε/ε_i over clients (≤ 1: every client stayed within its budget)."""
+    eps = privacy.get("epsilon_per_client")
+    budgets = privacy.get("epsilon_budget_per_client")
+    if not eps or not budgets:
+        return float("nan")
+    return float(np.max(np.asarray(eps) / np.asarray(budgets)))
 
 
 def acc_at_delay(df: pd.DataFrame, budget_s: float) -> float:
@@ -76,77 +116,135 @@ def acc_at_delay(df: pd.DataFrame, budget_s: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the comparison and the V sweep; write table and plots."""
+    """Run the comparison and the V sweep; write the CSVs and plots."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=40)
-    parser.add_argument("--seeds", default="0", help="comma list, e.g. 0,1,2")
+    parser.add_argument("--seeds", default="0,1,2", help="comma list, e.g. 0,1,2")
     parser.add_argument("--policies", default="lyapunov,random,round_robin,delay_min")
     parser.add_argument("--v-grid", default="5,50,500", help="'' skips the sweep")
     parser.add_argument("--v-rounds", type=int, default=25)
-    parser.add_argument("--out", default="runs/reproduce_sparse_dp")
+    parser.add_argument("--out", default="docs/sparse_dp", help="CSVs and plots")
+    parser.add_argument(
+        "--runs-dir",
+        default="runs/reproduce_sparse_dp",
+        help="directory of every run's output",
+    )
+    parser.add_argument("--num-cpus", type=int, default=1, help="Ray CPUs")
     parser.add_argument(
         "--ray-address", default=None, help="join a running Ray session ('auto')"
     )
     args = parser.parse_args(argv)
+    allowed = ("lyapunov", "random", "round_robin", "delay_min")
+    policies = [p for p in args.policies.split(",") if p]
+    bad = [p for p in policies if p not in allowed]
+    if bad:
+        parser.error(f"--policies: unknown {', '.join(bad)}; allowed: {allowed}")
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    v_grid = [float(x) for x in args.v_grid.split(",") if x]
 
     import ray
 
     from rayfl.config import load_config
 
-    if args.ray_address:
-        ray.init(address=args.ray_address, logging_level="ERROR")
-    elif not ray.is_initialized():  # one session for every run (faster start-up)
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    runs_dir = Path(args.runs_dir)
     dim = model_dim(load_config(str(CONFIG)))
-    seeds = [int(s) for s in args.seeds.split(",") if s]
-    frames = []
-    for policy in [p for p in args.policies.split(",") if p]:
-        for seed in seeds:
-            df = run_one(policy_overrides(policy, dim), args.rounds, seed, out)
+    rounds_path, sweep_path = out / "rounds.csv", out / "v_sweep.csv"
+    done = set()
+    if rounds_path.exists():
+        old = pd.read_csv(rounds_path)
+        done = {
+            (str(p), int(s)) for p, s in zip(old["policy"], old["seed"], strict=True)
+        }
+    swept = set()
+    if sweep_path.exists():
+        old = pd.read_csv(sweep_path)
+        swept = {(float(v), int(s)) for v, s in zip(old["V"], old["seed"], strict=True)}
+    todo = [(p, s) for p in policies for s in seeds if (p, s) not in done]
+    todo_v = [(v, s) for s in seeds for v in v_grid if (v, s) not in swept]
+    print(f"{len(todo)} comparison runs and {len(todo_v)} V-sweep runs to do")
+    if todo or todo_v:
+        if args.ray_address:
+            ray.init(address=args.ray_address, logging_level="ERROR")
+        elif not ray.is_initialized():  # one session for every run (faster start-up)
+            ray.init(  # a new local session, even where `ray start` left a cluster
+                address="local",
+                num_cpus=args.num_cpus,
+                include_dashboard=False,
+                logging_level="ERROR",
+            )
+    try:
+        for policy, seed in todo:
+            df = run_one(
+                policy_overrides(policy, dim),
+                args.rounds,
+                seed,
+                runs_dir,
+                args.num_cpus,
+            )
             df["policy"], df["seed"] = policy, seed
-            frames.append(df)
-            print(policy, seed, "final acc", df["global_acc"].iloc[-1], flush=True)
-    runs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    if frames:
-        runs.to_csv(out / "rounds.csv", index=False)
-    sweep = []
-    for v in [float(x) for x in args.v_grid.split(",") if x]:
-        for seed in seeds:
+            df["max_eps_ratio"] = max_budget_ratio(df.attrs["privacy"])
+            df["wall_s"] = df.attrs["wall_s"]
+            cols = ["policy", "seed", "round", "global_acc", "latency_s"]
+            cols += ["cum_delay_s", "mean_bits", "max_eps_ratio", "wall_s"]
+            df[cols].to_csv(
+                rounds_path, mode="a", header=not rounds_path.exists(), index=False
+            )
+            print(
+                f"{policy} seed {seed}: final acc {df['global_acc'].iloc[-1]:.4f}, "
+                f"delay {df['cum_delay_s'].iloc[-1]:.1f} s ({df.attrs['wall_s']:.0f} s)",
+                flush=True,
+            )
+        for v, seed in todo_v:
             df = run_one(
                 {"scheduler.policy": "lyapunov", "scheduler.params": {"V": v}},
                 args.v_rounds,
                 seed,
-                out,
+                runs_dir,
+                args.num_cpus,
             )
-            sweep.append(
-                {
-                    "V": v,
-                    "seed": seed,
-                    "final_acc": float(df["global_acc"].iloc[-1]),
-                    "best_acc": float(df["global_acc"].max()),
-                    "cum_delay_s": float(df["cum_delay_s"].iloc[-1]),
-                    "mean_bits": float(df["mean_bits"].mean()),
-                }
+            row = {
+                "V": v,
+                "seed": seed,
+                "rounds": len(df),
+                "final_acc": float(df["global_acc"].iloc[-1]),
+                "best_acc": float(df["global_acc"].max()),
+                "cum_delay_s": float(df["cum_delay_s"].iloc[-1]),
+                "mean_bits": float(df["mean_bits"].mean()),
+                "max_eps_ratio": max_budget_ratio(df.attrs["privacy"]),
+                "wall_s": df.attrs["wall_s"],
+            }
+            pd.DataFrame([row]).to_csv(
+                sweep_path, mode="a", header=not sweep_path.exists(), index=False
             )
-            print("V", v, seed, sweep[-1], flush=True)
-    sweep_df = pd.DataFrame(sweep)
-    if len(sweep_df):
-        sweep_df.to_csv(out / "v_sweep.csv", index=False)
-    if frames:
-        write_table(runs, sweep_df, out, dim)
-        plot(runs, sweep_df, out)
-    elif len(sweep_df):
-        (out / "table.md").write_text(markdown(sweep_df) + "\n")
-        print(markdown(sweep_df))
-        plot_sweep(sweep_df, out)
+            print("V", v, seed, row, flush=True)
+    finally:
+        if ray.is_initialized() and not args.ray_address:
+            ray.shutdown()
+    if rounds_path.exists():
+        runs = pd.read_csv(rounds_path)
+        table = runs_table(runs, dim)
+        table.to_csv(out / "runs.csv", index=False)
+        print(markdown(table))
+        print("\nMean over seeds (± sample std):\n")
+        print(markdown(equal_delay_summary(runs, float(table["budget_s"].iloc[0]))))
+        plot(runs, out)
+    if sweep_path.exists():
+        sweep = pd.read_csv(sweep_path)
+        print(markdown(sweep))
+        plot_sweep(sweep, out)
 
 
-def write_table(runs: pd.DataFrame, sweep: pd.DataFrame, out: Path, dim: int) -> None:
-    """Markdown table: final accuracy, cumulative delay, accuracy at equal delay."""
+def runs_table(runs: pd.DataFrame, dim: int) -> pd.DataFrame:
+    """One row per (policy, seed): accuracy, delay, upload, accuracy at equal delay.
+
+    The delay budget B is the smallest total delay of any run, so every run is
+    compared on the same delay axis; ``acc_b25`` ... ``acc_b100`` are the best
+    accuracies reached before the cumulative delay passes ¼ ... all of B.
+    """
     ends = runs.groupby(["policy", "seed"])["cum_delay_s"].max()
-    budget = float(ends.min())  # the smallest total delay of any run
+    budget = float(ends.min())
     rows = []
     for (policy, seed), df in runs.groupby(["policy", "seed"], sort=False):
         rows.append(
@@ -156,24 +254,20 @@ def write_table(runs: pd.DataFrame, sweep: pd.DataFrame, out: Path, dim: int) ->
                 "rounds": len(df),
                 "final_acc": df["global_acc"].iloc[-1],
                 "best_acc": df["global_acc"].max(),
-                f"acc_at_{budget:.0f}s": acc_at_delay(df, budget),
+                "budget_s": budget,
+                **{
+                    f"acc_b{int(100 * f)}": acc_at_delay(df, f * budget)
+                    for f in (0.25, 0.5, 0.75, 1.0)
+                },
                 "cum_delay_s": df["cum_delay_s"].iloc[-1],
                 "mean_round_s": df["latency_s"].mean(),
                 "mean_upload_bits": df["mean_bits"].mean(),
                 "dense_bits": 32 * dim,
+                "max_eps_ratio": df["max_eps_ratio"].iloc[0],
+                "wall_s": df["wall_s"].iloc[0],
             }
         )
-    table = pd.DataFrame(rows)
-    table.to_csv(out / "table.csv", index=False)
-    summary = equal_delay_summary(runs, budget)
-    summary.to_csv(out / "equal_delay.csv", index=False)
-    text = (
-        markdown(table) + "\n\nMean over seeds (± sample std):\n\n" + markdown(summary)
-    )
-    if len(sweep):
-        text += "\n\n" + markdown(sweep)
-    (out / "table.md").write_text(text + "\n")
-    print(text)
+    return pd.DataFrame(rows)
 
 
 def equal_delay_summary(runs: pd.DataFrame, budget: float) -> pd.DataFrame:
@@ -214,14 +308,14 @@ def markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def plot(runs: pd.DataFrame, sweep: pd.DataFrame, out: Path) -> None:
-    """Seed means: accuracy (± std) and delay vs rounds, accuracy at equal delay, vs V."""
+def plot(runs: pd.DataFrame, out: Path) -> None:
+    """Seed means: accuracy (± std) and delay vs rounds, accuracy at equal delay."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 4 if len(sweep) else 3, figsize=(18, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     ends = runs.groupby(["policy", "seed"])["cum_delay_s"].max()
     starts = runs.groupby(["policy", "seed"])["cum_delay_s"].min()
     grid = np.linspace(float(starts.max()), float(ends.min()), 60)
@@ -252,13 +346,10 @@ def plot(runs: pd.DataFrame, sweep: pd.DataFrame, out: Path) -> None:
         title="accuracy at equal delay (seed mean)",
     )
     axes[0].legend(fontsize=7)
-    if len(sweep):
-        mean = sweep.groupby("V")["final_acc"].mean()
-        axes[3].semilogx(mean.index, mean.values, "o-")
-        axes[3].set(xlabel="V (λ)", ylabel="final accuracy", title="accuracy vs V")
     fig.tight_layout()
     fig.savefig(out / "sparse_dp.png", dpi=120)
-    print("plots:", out / "sparse_dp.png", np.nan if runs.empty else "")
+    plt.close(fig)
+    print("plots:", out / "sparse_dp.png")
 
 
 def plot_sweep(sweep: pd.DataFrame, out: Path) -> None:

@@ -254,9 +254,11 @@ class D2DClientHost(ClientHost):
         """
         server = self._group_server(target)
         new, report = server.aggregate(round, global_vector, link, *uploads)
-        vectors = self.algorithm.eval_vectors(new, self.state[target])
-        x_te, y_te = self.data.test(target)
-        loss, acc = evaluate(self.model, vectors.get("personal", new), x_te, y_te)
+        # The star client's evaluation, so an algorithm that adapts ω on the
+        # client's train data before testing (Per-FedAvg) does so here too.
+        (row,) = self.evaluate(new, [target])
+        acc = row.get("personal_acc", row["test_acc"])
+        loss = row.get("personal_loss", row["test_loss"])
         return new, {
             "client": target,
             "post_agg_acc": acc,

@@ -1,10 +1,10 @@
-"""FedAMP / APPLE as D2D federated baselines: one group server per target (Ray).
+"""FedAMP / APPLE / Per-FedAvg as D2D federated baselines at the target (Ray).
 
 Oracle: with ``participants: all`` the target's group is every client, so the D2D
 federated baseline must equal the star topology running the same algorithm with
 every client scheduled every round (no wireless section: ideal links), and the
 target's reported accuracy must equal the star system's personal accuracy of
-that client.
+that client (for Per-FedAvg: ω adapted by one step on the client's train data).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def test_selected_participants_are_refused_with_the_reason():
 
 
 @pytest.mark.parametrize(
-    "kind", ["fedamp", pytest.param("apple", marks=pytest.mark.slow)]
+    "kind", ["fedamp", "perfedavg", pytest.param("apple", marks=pytest.mark.slow)]
 )
 def test_d2d_group_server_equals_the_star_server(ray_session, kind):
     # Arrange
