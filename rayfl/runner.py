@@ -31,7 +31,8 @@ from rayfl.results import RunLog, RunResult, load_run, make_run_dir
 from rayfl.run_status import RunProgress, terminal_status
 from rayfl.schedule import Schedule
 from rayfl.scheduler import BUILTIN_POLICIES, Scheduler
-from rayfl.system import FLSystem, RoundResult
+from rayfl.engine import FLSystem
+from rayfl.system import RoundResult
 
 __all__ = ["resume", "run"]
 

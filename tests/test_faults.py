@@ -9,7 +9,7 @@ import ray
 import rayfl
 from rayfl.config import load_config
 from rayfl.schedule import Schedule
-from rayfl.system import FLSystem
+from rayfl.engine import FLSystem
 
 CFG = {
     "name": "faults",

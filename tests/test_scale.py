@@ -6,7 +6,7 @@ import numpy as np
 
 from rayfl.config import load_config
 from rayfl.schedule import Schedule
-from rayfl.system import FLSystem
+from rayfl.engine import FLSystem
 
 
 def test_two_thousand_client_round(ray_session):

@@ -16,7 +16,7 @@ import ray
 
 from rayfl.config import load_config
 from rayfl.schedule import Schedule
-from rayfl.system import FLSystem
+from rayfl.engine import FLSystem
 
 
 def total_rss_gb() -> float:

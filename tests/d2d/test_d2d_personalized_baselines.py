@@ -16,7 +16,7 @@ from rayfl.config import ConfigError, load_config
 from rayfl.d2d.runner import _check
 from rayfl.d2d.system import D2DSystem
 from rayfl.schedule import Schedule
-from rayfl.system import FLSystem
+from rayfl.engine import FLSystem
 
 BASE = {
     "seed": 2,
