@@ -25,13 +25,13 @@ from rayfl.checkpoint import (
     save_checkpoint,
 )
 from rayfl.config import ConfigError, RunConfig, load_config, parse_overrides
+from rayfl.engine import FLSystem
 from rayfl.metrics import round_summary
 from rayfl.plots import plot_rounds
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
 from rayfl.run_status import RunProgress, terminal_status
 from rayfl.schedule import Schedule
 from rayfl.scheduler import BUILTIN_POLICIES, Scheduler
-from rayfl.engine import FLSystem
 from rayfl.system import RoundResult
 
 __all__ = ["resume", "run"]
