@@ -203,6 +203,8 @@ class _DriverSystem:
         self._evals: list[dict[str, Any]] | None = None
 
     def __getattr__(self, name: str) -> Any:
+        if "system" not in self.__dict__:
+            raise AttributeError(name)
         return getattr(self.__dict__["system"], name)
 
     def observe(self, t: int) -> tuple[Any, ...]:

@@ -47,7 +47,7 @@ def _env_rollout(cfg):
                 (t, r["client"], r["delivered"], r["train_loss"]) for r in out.rows
             ]
             evals.append([e["test_loss"] for e in out.evals])
-        return rows, np.array(evals)
+        return sorted(rows), np.array(evals)  # by round, then client id
     finally:
         env.close()
 
@@ -74,3 +74,36 @@ def test_runner_with_a_policy_equals_the_env_stepped_by_hand(ray_session, tmp_pa
     np.testing.assert_array_equal([r[3] for r in got_rows], [r[3] for r in want_rows])
     got_evals = m.pivot(index="round", columns="client", values="test_loss").to_numpy()
     np.testing.assert_array_equal(got_evals, want_evals)
+
+
+@pytest.mark.slow
+def test_runner_gives_minmax_the_algorithms_controls(ray_session, tmp_path):
+    # Arrange: Ditto on digits, 6 clients, K = 3; minmax sets lr, personal_lr, lam
+    from rayfl.runner import _build
+
+    cfg = load_config(
+        {
+            "name": "minmax",
+            "rounds": 2,
+            "data": {"dataset": "digits", "num_clients": 6, "min_partition_size": 20},
+            "model": {"kind": "mlp", "hidden": [16]},
+            "algorithm": {"kind": "ditto", "batch_size": 16, "lr": 0.1},
+            "wireless": {"num_subchannels": 3},
+            "scheduler": {"policy": "minmax", "params": {"num_params": 1210}},
+            "output": {"progress": False, "plots": False, "dir": str(tmp_path)},
+        }
+    )
+    system, (decider,), settings = _build(cfg)
+    try:
+        # Act
+        (obs,) = system.observe(0)
+        action = decider.policy(obs)
+        schedule = decider.decide(0, obs)
+        result = system.run_round(0, (schedule,))
+        # Assert
+        assert decider.policy.action_space.contains(action)
+        assert set(schedule.controls) == {"lr", "personal_lr", "lam"}
+        assert settings.evaluate_every_round
+        assert len(schedule.clients) == 3 and len(result.delivered) == 3
+    finally:
+        system.close()
