@@ -57,7 +57,7 @@ class EmulatedBackend:
     """Real FL on Ray: one env step is one round of :class:`rayfl.system.FLSystem`."""
 
     def __init__(self, config: RunConfig) -> None:
-        from rayfl.system import FLSystem
+        from rayfl.engine import FLSystem
 
         self.system = FLSystem(config)
         self.config = config

@@ -20,6 +20,7 @@ from envs.backends import (
 from rayfl.config import RunConfig, load_config
 from rayfl.metrics import jain_index
 from rayfl.schedule import Schedule
+from rayfl.star.actions import StarActions
 from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.units import power_levels_w
 
@@ -311,73 +312,14 @@ class WirelessFLEnv(BackendOwner, gym.Env):
         }
 
     def _to_schedule(self, action: Any) -> tuple[Schedule, list[int]]:
-        n, k = self.num_clients, self.num_subchannels
-        if isinstance(action, Mapping):
-            assignment = np.asarray(action["assignment"])
-            power = action.get("power")
-            controls = action.get("controls")
-        else:
-            assignment, power, controls = np.asarray(action), None, None
-        assignment = assignment.reshape(-1)
-        if assignment.shape != (k,) or not np.issubdtype(assignment.dtype, np.integer):
-            raise ValueError(
-                f"assignment must be {k} integers (one per subchannel), got {action!r}"
-            )
-        bad = np.flatnonzero((assignment < 0) | (assignment > n))
-        if bad.size:
-            s = int(bad[0])
-            raise ValueError(
-                f"subchannel {s}: client {int(assignment[s])} is not in 0..{n} "
-                f"({n} = idle)"
-            )
-        levels = (
-            np.full(k, len(self.power_w) - 1)
-            if power is None
-            else np.asarray(power, dtype=np.int64).reshape(-1)
+        actions = StarActions(
+            num_clients=self.num_clients,
+            num_subchannels=self.num_subchannels,
+            power_w=self.power_w,
+            control_names=self.control_names,
+            default_controls=self.default_controls,
         )
-        if levels.shape != (k,) or np.any((levels < 0) | (levels >= len(self.power_w))):
-            raise ValueError(
-                f"power must be {k} levels in 0..{len(self.power_w) - 1}, got {power!r}"
-            )
-        eligible = self._eligible()
-        clients, subchannels, power_w, ignored = [], [], [], []
-        seen: set[int] = set()
-        for s, c in enumerate(assignment.tolist()):
-            if c == n or c in seen:
-                continue
-            seen.add(c)
-            if not eligible[c]:
-                ignored.append(c)
-                continue
-            clients.append(c)
-            subchannels.append(s)
-            power_w.append(self.power_w[levels[s]])
-        ctrl: dict[str, npt.NDArray[np.float64]] = {}
-        all_ctrl: dict[str, npt.NDArray[np.float64]] = {}
-        if self.control_names:
-            table = self.default_controls if controls is None else np.asarray(controls)
-            if table.shape != self.default_controls.shape:
-                raise ValueError(
-                    f"controls must have shape {self.default_controls.shape} "
-                    f"(clients × {', '.join(self.control_names)}), got {table.shape}"
-                )
-            idx = np.asarray(clients, dtype=np.int64)
-            ctrl = {
-                name: table[idx, j].astype(np.float64)
-                for j, name in enumerate(self.control_names)
-            }
-            all_ctrl = {
-                name: table[:, j].astype(np.float64)
-                for j, name in enumerate(self.control_names)
-            }
-        schedule = Schedule(
-            np.asarray(clients, dtype=np.int64),
-            subchannel=np.asarray(subchannels, dtype=np.int64),
-            tx_power_w=np.asarray(power_w, dtype=np.float64),
-            controls=ctrl,
-            all_controls=all_ctrl,
-        )
-        return schedule, ignored
+        return actions.to_schedule(action, self._eligible())
 
     def _reward(self, outcome: Outcome) -> float:
         kind = self.reward_kind

@@ -137,26 +137,17 @@ def fast_table(
     Raises:
         ValueError: Without a ``wireless`` section, or for an unknown policy.
     """
-    import numpy as np
     from tqdm.auto import tqdm
 
-    from envs.episode import run_episode
     from envs.scheduling import WirelessFLEnv
-    from rayfl.compare import policy_variant, sort_by_policy
-    from rayfl.metrics import round_summary
-    from rayfl.runner import env_policy, policy_needs_controls, round_costs
+    from rayfl.compare import sort_by_policy
 
     if base.wireless is None:
         raise ValueError(
             "compare --fast drives policies through the scheduling env: "
             "the config needs a `wireless` section"
         )
-    variants = [(spec, *policy_variant(base, spec)) for spec in policies]
-    names = [name for _, name, _ in variants]
-    specs = []  # (label as in `compare`, its overrides, needs controls)
-    for spec, name, extra in variants:
-        label = spec if names.count(name) > 1 else name
-        specs.append((label, extra, policy_needs_controls(load_config(base, extra))))
+    specs = _fast_specs(base, policies)
     labels = [label for label, *_ in specs]
     rows: list[dict[str, Any]] = []
     bar = tqdm(
@@ -173,48 +164,64 @@ def fast_table(
                     if needs != controls:
                         continue
                     bar.set_description(f"compare --fast: seed {seed}, {label}")
-                    # reset first: env_policy binds the reset env's FL system
-                    obs, _ = env.reset(seed=int(seed))
-                    policy = env_policy(load_config(cfg, extra), env)
-                    totals = dict.fromkeys(("latency_s", "energy_j", "bits"), 0.0)
-
-                    def add_costs(
-                        stepped: Any, totals: dict[str, float] = totals
-                    ) -> None:
-                        out = stepped.last_outcome
-                        assert out is not None
-                        for key, value in round_costs(out.rows, wireless=True).items():
-                            totals[key] += value
-
-                    run_episode(
-                        env,
-                        policy,
-                        first_obs=obs,
-                        max_steps=cfg.rounds,
-                        on_step=add_costs,
-                    )
-                    out = env.last_outcome
-                    assert out is not None
-                    final = round_summary(out.evals or [], env.backend.system.num_test)
-                    eps, _ = env.backend.uplink.epsilons(evaluate=True)
-                    rows.append(
-                        {
-                            "policy": label,
-                            "final_acc": final.get("eval_acc"),
-                            "max_test_loss": final.get("eval_max_loss"),
-                            "jain_train_loss": final.get("jain_train_loss"),
-                            "total_latency_s": totals["latency_s"],
-                            "total_energy_j": totals["energy_j"],
-                            "total_bits": totals["bits"],
-                            "epsilon_max": None if eps is None else float(np.max(eps)),
-                            "seed": int(seed),
-                        }
-                    )
+                    row = _fast_episode(env, load_config(cfg, extra), int(seed))
+                    rows.append({"policy": label, **row, "seed": int(seed)})
                     bar.update()
             finally:
                 env.close()
     bar.close()
     return sort_by_policy(pd.DataFrame(rows), labels, first=["seed"])
+
+
+def _fast_specs(
+    base: RunConfig, policies: Sequence[str]
+) -> list[tuple[str, dict[str, Any], bool]]:
+    """Return (label as in ``compare``, its overrides, needs controls) per policy."""
+    from rayfl.compare import policy_variant
+    from rayfl.runner import policy_needs_controls
+
+    variants = [(spec, *policy_variant(base, spec)) for spec in policies]
+    names = [name for _, name, _ in variants]
+    specs = []
+    for spec, name, extra in variants:
+        label = spec if names.count(name) > 1 else name
+        specs.append((label, extra, policy_needs_controls(load_config(base, extra))))
+    return specs
+
+
+def _fast_episode(env: Any, cfg: RunConfig, seed: int) -> dict[str, Any]:
+    """Run one episode of ``cfg``'s policy on ``env``; return its final metrics."""
+    import numpy as np
+
+    from envs.episode import run_episode
+    from rayfl.metrics import round_summary
+    from rayfl.runner import env_policy, round_costs
+
+    # reset first: env_policy binds the reset env's FL system
+    obs, _ = env.reset(seed=seed)
+    policy = env_policy(cfg, env)
+    totals = dict.fromkeys(("latency_s", "energy_j", "bits"), 0.0)
+
+    def add_costs(stepped: Any) -> None:
+        out = stepped.last_outcome
+        assert out is not None
+        for key, value in round_costs(out.rows, wireless=True).items():
+            totals[key] += value
+
+    run_episode(env, policy, first_obs=obs, max_steps=cfg.rounds, on_step=add_costs)
+    out = env.last_outcome
+    assert out is not None
+    final = round_summary(out.evals or [], env.backend.system.num_test)
+    eps, _ = env.backend.uplink.epsilons(evaluate=True)
+    return {
+        "final_acc": final.get("eval_acc"),
+        "max_test_loss": final.get("eval_max_loss"),
+        "jain_train_loss": final.get("jain_train_loss"),
+        "total_latency_s": totals["latency_s"],
+        "total_energy_j": totals["energy_j"],
+        "total_bits": totals["bits"],
+        "epsilon_max": None if eps is None else float(np.max(eps)),
+    }
 
 
 def pretty_summary(summary: pd.DataFrame) -> pd.DataFrame:

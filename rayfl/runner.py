@@ -1,39 +1,46 @@
-"""run(config): build the system, loop rounds, log, evaluate, write the run directory.
+"""run(config): config → system → deciders → the round loop → the run directory.
 
-This is what ``rayfl run`` and :func:`rayfl.run` call. Each round:
-    1. the scheduler picks the round's clients (and subchannels/power when a
-       wireless model is configured) from the eligible ones;
-    2. :meth:`FLSystem.run_round` trains, sends and aggregates;
-    3. every ``eval_every`` rounds (and at the last) all clients are evaluated;
-    4. rows are appended to the round × client log and the progress bar updates.
+This is what ``rayfl run`` and :func:`rayfl.run` call. It builds the system
+(``rayfl.engine.build_system``), one decider per decision unit (a built-in
+selection rule or a registered policy), and hands both to
+``rayfl.engine.loop.run_rounds``, which each round:
+    1. asks each decider for its unit's schedule (from the unit's observation);
+    2. runs the round (:meth:`rayfl.engine.Engine.run_round`);
+    3. evaluates every ``eval_every`` rounds, at the last round and when the
+       upload budgets are spent (every round for a registered policy);
+    4. appends the round × client and per-round rows, and checkpoints.
+:func:`resume` continues a run through the same loop.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from rayfl.algorithms.registry import algorithm_class
-from rayfl.checkpoint import (
-    load_checkpoint,
-    plain_attributes,
-    restore_attributes,
-    save_checkpoint,
-)
+from rayfl.checkpoint import load_checkpoint
 from rayfl.config import ConfigError, RunConfig, load_config, parse_overrides
-from rayfl.metrics import round_summary
+from rayfl.engine import build_system
+from rayfl.engine.deciders import PolicyDecider
+from rayfl.engine.loop import LoopSettings, restore, run_rounds
+from rayfl.engine.rows import (
+    divergence_report,
+    query,
+    round_costs,
+    summary_document,
+)
 from rayfl.plots import plot_rounds
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
 from rayfl.run_status import RunProgress, terminal_status
 from rayfl.schedule import Schedule
 from rayfl.scheduler import BUILTIN_POLICIES, Scheduler
-from rayfl.system import FLSystem, RoundResult
+from rayfl.star.actions import StarActions
+from rayfl.system import RoundResult
 
-__all__ = ["resume", "run"]
+__all__ = ["divergence_report", "env_policy", "resume", "round_costs", "run"]
 
 
 def _progress(enabled: bool, total: int, desc: str | None = None) -> Any:
@@ -42,52 +49,6 @@ def _progress(enabled: bool, total: int, desc: str | None = None) -> Any:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit="round", dynamic_ncols=True, leave=True)
-
-
-def _client_rows(
-    t: int,
-    n: int,
-    result: Any,
-    evals: list[dict[str, Any]] | None,
-    epsilon: np.ndarray | None,
-    nominal: np.ndarray | None,
-    extra: tuple[str, ...] = (),
-) -> list[dict[str, Any]]:
-    by_client = {int(r["client"]): r for r in result.rows}
-    nan = float("nan")
-    rows = []
-    for c in range(n):
-        r = by_client.get(c, {})
-        e = evals[c] if evals is not None else {}
-        rows.append(
-            {
-                "round": t,
-                "client": c,
-                "scheduled": c in by_client,
-                "subchannel": int(r.get("subchannel", -1)),
-                "power": float(r.get("tx_power_w", nan)),
-                "snr_db": float(r.get("snr_db", nan)),
-                "delivered": bool(r.get("delivered", False)),
-                "actor_failed": bool(r.get("actor_failed", False)),
-                "rejected": r.get("rejected") or None,  # reason string, or None
-                "train_loss": float(r.get("train_loss", nan)),
-                "test_loss": float(e.get("test_loss", nan)),
-                "test_acc": float(e.get("test_acc", nan)),
-                "personal_acc": float(e.get("personal_acc", nan)),
-                "personal_loss": float(e.get("personal_loss", nan)),
-                "eval_train_loss": float(e.get("eval_train_loss", nan)),
-                "eval_train_reg_loss": float(e.get("eval_train_reg_loss", nan)),
-                "eval_train_pl_objective": float(e.get("eval_train_pl_objective", nan)),
-                "epsilon": float(epsilon[c]) if epsilon is not None else nan,
-                "epsilon_nominal": float(nominal[c]) if nominal is not None else nan,
-                "bits": float(r.get("bits", 0.0)),
-                "latency_s": float(r.get("latency_s", nan)),
-                "energy_j": float(r.get("energy_j", nan)),
-                # the algorithm's own record keys (``Algorithm.logged_metrics``)
-                **{k: float(r.get(k, nan)) for k in extra},
-            }
-        )
-    return rows
 
 
 def run(
@@ -126,50 +87,6 @@ def run(
     return _run(cfg)
 
 
-class _SchedulerDriver:
-    """Rounds driven by a built-in selection rule (no env)."""
-
-    def __init__(self, cfg: RunConfig) -> None:
-        self.cfg = cfg
-        self.system = FLSystem(cfg)
-        self.scheduler = Scheduler(cfg, self.system)
-
-    def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:
-        schedule = self.scheduler.schedule(t)
-        result = self.system.run_round(t, schedule)
-        last = t == self.cfg.rounds - 1 or self.system.exhausted()
-        evaluate = (t + 1) % self.cfg.eval_every == 0 or last
-        return schedule, result, self.system.evaluate() if evaluate else None
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"cursor": self.scheduler.cursor}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.scheduler.cursor = int(state["cursor"])
-
-    def close(self) -> None:
-        self.system.close()
-
-
-def round_costs(rows: list[dict[str, Any]], *, wireless: bool) -> dict[str, float]:
-    """Return one round's ``latency_s``, ``energy_j`` and ``bits``.
-
-    A synchronous round lasts as long as its slowest uplink; energy and bits are
-    summed over the scheduled clients' rows. Without a wireless model latency
-    and energy are NaN (never measured).
-    """
-    nan = float("nan")
-    return {
-        "latency_s": max((r.get("latency_s", 0.0) for r in rows), default=0.0)
-        if wireless
-        else nan,
-        "energy_j": float(sum(r.get("energy_j", 0.0) for r in rows))
-        if wireless
-        else nan,
-        "bits": float(sum(r.get("bits", 0.0) for r in rows)),
-    }
-
-
 def policy_needs_controls(cfg: RunConfig) -> bool:
     """Whether ``cfg``'s policy needs an env exposing the algorithm's controls.
 
@@ -188,124 +105,162 @@ def env_policy(cfg: RunConfig, env: Any) -> Any:
     Policies that need run constants (model size, DP targets) read them from the
     env's FL system (``bind_system``); the policy is reset with ``cfg.seed``.
     """
+    return _bound_policy(cfg, env, env.backend.system)
+
+
+def _bound_policy(cfg: RunConfig, spaces: Any, system: Any) -> Any:
+    """``cfg``'s policy for ``spaces`` (an env), bound to ``system``, reset."""
     from policies import make_policy
 
-    policy = make_policy(cfg.scheduler.policy, env, **cfg.scheduler.params)
+    policy = make_policy(cfg.scheduler.policy, spaces, **cfg.scheduler.params)
     bind = getattr(policy, "bind_system", None)
     if callable(bind):
-        bind(env.backend.system)
+        bind(system)
     policy.reset(seed=cfg.seed)
     return policy
 
 
-class _EnvDriver:
-    """Rounds driven by a policy through the scheduling env (emulate mode)."""
+class _SchedulerDecider:
+    """A built-in selection rule (``rayfl.scheduler``) as the star's decider."""
 
-    def __init__(self, cfg: RunConfig) -> None:
-        from envs.scheduling import WirelessFLEnv
+    observes = False
 
-        self.env = WirelessFLEnv(
-            cfg, mode="emulate", controls=policy_needs_controls(cfg)
-        )
-        self.obs, _ = self.env.reset(seed=cfg.seed)
-        self.system = self.env.backend.system  # type: ignore[union-attr]
-        self.policy = env_policy(cfg, self.env)
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
 
-    def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:
-        action = self.policy(self.obs)
-        self.obs, _, _, _, info = self.env.step(action)
-        outcome = self.env.last_outcome
-        assert outcome is not None
-        schedule = Schedule(np.asarray(info["scheduled"], dtype=np.int64))
-        return schedule, RoundResult(t, outcome.rows, outcome.delivered), outcome.evals
+    def decide(self, t: int, observation: Any) -> Schedule:
+        return self.scheduler.schedule(t)
 
     def state_dict(self) -> dict[str, Any]:
-        env = self.env
-        return {
-            "policy": plain_attributes(self.policy),
-            "obs": self.obs,
-            "env": {
-                k: getattr(env, k)
-                for k in ("round", "_loss", "_staleness", "_mean_acc")
-            },
-        }
+        return {"cursor": self.scheduler.cursor}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        restore_attributes(self.policy, state["policy"])
-        self.obs = state["obs"]
-        for key, value in state["env"].items():
-            setattr(self.env, key, value)
-
-    def close(self) -> None:
-        self.env.close()
+        self.scheduler.cursor = int(state["cursor"])
 
 
-def _total(rows: list[dict[str, Any]], key: str) -> float | None:
-    """Sum of a per-round column; None when it was never measured (no wireless)."""
-    values = np.array([r[key] for r in rows], dtype=np.float64)
-    return float(values.sum()) if len(values) and np.isfinite(values).all() else None
+class _InsideDecider:
+    """The decider of a system that schedules inside its own round (hierarchy)."""
+
+    observes = False
+
+    def decide(self, t: int, observation: Any) -> Schedule:
+        return Schedule.of([])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
 
 
-def _query(call: Callable[[], Any]) -> Any:
-    """``call()``, or None when it fails (a summary field of a failed run).
-
-    After a failure the system may have lost an actor, so a summary field read
-    from the actors (placement, local update counts...) becomes None instead of
-    hiding the run's error behind a second one.
-    """
-    try:
-        return call()
-    except Exception:
-        return None
-
-
-def divergence_report(round_rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Return the summary fields that make a diverged run visibly diverged.
-
-    A round "delivered no update" when clients were scheduled but none of their
-    updates reached the model (lost packets, dead actors, or uploads rejected by
-    the server for being non-finite or out of range — ``num_rejected``). When
-    rejected uploads left one or more rounds without any update, ``warnings``
-    says ``diverged: N of T rounds delivered no update (uploads rejected as
-    non-finite or out of range)``.
-
-    Returns:
-        ``rounds_without_update``, ``diverged_rounds`` and ``warnings``.
-    """
-    empty = [
-        r
-        for r in round_rows
-        if r.get("num_scheduled", 0) and not r.get("num_delivered")
-    ]
-    rejected = [r for r in empty if r.get("num_rejected", 0)]
-    warnings = []
-    if rejected:
-        warnings.append(
-            f"diverged: {len(rejected)} of {len(round_rows)} rounds delivered no "
-            "update (uploads rejected as non-finite or out of range); lower "
-            "algorithm.lr or clip the updates"
-        )
-    return {
-        "rounds_without_update": len(empty),
-        "diverged_rounds": len(rejected),
-        "warnings": warnings,
-    }
-
-
-def _driver(cfg: RunConfig) -> Any:
-    if cfg.topology.kind == "hierarchical":  # devices → edges → cloud (rayfl.hierarchy)
-        from rayfl.hierarchy.system import HierarchicalDriver
-
-        return HierarchicalDriver(cfg)
+def _uses_builtin(cfg: RunConfig) -> bool:
+    """Whether the star run is scheduled by ``rayfl.scheduler`` (no env policy)."""
     policy = cfg.scheduler.policy
     if policy in BUILTIN_POLICIES and (cfg.wireless is None or policy == "all"):
-        return _SchedulerDriver(cfg)
+        return True
     if cfg.wireless is None:
         raise ConfigError(
             f"scheduler.policy={policy} schedules subchannels: it needs a `wireless` "
             f"section (without one, use one of {', '.join(BUILTIN_POLICIES)})"
         )
-    return _EnvDriver(cfg)
+    return False
+
+
+def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
+    """Return the star's one decider: a built-in rule or a registered policy.
+
+    A registered policy gets the scheduling env's spaces (an env object built
+    for its spaces only: it never starts actors) and the env's action rules.
+    """
+    if _uses_builtin(cfg):
+        return [_SchedulerDecider(Scheduler(cfg, system))]
+    from envs.scheduling import WirelessFLEnv
+
+    spaces = WirelessFLEnv(cfg, mode="emulate", controls=policy_needs_controls(cfg))
+    actions = StarActions(
+        num_clients=spaces.num_clients,
+        num_subchannels=spaces.num_subchannels,
+        power_w=spaces.power_w,
+        control_names=spaces.control_names,
+        default_controls=spaces.default_controls,
+    )
+    return [PolicyDecider(_bound_policy(cfg, spaces, system), actions.to_schedule)]
+
+
+class _DriverSystem:
+    """A hierarchical run's driver seen through the loop's ``System`` members.
+
+    The hierarchy schedules inside its round and evaluates on the loop's
+    cadence (``eval_every`` and the last round), so ``run_round`` runs the
+    driver's step and ``evaluate`` returns that step's evaluation.
+    """
+
+    num_units = 1
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
+        self.system = driver.system
+        self._evals: list[dict[str, Any]] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if "system" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.__dict__["system"], name)
+
+    def observe(self, t: int) -> tuple[Any, ...]:
+        return (None,)
+
+    def run_round(self, t: int, decision: Any) -> RoundResult:
+        _, result, self._evals = self.driver.step(t)
+        return RoundResult(
+            t, result.rows, result.delivered, dict(self.driver.round_extras(t))
+        )
+
+    def exhausted(self) -> bool:
+        return False
+
+    def evaluate(self) -> list[dict[str, Any]] | None:
+        return self._evals
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "system": self.system.state_dict(),
+            "driver": self.driver.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.system.load_state_dict(state["system"])
+        self.driver.load_state_dict(state["driver"])
+
+    def write_extra(self, run_dir: Path) -> None:
+        self.driver.write_extra(run_dir)
+
+    def close(self) -> None:
+        self.driver.close()
+
+
+def _build(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
+    """Return the run's system, its deciders and the loop settings."""
+    settings = LoopSettings(
+        rounds=cfg.rounds,
+        eval_every=cfg.eval_every,
+        checkpoint_every=cfg.output.checkpoint_every or 0,
+        wireless=cfg.wireless is not None,
+        logged=tuple(getattr(algorithm_class(cfg.algorithm), "logged_metrics", ())),
+    )
+    if cfg.topology.kind == "hierarchical":  # devices → edges → cloud
+        from rayfl.hierarchy.system import HierarchicalDriver
+
+        return _DriverSystem(HierarchicalDriver(cfg)), [_InsideDecider()], settings
+    builtin = _uses_builtin(cfg)  # a config error before Ray starts
+    system = build_system(cfg)
+    try:
+        deciders = _make_deciders(cfg, system)
+    except BaseException:
+        system.close()
+        raise
+    # policies read test metrics every round (the scheduling env's behaviour)
+    return system, deciders, replace(settings, evaluate_every_round=not builtin)
 
 
 def resume(run_dir: str | Path) -> RunResult:
@@ -323,6 +278,50 @@ def resume(run_dir: str | Path) -> RunResult:
     return _run(cfg, run_dir=path, checkpoint=checkpoint)
 
 
+def _on_round(bar: Any) -> Any:
+    """The progress-bar callback: the last evaluation and its round, one tick."""
+    if bar is None:
+        return None
+
+    def update(t: int, row: dict[str, Any], evals: list[Any] | None) -> None:
+        if evals:  # else the bar keeps the last evaluation, and its round
+            post = {
+                "acc": f"{row.get('eval_acc', float('nan')):.3f}",
+                "max_loss": f"{row.get('eval_max_loss', float('nan')):.3f}",
+                "eval_round": t,
+            }
+            bar.set_postfix(post, refresh=False)
+        bar.update(1)
+
+    return update
+
+
+def _summary_writer(
+    cfg: RunConfig, system: Any, log: RunLog, bar: Any, started: float, setup_s: float
+) -> Callable[[RunProgress], None]:
+    """Return the ``terminal_status`` callback writing summary.json and extras."""
+
+    def write_summary(progress: RunProgress) -> None:
+        if bar is not None:
+            bar.close()
+        doc = summary_document(
+            system,
+            log.round_rows,
+            name=cfg.name,
+            status=progress.status,
+            error=progress.error,
+            setup_s=setup_s,
+            total_s=time.perf_counter() - started,
+        )
+        log.flush(doc)
+        if progress.status == "completed":
+            system.write_extra(log.run_dir)
+        else:  # best effort: the summary already says what went wrong
+            query(lambda: system.write_extra(log.run_dir))
+
+    return write_summary
+
+
 def _run(
     cfg: RunConfig,
     *,
@@ -334,132 +333,33 @@ def _run(
 
         return run_d2d(cfg, run_dir=run_dir)
     started = time.perf_counter()
-    driver = _driver(cfg)
-    system = driver.system
-    first_round = 0
+    system, deciders, settings = _build(cfg)
     log = RunLog(run_dir or make_run_dir(cfg.output.dir, cfg.name))
-    if checkpoint is not None:
-        system.load_state_dict(checkpoint["system"])
-        driver.load_state_dict(checkpoint["driver"])
-        log.client_rows = checkpoint["client_rows"]
-        log.round_rows = checkpoint["round_rows"]
-        first_round = int(checkpoint["next_round"])
-    else:
-        log.write_config(cfg.to_dict())
-    run_dir = log.run_dir
-    setup_s = time.perf_counter() - started
-    bar = _progress(cfg.output.progress, cfg.rounds, desc=cfg.name)
-    if bar is not None and first_round:
-        bar.update(first_round)
-    every = cfg.output.checkpoint_every
-    logged = getattr(algorithm_class(cfg.algorithm), "logged_metrics", ())
-
-    def write_summary(progress: RunProgress) -> None:
-        if bar is not None:
-            bar.close()
-        final = next((r for r in reversed(log.round_rows) if "global_acc" in r), {})
-        eps = (
-            _query(lambda: system.uplink.epsilons(evaluate=True)[0])
-            if log.round_rows
-            else None
-        )
-        summary_doc = {
-            "status": progress.status,
-            **({"error": progress.error} if progress.error else {}),
-            "name": cfg.name,
-            "rounds_done": len(log.round_rows),
-            "setup_s": setup_s,
-            "total_s": time.perf_counter() - started,
-            "num_clients": system.num_clients,
-            "num_actors": len(system.actors),
-            "placement": _query(system.placement),
-            "local_updates": _query(system.local_updates),
-            "model_dim": system.dim,
-            "final": {k: v for k, v in final.items() if k != "round"},
-            "totals": {
-                "latency_s": _total(log.round_rows, "latency_s"),
-                "energy_j": _total(log.round_rows, "energy_j"),
-                "bits": float(sum(r["bits"] for r in log.round_rows)),
-                "download_bits": float(
-                    sum(r.get("download_bits", 0.0) for r in log.round_rows)
-                ),
-            },
-            **divergence_report(log.round_rows),
-            "privacy": _query(lambda: system.uplink.privacy_summary(eps)),
-        }
-        log.flush(summary_doc)
-        if hasattr(driver, "write_extra"):  # hierarchy: edges.parquet
-            if progress.status == "completed":
-                driver.write_extra(run_dir)
-            else:  # best effort: the summary already says what went wrong
-                _query(lambda: driver.write_extra(run_dir))
-
     try:
-        with terminal_status(run_dir, write_summary) as progress:
+        start = 0
+        if checkpoint is not None:
+            start = restore(checkpoint, system, deciders, log)
+        else:
+            log.write_config(cfg.to_dict())
+        bar = _progress(cfg.output.progress, cfg.rounds, desc=cfg.name)
+        if bar is not None and start:
+            bar.update(start)
+        setup_s = time.perf_counter() - started
+        write = _summary_writer(cfg, system, log, bar, started, setup_s)
+        with terminal_status(log.run_dir, write) as progress:
             if checkpoint is not None:
-                progress.resume_from = first_round
-            for t in range(first_round, cfg.rounds):
-                progress.round = t
-                t0 = time.perf_counter()
-                schedule, result, evals = driver.step(t)
-                epsilon, nominal = system.uplink.epsilons(evaluate=True)
-                summary = round_summary(evals, system.num_test) if evals else {}
-                log.client_rows += _client_rows(
-                    t, system.num_clients, result, evals, epsilon, nominal, logged
-                )
-                rows = result.rows
-                row = {
-                    "round": t,
-                    "num_scheduled": len(schedule.clients),
-                    "num_delivered": len(result.delivered),
-                    "num_rejected": int(sum(bool(r.get("rejected")) for r in rows)),
-                    "round_time_s": time.perf_counter() - t0,
-                    "epsilon_max": float(np.nanmax(epsilon))
-                    if epsilon is not None
-                    else float("nan"),
-                    **round_costs(rows, wireless=cfg.wireless is not None),
-                    "download_bits": float(
-                        sum(r.get("download_bits", 0.0) for r in rows)
-                    ),
-                    # personalized downloads (FedAMP, APPLE): the slowest one's airtime
-                    "downlink_latency_s": max(
-                        (r.get("downlink_latency_s", 0.0) for r in rows), default=0.0
-                    )
-                    if cfg.wireless is not None
-                    else float("nan"),
-                    **summary,
-                }
-                if hasattr(driver, "round_extras"):  # hierarchy: energy, delay, τ_k...
-                    row.update(driver.round_extras(t))
-                log.round_rows.append(row)
-                if bar is not None:
-                    if evals:  # else the bar keeps the last evaluation, and its round
-                        post = {
-                            "acc": f"{row.get('eval_acc', float('nan')):.3f}",
-                            "max_loss": f"{row.get('eval_max_loss', float('nan')):.3f}",
-                            "eval_round": t,
-                        }
-                        bar.set_postfix(post, refresh=False)
-                    bar.update(1)
-                exhausted = getattr(system, "exhausted", None)  # flat FLSystem only
-                if (
-                    exhausted is not None and exhausted()
-                ):  # seed 000: T0 uploads used up
-                    break
-                if every and (t + 1) % every == 0 and t + 1 < cfg.rounds:
-                    save_checkpoint(
-                        run_dir,
-                        {
-                            "next_round": t + 1,
-                            "system": system.state_dict(),
-                            "driver": driver.state_dict(),
-                            "client_rows": log.client_rows,
-                            "round_rows": log.round_rows,
-                        },
-                    )
-                    progress.resume_from = t + 1
+                progress.resume_from = start
+            run_rounds(
+                system,
+                deciders,
+                log,
+                settings,
+                start=start,
+                progress=progress,
+                on_round=_on_round(bar),
+            )
     finally:
-        _query(driver.close)
+        query(system.close)
     if cfg.output.plots:
-        plot_rounds({cfg.name: load_run(run_dir).rounds}, run_dir / "plots")
-    return load_run(run_dir)
+        plot_rounds({cfg.name: load_run(log.run_dir).rounds}, log.run_dir / "plots")
+    return load_run(log.run_dir)

@@ -23,7 +23,7 @@ from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 
 if TYPE_CHECKING:
-    from rayfl.system import FLSystem
+    from rayfl.system import System as FLSystem
 
 __all__ = ["BUILTIN_POLICIES", "Scheduler"]
 

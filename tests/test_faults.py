@@ -8,8 +8,8 @@ import ray
 
 import rayfl
 from rayfl.config import load_config
+from rayfl.engine import FLSystem
 from rayfl.schedule import Schedule
-from rayfl.system import FLSystem
 
 CFG = {
     "name": "faults",

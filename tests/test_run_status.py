@@ -62,7 +62,7 @@ def _fail_at(monkeypatch, cls, method, at_round, error=RuntimeError):
 def test_exception_in_a_round_ends_failed_with_rounds_kept(
     ray_session, tmp_path, monkeypatch
 ):
-    from rayfl.system import FLSystem
+    from rayfl.engine import FLSystem
 
     # Arrange: round 2 of 4 raises
     _fail_at(monkeypatch, FLSystem, "run_round", 2)
@@ -88,7 +88,7 @@ def test_exception_in_a_round_ends_failed_with_rounds_kept(
 
 
 def test_ctrl_c_in_a_round_ends_interrupted(ray_session, tmp_path, monkeypatch):
-    from rayfl.system import FLSystem
+    from rayfl.engine import FLSystem
 
     _fail_at(monkeypatch, FLSystem, "run_round", 1, error=KeyboardInterrupt)
     with pytest.raises(KeyboardInterrupt) as info:  # still a KeyboardInterrupt
@@ -146,7 +146,7 @@ def test_completed_run_says_completed(ray_session, tmp_path):
 def test_actor_lost_for_good_fails_cleanly_and_resumes(
     ray_session, tmp_path, monkeypatch
 ):
-    from rayfl.system import FLSystem
+    from rayfl.engine import FLSystem
 
     # Arrange: no restarts, a checkpoint every round; before round 2 runs, the
     # actor hosting clients 0 and 1 is killed for good (a real kill)
@@ -231,7 +231,7 @@ def test_cli_failed_run_is_one_screen_exit_1(
     ray_session, tmp_path, monkeypatch, capsys
 ):
     from rayfl.cli import main
-    from rayfl.system import FLSystem
+    from rayfl.engine import FLSystem
 
     _fail_at(monkeypatch, FLSystem, "run_round", 1)
     cfg_path = tmp_path / "cfg.yaml"

@@ -5,8 +5,8 @@ import time
 import numpy as np
 
 from rayfl.config import load_config
+from rayfl.engine import FLSystem
 from rayfl.schedule import Schedule
-from rayfl.system import FLSystem
 
 
 def test_two_thousand_client_round(ray_session):

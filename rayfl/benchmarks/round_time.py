@@ -20,8 +20,9 @@ import torch
 
 from rayfl.config import load_config
 from rayfl.data.federated import build_federated
+from rayfl.engine import FLSystem
 from rayfl.schedule import Schedule
-from rayfl.system import FLSystem, initial_vector
+from rayfl.system import initial_vector
 
 #: The workload of ``examples/bench_fedavg_mlp.yaml`` (a test keeps them equal).
 CONFIG = {

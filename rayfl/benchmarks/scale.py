@@ -15,8 +15,8 @@ import numpy as np
 import ray
 
 from rayfl.config import load_config
+from rayfl.engine import FLSystem
 from rayfl.schedule import Schedule
-from rayfl.system import FLSystem
 
 
 def total_rss_gb() -> float:

@@ -15,8 +15,8 @@ import pytest
 from rayfl.config import ConfigError, load_config
 from rayfl.d2d.runner import _check
 from rayfl.d2d.system import D2DSystem
+from rayfl.engine import FLSystem
 from rayfl.schedule import Schedule
-from rayfl.system import FLSystem
 
 BASE = {
     "seed": 2,

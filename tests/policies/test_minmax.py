@@ -338,36 +338,3 @@ def test_rollout_in_the_surrogate_env(name):
         assert set(sent[0].controls) == {"lr", "personal_lr", "lam"}
     else:
         np.testing.assert_allclose(sent[0].controls["lam"], env.config.algorithm.lam)
-
-
-# ------------------------------------------------------------------ runner (Ray)
-@pytest.mark.slow
-def test_runner_gives_minmax_an_env_with_controls(ray_session, tmp_path):
-    # Arrange: Ditto on digits, 6 clients, K = 3; minmax sets lr, personal_lr, lam
-    from rayfl.config import load_config
-    from rayfl.runner import _EnvDriver
-
-    cfg = load_config(
-        {
-            "name": "minmax",
-            "rounds": 2,
-            "data": {"dataset": "digits", "num_clients": 6, "min_partition_size": 20},
-            "model": {"kind": "mlp", "hidden": [16]},
-            "algorithm": {"kind": "ditto", "batch_size": 16, "lr": 0.1},
-            "wireless": {"num_subchannels": 3},
-            "scheduler": {"policy": "minmax", "params": {"num_params": 1210}},
-            "output": {"progress": False, "plots": False, "dir": str(tmp_path)},
-        }
-    )
-    driver = _EnvDriver(cfg)
-    try:
-        # Act
-        action = driver.policy(driver.obs)
-        schedule, result, _ = driver.step(0)
-        # Assert
-        assert "controls" in driver.env.action_space.spaces
-        assert driver.env.control_names == ("lr", "personal_lr", "lam")
-        assert driver.env.action_space.contains(action)
-        assert len(schedule.clients) == 3 and len(result.delivered) == 3
-    finally:
-        driver.close()

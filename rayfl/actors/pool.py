@@ -1,0 +1,268 @@
+"""ActorPool: the client-hosting actors of one run, for every topology.
+
+Each topology hosts its clients (star clients, hierarchy devices, D2D nodes) in
+M-client actors started the same way::
+
+    pool = ActorPool.start(ClientActor, data, setup, ray=cfg.ray, dim=dim,
+                           role="clients")
+    pool.groups        # [[0, 1], [2, 3], ...]: the clients of each actor
+    pool.actor_of      # (N,) actor index of each client
+    pool.actors        # Ray actor handles; pool.nodes: their node ids
+    pool.by_actor(clients)            # {actor: [its clients among ``clients``]}
+    pool.gather(refs, actor_ids)      # ray.get; a dead actor's result -> None
+    pool.remember_state(a, state_ref) # the latest client-state snapshot of actor a
+    pool.restore_failed()             # before the next call: restarted actors
+                                      # get their clients' state back
+    pool.placement(); pool.close()
+
+What ``start`` does, identically for every topology: packs the clients
+(``ray.clients_per_actor``, ``auto`` = ⌈N / CPUs⌉), checks the run fits in
+memory (``rayfl.resources.check_fits``), shares the data by a named holder
+actor (restarted actors re-read it), reserves all actors' CPUs at once, starts
+the actors with names ``rayfl-<run_id>-<role>-<a>`` and
+``max_restarts = ray.max_actor_restarts``, and pings each (fails fast; learns its
+node). An actor class must take ``(shared_data, client_ids, *args)`` and have
+``ping()``; ``set_state(state)`` is needed for :meth:`restore_failed`.
+
+Actor failure is packet loss: :meth:`gather` turns a dead actor's results into
+None and marks the actor; the caller records its clients' updates as lost, and
+:meth:`restore_failed` hands the restarted actor the last state snapshot its
+caller remembered (:meth:`remember_state`).
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import ray
+
+from rayfl.actors.shared_data import share_data
+from rayfl.data.federated import FederatedData
+from rayfl.resources import (
+    check_fits,
+    estimate_memory,
+    placed,
+    release_cpus,
+    reserve_cpus,
+)
+from rayfl.session import RaySession
+
+__all__ = ["ActorPool", "RaySettings", "pack_clients", "resolve_clients_per_actor"]
+
+
+class RaySettings(Protocol):
+    """The fields of the ``ray`` config section the pool reads."""
+
+    clients_per_actor: int | str
+    max_actor_restarts: int
+    reserve_timeout_s: float
+
+
+def pack_clients(num_clients: int, clients_per_actor: int) -> list[list[int]]:
+    """Split client ids 0..N−1 into contiguous groups of at most M.
+
+    Example:
+        >>> pack_clients(5, 2)
+        [[0, 1], [2, 3], [4]]
+    """
+    return [
+        list(range(s, min(s + clients_per_actor, num_clients)))
+        for s in range(0, num_clients, clients_per_actor)
+    ]
+
+
+def resolve_clients_per_actor(setting: int | str, num_clients: int) -> int:
+    """Return M: ``setting``, or ⌈N / CPUs⌉ (at least 1) for ``"auto"``."""
+    if setting == "auto":
+        return max(1, math.ceil(num_clients / RaySession.num_cpus()))
+    return int(setting)
+
+
+@dataclass
+class ActorPool:
+    """The client-hosting actors of one run (see the module docstring).
+
+    Attributes:
+        actors: Ray actor handles, one per group.
+        groups: Client ids hosted by each actor.
+        actor_of: Actor index of each client, int64 (N,).
+        nodes: Node id of each actor.
+        run_id: The run's short id (in actor names).
+        data_holder: The named actor holding the dataset's object ref.
+        reservation: The CPU reservation (placement group) or None.
+        state_refs: Latest client-state snapshot ref per actor (never pulled).
+        to_restore: Actors that died and must get their state back.
+    """
+
+    actors: list[Any]
+    groups: list[list[int]]
+    actor_of: npt.NDArray[np.int64]
+    nodes: list[str] = field(default_factory=list)
+    run_id: str = ""
+    data_holder: Any = None
+    reservation: Any = None
+    state_refs: dict[int, Any] = field(default_factory=dict)
+    to_restore: set[int] = field(default_factory=set)
+
+    @classmethod
+    def start(
+        cls,
+        actor_class: Any,
+        data: FederatedData,
+        *args: Any,
+        ray_settings: RaySettings,
+        dim: int,
+        role: str = "clients",
+        run_id: str | None = None,
+    ) -> ActorPool:
+        """Pack, check, reserve and start one actor per group; ping them all.
+
+        Args:
+            actor_class: A ``@ray.remote`` class taking ``(shared, group, *args)``.
+            data: The federated dataset (shared by name with the actors).
+            *args: Further constructor arguments (e.g. the ``ActorSetup``).
+            ray_settings: The ``ray`` config section.
+            dim: Model dimension (for the memory check).
+            role: Name part of the actors (``clients``, ``devices``, ``nodes``).
+            run_id: Short id in actor names (default: a fresh one).
+
+        Raises:
+            rayfl.resources.ResourceError: If the run cannot fit in memory or
+                the CPUs cannot be reserved in time.
+        """
+        n = len(data.train_slices)
+        per_actor = resolve_clients_per_actor(ray_settings.clients_per_actor, n)
+        groups = pack_clients(n, per_actor)
+        _check_memory(data, num_clients=n, clients_per_actor=per_actor, dim=dim)
+        actor_of = np.empty(n, dtype=np.int64)
+        for a, group in enumerate(groups):
+            actor_of[group] = a
+        pool = cls([], groups, actor_of, run_id=run_id or uuid.uuid4().hex[:8])
+        try:
+            pool._launch(actor_class, data, args, ray_settings, role)
+        except BaseException:
+            pool.close()
+            raise
+        return pool
+
+    def _launch(
+        self,
+        actor_class: Any,
+        data: FederatedData,
+        args: tuple[Any, ...],
+        settings: RaySettings,
+        role: str,
+    ) -> None:
+        actor_cpus = min(1.0, RaySession.num_cpus() / len(self.groups))
+        # The actors fetch the data by the holder's name (kept for the whole run), so
+        # a restarted actor re-reads it without object-store constructor arguments.
+        shared, self.data_holder = share_data(data, f"rayfl-{self.run_id}-data")
+        # All actors' CPUs at once (no deadlock between runs sharing a cluster);
+        # SPREAD places client actors across nodes first (multi-node clusters).
+        self.reservation = reserve_cpus(
+            len(self.groups), actor_cpus, timeout_s=settings.reserve_timeout_s
+        )
+        self.actors = [
+            actor_class.options(
+                name=f"rayfl-{self.run_id}-{role}-{a}",
+                num_cpus=actor_cpus,
+                max_restarts=settings.max_actor_restarts,
+                scheduling_strategy=placed(self.reservation, a),
+            ).remote(shared, group, *args)
+            for a, group in enumerate(self.groups)
+        ]
+        # Fail fast (and clearly) if an actor cannot start; learn where each landed.
+        self.nodes = list(ray.get([a.ping.remote() for a in self.actors]))
+
+    # ------------------------------------------------------------------ routing
+    def by_actor(self, clients: npt.ArrayLike) -> dict[int, list[int]]:
+        """Return ``{actor: its clients among clients}`` in actor order.
+
+        Example:
+            ``pool.by_actor([3, 0, 1])`` with groups ``[[0, 1], [2, 3]]`` is
+            ``{0: [0, 1], 1: [3]}`` (clients keep their order within an actor).
+        """
+        ids = np.asarray(clients, dtype=np.int64).reshape(-1)
+        owners = self.actor_of[ids]
+        return {int(a): ids[owners == a].tolist() for a in np.unique(owners)}
+
+    # ------------------------------------------------------------------ faults
+    def gather(self, refs: list[Any], actor_ids: list[int]) -> list[Any]:
+        """``ray.get`` the refs; a dead actor's result becomes None (and is noted).
+
+        Args:
+            refs: One object ref per call.
+            actor_ids: The actor each ref was submitted to.
+        """
+        try:
+            return list(ray.get(refs))
+        except ray.exceptions.RayActorError:
+            pass
+        out = []
+        for ref, a in zip(refs, actor_ids, strict=True):  # failure path only
+            try:
+                out.append(ray.get(ref))
+            except ray.exceptions.RayActorError:
+                out.append(None)
+                self.to_restore.add(a)
+        return out
+
+    def remember_state(self, actor: int, state_ref: Any) -> None:
+        """Keep ``state_ref`` as actor ``actor``'s latest client-state snapshot."""
+        self.state_refs[actor] = state_ref
+
+    def restore_failed(self) -> None:
+        """Give restarted actors back their clients' state (waits for the restart)."""
+        if not self.to_restore:
+            return
+        pending = [
+            self.actors[a]
+            .set_state.options(max_task_retries=-1)
+            .remote(self.state_refs.get(a, {}))
+            for a in sorted(self.to_restore)
+        ]
+        ray.get(pending)
+        self.to_restore.clear()
+
+    # ------------------------------------------------------------------ the rest
+    def placement(self) -> list[dict[str, Any]]:
+        """Return the node and first/last client of each actor."""
+        return [
+            {"node": node, "clients": [group[0], group[-1]]}
+            for node, group in zip(self.nodes, self.groups, strict=True)
+        ]
+
+    def close(self) -> None:
+        """Kill the actors and the data holder; release the CPU reservation."""
+        for actor in self.actors:
+            ray.kill(actor)
+        if self.data_holder is not None:
+            ray.kill(self.data_holder)
+            self.data_holder = None
+        self.actors = []
+        release_cpus(self.reservation)
+        self.reservation = None
+
+
+def _check_memory(
+    data: FederatedData, *, num_clients: int, clients_per_actor: int, dim: int
+) -> None:
+    """Refuse, before any actor starts, a run that cannot fit (rayfl.resources)."""
+    resources = ray.cluster_resources()
+    check_fits(
+        estimate_memory(
+            num_clients=num_clients,
+            clients_per_actor=clients_per_actor,
+            dim=dim,
+            data_bytes=data.x.nbytes + data.y.nbytes,
+        ),
+        memory_bytes=resources.get("memory", float("inf")),
+        object_store_bytes=resources.get("object_store_memory", float("inf")),
+        num_clients=num_clients,
+        clients_per_actor=clients_per_actor,
+    )

@@ -1,0 +1,19 @@
+"""The engine: one ``System`` for every topology, and the one round loop.
+
+- :class:`Engine` (``rayfl.engine.engine``): session, data, ω⁰, the actor pool;
+  delegates the round to a topology strategy (``rayfl.star.round.StarRound``).
+- :func:`build_system` (``rayfl.engine.build``): config → engine, the one
+  dispatch on ``topology.kind``.
+- :func:`run_rounds` (``rayfl.engine.loop``): observe → decide → run_round →
+  evaluate → log → checkpoint, for fresh and resumed runs alike.
+- ``rayfl.engine.rows``: the ``metrics.parquet`` / ``rounds.parquet`` rows and
+  the ``summary.json`` fields built from them.
+
+``FLSystem`` is the former name of the star system, kept as an alias of
+:class:`Engine` for one release.
+"""
+
+from rayfl.engine.build import build_system
+from rayfl.engine.engine import Engine, FLSystem
+
+__all__ = ["Engine", "FLSystem", "build_system"]

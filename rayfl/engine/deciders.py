@@ -1,0 +1,61 @@
+"""Deciders: one per decision unit, an observation in and that unit's schedule out.
+
+:class:`PolicyDecider` wraps a scheduling policy (any callable ``policy(obs) ->
+action``) and the topology's action rules (``action → Schedule``). Its state in
+a checkpoint is the policy's plain-data attributes (queues, averages,
+generators: ``rayfl.checkpoint.plain_attributes``); the wiring (spaces, bound
+system) is rebuilt from the config on resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rayfl.checkpoint import plain_attributes, restore_attributes
+from rayfl.schedule import Schedule
+from rayfl.system import Observation
+
+__all__ = ["PolicyDecider"]
+
+
+class PolicyDecider:
+    """A policy deciding one unit's schedule from its observation.
+
+    Args:
+        policy: Callable ``policy(observation) -> action``.
+        to_schedule: ``to_schedule(action, eligible) -> (Schedule, ignored)``,
+            e.g. ``rayfl.star.actions.StarActions.to_schedule``.
+    """
+
+    observes = True
+
+    def __init__(
+        self,
+        policy: Any,
+        to_schedule: Callable[[Any, np.ndarray], tuple[Schedule, list[int]]],
+    ) -> None:
+        self.policy = policy
+        self.to_schedule = to_schedule
+        #: The last decision's named-but-ineligible clients.
+        self.ignored: list[int] = []
+
+    def decide(self, t: int, observation: Observation | None) -> Schedule:
+        """Return round ``t``'s schedule: the policy's action, made a schedule."""
+        if observation is None:
+            raise ValueError("a policy decider needs the unit's observation")
+        action = self.policy(observation)
+        schedule, self.ignored = self.to_schedule(
+            action, np.asarray(observation["eligible"]) > 0.5
+        )
+        return schedule
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return the policy's plain-data attributes."""
+        return plain_attributes(self.policy)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` onto the rebuilt policy."""
+        restore_attributes(self.policy, state)

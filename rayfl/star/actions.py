@@ -1,0 +1,125 @@
+"""The star's action → :class:`rayfl.schedule.Schedule` (the scheduling env's rules).
+
+An action is ``MultiDiscrete([N + 1] * K)`` — entry k is the client on
+subchannel k, or N for idle — or a dict with that array under ``assignment``
+and optional ``power`` (level l of L means P_max·(l+1)/L; missing: maximum)
+and ``controls`` (N × C per-client knobs; missing: the algorithm's configured
+values). A client named on several subchannels keeps the lowest-indexed one; a
+client that is not eligible is ignored (and reported).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rayfl.schedule import Schedule
+
+__all__ = ["StarActions"]
+
+
+@dataclass(frozen=True)
+class StarActions:
+    """Turns star actions into schedules.
+
+    Attributes:
+        num_clients: N.
+        num_subchannels: K.
+        power_w: The L transmit power levels in W, ascending.
+        control_names: The algorithm's per-client controls exposed to the policy.
+        default_controls: Their configured values, (N, C).
+    """
+
+    num_clients: int
+    num_subchannels: int
+    power_w: npt.NDArray[np.float64]
+    control_names: tuple[str, ...] = ()
+    default_controls: npt.NDArray[np.float32] | None = None
+
+    def to_schedule(
+        self, action: Any, eligible: npt.NDArray[np.bool_]
+    ) -> tuple[Schedule, list[int]]:
+        """Return the schedule of ``action`` and the ineligible clients it named.
+
+        Raises:
+            ValueError: For a malformed assignment, power or controls entry.
+        """
+        if isinstance(action, Mapping):
+            assignment = np.asarray(action["assignment"])
+            power, controls = action.get("power"), action.get("controls")
+        else:
+            assignment, power, controls = np.asarray(action), None, None
+        assignment = self._check_assignment(assignment.reshape(-1), action)
+        levels = self._levels(power)
+        clients, subchannels, power_w, ignored = [], [], [], []
+        seen: set[int] = set()
+        for s, c in enumerate(assignment.tolist()):
+            if c == self.num_clients or c in seen:
+                continue
+            seen.add(c)
+            if not eligible[c]:
+                ignored.append(c)
+                continue
+            clients.append(c)
+            subchannels.append(s)
+            power_w.append(self.power_w[levels[s]])
+        ctrl, all_ctrl = self._controls(controls, clients)
+        schedule = Schedule(
+            np.asarray(clients, dtype=np.int64),
+            subchannel=np.asarray(subchannels, dtype=np.int64),
+            tx_power_w=np.asarray(power_w, dtype=np.float64),
+            controls=ctrl,
+            all_controls=all_ctrl,
+        )
+        return schedule, ignored
+
+    def _check_assignment(self, assignment: np.ndarray, action: Any) -> np.ndarray:
+        n, k = self.num_clients, self.num_subchannels
+        if assignment.shape != (k,) or not np.issubdtype(assignment.dtype, np.integer):
+            raise ValueError(
+                f"assignment must be {k} integers (one per subchannel), got {action!r}"
+            )
+        bad = np.flatnonzero((assignment < 0) | (assignment > n))
+        if bad.size:
+            s = int(bad[0])
+            raise ValueError(
+                f"subchannel {s}: client {int(assignment[s])} is not in 0..{n} "
+                f"({n} = idle)"
+            )
+        return assignment
+
+    def _levels(self, power: Any) -> npt.NDArray[np.int64]:
+        k, top = self.num_subchannels, len(self.power_w) - 1
+        levels = (
+            np.full(k, top)
+            if power is None
+            else np.asarray(power, dtype=np.int64).reshape(-1)
+        )
+        if levels.shape != (k,) or np.any((levels < 0) | (levels > top)):
+            raise ValueError(f"power must be {k} levels in 0..{top}, got {power!r}")
+        return levels
+
+    def _controls(
+        self, controls: Any, clients: list[int]
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The scheduled clients' controls and every client's (empty without any)."""
+        if not self.control_names or self.default_controls is None:
+            return {}, {}
+        table = self.default_controls if controls is None else np.asarray(controls)
+        if table.shape != self.default_controls.shape:
+            raise ValueError(
+                f"controls must have shape {self.default_controls.shape} "
+                f"(clients × {', '.join(self.control_names)}), got {table.shape}"
+            )
+        idx = np.asarray(clients, dtype=np.int64)
+        names = enumerate(self.control_names)
+        ctrl = {name: table[idx, j].astype(np.float64) for j, name in names}
+        all_ctrl = {
+            name: table[:, j].astype(np.float64)
+            for j, name in enumerate(self.control_names)
+        }
+        return ctrl, all_ctrl

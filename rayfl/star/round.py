@@ -1,0 +1,409 @@
+"""StarRound: one cloud, N clients on a wireless uplink — the star topology's strategy.
+
+One round (DESIGN.md "One round, as data flows"):
+    1. the driver passes the global model's ObjectRef — never the array — to the
+       client actors hosting the scheduled clients;
+    2. each actor trains its clients and runs the uplink stages inside itself;
+    3. the driver reads the small records (payload sizes) and turns the round's
+       channel realisation into a ``LinkOutcome`` (BER, lost packets, latency,
+       energy);
+    4. the cloud actor applies the channel to the payloads, aggregates and
+       returns the new global model, whose ref the engine keeps.
+
+The star has one decision unit (all clients); its observation is the scheduling
+env's (channel gain, last delivered train loss, uploads, ε spent, staleness,
+data size, eligibility, round), kept by :class:`StarTracker`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+import ray
+
+from rayfl.actors.client import ClientActor
+from rayfl.actors.cloud import REJECT_ACTOR_LOST, CloudServer
+from rayfl.actors.pool import ActorPool
+from rayfl.actors.setup import ActorSetup
+from rayfl.algorithms.registry import algorithm_class, make_algorithm
+from rayfl.schedule import Schedule
+from rayfl.system import Decision, EvalRow, Observation, RoundResult
+from rayfl.uplink import UplinkModel
+
+__all__ = ["StarRound", "StarTracker"]
+
+
+@dataclass
+class StarTracker:
+    """Per-client history the star's observation reads (the env's formulas).
+
+    Attributes:
+        loss: Last delivered local training loss (initially each client's
+            evaluated train loss); None until the first observation.
+        staleness: Rounds since each client's last delivered update.
+    """
+
+    loss: npt.NDArray[np.float64] | None = None
+    staleness: npt.NDArray[np.float64] | None = None
+
+    def start(self, initial_loss: npt.NDArray[np.float64]) -> None:
+        """Begin tracking from the clients' initial losses."""
+        self.loss = np.asarray(initial_loss, dtype=np.float64)
+        self.staleness = np.zeros(len(self.loss))
+
+    def update(self, result: RoundResult) -> None:
+        """Record one round: delivered losses, staleness (no-op before start)."""
+        if self.loss is None or self.staleness is None:
+            return
+        for row in result.rows:
+            if row.get("delivered") and np.isfinite(row.get("train_loss", np.nan)):
+                self.loss[int(row["client"])] = row["train_loss"]
+        self.staleness += 1
+        self.staleness[result.delivered] = 0
+
+
+class StarRound:
+    """The star strategy (see the module docstring); ``Engine`` delegates to it.
+
+    Attributes set by :meth:`build`: ``uplink`` (channel, ledger), ``algorithm``
+    (driver-side flags), ``personalized`` (per-client downloads), ``cloud`` and
+    ``cloud_node``.
+    """
+
+    kind: ClassVar[str] = "star"
+
+    def __init__(self) -> None:
+        self.tracker = StarTracker()
+
+    # ------------------------------------------------------------------ build
+    def build(self, engine: Any) -> None:
+        """Start the client actors (on ``engine.pool``) and the cloud."""
+        setup = self._start(engine)
+        engine.pool = ActorPool.start(
+            ClientActor,
+            engine.data,
+            setup,
+            ray_settings=engine.config.ray,
+            dim=engine.dim,
+            role="clients",
+        )
+        self.cloud = CloudServer.options(num_cpus=0).remote(setup)
+        self.cloud_node: str = ray.get(self.cloud.ping.remote())
+
+    def _start(self, engine: Any) -> ActorSetup:
+        """Set the run-level state of ``engine.config`` (seed): uplink and setup."""
+        cfg = engine.config
+        self.uplink = UplinkModel(cfg, num_train=engine.num_train, model_dim=engine.dim)
+        #: The algorithm sends per-client downloads (FedAMP, APPLE): the server
+        #: needs every upload, so actors never pre-reduce them.
+        self.personalized = algorithm_class(cfg.algorithm).personalized_downloads
+        # Driver-side instance: only its flags are read (downlink, unscheduled).
+        self.algorithm = make_algorithm(cfg.algorithm)
+        self.tracker = StarTracker()
+        return ActorSetup(
+            config=cfg,
+            input_shape=tuple(engine.data.input_shape),
+            num_classes=engine.data.num_classes,
+            noise_std=self.uplink.noise_std,
+            server_noise_std=self.uplink.server_noise_std,
+            reduce_in_actor=cfg.ray.reduce_in_actor
+            and self.uplink.per_client_effects is False
+            and not self.personalized,
+            client_noise_std=None
+            if self.uplink.client_noise_std is None
+            else tuple(float(s) for s in self.uplink.client_noise_std),
+        )
+
+    def restart(self, engine: Any, seed: int) -> None:
+        """Reset uplink, trackers, actors and cloud for ``engine.config`` (new seed)."""
+        setup = self._start(engine)
+        ray.get(
+            [a.reset.remote(setup) for a in engine.pool.actors]
+            + [self.cloud.reset.remote(setup)]
+        )
+
+    def num_units(self, engine: Any) -> int:
+        """One unit: the star decides for all clients at once."""
+        return 1
+
+    # ------------------------------------------------------------------ observe
+    def observe(self, engine: Any, t: int) -> tuple[Observation, ...]:
+        """Return round ``t``'s observation (the scheduling env's eight keys).
+
+        The first call evaluates every client once for the initial losses.
+        """
+        if self.tracker.loss is None:
+            evals = self.evaluate(engine)
+            self.tracker.start(
+                np.array([e["eval_train_loss"] for e in evals], dtype=np.float64)
+            )
+        assert self.tracker.loss is not None and self.tracker.staleness is not None
+        uplink = self.uplink
+        state = uplink.channel_state(t)
+        eps, _ = uplink.epsilons(evaluate=True)
+        n = engine.num_clients
+        obs = {
+            "channel_gain": np.asarray(state.gain_db, dtype=np.float32),
+            "loss": np.maximum(self.tracker.loss, 0).astype(np.float32),
+            "upload_count": uplink.upload_count().astype(np.float32),
+            "privacy_spent": (
+                np.zeros(n) if eps is None else np.minimum(eps, 3e38)
+            ).astype(np.float32),
+            "staleness": self.tracker.staleness.astype(np.float32),
+            "data_size": engine.num_train.astype(np.float32),
+            "eligible": uplink.eligible().astype(np.float32),
+            "round": np.array([t], dtype=np.float32),
+        }
+        return (obs,)
+
+    def exhausted(self, engine: Any) -> bool:
+        """Return True when a T0 cap is set and no client may upload any more."""
+        cap = engine.config.privacy.max_uploads
+        return cap is not None and not bool(self.uplink.eligible().any())
+
+    # ------------------------------------------------------------------ round
+    def round(self, engine: Any, t: int, decision: Decision) -> RoundResult:
+        """Train the scheduled clients, send their uplinks, aggregate.
+
+        Args:
+            engine: The engine (pool, global ref).
+            t: Round index.
+            decision: One schedule (the star's one unit).
+        """
+        (schedule,) = decision
+        pool: ActorPool = engine.pool
+        pool.restore_failed()
+        order = np.argsort(schedule.clients, kind="stable")
+        clients = schedule.clients[order]
+        extra, down_bits = self._actor_extras(engine, t, schedule, clients)
+        calls, called = self._submit(engine, t, schedule, order, clients, extra)
+        batches = pool.gather([c[0] for c in calls], called)
+        ok = [i for i, b in enumerate(batches) if b is not None]
+        for i in ok:
+            pool.remember_state(called[i], calls[i][2])
+        records = {int(r["client"]): r for i in ok for r in batches[i]}
+        lost = {int(c) for c in clients} - set(records)
+        for c in lost:  # the actor died mid-round: like packet loss
+            records[c] = {"client": c, "bits": 0.0, "actor_failed": True}
+        bits = np.array([records[int(c)]["bits"] for c in clients], dtype=np.float64)
+        link_rows, link = self.uplink.link(t, schedule, bits)
+        new_ref, server_ref = self.cloud.aggregate.options(num_returns=2).remote(
+            t, engine.global_ref, link, *[calls[i][1] for i in ok]
+        )
+        server = ray.get(server_ref)
+        engine.global_ref = new_ref
+        rows = self._rows(t, schedule, records, link_rows, server, lost, down_bits)
+        self.uplink.record_releases([c for c in schedule.clients if int(c) not in lost])
+        result = RoundResult(t, rows, sorted(set(server["delivered"])))
+        self.tracker.update(result)
+        return result
+
+    def _actor_extras(
+        self, engine: Any, t: int, schedule: Schedule, clients: npt.NDArray[np.int64]
+    ) -> tuple[dict[int, dict[str, Any]], dict[int, float]]:
+        """Per-actor extra ``train`` arguments, incl. personalized downloads."""
+        extra = self._round_extras(engine, t, schedule)
+        down_bits: dict[int, float] = {}
+        if self.personalized and len(clients):
+            refs, down_bits = ray.get(
+                self.cloud.download_refs.remote(
+                    t, engine.global_ref, clients.tolist(), engine.num_clients
+                )
+            )
+            for a, mine in engine.pool.by_actor(clients).items():
+                extra.setdefault(a, {})["downloads"] = {c: refs[c] for c in mine}
+        return extra, down_bits
+
+    def _submit(
+        self,
+        engine: Any,
+        t: int,
+        schedule: Schedule,
+        order: npt.NDArray[np.int64],
+        clients: npt.NDArray[np.int64],
+        extra: dict[int, dict[str, Any]],
+    ) -> tuple[list[Any], list[int]]:
+        """Call ``train`` on each actor hosting a scheduled client (or every actor)."""
+        pool: ActorPool = engine.pool
+        targets = np.unique(pool.actor_of[clients]) if len(clients) else []
+        if self.algorithm.updates_unscheduled:
+            targets = np.arange(len(pool.actors))
+        calls, called = [], []
+        for a in targets:
+            mask = pool.actor_of[clients] == a
+            controls = {
+                k: np.asarray(v)[order][mask].tolist()
+                for k, v in schedule.controls.items()
+            }
+            calls.append(
+                pool.actors[a]
+                .train.options(num_returns=3)
+                .remote(
+                    t,
+                    engine.global_ref,
+                    clients[mask].tolist(),
+                    controls,
+                    **extra.get(int(a), {}),
+                )
+            )
+            called.append(int(a))
+        return calls, called
+
+    def _rows(
+        self,
+        t: int,
+        schedule: Schedule,
+        records: dict[int, dict[str, Any]],
+        link_rows: dict[int, dict[str, Any]],
+        server: dict[str, Any],
+        lost: set[int],
+        down_bits: dict[int, float],
+    ) -> list[dict[str, Any]]:
+        """One row per scheduled client, in schedule order."""
+        delivered = set(server["delivered"])
+        reasons = server["reasons"]
+        rows = []
+        for c in schedule.clients:
+            row = {**records[int(c)], **link_rows.get(int(c), {})}
+            row["delivered"] = int(c) in delivered
+            # why the server refused the update (None: accepted or lost on the air)
+            row["rejected"] = reasons.get(
+                int(c), REJECT_ACTOR_LOST if int(c) in lost else None
+            )
+            if down_bits:
+                row.update(self._downlink(t, int(c), down_bits.get(int(c), 0.0)))
+            rows.append(row)
+        return rows
+
+    def _downlink(self, t: int, client: int, bits: float) -> dict[str, float]:
+        """Return the downlink record of a personalized download of ``bits`` bits.
+
+        With a wireless model the download is sent at the Shannon rate
+        B·log₂(1 + SNR_dl) of the client's downlink SNR (BS power, bandwidth B
+        or K·B per ``wireless.downlink_band``; the broadcast of ω is not counted).
+        """
+        row = {"download_bits": float(bits)}
+        state = self.uplink.channel_state(t)
+        if state is not None:
+            snr = 10.0 ** (float(state.downlink_snr_db[client]) / 10.0)
+            bandwidth_hz = state.downlink_bandwidth_hz or state.bandwidth_hz
+            rate = bandwidth_hz * math.log2(1.0 + snr)
+            row["downlink_rate_bps"] = rate
+            row["downlink_latency_s"] = bits / rate if rate > 0 else float("inf")
+        return row
+
+    def _round_extras(
+        self, engine: Any, t: int, schedule: Schedule
+    ) -> dict[int, dict[str, Any]]:
+        """Per-actor extra arguments of ``train``: downlink BER, personal-only clients.
+
+        Empty for algorithms without ``uses_downlink``/``updates_unscheduled``.
+        """
+        algo = self.algorithm
+        groups = engine.pool.groups
+        out: dict[int, dict[str, Any]] = {}
+        if algo.uses_downlink:
+            ber = self.downlink_bit_error_rate(engine, t)
+            for a, group in enumerate(groups):
+                out.setdefault(a, {})["downlink_ber"] = {
+                    c: float(ber[c]) for c in group
+                }
+        if algo.updates_unscheduled:
+            scheduled = {int(c) for c in schedule.clients}
+            for a, group in enumerate(groups):
+                idle = [c for c in group if c not in scheduled]
+                out.setdefault(a, {})["personal_only"] = idle
+                out[a]["personal_controls"] = {
+                    k: [float(np.asarray(v)[c]) for c in idle]
+                    for k, v in schedule.all_controls.items()
+                }
+        return out
+
+    def downlink_bit_error_rate(self, engine: Any, t: int) -> npt.NDArray[np.float64]:
+        """Return each client's downlink BER of round ``t`` (zeros without errors).
+
+        Seed 000 eq. 13 at the BS power (``rayfl.wireless.downlink``); zero with
+        ideal links or when ``wireless.effects`` is not ``bit_flip``.
+        """
+        from rayfl.wireless.downlink import downlink_bit_error_rate
+
+        wireless = engine.config.wireless
+        state = self.uplink.channel_state(t)
+        if wireless is None or state is None or wireless.effects != "bit_flip":
+            return np.zeros(engine.num_clients)
+        return downlink_bit_error_rate(state, qam_order=wireless.qam_order)
+
+    # ------------------------------------------------------------------ evaluate
+    def evaluate(self, engine: Any) -> list[EvalRow]:
+        """Evaluate every client's models; one record per client, by id.
+
+        Clients of an actor that fails during evaluation get NaN metrics.
+        """
+        pool: ActorPool = engine.pool
+        pool.restore_failed()
+        refs = [a.evaluate.remote(engine.global_ref) for a in pool.actors]
+        batches = pool.gather(refs, list(range(len(pool.actors))))
+        nan = float("nan")
+        keys = ("test_loss", "test_acc", "eval_train_loss")
+        rows = []
+        for a, batch in enumerate(batches):
+            if batch is None:
+                batch = [
+                    {"client": c, **dict.fromkeys(keys, nan)} for c in pool.groups[a]
+                ]
+            rows += batch
+        return sorted(rows, key=lambda r: r["client"])
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self, engine: Any) -> dict[str, Any]:
+        """Return the clients, ledger, tracker (and server) state."""
+        out: dict[str, Any] = {
+            "clients": engine.client_states(),
+            "ledger": self.uplink.ledger.state_dict(),
+        }
+        if self.tracker.loss is not None:
+            out["tracker"] = {
+                "loss": self.tracker.loss,
+                "staleness": self.tracker.staleness,
+            }
+        if self.personalized:
+            out["server"] = ray.get(self.cloud.get_state.remote())
+        return out
+
+    def load_state_dict(self, engine: Any, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (the packing may differ from the saved run)."""
+        engine.set_client_states(state["clients"])
+        self.uplink.ledger.load_state_dict(state["ledger"])
+        if "tracker" in state:
+            self.tracker.start(state["tracker"]["loss"])
+            self.tracker.staleness = np.asarray(
+                state["tracker"]["staleness"], dtype=np.float64
+            )
+        if "server" in state:
+            ray.get(self.cloud.set_state.remote(state["server"]))
+
+    # ------------------------------------------------------------------ the rest
+    def placement(self, engine: Any) -> dict[str, Any]:
+        """Return the node of each client actor and of the cloud."""
+        return {
+            "client_actors": engine.pool.placement(),
+            "cloud": self.cloud_node,
+            "num_nodes": len(set(engine.pool.nodes) | {self.cloud_node}),
+        }
+
+    def summary(self, engine: Any) -> dict[str, Any]:
+        """The star adds nothing to ``summary.json``."""
+        return {}
+
+    def write_extra(self, engine: Any, run_dir: Path) -> None:
+        """The star writes no extra files."""
+
+    def close(self, engine: Any) -> None:
+        """Kill the cloud."""
+        if hasattr(self, "cloud"):
+            ray.kill(self.cloud)

@@ -1,0 +1,70 @@
+"""ActorPool: packing, routing, and a dead actor's results as lost updates."""
+
+from __future__ import annotations
+
+import numpy as np
+import ray
+
+from rayfl.actors.pool import ActorPool, pack_clients, resolve_clients_per_actor
+from rayfl.config import RayConfig
+from rayfl.data.config import DataConfig
+from rayfl.data.federated import build_federated
+
+
+def test_pack_clients_is_contiguous_and_covers_every_client_once():
+    for n, m in [(1, 1), (7, 3), (8, 4), (5, 9)]:
+        groups = pack_clients(n, m)
+        assert sum(groups, []) == list(range(n))
+        assert all(0 < len(g) <= m for g in groups)
+        assert len(groups) == -(-n // m)
+
+
+def test_by_actor_groups_clients_by_host_keeping_their_order():
+    groups = pack_clients(5, 2)
+    actor_of = np.array([0, 0, 1, 1, 2])
+    pool = ActorPool([], groups, actor_of)
+    assert pool.by_actor([4, 3, 0, 2]) == {0: [0], 1: [3, 2], 2: [4]}
+    assert pool.by_actor([]) == {}
+
+
+def test_explicit_clients_per_actor_is_taken_as_is():
+    assert resolve_clients_per_actor(3, 10) == 3
+
+
+@ray.remote
+class _Host:
+    def __init__(self, shared, group, tag):
+        self.group, self.tag = group, tag
+
+    def ping(self):
+        return ray.get_runtime_context().get_node_id()
+
+    def work(self, die):
+        if die:
+            ray.actor.exit_actor()
+        return (self.tag, self.group)
+
+
+def test_start_names_actors_and_gather_turns_a_dead_actor_into_none(ray_session):
+    data = build_federated(DataConfig(dataset="digits", num_clients=5), seed=0)
+    pool = ActorPool.start(
+        _Host,
+        data,
+        "x",
+        ray_settings=RayConfig(clients_per_actor=2, max_actor_restarts=0),
+        dim=10,
+        role="hosts",
+    )
+    try:
+        assert pool.groups == [[0, 1], [2, 3], [4]]
+        assert pool.actor_of.tolist() == [0, 0, 1, 1, 2]
+        names = set(ray.util.list_named_actors())
+        assert {f"rayfl-{pool.run_id}-hosts-{a}" for a in range(3)} <= names
+        assert len(pool.placement()) == 3 and pool.placement()[2]["clients"] == [4, 4]
+        refs = [a.work.remote(a_id == 1) for a_id, a in enumerate(pool.actors)]
+        out = pool.gather(refs, [0, 1, 2])
+        assert out == [("x", [0, 1]), None, ("x", [4])]
+        assert pool.to_restore == {1}
+    finally:
+        pool.close()
+    assert pool.actors == [] and pool.reservation is None
