@@ -333,7 +333,7 @@ def _run(
     if cfg.topology.kind == "d2d":  # server-free D2D (pFedWN): its own round loop
         from rayfl.d2d.runner import run_d2d
 
-        return run_d2d(cfg, run_dir=run_dir)
+        return run_d2d(cfg, run_dir=run_dir, checkpoint=checkpoint)
     started = time.perf_counter()
     driver = _driver(cfg)
     system = driver.system
