@@ -372,11 +372,18 @@ class D2DSystem:
         self._snapshot()
 
     def _snapshot(self) -> None:
-        """Remember each actor's state (a ref, never pulled) if actors may restart."""
+        """Remember each actor's state (a ref, never pulled) if actors may restart.
+
+        Waits until the snapshots exist (the actors are idle between rounds), so
+        an actor dying early in the next round still has one.
+        """
         assert self.pool is not None
-        if self.config.ray.max_actor_restarts != 0:
-            for a, actor in enumerate(self.pool.actors):
-                self.pool.remember_state(a, actor.get_state.remote())
+        if self.config.ray.max_actor_restarts == 0:
+            return
+        refs = [actor.get_state.remote() for actor in self.pool.actors]
+        ray.wait(refs, num_returns=len(refs), fetch_local=False)
+        for a, ref in enumerate(refs):
+            self.pool.remember_state(a, ref)
 
     def _sources(self, target: int, clients: list[int]) -> tuple[list[Any], list[int]]:
         """Distinct refs holding the clients' models, and each client's index."""
