@@ -41,7 +41,6 @@ Implementation details:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -52,11 +51,12 @@ from scipy.special import logsumexp
 from rayfl.actors.cloud import REJECT_ACTOR_LOST, LinkOutcome
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
-from rayfl.algorithms.pfedwn import stop_reached
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.em import EMState
 from rayfl.d2d.host import D2DClientActor
 from rayfl.d2d.selection import Selection, make_layout, select_neighbors
+from rayfl.d2d.snapshot import pack_sources, pull_distinct, unpack_sources
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.seeding import rng_for
 from rayfl.session import RaySession
@@ -64,18 +64,6 @@ from rayfl.system import initial_vector
 from rayfl.wireless.d2d import d2d_round_delivery
 
 __all__ = ["D2DSystem"]
-
-
-class _EMState:
-    """π of one target over its selected neighbors, and its trajectory."""
-
-    def __init__(self, neighbors: tuple[int, ...]) -> None:
-        m = len(neighbors)
-        self.log_pi = np.full(m, -math.log(m)) if m else np.zeros(0)
-        self.frozen = m <= 1
-        self.loglik: list[float] = []
-        self.history: list[list[float]] = [np.exp(self.log_pi).tolist()]
-        self.converged_round: int | None = None
 
 
 class D2DSystem:
@@ -128,7 +116,7 @@ class D2DSystem:
             dim=self.dim,
             role="nodes",
         )
-        self.em = {t: _EMState(self.selections[t].neighbors) for t in self.targets}
+        self.em = {t: EMState(self.selections[t].neighbors) for t in self.targets}
         # Federated baselines: each target's group and its global model ref.
         self.members = {t: self._members(t) for t in self.targets}
         self.global_refs = {t: self.init_ref for t in self.targets}
@@ -303,39 +291,9 @@ class D2DSystem:
         for (t, (idx, _)), (new_sub, loglik) in zip(
             em_calls.items(), results, strict=True
         ):
-            self._em_update(t, round, idx, new_sub, float(loglik))
-
-    def _em_update(
-        self,
-        target: int,
-        round: int,
-        idx: list[int],
-        new_sub: npt.NDArray[np.float64],
-        loglik: float,
-    ) -> None:
-        """Apply a target's E/M result to π (keeping the updated entries' mass)."""
-        topo = self.topology
-        state = self.em[target]
-        old = np.exp(state.log_pi)
-        mass = old[idx].sum()
-        new = old.copy()
-        new[idx] = mass * np.exp(new_sub)
-        previous = state.loglik[-1] if state.loglik else None
-        state.loglik.append(loglik)
-        state.log_pi = np.log(np.maximum(new, 1e-300))
-        state.history.append(new.tolist())
-        if topo.em_mode == "two_phase" and not state.frozen:
-            done = stop_reached(
-                topo.em_stop,
-                old=old,
-                new=new,
-                loglik_old=previous,
-                loglik_new=loglik,
-                tol=topo.em_tol,
+            self.em[t].apply(
+                idx, new_sub, float(loglik), round=round, topology=self.topology
             )
-            if done or round + 1 >= topo.em_max_rounds:
-                state.frozen = True
-                state.converged_round = round if done else None
 
     def _targets_round(
         self, round: int, arrived: dict[int, list[int]], *, local_only: bool
@@ -545,15 +503,7 @@ class D2DSystem:
         )
         if new == old.neighbors:
             return
-        state = self.em[target]
-        pi_old = dict(zip(old.neighbors, np.exp(state.log_pi).tolist(), strict=True))
-        fresh = _EMState(new)
-        if new:
-            pi = np.array([pi_old.get(m, 1.0 / len(new)) for m in new])
-            fresh.log_pi = np.log(np.maximum(pi / pi.sum(), 1e-300))
-        fresh.history = state.history + [np.exp(fresh.log_pi).tolist()]
-        fresh.loglik = state.loglik
-        self.em[target] = fresh
+        self.em[target] = self.em[target].reselect(old.neighbors, new)
         self.members[target] = self._members(target)
 
     # ------------------------------------------------------------------ report
@@ -598,7 +548,7 @@ class D2DSystem:
         assert self.pool is not None
         states = ray.get([a.get_state.remote() for a in self.pool.actors])
         targets = list(self.global_refs)
-        vectors, index = _pull_distinct([self.global_refs[t] for t in targets])
+        vectors, index = pull_distinct([self.global_refs[t] for t in targets])
         return {
             "clients": {int(c): v for s in states for c, v in s["clients"].items()},
             "servers": {int(t): v for s in states for t, v in s["servers"].items()},
@@ -607,7 +557,7 @@ class D2DSystem:
                 "vectors": np.stack(vectors),
                 "index": np.asarray(index, dtype=np.int64),
             },
-            "em": {t: vars(self.em[t]).copy() for t in self.targets},
+            "em": {t: self.em[t].state_dict() for t in self.targets},
             "selections": {
                 t: {
                     "neighbors": list(self.selections[t].neighbors),
@@ -615,30 +565,7 @@ class D2DSystem:
                 }
                 for t in self.targets
             },
-            "last_source": self._last_source_state(),
-        }
-
-    def _last_source_state(self) -> dict[str, Any]:
-        """``last_source`` as arrays: pairs (K, 2), models (D, dim), their refs."""
-        pairs = sorted(self.last_source)
-        bundles, which = _pull_distinct([self.last_source[p] for p in pairs])
-        models: list[npt.NDArray[np.float32]] = []
-        bundle_of: list[int] = []
-        index: list[int] = []
-        seen: dict[tuple[int, int], int] = {}
-        for (_, m), b in zip(pairs, which, strict=True):
-            if (b, m) not in seen:
-                seen[(b, m)] = len(models)
-                models.append(np.asarray(bundles[b][m], dtype=np.float32))
-                bundle_of.append(b)
-            index.append(seen[(b, m)])
-        return {
-            "pairs": np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
-            "models": np.stack(models)
-            if models
-            else np.zeros((0, self.dim), dtype=np.float32),
-            "bundle": np.asarray(bundle_of, dtype=np.int64),
-            "index": np.asarray(index, dtype=np.int64),
+            "last_source": pack_sources(self.last_source, self.dim),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -665,11 +592,7 @@ class D2DSystem:
         self.global_refs = {
             int(t): put[int(i)] for t, i in zip(g["targets"], g["index"], strict=True)
         }
-        for t, em in state["em"].items():
-            fresh = _EMState(())
-            fresh.__dict__.update(em)
-            fresh.log_pi = np.asarray(em["log_pi"], dtype=np.float64)
-            self.em[int(t)] = fresh
+        self.em = {int(t): EMState.from_state(em) for t, em in state["em"].items()}
         for t, sel in state["selections"].items():
             old = self.selections[int(t)]
             self.selections[int(t)] = Selection(
@@ -679,24 +602,8 @@ class D2DSystem:
                 old.error_probability,
             )
             self.members[int(t)] = self._members(int(t))
-        self.last_source = self._load_last_source(state["last_source"])
+        self.last_source = unpack_sources(state["last_source"])
         self._snapshot()
-
-    def _load_last_source(self, saved: dict[str, Any]) -> dict[tuple[int, int], Any]:
-        """Put the saved neighbor models back: one dict ref per saved bundle."""
-        pairs = np.asarray(saved["pairs"], dtype=np.int64).reshape(-1, 2)
-        index = np.asarray(saved["index"], dtype=np.int64)
-        bundle = np.asarray(saved["bundle"], dtype=np.int64)
-        dicts: dict[int, dict[int, npt.NDArray[np.float32]]] = {}
-        for (_, m), i in zip(pairs.tolist(), index.tolist(), strict=True):
-            dicts.setdefault(int(bundle[i]), {})[m] = np.asarray(
-                saved["models"][i], dtype=np.float32
-            )
-        refs = {b: ray.put(d) for b, d in dicts.items()}
-        return {
-            (t, m): refs[int(bundle[i])]
-            for (t, m), i in zip(pairs.tolist(), index.tolist(), strict=True)
-        }
 
     def em_weights(self, target: int) -> npt.NDArray[np.float64]:
         """Return the current π of ``target`` over its selected neighbors."""
@@ -713,14 +620,3 @@ class D2DSystem:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _pull_distinct(refs: list[Any]) -> tuple[list[Any], list[int]]:
-    """Pull each distinct object ref once; return the values and each ref's index.
-
-    Example:
-        ``_pull_distinct([r1, r2, r1])`` is ``([v1, v2], [0, 1, 0])``.
-    """
-    distinct: dict[Any, int] = {}
-    index = [distinct.setdefault(r, len(distinct)) for r in refs]
-    return list(ray.get(list(distinct))), index
