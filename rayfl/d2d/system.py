@@ -1,8 +1,10 @@
 """D2DSystem: the actors of a server-free D2D run and one round of its method.
 
 No server actor. Client actors (:class:`~rayfl.d2d.host.D2DClientHost`, packed
-1..M clients each as in the star topology) hold every client's own model(s);
-a model goes from a neighbor's actor to its target's actor as an ObjectRef.
+1..M clients each and started by :class:`rayfl.actors.pool.ActorPool` as in the
+star topology: names, ``ray.max_actor_restarts``, memory check) hold every
+client's own model(s); a model goes from a neighbor's actor to its target's
+actor as an ObjectRef.
 
 One pFedWN round t (Alg. 2; spec seed_003 §3.1):
     1. every selected neighbor m trains its own (pure local) model one local run
@@ -37,6 +39,16 @@ Implementation details:
        the runner allows them with ``participants: all`` only.
     5. ``set_selection`` lets a policy re-select M_n every round
        (``selection_via: env``, :mod:`envs.d2d`).
+    6. Actor failure (pFedWN and local): a neighbor whose actor dies while
+       training loses its model that round, like a lost packet (``delivered``
+       false, ``rejected = actor_lost``); at the end of the round the restarted
+       actor gets the state of its clients at the end of the previous round. A
+       target's actor lost, any actor lost in a federated baseline, or an actor
+       that cannot restart fails the round (the run ends ``failed`` and
+       ``rayfl resume`` continues from the last checkpoint).
+    7. :meth:`D2DSystem.state_dict` is plain data (``rayfl.checkpoint``): the
+       models held by the actors and behind the driver's refs are pulled, each
+       distinct one once (:mod:`rayfl.d2d.snapshot`).
 """
 
 from __future__ import annotations
