@@ -331,7 +331,7 @@ def _run(
     if cfg.topology.kind == "d2d":  # server-free D2D (pFedWN): its own round loop
         from rayfl.d2d.runner import run_d2d
 
-        return run_d2d(cfg, run_dir=run_dir)
+        return run_d2d(cfg, run_dir=run_dir, checkpoint=checkpoint)
     started = time.perf_counter()
     system, deciders, settings = _build(cfg)
     log = RunLog(run_dir or make_run_dir(cfg.output.dir, cfg.name))

@@ -177,11 +177,6 @@ def check_d2d_run(cfg: Any) -> None:
             f"topology.target must be a client id < data.num_clients "
             f"({cfg.data.num_clients}), 'random' or 'all', got {topo.target}"
         )
-    if cfg.output.checkpoint_every:
-        raise ValueError(
-            "output.checkpoint_every must be 0 with topology.kind=d2d "
-            "(D2D runs are not checkpointed)"
-        )
     if cfg.wireless is not None:
         raise ValueError(
             "topology.kind=d2d has its own channel (topology.*): remove the "

@@ -215,6 +215,29 @@ class D2DClientHost(ClientHost):
             servers[target] = ServerHost(self.setup)
         return servers[target]
 
+    def get_state(self) -> dict[str, Any]:
+        """Return the hosted clients' state and the group servers' stores.
+
+        ``{"clients": {client: {name: value}}, "servers": {target: store}}``
+        (servers only for algorithms with ``personalized_downloads``): what a
+        checkpoint holds and what a restarted actor gets back.
+        """
+        servers: dict[int, ServerHost] = self.__dict__.get("_servers", {})
+        return {
+            "clients": super().get_state(),
+            "servers": {t: s.get_state() for t, s in servers.items()},
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`get_state` (clients and servers not hosted here ignored)."""
+        super().set_state(state.get("clients", {}))
+        servers: dict[int, ServerHost] = {}
+        for t, store in state.get("servers", {}).items():
+            if int(t) in self.clients:
+                servers[int(t)] = ServerHost(self.setup)
+                servers[int(t)].set_state(store)
+        self.__dict__["_servers"] = servers
+
     def group_download_refs(
         self,
         round: int,

@@ -8,7 +8,9 @@ with one row per round × client, ``rounds.parquet``, ``summary.json``,
 ``target_acc`` (mean over targets of the primary accuracy, spec A6),
 ``target_post_train_acc`` and ``target_post_agg_acc``; ``summary.json`` has
 ``target_acc_max`` (the paper's metric: max over rounds) and the selection and
-EM report of :meth:`D2DSystem.selection_report`.
+EM report of :meth:`D2DSystem.selection_report`. With
+``output.checkpoint_every`` it checkpoints like the other topologies, and
+``rayfl resume RUN_DIR`` continues the run.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from rayfl.checkpoint import plain_attributes, restore_attributes, save_checkpoint
 from rayfl.config import RunConfig
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
 from rayfl.run_status import RunProgress, terminal_status
@@ -33,24 +36,67 @@ def _check(cfg: RunConfig) -> None:
     check_d2d_run(cfg)
 
 
-def _env_driver(system: Any) -> Any:
+class _OnceSelection:
+    """Rounds with the selection made at build (``selection_via: once``)."""
+
+    def __init__(self, system: Any) -> None:
+        self.system = system
+
+    def step(self, t: int) -> list[dict[str, Any]]:
+        """Run round ``t``; return one row per client."""
+        return self.system.run_round(t)  # type: ignore[no-any-return]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Nothing to keep: the selections are in the system's state."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Nothing to restore."""
+
+
+class _EnvSelection:
     """Per-round selection through the D2DNeighbor-v0 env (``selection_via: env``).
 
-    Returns a callable running the next round: the ``topology.policy`` of each
-    target acts on the env's observation and the env steps ``system``.
+    Each round the ``topology.policy`` of each target acts on the env's
+    observation and the env steps the system.
     """
-    from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
 
-    env = D2DNeighborEnv(mode="emulate", system=system)
-    state = {"obs": env.reset(seed=system.config.seed)[0]}
-    policies = make_selection_policies(env)
+    def __init__(self, system: Any) -> None:
+        from envs.d2d import D2DNeighborEnv, make_selection_policies
 
-    def step() -> list[dict[str, Any]]:
-        action = policy_action(env, policies, state["obs"])
-        state["obs"], _, _, _, info = env.step(action)
+        self.env = D2DNeighborEnv(mode="emulate", system=system)
+        self.obs = self.env.reset(seed=system.config.seed)[0]
+        self.policies = make_selection_policies(self.env)
+
+    def step(self, t: int) -> list[dict[str, Any]]:
+        """Run round ``t`` with the policies' selections; return the rows."""
+        from envs.d2d import policy_action
+
+        action = policy_action(self.env, self.policies, self.obs)
+        self.obs, _, _, _, info = self.env.step(action)
         return info["rows"]  # type: ignore[no-any-return]
 
-    return step
+    def state_dict(self) -> dict[str, Any]:
+        """The env's per-round observation inputs and the policies' plain state."""
+        env = self.env
+        return {
+            "round": env.round,
+            "em_weight": env._em,
+            "selected": env._selected,
+            "loss": env._loss,
+            "acc": env._acc,
+            "policies": [plain_attributes(p) for p in self.policies],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` on the freshly reset env and policies."""
+        env = self.env
+        env.round = int(state["round"])
+        env._em, env._selected = state["em_weight"], state["selected"]
+        env._loss, env._acc = state["loss"], state["acc"]
+        for policy, saved in zip(self.policies, state["policies"], strict=True):
+            restore_attributes(policy, saved)
+        self.obs = env._get_obs()
 
 
 def _mean(rows: list[dict[str, Any]], key: str) -> float:
@@ -59,12 +105,23 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float:
     return float(values.mean()) if values.size else float("nan")
 
 
-def run_d2d(cfg: RunConfig, *, run_dir: Path | None = None) -> RunResult:
+def run_d2d(
+    cfg: RunConfig,
+    *,
+    run_dir: Path | None = None,
+    checkpoint: dict[str, Any] | None = None,
+) -> RunResult:
     """Run a D2D experiment and write its run directory.
+
+    With ``output.checkpoint_every = k`` the run saves a checkpoint every k rounds
+    (``rayfl.checkpoint``: the system's :meth:`D2DSystem.state_dict`, the
+    selection policies' state and the rows so far); ``rayfl resume RUN_DIR``
+    continues from it, bit-identically to an uninterrupted run.
 
     Args:
         cfg: A validated config with ``topology.kind == "d2d"``.
         run_dir: Directory to write into (default: a fresh one).
+        checkpoint: A loaded checkpoint of ``run_dir`` to continue from.
 
     Returns:
         The run directory and its metrics.
@@ -74,13 +131,32 @@ def run_d2d(cfg: RunConfig, *, run_dir: Path | None = None) -> RunResult:
     _check(cfg)
     started = time.perf_counter()
     system = D2DSystem(cfg)
+    try:
+        driver: Any = (
+            _EnvSelection(system)
+            if cfg.topology.selection_via == "env"  # type: ignore[union-attr]
+            else _OnceSelection(system)
+        )
+    except BaseException:
+        system.close()
+        raise
     log = RunLog(run_dir or make_run_dir(cfg.output.dir, cfg.name))
-    log.write_config(cfg.to_dict())
+    first_round = 0
+    if checkpoint is not None:
+        system.load_state_dict(checkpoint["system"])
+        driver.load_state_dict(checkpoint["driver"])
+        log.client_rows = checkpoint["client_rows"]
+        log.round_rows = checkpoint["round_rows"]
+        first_round = int(checkpoint["next_round"])
+    else:
+        log.write_config(cfg.to_dict())
+    every = cfg.output.checkpoint_every
     bar = None
     if cfg.output.progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=cfg.rounds, unit="round", dynamic_ncols=True)
+        bar.update(first_round)
 
     def write_summary(progress: RunProgress) -> None:
         if bar is not None:
@@ -112,11 +188,12 @@ def run_d2d(cfg: RunConfig, *, run_dir: Path | None = None) -> RunResult:
 
     try:
         with terminal_status(log.run_dir, write_summary) as progress:
-            step = _env_driver(system) if cfg.topology.selection_via == "env" else None  # type: ignore[union-attr]
-            for t in range(cfg.rounds):
+            if checkpoint is not None:
+                progress.resume_from = first_round
+            for t in range(first_round, cfg.rounds):
                 progress.round = t
                 t0 = time.perf_counter()
-                rows = step() if step is not None else system.run_round(t)
+                rows = driver.step(t)
                 log.client_rows += rows
                 row = {
                     "round": t,
@@ -136,6 +213,18 @@ def run_d2d(cfg: RunConfig, *, run_dir: Path | None = None) -> RunResult:
                         {"target_acc": f"{row['target_acc']:.3f}"}, refresh=False
                     )
                     bar.update(1)
+                if every and (t + 1) % every == 0 and t + 1 < cfg.rounds:
+                    save_checkpoint(
+                        log.run_dir,
+                        {
+                            "next_round": t + 1,
+                            "system": system.state_dict(),
+                            "driver": driver.state_dict(),
+                            "client_rows": log.client_rows,
+                            "round_rows": log.round_rows,
+                        },
+                    )
+                    progress.resume_from = t + 1
     finally:
         with contextlib.suppress(Exception):  # after a lost actor: status says why
             system.close()

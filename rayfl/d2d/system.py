@@ -1,8 +1,10 @@
 """D2DSystem: the actors of a server-free D2D run and one round of its method.
 
 No server actor. Client actors (:class:`~rayfl.d2d.host.D2DClientHost`, packed
-1..M clients each as in the star topology) hold every client's own model(s);
-a model goes from a neighbor's actor to its target's actor as an ObjectRef.
+1..M clients each and started by :class:`rayfl.actors.pool.ActorPool` as in the
+star topology: names, ``ray.max_actor_restarts``, memory check) hold every
+client's own model(s); a model goes from a neighbor's actor to its target's
+actor as an ObjectRef.
 
 One pFedWN round t (Alg. 2; spec seed_003 §3.1):
     1. every selected neighbor m trains its own (pure local) model one local run
@@ -37,11 +39,20 @@ Implementation details:
        the runner allows them with ``participants: all`` only.
     5. ``set_selection`` lets a policy re-select M_n every round
        (``selection_via: env``, :mod:`envs.d2d`).
+    6. Actor failure (pFedWN and local): a neighbor whose actor dies while
+       training loses its model that round, like a lost packet (``delivered``
+       false, ``rejected = actor_lost``); at the end of the round the restarted
+       actor gets the state of its clients at the end of the previous round. A
+       target's actor lost, any actor lost in a federated baseline, or an actor
+       that cannot restart fails the round (the run ends ``failed`` and
+       ``rayfl resume`` continues from the last checkpoint).
+    7. :meth:`D2DSystem.state_dict` is plain data (``rayfl.checkpoint``): the
+       models held by the actors and behind the driver's refs are pulled, each
+       distinct one once (:mod:`rayfl.d2d.snapshot`).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -49,33 +60,22 @@ import numpy.typing as npt
 import ray
 from scipy.special import logsumexp
 
-from rayfl.actors.cloud import LinkOutcome
+from rayfl.actors.cloud import REJECT_ACTOR_LOST, LinkOutcome
+from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
-from rayfl.algorithms.pfedwn import stop_reached
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.em import EMState
 from rayfl.d2d.host import D2DClientActor
 from rayfl.d2d.selection import Selection, make_layout, select_neighbors
+from rayfl.d2d.snapshot import pack_sources, pull_distinct, unpack_sources
 from rayfl.data.federated import FederatedData, build_federated
-from rayfl.resources import placed, release_cpus, reserve_cpus
 from rayfl.seeding import rng_for
 from rayfl.session import RaySession
-from rayfl.system import initial_vector, pack_clients
+from rayfl.system import initial_vector
 from rayfl.wireless.d2d import d2d_round_delivery
 
 __all__ = ["D2DSystem"]
-
-
-class _EMState:
-    """π of one target over its selected neighbors, and its trajectory."""
-
-    def __init__(self, neighbors: tuple[int, ...]) -> None:
-        m = len(neighbors)
-        self.log_pi = np.full(m, -math.log(m)) if m else np.zeros(0)
-        self.frozen = m <= 1
-        self.loglik: list[float] = []
-        self.history: list[list[float]] = [np.exp(self.log_pi).tolist()]
-        self.converged_round: int | None = None
 
 
 class D2DSystem:
@@ -92,11 +92,11 @@ class D2DSystem:
         self.config = config
         self.topology: D2DTopologyConfig = config.topology
         self.session = RaySession(config.ray)
+        self.pool: ActorPool | None = None
         try:
             self._build(data)
         except BaseException:
-            release_cpus(getattr(self, "reservation", None))
-            self.session.close()
+            self.close()
             raise
 
     def _build(self, data: FederatedData | None) -> None:
@@ -115,37 +115,41 @@ class D2DSystem:
             s.target: s for s in select_neighbors(self.layout, topo, seed=cfg.seed)
         }
         self.targets = list(self.layout.targets)
-        cpus = RaySession.num_cpus()
-        per_actor = cfg.ray.clients_per_actor
-        if per_actor == "auto":
-            per_actor = max(1, math.ceil(n / cpus))
-        self.groups = pack_clients(n, int(per_actor))
-        self.actor_of = np.empty(n, dtype=np.int64)
-        for a, group in enumerate(self.groups):
-            self.actor_of[group] = a
         setup = ActorSetup(
             config=cfg,
             input_shape=tuple(self.data.input_shape),
             num_classes=self.data.num_classes,
         )
-        self.data_ref = ray.put(self.data)
-        actor_cpus = min(1.0, cpus / len(self.groups))
-        self.reservation = reserve_cpus(  # all at once: see rayfl.resources
-            len(self.groups), actor_cpus, timeout_s=cfg.ray.reserve_timeout_s
+        self.pool = ActorPool.start(
+            D2DClientActor,
+            self.data,
+            setup,
+            ray_settings=cfg.ray,
+            dim=self.dim,
+            role="nodes",
         )
-        self.actors = [
-            D2DClientActor.options(
-                num_cpus=actor_cpus, scheduling_strategy=placed(self.reservation, a)
-            ).remote(self.data_ref, group, setup)
-            for a, group in enumerate(self.groups)
-        ]
-        ray.get([a.ping.remote() for a in self.actors])
-        self.em = {t: _EMState(self.selections[t].neighbors) for t in self.targets}
+        self.em = {t: EMState(self.selections[t].neighbors) for t in self.targets}
         # Federated baselines: each target's group and its global model ref.
         self.members = {t: self._members(t) for t in self.targets}
         self.global_refs = {t: self.init_ref for t in self.targets}
         # Last ref that carried each (target, neighbor) model (on_loss: stale).
         self.last_source: dict[tuple[int, int], Any] = {}
+
+    @property
+    def actors(self) -> list[Any]:
+        """The node-hosting actors (``pool.actors``)."""
+        return self.pool.actors if self.pool is not None else []
+
+    @property
+    def groups(self) -> list[list[int]]:
+        """Client ids of each actor (``pool.groups``)."""
+        return self.pool.groups if self.pool is not None else []
+
+    @property
+    def actor_of(self) -> npt.NDArray[np.int64]:
+        """Actor index of each client (``pool.actor_of``)."""
+        assert self.pool is not None
+        return self.pool.actor_of
 
     def _members(self, target: int) -> list[int]:
         if self.topology.participants == "all":
@@ -197,17 +201,39 @@ class D2DSystem:
         return out
 
     def _pfedwn_round(self, round: int, *, local_only: bool) -> list[dict[str, Any]]:
-        topo = self.topology
-        targets = set(self.targets)
         senders = sorted(
             {m for t in self.targets for m in self.selections[t].neighbors}
         )
         if local_only:
             senders = []
-        personalized = topo.neighbor_model == "personalized"
-        # 1. neighbors train (or, personalized, send their current model).
+        refs, neighbor_rows, lost = self._neighbors_train(round, senders)
+        arrived: dict[int, list[int]] = {}
+        for t in self.targets:
+            neighbors = [] if local_only else list(self.selections[t].neighbors)
+            ok = self.deliveries(round, t, neighbors)
+            arrived[t] = [m for m in neighbors if ok[m] and m not in lost]
+            for m in arrived[t]:
+                self.last_source[(t, m)] = refs[m]
+        self._em_round(round, arrived, local_only=local_only)
+        target_rows = self._targets_round(round, arrived, local_only=local_only)
+        self._after_round()
+        return self._rows(round, target_rows, neighbor_rows, arrived, senders, lost)
+
+    def _neighbors_train(
+        self, round: int, senders: list[int]
+    ) -> tuple[dict[int, Any], list[dict[str, Any]], set[int]]:
+        """Step 1: every sender trains its local model (or sends its personal one).
+
+        Returns:
+            Each sender's model ref (a dict ``{client: vector}`` shared by the
+            clients of one call), the training records, and the senders whose
+            actor died during the call (their models are lost this round).
+        """
+        assert self.pool is not None
+        targets = set(self.targets)
+        personalized = self.topology.neighbor_model == "personalized"
         refs: dict[int, Any] = {}
-        train_records: list[Any] = []
+        calls, called, who = [], [], []
         for a, clients in self._by_actor(senders).items():
             local = [c for c in clients if not (personalized and c in targets)]
             sent = [c for c in clients if c not in local]
@@ -217,28 +243,46 @@ class D2DSystem:
                     .train_models.options(num_returns=2)
                     .remote(round, local, "local", self.init_ref)
                 )
-                train_records.append(rec)
-                for c in local:
-                    refs[c] = models
+                calls.append(rec)
+                called.append(a)
+                who.append((local, True))
+                refs.update(dict.fromkeys(local, models))
             if sent:
                 current = self.actors[a].current_models.remote(
                     sent, "personal", self.init_ref
                 )
-                for c in sent:
-                    refs[c] = current
-        # 2.–3. links and EM.
-        arrived: dict[int, list[int]] = {}
+                calls.append(current)
+                called.append(a)
+                who.append((sent, False))
+                refs.update(dict.fromkeys(sent, current))
+        results = self.pool.gather(calls, called)  # type: ignore[union-attr]
+        rows: list[dict[str, Any]] = []
+        lost: set[int] = set()
+        for (clients, trained), result in zip(who, results, strict=True):
+            if result is None:  # the actor died: like a lost packet
+                lost.update(clients)
+            elif trained:
+                rows += result
+        return refs, rows, lost
+
+    def _usable(
+        self, target: int, arrived: list[int], neighbors: list[int]
+    ) -> list[int]:
+        """The neighbors whose model enters the target's round (``on_loss``)."""
+        if self.topology.on_loss == "stale":
+            return [m for m in neighbors if (target, m) in self.last_source]
+        return arrived
+
+    def _em_round(
+        self, round: int, arrived: dict[int, list[int]], *, local_only: bool
+    ) -> None:
+        """Step 3: E/M steps at each target whose π is not frozen (eqs. 9–10)."""
+        topo = self.topology
         em_calls = {}
         for t in self.targets:
             neighbors = [] if local_only else list(self.selections[t].neighbors)
-            ok = self.deliveries(round, t, neighbors)
-            arrived[t] = [m for m in neighbors if ok[m]]
-            for m in arrived[t]:
-                self.last_source[(t, m)] = refs[m]
             state = self.em[t]
-            usable = arrived[t]
-            if topo.on_loss == "stale":
-                usable = [m for m in neighbors if (t, m) in self.last_source]
+            usable = self._usable(t, arrived[t], neighbors)
             run_em = not state.frozen or topo.em_mode == "online"
             if run_em and len(usable) >= 1 and len(neighbors) > 1:
                 idx = [neighbors.index(m) for m in usable]
@@ -259,46 +303,57 @@ class D2DSystem:
         for (t, (idx, _)), (new_sub, loglik) in zip(
             em_calls.items(), results, strict=True
         ):
-            state = self.em[t]
-            old = np.exp(state.log_pi)
-            mass = old[idx].sum()
-            new = old.copy()
-            new[idx] = mass * np.exp(new_sub)
-            previous = state.loglik[-1] if state.loglik else None
-            state.loglik.append(float(loglik))
-            state.log_pi = np.log(np.maximum(new, 1e-300))
-            state.history.append(new.tolist())
-            if topo.em_mode == "two_phase" and not state.frozen:
-                done = stop_reached(
-                    topo.em_stop,
-                    old=old,
-                    new=new,
-                    loglik_old=previous,
-                    loglik_new=float(loglik),
-                    tol=topo.em_tol,
-                )
-                if done or round + 1 >= topo.em_max_rounds:
-                    state.frozen = True
-                    state.converged_round = round if done else None
-        # 4. targets aggregate and train.
-        target_calls = []
+            self.em[t].apply(
+                idx, new_sub, float(loglik), round=round, topology=self.topology
+            )
+
+    def _targets_round(
+        self, round: int, arrived: dict[int, list[int]], *, local_only: bool
+    ) -> list[dict[str, Any]]:
+        """Step 4: each target aggregates (eq. 1), is evaluated, trains, is evaluated.
+
+        A target's actor lost here fails the round (the target's model is gone).
+        """
+        calls = []
         for t in self.targets:
             neighbors = [] if local_only else list(self.selections[t].neighbors)
-            usable = arrived[t]
-            if topo.on_loss == "stale":
-                usable = [m for m in neighbors if (t, m) in self.last_source]
+            usable = self._usable(t, arrived[t], neighbors)
             pi = np.exp(self.em[t].log_pi)
             weights = [float(pi[neighbors.index(m)]) for m in usable]
             dicts, sources = self._sources(t, usable)
-            alpha = 1.0 if local_only else topo.alpha
-            target_calls.append(
+            alpha = 1.0 if local_only else self.topology.alpha
+            calls.append(
                 self.actors[int(self.actor_of[t])].target_round.remote(
                     round, t, usable, sources, weights, alpha, self.init_ref, *dicts
                 )
             )
-        target_rows = ray.get(target_calls)
-        neighbor_rows = [r for batch in ray.get(train_records) for r in batch]
-        return self._rows(round, target_rows, neighbor_rows, arrived, senders)
+        return list(ray.get(calls))
+
+    def _after_round(self) -> None:
+        """Give restarted actors their state back; snapshot every actor's state.
+
+        An actor that died this round restarts (``ray.max_actor_restarts``) and gets
+        the snapshot of the end of the previous round; one that cannot restart
+        raises here (the run fails in this round, resumable from a checkpoint).
+        Snapshots are taken only when actors may restart.
+        """
+        assert self.pool is not None
+        self.pool.restore_failed()
+        self._snapshot()
+
+    def _snapshot(self) -> None:
+        """Remember each actor's state (a ref, never pulled) if actors may restart.
+
+        Waits until the snapshots exist (the actors are idle between rounds), so
+        an actor dying early in the next round still has one.
+        """
+        assert self.pool is not None
+        if self.config.ray.max_actor_restarts == 0:
+            return
+        refs = [actor.get_state.remote() for actor in self.pool.actors]
+        ray.wait(refs, num_returns=len(refs), fetch_local=False)
+        for a, ref in enumerate(refs):
+            self.pool.remember_state(a, ref)
 
     def _sources(self, target: int, clients: list[int]) -> tuple[list[Any], list[int]]:
         """Distinct refs holding the clients' models, and each client's index."""
@@ -360,8 +415,9 @@ class D2DSystem:
             agg_calls.append(record)
         target_rows = ray.get(agg_calls)
         records = [r for batch in ray.get(train_records) for r in batch]
+        self._after_round()
         senders = sorted({m for t in self.targets for m in self.members[t] if m != t})
-        return self._rows(round, target_rows, records, arrived, senders)
+        return self._rows(round, target_rows, records, arrived, senders, set())
 
     def _rows(
         self,
@@ -370,7 +426,9 @@ class D2DSystem:
         train_rows: list[dict[str, Any]],
         arrived: dict[int, list[int]],
         senders: list[int],
+        lost: set[int],
     ) -> list[dict[str, Any]]:
+        """One row per client; ``lost``: senders whose actor died this round."""
         nan = float("nan")
         primary = (
             "post_train_acc"
@@ -387,6 +445,7 @@ class D2DSystem:
         refused = {
             int(m): why for r in target_rows for m, why in r.get("rejected", {}).items()
         }
+        refused.update(dict.fromkeys(lost, REJECT_ACTOR_LOST))
         selected = {m for t in self.targets for m in self.selections[t].neighbors}
         bits = 32.0 * self.dim
         rows = []
@@ -413,7 +472,7 @@ class D2DSystem:
                     "test_loss": float(tr.get(primary.replace("acc", "loss"), nan)),
                     "post_agg_acc": float(tr.get("post_agg_acc", nan)),
                     "post_train_acc": float(tr.get("post_train_acc", nan)),
-                    "bits": bits if sent else 0.0,
+                    "bits": bits if sent and c not in lost else 0.0,
                 }
             )
         return rows
@@ -456,15 +515,7 @@ class D2DSystem:
         )
         if new == old.neighbors:
             return
-        state = self.em[target]
-        pi_old = dict(zip(old.neighbors, np.exp(state.log_pi).tolist(), strict=True))
-        fresh = _EMState(new)
-        if new:
-            pi = np.array([pi_old.get(m, 1.0 / len(new)) for m in new])
-            fresh.log_pi = np.log(np.maximum(pi / pi.sum(), 1e-300))
-        fresh.history = state.history + [np.exp(fresh.log_pi).tolist()]
-        fresh.loglik = state.loglik
-        self.em[target] = fresh
+        self.em[target] = self.em[target].reselect(old.neighbors, new)
         self.members[target] = self._members(target)
 
     # ------------------------------------------------------------------ report
@@ -488,17 +539,92 @@ class D2DSystem:
             },
         }
 
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """Return the run's state as plain data, for a checkpoint (pulls models).
+
+        Keys: ``clients`` (every client's models and counters, from the actors),
+        ``servers`` (the group servers of FedAMP/APPLE, by target), ``global``
+        (each target's global model of a federated baseline), ``em`` (π, its
+        trajectory, log-likelihoods, frozen flag and convergence round per
+        target), ``selections`` (M_n and sub-channels per target, which
+        ``selection_via: env`` changes) and ``last_source`` (the last model
+        received from each neighbor, reused with ``on_loss: stale``).
+
+        Each distinct object ref is pulled once and each distinct model stored
+        once (targets sharing a global model, neighbors' models from one training
+        call). Size: about (N + T + T·abs(M_n)) · dim float32 at most, the last
+        term only with ``on_loss: stale`` (every target keeps a model per
+        neighbor) and shrinking when neighbors are shared between targets.
+        """
+        assert self.pool is not None
+        states = ray.get([a.get_state.remote() for a in self.pool.actors])
+        targets = list(self.global_refs)
+        vectors, index = pull_distinct([self.global_refs[t] for t in targets])
+        return {
+            "clients": {int(c): v for s in states for c, v in s["clients"].items()},
+            "servers": {int(t): v for s in states for t, v in s["servers"].items()},
+            "global": {
+                "targets": np.asarray(targets, dtype=np.int64),
+                "vectors": np.stack(vectors),
+                "index": np.asarray(index, dtype=np.int64),
+            },
+            "em": {t: self.em[t].state_dict() for t in self.targets},
+            "selections": {
+                t: {
+                    "neighbors": list(self.selections[t].neighbors),
+                    "subchannel": list(self.selections[t].subchannel),
+                }
+                for t in self.targets
+            },
+            "last_source": pack_sources(self.last_source, self.dim),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict` (the packing may differ from the saved run).
+
+        Models go back to the actors hosting their clients; the driver-side
+        models are put into the object store again, one ref per saved group.
+        """
+        assert self.pool is not None
+        clients, servers = state["clients"], state["servers"]
+        ray.get(
+            [
+                actor.set_state.remote(
+                    {
+                        "clients": {c: clients[c] for c in group if c in clients},
+                        "servers": {t: servers[t] for t in group if t in servers},
+                    }
+                )
+                for actor, group in zip(self.pool.actors, self.pool.groups, strict=True)
+            ]
+        )
+        g = state["global"]
+        put = [ray.put(np.asarray(v, dtype=np.float32)) for v in g["vectors"]]
+        self.global_refs = {
+            int(t): put[int(i)] for t, i in zip(g["targets"], g["index"], strict=True)
+        }
+        self.em = {int(t): EMState.from_state(em) for t, em in state["em"].items()}
+        for t, sel in state["selections"].items():
+            old = self.selections[int(t)]
+            self.selections[int(t)] = Selection(
+                int(t),
+                tuple(int(m) for m in sel["neighbors"]),
+                tuple(int(f) for f in sel["subchannel"]),
+                old.error_probability,
+            )
+            self.members[int(t)] = self._members(int(t))
+        self.last_source = unpack_sources(state["last_source"])
+        self._snapshot()
+
     def em_weights(self, target: int) -> npt.NDArray[np.float64]:
         """Return the current π of ``target`` over its selected neighbors."""
         return np.exp(self.em[target].log_pi)
 
     def close(self) -> None:
         """Kill the actors and stop Ray if this system started it."""
-        for actor in getattr(self, "actors", []):
-            ray.kill(actor)
-        self.actors = []
-        release_cpus(getattr(self, "reservation", None))
-        self.reservation = None
+        if self.pool is not None:
+            self.pool.close()
         self.session.close()
 
     def __enter__(self) -> D2DSystem:

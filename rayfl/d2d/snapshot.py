@@ -1,0 +1,73 @@
+"""Models behind object refs, as arrays for a checkpoint, and back.
+
+The D2D driver holds models only as object refs: each target's global model
+(federated baselines) and the last model received from each neighbor
+(``last_source``, reused with ``on_loss: stale``). Many refs are shared — every
+target starts from ω⁰; one training call's ref holds the models of all the
+clients of one actor, and a neighbor's model reaches several targets — so each
+distinct ref is pulled once and each distinct model stored once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import ray
+
+__all__ = ["pack_sources", "pull_distinct", "unpack_sources"]
+
+
+def pull_distinct(refs: list[Any]) -> tuple[list[Any], list[int]]:
+    """Pull each distinct object ref once; return the values and each ref's index.
+
+    Example:
+        ``pull_distinct([r1, r2, r1])`` is ``([v1, v2], [0, 1, 0])``.
+    """
+    distinct: dict[Any, int] = {}
+    index = [distinct.setdefault(r, len(distinct)) for r in refs]
+    return list(ray.get(list(distinct))), index
+
+
+def pack_sources(sources: dict[tuple[int, int], Any], dim: int) -> dict[str, Any]:
+    """Return ``{(target, neighbor): ref to {client: vector}}`` as arrays.
+
+    Returns:
+        ``pairs`` (K, 2) int64, sorted; ``models`` (D, dim) float32, one row
+        per distinct (ref, neighbor); ``index`` (K,): each pair's row;
+        ``bundle`` (D,): the distinct ref each row came from (rows of one ref
+        are put back as one dict).
+    """
+    pairs = sorted(sources)
+    bundles, which = pull_distinct([sources[p] for p in pairs])
+    models: list[npt.NDArray[np.float32]] = []
+    bundle_of: list[int] = []
+    index: list[int] = []
+    seen: dict[tuple[int, int], int] = {}
+    for (_, m), b in zip(pairs, which, strict=True):
+        if (b, m) not in seen:
+            seen[(b, m)] = len(models)
+            models.append(np.asarray(bundles[b][m], dtype=np.float32))
+            bundle_of.append(b)
+        index.append(seen[(b, m)])
+    return {
+        "pairs": np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
+        "models": np.stack(models) if models else np.zeros((0, dim), np.float32),
+        "bundle": np.asarray(bundle_of, dtype=np.int64),
+        "index": np.asarray(index, dtype=np.int64),
+    }
+
+
+def unpack_sources(saved: dict[str, Any]) -> dict[tuple[int, int], Any]:
+    """Invert :func:`pack_sources`: put one ``{client: vector}`` dict per bundle."""
+    pairs = np.asarray(saved["pairs"], dtype=np.int64).reshape(-1, 2).tolist()
+    index = np.asarray(saved["index"], dtype=np.int64).tolist()
+    bundle = np.asarray(saved["bundle"], dtype=np.int64).tolist()
+    dicts: dict[int, dict[int, npt.NDArray[np.float32]]] = {}
+    for (_, m), i in zip(pairs, index, strict=True):
+        dicts.setdefault(bundle[i], {})[m] = np.asarray(
+            saved["models"][i], dtype=np.float32
+        )
+    refs = {b: ray.put(d) for b, d in dicts.items()}
+    return {(t, m): refs[bundle[i]] for (t, m), i in zip(pairs, index, strict=True)}
