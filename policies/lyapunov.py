@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -176,9 +176,9 @@ class LyapunovPolicy(Policy):
         min_sparsity: float = 0.1,
         d_avg_s: float | None = None,
         d_avg_factor: float = 0.6,
-        fairness_queue: str = "as_printed",
-        solver: str = "alternating",
-        payload_mode: str = "sec2",
+        fairness_queue: Literal["as_printed", "lower_bound"] = "as_printed",
+        solver: Literal["alternating", "sweep"] = "alternating",
+        payload_mode: Literal["sec2", "paper_sec5"] = "sec2",
         model_dim: int | None = 1_663_370,
         bandwidth_hz: float = 15e3,
         noise_psd_dbm_hz: float = -107.0 - 10.0 * math.log10(15e3),

@@ -69,6 +69,8 @@ Implementation details:
 from __future__ import annotations
 
 import math
+import typing
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -204,6 +206,12 @@ class MinMaxPolicy(Policy):
 
     allows_idle: ClassVar[bool] = True  # only when C5 leaves no feasible client
     uses_controls: ClassVar[bool] = True  # the runner builds its env with controls
+    #: The bound's fields, passed through ``**bound`` (types for config checks).
+    extra_params: ClassVar[Mapping[str, Any]] = {
+        key: kind
+        for key, kind in typing.get_type_hints(PLBound).items()
+        if key != "bits_per_element"
+    }
 
     def __init__(
         self,
@@ -372,6 +380,7 @@ class NonAdjustmentPolicy(MinMaxPolicy):
     """
 
     uses_controls: ClassVar[bool] = False
+    fixed_params: ClassVar[frozenset[str]] = frozenset({"adjust"})
     topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
     optional_parts: ClassVar[frozenset[str]] = frozenset({"power"})
 

@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rayfl.names import UnknownNameError, policy_names
 
-__all__ = ["SchedulerConfig"]
+__all__ = ["BUILTIN_POLICIES", "SchedulerConfig"]
+
+#: The policies the runner applies itself, without a channel model: each picks
+#: a client set (``all``: every eligible client, ``random``, ``round_robin``;
+#: rayfl.scheduler). Every other star policy assigns subchannels and needs a
+#: ``wireless`` section.
+BUILTIN_POLICIES: tuple[str, ...] = ("all", "random", "round_robin")
 
 
 class SchedulerConfig(BaseModel):
