@@ -1,4 +1,4 @@
-"""Min-max fair scheduling: Algorithm 2 of Zhao et al. 2025 (spec seed_000 §3.2-3.3).
+"""Min-max fair scheduling: Algorithm 2 of the WPFL paper (Zhao et al., arXiv:2506.02422).
 
 "Enhancing Convergence, Privacy and Fairness for Wireless Personalized FL:
 Quantization-Assisted Min-Max Fair Scheduling" minimises, each round, the largest
@@ -373,7 +373,7 @@ class MinMaxPolicy(Policy):
 
 
 class NonAdjustmentPolicy(MinMaxPolicy):
-    """Non-Adjustment baseline of seed_000 §5.1: KM scheduling, fixed coefficients.
+    """Non-Adjustment baseline of the WPFL paper: KM scheduling, fixed coefficients.
 
     Same arguments as :class:`MinMaxPolicy` except ``adjust`` (always False):
     no controls are sent, so the algorithm's configured η_F, η_P, λ apply.

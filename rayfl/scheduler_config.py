@@ -33,7 +33,10 @@ class SchedulerConfig(BaseModel):
     policy: str = Field(
         "all",
         description="Scheduling policy name: `all` (every eligible client every "
-        "round), `random`, `round_robin`, or any name in policies.POLICIES.",
+        "round), `random` or `round_robin` work with or without a `wireless` "
+        "section; every other name in policies.POLICIES assigns subchannels and "
+        "needs one. A policy meant for another topology (e.g. `uniform`, "
+        "`channel_threshold`) is refused at validation.",
     )
     clients_per_round: int | None = Field(
         None,
@@ -42,7 +45,10 @@ class SchedulerConfig(BaseModel):
         "clients, or wireless.num_subchannels when a wireless model is set.",
     )
     params: dict[str, Any] = Field(
-        default_factory=dict, description="Extra keyword arguments of the policy."
+        default_factory=dict,
+        description="Keyword arguments of the policy's constructor (e.g. "
+        "{window: 20} for proportional_fair); names and types are checked "
+        "against it when the config is validated.",
     )
     controls: bool = Field(
         False,
