@@ -186,8 +186,8 @@ class RunConfig(_Section):
         """The scheduling policy fits the topology, and its params fit the policy.
 
         Star runs (``topology.kind=flat``): without a ``wireless`` section the
-        runner's built-in rules (:data:`rayfl.scheduler_config.BUILTIN_POLICIES`) choose
-        a client set; with one, ``all`` still does and every other policy fills
+        runner's built-in rules (``rayfl.scheduler_config.BUILTIN_POLICIES``)
+        choose a client set; with one, ``all`` still does and every other policy fills
         the env's subchannel assignment (plus power levels when
         ``wireless.power_levels > 1`` and per-client controls when
         ``scheduler.controls`` is set or the policy ``uses_controls``).

@@ -230,3 +230,22 @@ def test_policy_parameters_come_from_the_constructors():
     check_params("minmax", {"num_params": np.int64(7), "noise_std": np.float32(0.1)})
     with pytest.raises(ValueError, match="num_params: Input should be a valid integer"):
         check_params("minmax", {"num_params": 1.5})
+
+
+def test_the_hierarchy_refuses_a_policy_that_needs_the_star_system(monkeypatch):
+    from policies.best_channel import BestChannelPolicy
+    from rayfl.registry import POLICIES
+
+    class NeedsControls(BestChannelPolicy):
+        uses_controls = True
+
+    monkeypatch.setitem(POLICIES, "needs_controls", "x:y")
+    monkeypatch.setattr(
+        "rayfl.registry.load",
+        lambda entry: NeedsControls if entry == "x:y" else None,
+    )
+    with pytest.raises(ConfigError) as error:
+        load_config(HIER, {"topology.scheduling.policy": "needs_controls"})
+    assert "topology.scheduling.policy=needs_controls sets per-client controls" in str(
+        error.value
+    )
