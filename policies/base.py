@@ -61,6 +61,12 @@ class Policy:
         action_parts: Action parts the rule can fill (see
             :func:`rayfl.registry.check_policy`).
         optional_parts: Parts it fills when offered and does without otherwise.
+        extra_params: Keyword parameters the constructor takes through
+            ``**kwargs`` (name → type), beyond its signature; with the signature
+            they are what a config may pass in ``scheduler.params``
+            (:func:`rayfl.registry.check_params`).
+        fixed_params: Parameters of a parent's constructor that the class sets
+            itself, so a config may not pass them.
         allows_idle: True if the rule may leave subchannels idle although at
             least K clients are eligible (no shipped policy does).
         num_clients: N, from the observation space.
@@ -75,6 +81,8 @@ class Policy:
     required_keys: ClassVar[tuple[str, ...]] = ("channel_gain", "eligible")
     action_parts: ClassVar[frozenset[str]] = frozenset({"assignment"})
     optional_parts: ClassVar[frozenset[str]] = frozenset({"power"})
+    extra_params: ClassVar[Mapping[str, Any]] = {}
+    fixed_params: ClassVar[frozenset[str]] = frozenset()
     allows_idle: ClassVar[bool] = False
 
     def __init__(

@@ -123,7 +123,7 @@ def bottleneck_threshold(delay_s: npt.NDArray[np.float64], size: int) -> float:
 
 
 class DelayMinPolicy(Policy):
-    """Schedule the min-max-latency matching with dense uploads (seed_002 §6.3).
+    """Schedule the min-max-latency matching with dense uploads (a DP-SparFL baseline).
 
     Args:
         observation_space: The env's observation space (needs ``data_size``).

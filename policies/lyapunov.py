@@ -1,10 +1,11 @@
 """DP-SparFL's Lyapunov drift-plus-penalty scheduler (Wei et al. 2023, Sec. V).
 
-Each round the policy updates two kinds of virtual queues (spec seed_002 §4.3)
+Each round the policy updates two kinds of virtual queues (the paper's Sec. IV)
 
 - fairness, per available client: Q_i ← [Q_i + 1_i^{t−1} − β_i]^+ (as printed),
   or Q_i ← [Q_i + β_i − 1_i^{t−1}]^+ with cost −Q_i (``fairness_queue=
-  "lower_bound"``, [AMBIG-3]);
+  "lower_bound"``: the printed queue enforces participation ≤ β_i, while the
+  paper's constraint C7 asks ≥ β_i);
 - delay: Q^de ← [Q^de + d^{t−1} − d^Avg]^+ (seconds),
 
 then minimises the drift-plus-penalty objective of the round (eq. 14, §4.4)
@@ -50,7 +51,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -128,7 +129,7 @@ def _dbm_to_w(dbm: float) -> float:
 
 
 class LyapunovPolicy(Policy):
-    """Drift-plus-penalty scheduling with sparsification control (seed_002 §4).
+    """Drift-plus-penalty scheduling with sparsification control (the DP-SparFL paper).
 
     Args:
         observation_space: The env's observation space.
@@ -137,7 +138,9 @@ class LyapunovPolicy(Policy):
         min_sparsity: s^th in (0, 1].
         d_avg_s: d^Avg in s; None = calibrated (detail 2).
         d_avg_factor: Calibration factor (spec §5.5: 0.6).
-        fairness_queue: "as_printed" or "lower_bound" ([AMBIG-3]).
+        fairness_queue: "as_printed" (the paper's queue, which bounds
+            participation from above) or "lower_bound" (participation ≥ β_i, as
+            its constraint C7 states).
         solver: "alternating" (paper) or "sweep" (exact at P^max).
         payload_mode: "sec2" (z = 32·abs(w), z0 = abs(w)) or "paper_sec5".
         model_dim: abs(w) (default: the paper's FMNIST CNN, §5.2; the run's
@@ -176,9 +179,9 @@ class LyapunovPolicy(Policy):
         min_sparsity: float = 0.1,
         d_avg_s: float | None = None,
         d_avg_factor: float = 0.6,
-        fairness_queue: str = "as_printed",
-        solver: str = "alternating",
-        payload_mode: str = "sec2",
+        fairness_queue: Literal["as_printed", "lower_bound"] = "as_printed",
+        solver: Literal["alternating", "sweep"] = "alternating",
+        payload_mode: Literal["sec2", "paper_sec5"] = "sec2",
         model_dim: int | None = 1_663_370,
         bandwidth_hz: float = 15e3,
         noise_psd_dbm_hz: float = -107.0 - 10.0 * math.log10(15e3),

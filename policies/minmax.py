@@ -1,4 +1,4 @@
-"""Min-max fair scheduling: Algorithm 2 of Zhao et al. 2025 (spec seed_000 §3.2-3.3).
+"""Min-max fair scheduling: Algorithm 2 of the WPFL paper (Zhao et al., arXiv:2506.02422).
 
 "Enhancing Convergence, Privacy and Fairness for Wireless Personalized FL:
 Quantization-Assisted Min-Max Fair Scheduling" minimises, each round, the largest
@@ -69,6 +69,8 @@ Implementation details:
 from __future__ import annotations
 
 import math
+import typing
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -204,6 +206,12 @@ class MinMaxPolicy(Policy):
 
     allows_idle: ClassVar[bool] = True  # only when C5 leaves no feasible client
     uses_controls: ClassVar[bool] = True  # the runner builds its env with controls
+    #: The bound's fields, passed through ``**bound`` (types for config checks).
+    extra_params: ClassVar[Mapping[str, Any]] = {
+        key: kind
+        for key, kind in typing.get_type_hints(PLBound).items()
+        if key != "bits_per_element"
+    }
 
     def __init__(
         self,
@@ -365,13 +373,14 @@ class MinMaxPolicy(Policy):
 
 
 class NonAdjustmentPolicy(MinMaxPolicy):
-    """Non-Adjustment baseline of seed_000 §5.1: KM scheduling, fixed coefficients.
+    """Non-Adjustment baseline of the WPFL paper: KM scheduling, fixed coefficients.
 
     Same arguments as :class:`MinMaxPolicy` except ``adjust`` (always False):
     no controls are sent, so the algorithm's configured η_F, η_P, λ apply.
     """
 
     uses_controls: ClassVar[bool] = False
+    fixed_params: ClassVar[frozenset[str]] = frozenset({"adjust"})
     topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
     optional_parts: ClassVar[frozenset[str]] = frozenset({"power"})
 

@@ -331,7 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.set_defaults(func=_cmd_resume)
     p = sub.add_parser(
-        "tune-ditto", help="seed 001's T* and λ* for a DP-Ditto config (bound analysis)"
+        "tune-ditto",
+        help="the rounds T* and Ditto weight λ* that the DP-Ditto paper's bound "
+        "(Zhao et al., arXiv:2506.14251) recommends for a DP-Ditto config",
     )
     p.add_argument("config")
     p.add_argument(

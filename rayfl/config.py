@@ -183,18 +183,84 @@ class RunConfig(_Section):
             )
 
     def _check_policy(self) -> None:
-        """Subchannel policies need `wireless` (unknown names: ``_known_policy``)."""
-        policy = self.scheduler.policy
-        builtin = ("all", "random", "round_robin")  # rayfl.scheduler.BUILTIN_POLICIES
-        if (
-            self.topology.kind == "flat"
-            and policy not in builtin
-            and self.wireless is None
-        ):
-            raise ValueError(
-                f"scheduler.policy={policy} schedules subchannels: it needs a "
-                f"`wireless` section (without one, use one of {', '.join(builtin)})"
+        """The scheduling policy fits the topology, and its params fit the policy.
+
+        Star runs (``topology.kind=flat``): without a ``wireless`` section the
+        runner's built-in rules (``rayfl.scheduler_config.BUILTIN_POLICIES``)
+        choose a client set; with one, ``all`` still does and every other policy fills
+        the env's subchannel assignment (plus power levels when
+        ``wireless.power_levels > 1`` and per-client controls when
+        ``scheduler.controls`` is set or the policy ``uses_controls``).
+        Hierarchical runs check ``topology.scheduling.policy`` the same way, and
+        D2D runs check ``topology.policy``.
+        Unknown names are refused earlier, by the fields' own validators.
+        """
+        from rayfl.registry import check_params, check_policy, policy_class
+
+        kind = self.topology.kind
+        if kind == "flat":
+            from rayfl.scheduler_config import BUILTIN_POLICIES
+
+            policy = self.scheduler.policy
+            check_policy(policy, topology="star")  # meant for the star at all?
+            if self.wireless is None and policy not in BUILTIN_POLICIES:
+                raise ValueError(
+                    f"scheduler.policy={policy} schedules subchannels: it needs a "
+                    "`wireless` section (without one, use one of "
+                    f"{', '.join(BUILTIN_POLICIES)})"
+                )
+            check_policy(policy, topology="star", parts=self._star_parts())
+            check_params(policy, self.scheduler.params)
+        elif kind == "d2d":
+            self._check_d2d_policy()
+        elif kind == "hierarchical" and self.topology.scheduling.uses_policy:
+            field = "topology.scheduling.policy"
+            name = self.topology.scheduling.policy
+            check_policy(name, topology="hierarchical", field=field)
+            cls = policy_class(name)
+            if getattr(cls, "uses_controls", False) or callable(
+                getattr(cls, "bind_system", None)
+            ):
+                raise ValueError(
+                    f"{field}={name} sets per-client controls or reads the star "
+                    "run's system; the hierarchy drives policies that act on the "
+                    "observation alone (e.g. random, round_robin, best_channel)"
+                )
+            check_params(
+                name,
+                self.topology.scheduling.params,
+                field="topology.scheduling.params",
+                policy_field=field,
             )
+
+    def _check_d2d_policy(self) -> None:
+        """``topology.policy`` fits the D2D topology (its keys and action parts)."""
+        from rayfl.registry import check_params, check_policy
+
+        topology = self.topology
+        check_policy(topology.policy, topology="d2d", field="topology.policy")
+        check_params(
+            topology.policy,
+            topology.policy_params,
+            field="topology.policy_params",
+            policy_field="topology.policy",
+        )
+
+    def _star_parts(self) -> set[str]:
+        """The action parts a star run offers its policy (see ``_check_policy``)."""
+        if self.wireless is None:
+            return {"participants"}
+        if self.scheduler.policy == "all":  # the built-in rule, even with a channel
+            return {"participants"}
+        from rayfl.registry import policy_class
+
+        parts = {"assignment"}
+        if self.wireless.power_levels > 1:
+            parts.add("power")
+        cls = policy_class(self.scheduler.policy)
+        if self.scheduler.controls or getattr(cls, "uses_controls", False):
+            parts.add("controls")
+        return parts
 
     def to_dict(self) -> dict[str, Any]:
         """Return the resolved config as plain YAML-able data."""
@@ -287,7 +353,9 @@ def _format(error: ValidationError) -> str:
             allowed = _allowed_keys(loc)
             hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
             lines.append(f"{path}: unknown key{hint}")
-        elif err["type"] in ("model_type", "dict_type") or loc == ():
+        elif loc == ():  # a cross-section check: its message names the fields
+            lines.append(msg)
+        elif err["type"] in ("model_type", "dict_type"):
             lines.append(f"{path}: {msg}")
         elif isinstance(err.get("input"), dict):  # a section's own cross-field check
             lines.append(msg if msg.startswith(f"{path}.") else f"{path}: {msg}")

@@ -15,7 +15,9 @@ Each policy class declares where it applies (see :class:`policies.base.Policy`):
 | ``optional_parts`` | parts it fills when offered and does without otherwise |
 
 :func:`check_policy` compares those declarations with a topology and says in
-one line why a policy cannot run there.
+one line why a policy cannot run there. :func:`check_params` checks a policy's
+parameters (``scheduler.params``) against its constructor's keyword arguments
+(names and types), so a misspelt or mistyped parameter is a config error.
 
 Example:
     >>> policy_class("best_channel").__name__
@@ -28,8 +30,11 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import importlib
-from collections.abc import Iterable
+import inspect
+import typing
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rayfl.observation import ACTION_PARTS, TOPOLOGIES, TOPOLOGY_KEYS, TOPOLOGY_PARTS
@@ -38,10 +43,12 @@ __all__ = [
     "ENVS",
     "PARTICIPANT_RULES",
     "POLICIES",
+    "check_params",
     "check_policy",
     "load",
     "make_policy",
     "policy_class",
+    "policy_parameters",
     "register_policy",
     "registered_names",
 ]
@@ -277,3 +284,144 @@ def check_policy(
         raise ValueError(
             f"{head} is meant for topology.kind={declared}; got {topology}"
         )
+
+
+#: Constructor arguments that are not the policy's own parameters.
+_NOT_PARAMS = frozenset({"self", "observation_space", "action_space", "context"})
+_PARAM_MODELS: dict[type, Any] = {}
+
+
+def _annotations(init: Any) -> dict[str, Any]:
+    """The resolved annotations of ``init`` (Any where one cannot be resolved)."""
+    try:
+        return typing.get_type_hints(init)
+    except Exception:  # an annotation names something only a type checker sees
+        hints: dict[str, Any] = {}
+        for key, text in getattr(init, "__annotations__", {}).items():
+            try:
+                hints[key] = (
+                    eval(text, init.__globals__) if isinstance(text, str) else text
+                )
+            except Exception:
+                hints[key] = Any
+        return hints
+
+
+def policy_parameters(name: str) -> dict[str, tuple[Any, Any]]:
+    """Return the parameters policy ``name`` accepts: name → (type, default).
+
+    Read from the class's ``__init__`` (every argument but the spaces and
+    ``context``), following ``**kwargs`` to the parent's ``__init__``; the class
+    may add the keyword arguments it takes through ``**kwargs``
+    (``extra_params``: name → type) and remove the ones it sets itself
+    (``fixed_params``). A required parameter has default ``inspect.Parameter.empty``.
+
+    Example:
+        >>> policy_parameters("round_robin")["subchannels"]
+        (typing.Literal['best_gain', 'index'], 'best_gain')
+    """
+    cls: Any = policy_class(name)
+    found: dict[str, tuple[Any, Any]] = {}
+    for klass in cls.__mro__:
+        if klass is object or "__init__" not in vars(klass):
+            continue
+        init = vars(klass)["__init__"]
+        hints = _annotations(init)
+        forwards = False
+        for arg in inspect.signature(init).parameters.values():
+            if arg.kind is arg.VAR_KEYWORD:
+                forwards = True
+            elif arg.kind is not arg.VAR_POSITIONAL and arg.name not in _NOT_PARAMS:
+                found.setdefault(arg.name, (hints.get(arg.name, Any), arg.default))
+        if not forwards:
+            break
+    for key, kind in dict(getattr(cls, "extra_params", {})).items():
+        found.setdefault(key, (kind, None))
+    for key in getattr(cls, "fixed_params", ()):
+        found.pop(key, None)
+    return found
+
+
+def _params_model(name: str) -> Any:
+    from pydantic import ConfigDict, create_model
+
+    cls = policy_class(name)
+    if cls not in _PARAM_MODELS:
+        fields = {
+            key: (kind, ... if default is inspect.Parameter.empty else default)
+            for key, (kind, default) in policy_parameters(name).items()
+        }
+        _PARAM_MODELS[cls] = create_model(  # type: ignore[call-overload]
+            f"{cls.__name__}Params",
+            __config__=ConfigDict(
+                strict=True, extra="forbid", arbitrary_types_allowed=True
+            ),
+            **fields,
+        )
+    return _PARAM_MODELS[cls]
+
+
+def _plain(value: Any) -> Any:
+    """NumPy scalars as Python numbers (a policy takes either; the check is strict)."""
+    if isinstance(value, list | tuple):
+        return type(value)(_plain(v) for v in value)
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        return value.item()
+    return value
+
+
+def check_params(
+    name: str,
+    params: Mapping[str, Any],
+    *,
+    field: str = "scheduler.params",
+    policy_field: str = "scheduler.policy",
+) -> None:
+    """Raise a short ``ValueError`` if ``params`` do not fit policy ``name``.
+
+    Every key must be a parameter of the policy (:func:`policy_parameters`) and
+    every value of its declared type (strictly: ``"1e3"`` is not a number, an
+    integer is a valid float, NumPy scalars count as numbers); a required
+    parameter must be given. Value ranges
+    the constructor checks (e.g. ``window > 0``) are still checked when the
+    policy is built.
+
+    Args:
+        name: A registered policy name.
+        params: The keyword arguments the run passes to the policy.
+        field: Config field of ``params``, named in the message.
+        policy_field: Config field of ``name``, named in the message.
+
+    Raises:
+        ValueError: One line per bad parameter, each naming ``field.<key>``
+            and what is allowed.
+
+    Example:
+        >>> check_params("round_robin", {"subchannels": "best"})
+        Traceback (most recent call last):
+        ...
+        ValueError: scheduler.params.subchannels: Input should be 'best_gain' or 'index' (got 'best')
+    """
+    from pydantic import ValidationError
+
+    allowed = sorted(policy_parameters(name))
+    lines = []
+    for key in sorted(set(params) - set(allowed), key=str):
+        close = difflib.get_close_matches(str(key), allowed, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        listed = ", ".join(allowed) or "none"
+        lines.append(
+            f"{field}.{key}: {policy_field}={name} has no parameter {key!r}{hint} "
+            f"(its parameters: {listed})"
+        )
+    if not lines:
+        try:
+            plain = {key: _plain(value) for key, value in params.items()}
+            _params_model(name).model_validate(plain)
+        except ValidationError as error:
+            for err in error.errors()[:5]:
+                where = ".".join(str(p) for p in err["loc"])
+                got = "" if err["type"] == "missing" else f" (got {err['input']!r})"
+                lines.append(f"{field}.{where}: {err['msg']}{got}")
+    if lines:
+        raise ValueError("\n".join(lines))

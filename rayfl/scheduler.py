@@ -20,14 +20,13 @@ import numpy as np
 
 from rayfl.config import RunConfig
 from rayfl.schedule import Schedule
+from rayfl.scheduler_config import BUILTIN_POLICIES
 from rayfl.seeding import rng_for
 
 if TYPE_CHECKING:
     from rayfl.system import System as FLSystem
 
 __all__ = ["BUILTIN_POLICIES", "Scheduler"]
-
-BUILTIN_POLICIES = ("all", "random", "round_robin")
 
 
 class Scheduler:

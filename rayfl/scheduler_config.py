@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rayfl.names import UnknownNameError, policy_names
 
-__all__ = ["SchedulerConfig"]
+__all__ = ["BUILTIN_POLICIES", "SchedulerConfig"]
+
+#: The policies the runner applies itself, without a channel model: each picks
+#: a client set (``all``: every eligible client, ``random``, ``round_robin``;
+#: rayfl.scheduler). Every other star policy assigns subchannels and needs a
+#: ``wireless`` section.
+BUILTIN_POLICIES: tuple[str, ...] = ("all", "random", "round_robin")
 
 
 class SchedulerConfig(BaseModel):
@@ -27,7 +33,10 @@ class SchedulerConfig(BaseModel):
     policy: str = Field(
         "all",
         description="Scheduling policy name: `all` (every eligible client every "
-        "round), `random`, `round_robin`, or any name in policies.POLICIES.",
+        "round), `random` or `round_robin` work with or without a `wireless` "
+        "section; every other name in policies.POLICIES assigns subchannels and "
+        "needs one. A policy meant for another topology (e.g. `uniform`, "
+        "`channel_threshold`) is refused at validation.",
     )
     clients_per_round: int | None = Field(
         None,
@@ -36,7 +45,10 @@ class SchedulerConfig(BaseModel):
         "clients, or wireless.num_subchannels when a wireless model is set.",
     )
     params: dict[str, Any] = Field(
-        default_factory=dict, description="Extra keyword arguments of the policy."
+        default_factory=dict,
+        description="Keyword arguments of the policy's constructor (e.g. "
+        "{window: 20} for proportional_fair); names and types are checked "
+        "against it when the config is validated.",
     )
     controls: bool = Field(
         False,

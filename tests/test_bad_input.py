@@ -82,3 +82,170 @@ def test_impossible_partition_leaves_no_run_directory(tmp_path):
     with pytest.raises(DatasetError, match="shards"):
         rayfl.run(cfg)
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------
+# Scheduling policies: refused at validation, before Ray starts
+
+
+@pytest.fixture
+def no_ray(monkeypatch):
+    """Fail the test if anything tries to start or join a Ray session."""
+    import ray
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("ray.init was called: the config was not refused first")
+
+    monkeypatch.setattr(ray, "init", refuse)
+
+
+STAR = {"wireless": {"num_subchannels": 2}, "data": {"num_clients": 6}}
+HIER = {"topology": {"kind": "hierarchical", "num_edges": 2}}
+POLICY_REFUSALS = {
+    "uniform-on-star": (
+        {**STAR, "scheduler": {"policy": "uniform"}},
+        "scheduler.policy=uniform is meant for topology.kind=hierarchical",
+    ),
+    "d2d-rule-on-star": (
+        {**STAR, "scheduler": {"policy": "channel_threshold"}},
+        "scheduler.policy=channel_threshold is meant for topology.kind=d2d",
+    ),
+    "subchannels-without-wireless": (
+        {"scheduler": {"policy": "best_channel"}},
+        "scheduler.policy=best_channel schedules subchannels",
+    ),
+    "bad-round-robin-subchannels": (
+        {**STAR, "scheduler": {"policy": "round_robin", "params": {"subchannels": 2}}},
+        "scheduler.params.subchannels: Input should be 'best_gain' or 'index'",
+    ),
+    "misspelt-parameter": (
+        {**STAR, "scheduler": {"policy": "proportional_fair", "params": {"windw": 5}}},
+        "scheduler.params.windw: scheduler.policy=proportional_fair has no "
+        "parameter 'windw'; did you mean 'window'?",
+    ),
+    "number-as-text": (
+        {**STAR, "scheduler": {"policy": "lyapunov", "params": {"V": "1e3"}}},
+        "scheduler.params.V: Input should be a valid number (got '1e3')",
+    ),
+    "fixed-parameter": (
+        {**STAR, "scheduler": {"policy": "non_adjustment", "params": {"adjust": True}}},
+        "scheduler.params.adjust: scheduler.policy=non_adjustment has no parameter",
+    ),
+    "star-policy-on-edges": (
+        {"topology": {**HIER["topology"], "scheduling": {"policy": "minmax"}}},
+        "topology.scheduling.policy=minmax is meant for topology.kind=star",
+    ),
+    "bad-edge-params": (
+        {
+            "topology": {
+                **HIER["topology"],
+                "scheduling": {"policy": "round_robin", "params": {"cursor": 1}},
+            }
+        },
+        "topology.scheduling.params.cursor: topology.scheduling.policy=round_robin "
+        "has no parameter 'cursor'",
+    ),
+    "star-policy-in-d2d": (
+        {"topology": {"kind": "d2d", "policy": "learned"}},
+        "topology.policy=learned reads 'loss'",
+    ),
+    "bad-d2d-params": (
+        {"topology": {"kind": "d2d", "policy_params": {"epsilon": "small"}}},
+        "topology.policy_params.epsilon: Input should be a valid number",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"), POLICY_REFUSALS.values(), ids=POLICY_REFUSALS.keys()
+)
+@pytest.mark.usefixtures("no_ray")
+def test_policy_refusals_name_the_field_in_one_screen_before_ray(
+    config, expected, tmp_path
+):
+    config = {**config, "rounds": 1, "output": {"dir": str(tmp_path)}}
+    with pytest.raises(ConfigError) as error:
+        rayfl.run(config)
+    message = str(error.value)
+    assert expected in message
+    assert message.startswith("invalid config:\n  ")
+    lines = message.splitlines()
+    assert len(lines) <= 4, message
+    assert all(len(line) < 400 for line in lines), message
+    assert "Traceback" not in message
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def _registry_pairs():
+    from rayfl.registry import POLICIES
+
+    return [
+        (name, kind) for name in sorted(POLICIES) for kind in ("star", "hierarchical")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "topology"),
+    _registry_pairs(),
+    ids=[f"{n}-{t}" for n, t in _registry_pairs()],
+)
+def test_validation_and_check_policy_agree_on_every_policy_and_topology(name, topology):
+    """A config is refused exactly when ``check_policy`` refuses the pair (and says why)."""
+    from rayfl.registry import check_policy
+
+    if topology == "star":
+        config, field = STAR, "scheduler.policy"
+        overrides = {"scheduler.policy": name}
+    else:
+        config, field = HIER, "topology.scheduling.policy"
+        overrides = {"topology.scheduling.policy": name}
+    try:
+        check_policy(name, topology=topology, field=field)
+    except ValueError as refusal:
+        with pytest.raises(ConfigError) as error:
+            load_config(config, overrides)
+        message = str(error.value)
+        # the same one-line reason, or (hierarchy) the name is not offered at all
+        assert str(refusal) in message or f"{field}: unknown name {name!r}" in message
+        return
+    cfg = load_config(config, overrides)
+    chosen = (
+        cfg.scheduler.policy if topology == "star" else cfg.topology.scheduling.policy
+    )
+    assert chosen == name
+
+
+def test_policy_parameters_come_from_the_constructors():
+    from rayfl.registry import check_params, policy_parameters
+
+    assert set(policy_parameters("proportional_fair")) == {"window"}
+    # minmax takes the bound's fields through **bound; non_adjustment fixes adjust
+    assert {"mu", "num_params", "adjust"} <= set(policy_parameters("minmax"))
+    assert "adjust" not in policy_parameters("non_adjustment")
+    assert "num_params" in policy_parameters("non_adjustment")
+    check_params("minmax", {"num_params": 1210, "mu": 0.1, "max_latency_s": 0.01})
+    check_params("lyapunov", {"V": 50, "solver": "sweep"})  # an int is a valid float
+    import numpy as np
+
+    check_params("minmax", {"num_params": np.int64(7), "noise_std": np.float32(0.1)})
+    with pytest.raises(ValueError, match="num_params: Input should be a valid integer"):
+        check_params("minmax", {"num_params": 1.5})
+
+
+def test_the_hierarchy_refuses_a_policy_that_needs_the_star_system(monkeypatch):
+    from policies.best_channel import BestChannelPolicy
+    from rayfl.registry import POLICIES
+
+    class NeedsControls(BestChannelPolicy):
+        uses_controls = True
+
+    monkeypatch.setitem(POLICIES, "needs_controls", "x:y")
+    monkeypatch.setattr(
+        "rayfl.registry.load",
+        lambda entry: NeedsControls if entry == "x:y" else None,
+    )
+    with pytest.raises(ConfigError) as error:
+        load_config(HIER, {"topology.scheduling.policy": "needs_controls"})
+    assert "topology.scheduling.policy=needs_controls sets per-client controls" in str(
+        error.value
+    )

@@ -65,13 +65,16 @@ def test_policy_entries_carry_their_own_parameters():
     from rayfl.compare import policy_variant
 
     base = load_config(
-        {"wireless": {"num_subchannels": 2}, "scheduler": {"params": {"a": 1}}}
+        {
+            "wireless": {"num_subchannels": 2},
+            "scheduler": {"params": {"clients_per_round": 1}},
+        }
     )
     assert policy_variant(base, "random") == ("random", {"scheduler.policy": "random"})
     name, extra = policy_variant(base, "learned:checkpoint=runs/x:temperature=0.5")
     assert name == "learned"
     assert extra["scheduler.params"] == {
-        "a": 1,
+        "clients_per_round": 1,
         "checkpoint": "runs/x",
         "temperature": 0.5,
     }

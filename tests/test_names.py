@@ -112,8 +112,17 @@ def test_policy_names_are_the_one_registry():
         load_config(SCHEDULING, ["scheduler.policy=my_test_policy"])
 
 
-def test_every_registered_policy_name_validates():
+def test_every_registered_policy_name_validates_where_it_is_meant_to_run():
+    from rayfl.registry import check_policy
+
     for name in policy_names():
+        try:
+            check_policy(name, topology="star")
+        except ValueError as refusal:  # e.g. uniform (hierarchical), d2d-only rules
+            with pytest.raises(ConfigError) as error:
+                load_config(SCHEDULING, [f"scheduler.policy={name}"])
+            assert str(refusal) in str(error.value)
+            continue
         assert (
             load_config(SCHEDULING, [f"scheduler.policy={name}"]).scheduler.policy
             == name

@@ -92,7 +92,7 @@ class FedProxConfig(LocalTrainingConfig):
 
 
 class DittoConfig(LocalTrainingConfig):
-    """Ditto / DP-Ditto (Li et al. 2021; Zhao et al., spec seed_001).
+    """Ditto / DP-Ditto (Li et al. 2021; the DP-Ditto paper, Zhao et al., arXiv:2506.14251).
 
     ``lr``/``local_epochs``/``local_steps`` drive the FL local model (η_G); the
     ``personal_*`` fields drive the PL model. DP comes from the ``privacy``
@@ -196,7 +196,7 @@ class PerFedAvgConfig(LocalTrainingConfig):
 class FedAMPConfig(LocalTrainingConfig):
     """FedAMP (Huang et al., AAAI 2021): attentive message passing.
 
-    Defaults are PFLlib's example configuration (spec seed_003 §5); see
+    Defaults are PFLlib's example configuration; see
     :mod:`rayfl.algorithms.fedamp`.
     """
 
@@ -253,7 +253,7 @@ class FedALAConfig(LocalTrainingConfig):
 class APPLEConfig(LocalTrainingConfig):
     """APPLE (Luo & Wu, IJCAI 2022): core models and learned relationship vectors.
 
-    Defaults: spec seed_001 §5 (PFLlib's, with a non-zero ``dr_lr``); see
+    Defaults: PFLlib's, with a non-zero ``dr_lr``; see
     :mod:`rayfl.algorithms.apple`.
     """
 
@@ -278,11 +278,12 @@ class APPLEConfig(LocalTrainingConfig):
 
 
 class WpflConfig(DittoConfig):
-    """WPFL (Zhao et al. 2025, spec seed_000): DP-Ditto over a quantized, noisy channel.
+    """WPFL (the WPFL paper, Zhao et al., arXiv:2506.02422): DP-Ditto over a noisy channel.
 
     Adds to Ditto the R-bit downlink (quantized global model, per-client bit
-    errors), the personal update of every client in every round [AMBIG-5] and the
-    choice of DP mechanism (seed 000 §5.2); the uplink (clip → noise → R-bit
+    errors), the personal update of every client in every round (the paper's
+    Algorithm 2; its Algorithm 1 updates scheduled clients only) and the choice
+    of DP mechanism (the paper's baselines); the uplink (clip → noise → R-bit
     quantization over ±(C + 3σ) → bit errors) comes from the ``privacy``,
     ``compression`` and ``wireless`` sections. Defaults are Table I's
     (η_F = η_P = 0.01, λ = 0.5). See ``rayfl.algorithms.wpfl``.
@@ -310,31 +311,36 @@ class WpflConfig(DittoConfig):
     )
     first_broadcast: Literal["error_free", "downlink"] = Field(
         "error_free",
-        description="[AMBIG-10] ω⁰ reaches the clients unquantized and error-free "
-        "('error_free') or through the quantized, noisy downlink ('downlink').",
+        description="How the initial model ω⁰ reaches the clients (the paper does "
+        "not say): unquantized and error-free ('error_free') or through the "
+        "quantized, noisy downlink ('downlink').",
     )
     personal_all_clients: bool = Field(
         True,
-        description="[AMBIG-5] Every client updates its PL model every round from the "
-        "broadcast (Sec. III-A, Alg. 2); False = only scheduled clients (Alg. 1).",
+        description="Every client updates its personalized model every round from "
+        "the broadcast (the paper's Sec. III-A and Algorithm 2); False = only the "
+        "scheduled clients do (its Algorithm 1; the paper has both).",
     )
     dp_mechanism: Literal[
         "proposed", "gaussian", "ma", "perfect_gaussian", "none", "dithering"
     ] = Field(
         "proposed",
-        description="Seed 000 §5.2 noise calibration: 'proposed' = Theorem 1 "
+        description="Noise calibration, the WPFL paper's method or one of its "
+        "baselines: 'proposed' = Theorem 1 "
         "(privacy.calibration wpfl or privacy.noise_std, e.g. Table II); 'gaussian' "
         "= NbAFL σ = c·T0·Δs/ε; 'ma' = RDP accountant z(q, T0, ε, δ)·Δs; "
         "'perfect_gaussian' = NbAFL σ with no quantization and no channel errors; "
         "'none' = no noise (quantization over ±C and errors stay); 'dithering' = "
-        "P2CEFL as spec §5.2 reconstructs it: subtractive dithered quantization "
+        "P2CEFL as reconstructed here from its description: subtractive dithered "
+        "quantization "
         "with gamma steps, a Laplace(Δs·T0/ε) mechanism with variable-width "
         "indices (needs compression.quantize_bits=null; "
         "rayfl.compression.dithering).",
     )
     sensitivity: Literal["clip", "sample_level"] = Field(
         "sample_level",
-        description="Δs of the baselines' calibration [AMBIG-11]: 'sample_level' = "
+        description="Δs of the baselines' calibration (the paper does not state "
+        "it): 'sample_level' = "
         "2C/min_n abs(D_n) (one sample changes the clipped model by at most 2C/m); "
         "'clip' = C.",
     )
@@ -350,7 +356,7 @@ class WpflConfig(DittoConfig):
 
 
 class SparseDPConfig(LocalTrainingConfig):
-    """DP-SparFL (Wei et al. 2023, spec seed_002): masked local DP-SGD.
+    """DP-SparFL (the DP-SparFL paper, Wei et al., arXiv:2304.04164): masked local DP-SGD.
 
     ``batch_size`` is the expected Poisson batch abs(b) (q_i = abs(b)/abs(D_i));
     ``local_steps`` is τ (required). The DP noise is added inside local training,
@@ -360,20 +366,26 @@ class SparseDPConfig(LocalTrainingConfig):
 
     kind: Literal["sparse_dp"] = "sparse_dp"
     local_steps: int | None = Field(
-        60, ge=1, description="τ: local DP-SGD steps per round (seed_002 §5.3: 60)."
+        60, ge=1, description="τ: local DP-SGD steps per round (the paper uses 60)."
     )
     clip_norm: float = Field(
-        1.0, gt=0, description="C: base per-sample L2 clip (seed_002 [AMBIG-9])."
+        1.0,
+        gt=0,
+        description="C: base per-sample L2 clip (the paper takes the median of "
+        "unclipped norms from pre-training; no value is printed).",
     )
     noise_multiplier: float = Field(
-        0.5, gt=0, description="σ̂: noise multiplier of DP-SGD (FMNIST 0.5, §5.3)."
+        0.5,
+        gt=0,
+        description="σ̂: noise multiplier of DP-SGD (the paper: 0.5 on FMNIST).",
     )
     sparsity: float = Field(
         1.0,
         gt=0,
         le=1,
         description="s: fraction of coordinates kept when the scheduler sets none "
-        "(control `sparsity`); 1 = dense (baselines, [AMBIG-17]).",
+        "(control `sparsity`); 1 = dense (the baselines: the paper does not say "
+        "whether they sparsify).",
     )
     clip_mode: Literal["adjusted", "original"] = Field(
         "adjusted",
@@ -383,16 +395,20 @@ class SparseDPConfig(LocalTrainingConfig):
     rescale: bool = Field(
         False,
         description="Decode kept values times 1/s (unbiased sparsifier); the paper "
-        "sums sparse updates as is (§2.2), so default false.",
+        "sums sparse updates as is (its Sec. 2.2), so default false.",
     )
     sampling: Literal["poisson", "fixed"] = Field(
         "poisson",
         description="Mini-batches by Poisson sampling at q_i (the ledger claims "
-        "amplification at q_i, [AMBIG-19]) or fixed-size uniform batches (accounted "
+        "amplification at q_i; the paper does not say which) or fixed-size uniform "
+        "batches (accounted "
         "without amplification: q = 1, replace-one, z = σ̂/2).",
     )
     epsilon_min: float = Field(
-        2.0, gt=0, description="ε_i ~ U[epsilon_min, epsilon_max] per client (§5.3)."
+        2.0,
+        gt=0,
+        description="ε_i ~ U[epsilon_min, epsilon_max] per client (the paper's "
+        "setting).",
     )
     epsilon_max: float = Field(
         10.0, gt=0, description="Upper end of the per-client budget range."

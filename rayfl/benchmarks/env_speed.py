@@ -1,4 +1,4 @@
-"""Scheduling env and policy speed (issue 3 benchmark).
+"""Scheduling env and policy speed: env steps per second, policy decision times.
 
 Prints:
   1. surrogate-mode env steps per second (default small system, random actions,

@@ -1,4 +1,4 @@
-"""Scale: 10,000 clients with MLR, one round of all clients (issue 12 goals).
+"""Scale: 10,000 clients with MLR, one round of all clients, against the goals below.
 
 Goals: ≤ 10 s per round, ≤ 8 GB total RSS, ≤ 15 s of Ray-side start-up.
 Data: Fashion-MNIST split iid over N clients (7 samples each at N = 10,000).

@@ -1,12 +1,13 @@
 """Uplink compression configuration (quantization and sparsification).
 
-Symbol table:
+Symbol table (WPFL: the WPFL paper, Zhao et al., arXiv:2506.02422; DP-SparFL:
+Wei et al., arXiv:2304.04164):
 
 | paper symbol | code name | meaning |
 |---|---|---|
-| R (seed 000 §2.4) | ``quantize_bits`` | bits per transmitted element |
-| A_L = C + 3σ_DP (seed 000 eq. 6) | ``quantize_range="clip"`` | range ±A_L |
-| s_i^t (seed 002 §2.3) | ``sparsify_fraction`` | fraction of coordinates kept |
+| R (WPFL) | ``quantize_bits`` | bits per transmitted element |
+| A_L = C + 3σ_DP (WPFL eq. 6) | ``quantize_range="clip"`` | range ±A_L |
+| s_i^t (DP-SparFL) | ``sparsify_fraction`` | fraction of coordinates kept |
 """
 
 from __future__ import annotations
@@ -31,21 +32,21 @@ class CompressionConfig(BaseModel):
         default=None,
         description=(
             "Bits per element R of the uniform quantizer, integer in [1, 32]; null = "
-            "no quantization (float32 values, 32 bits each). Seed 000 uses R = 16."
+            "no quantization (float32 values, 32 bits each). The WPFL paper uses R = 16."
         ),
     )
     stochastic: bool = Field(
         default=False,
         description=(
             "Stochastic (unbiased) rounding instead of deterministic round-to-nearest. "
-            "Seed 000 uses deterministic rounding (eq. 6-8)."
+            "The WPFL paper uses deterministic rounding (its eq. 6-8)."
         ),
     )
     quantize_range: Literal["clip", "minmax"] = Field(
         default="clip",
         description=(
             "How the quantizer range [lo, hi] is set: 'clip' = ±(C + 3σ_DP) with C "
-            "the clip norm and σ_DP the client-side noise std (seed 000 eq. 6, A_L); "
+            "the clip norm and σ_DP the client-side noise std (the WPFL paper's A_L, eq. 6); "
             "'minmax' = [min, max] of the values sent (lo and hi travel with the "
             "payload)."
         ),
@@ -55,7 +56,7 @@ class CompressionConfig(BaseModel):
         description=(
             "Fraction p of coordinates kept, in (0, 1]; 1 = dense. Random "
             "sparsification keeps each coordinate independently with probability p "
-            "(seed 002 §2.3, s_i^t); top-k keeps ceil(p·d) coordinates."
+            "(the DP-SparFL paper's s_i^t); top-k keeps ceil(p·d) coordinates."
         ),
     )
     topk: bool = Field(
@@ -68,8 +69,8 @@ class CompressionConfig(BaseModel):
     sparsify_rescale: bool = Field(
         default=True,
         description=(
-            "Scale kept values by 1/p so random sparsification is unbiased. Seed 002 "
-            "(DP-SparFL) sums sparse updates as is: set false to reproduce it. "
+            "Scale kept values by 1/p so random sparsification is unbiased. The "
+            "DP-SparFL paper sums sparse updates as is: set false to reproduce it. "
             "Ignored for top-k."
         ),
     )

@@ -1,11 +1,13 @@
 """The ``topology`` config section: flat (default) or hierarchical H2FDP.
 
 ``topology.kind: flat`` (the default) keeps the classic star run untouched.
-``kind: hierarchical`` runs devices → edge servers → cloud (spec seed_004): the
+``kind: hierarchical`` runs devices → edge servers → cloud (H2FDP, from the paper
+"Differentially-Private Hierarchical Federated Learning", Lin and Brinton,
+arXiv:2401.11592): the
 runner dispatches to :class:`rayfl.hierarchy.system.HierarchicalDriver`, and
 ``rounds`` counts global aggregations K_g.
 
-Symbol table (spec seed_004 §2.1):
+Symbol table (the H2FDP paper's system model):
 
 | paper symbol | code name |
 |---|---|
@@ -45,7 +47,7 @@ class _Section(BaseModel):
 
 
 class HierDPConfig(_Section):
-    """Hierarchical DP (spec §2.6): who adds noise depends on the edge's trust.
+    """Hierarchical DP (the H2FDP paper): who adds noise depends on the edge's trust.
 
     Sensitivity (``rayfl.privacy.sensitivity``): each device clips its
     accumulated step over s SGD steps to η·s·G, so a device release moves by at
@@ -93,18 +95,18 @@ class HierDPConfig(_Section):
     local_sensitivity_steps: Literal["tau", "period"] = Field(
         "tau",
         description="Steps in Δ of a local release: tau (paper, conservative) or the "
-        "local period m_k (spec A4).",
+        "local period m_k (less conservative; the paper does not say which).",
     )
     sensitivity_mode: Literal["paper", "per_sample_mean"] = Field(
         "paper",
         description="paper: Δ = 2ητG (a device's step clipped to ητG; an edge's "
-        "mean of s_c such steps: 2ητG/s_c). per_sample_mean (Δ/B, spec A4) is "
+        "mean of s_c such steps: 2ητG/s_c). per_sample_mean (Δ/B) is "
         "refused: devices clip the accumulated step, not per-sample gradients, "
         "and even per-sample clipping bounds only one mean-gradient step by 2G/B.",
     )
     strict_accounting: bool = Field(
         False,
-        description="Spec A5: calibrate each stream to ε/2 so an untrusted edge (which "
+        description="Calibrate each stream to ε/2 so an untrusted edge (which "
         "sees both streams) stays within ε. The ledger composes every release "
         "either way (q = 1).",
     )
@@ -144,7 +146,7 @@ class HierDPConfig(_Section):
 
 
 class LearningRateConfig(_Section):
-    """Step size η_k (spec §3.3, A8)."""
+    """Step size η_k: constant, a manual schedule, or the H2FDP paper's rule (Sec. 5.1)."""
 
     mode: Literal["constant", "manual", "theory"] = Field(
         "manual",
@@ -155,7 +157,7 @@ class LearningRateConfig(_Section):
 
 
 class ControlConfig(_Section):
-    """Adaptive control, Algorithm 1 Part II (spec §3.4)."""
+    """Adaptive control of τ and the subnet sizes (Algorithm 1 Part II of the H2FDP paper)."""
 
     enabled: bool = Field(False, description="True: Algorithm 1; False: Algorithm 2.")
     tau_max: int = Field(40, ge=1, description="τ_max, upper bound of the τ search.")
@@ -163,18 +165,17 @@ class ControlConfig(_Section):
     alpha_delay: float = Field(1.0, ge=0, description="α_2 (delay weight).")
     alpha_dp: float = Field(1.0, ge=0, description="α_3 (DP stationarity weight).")
     model_dim: int | None = Field(
-        None, ge=1, description="M in ν; None = the model's true dimension (A1)."
+        None, ge=1, description="M in ν; None = the model's true dimension."
     )
     normalize_costs: bool = Field(
         True,
         description="Divide (a), (b), (c) by their values at (τ_0, full s) at k = 0, "
-        "so α's of order 1 balance (spec §3.4 normalisation; φ = ν_0/((a)+(b))_0 when "
-        "False).",
+        "so α's of order 1 balance (φ = ν_0/((a)+(b))_0 when False).",
     )
 
 
 class CostConfig(_Section):
-    """Energy and delay model (spec §2.7, App. D of the paper)."""
+    """Energy and delay model (Appendix D of the H2FDP paper)."""
 
     tx_power_dbm: float = Field(24.0, description="Device transmit power p_i, dBm.")
     bandwidth_hz: float = Field(1e6, gt=0, description="W per device uplink, Hz.")
@@ -197,10 +198,10 @@ class CostConfig(_Section):
 
 
 class HierSchedulingConfig(_Section):
-    """Who uploads in each subnet (S_c^k): uniform (spec §2.5) or a registered policy.
+    """Who uploads in each subnet (S_c^k): a uniform choice (the paper's) or a registered policy.
 
     ``policy: uniform`` (default) is the seeded uniform choice of s_c^k devices
-    (spec §2.5); with ``subchannels_per_edge`` unset it is today's behaviour bit
+    (the H2FDP paper's); with ``subchannels_per_edge`` unset it is today's behaviour bit
     for bit. Any other name is looked up in ``policies.POLICIES`` and drives each
     edge through the flat env's observation/action interface, one policy
     instance per edge (``rayfl.hierarchy.scheduling`` documents the mapping).
@@ -208,7 +209,7 @@ class HierSchedulingConfig(_Section):
 
     policy: str = Field(
         "uniform",
-        description="uniform (seeded uniform choice, spec §2.5) or a name in "
+        description="uniform (seeded uniform choice, the paper's) or a name in "
         "policies.POLICIES (e.g. random, round_robin, best_channel), one instance per "
         "edge.",
     )
@@ -279,7 +280,11 @@ class TopologyConfig(_Section):
         None, description="Ids of trusted edges N_T; overrides trusted_fraction."
     )
     trusted_fraction: float = Field(
-        0.5, ge=0, le=1, description="p_c: round(p_c N) edges trusted (spec A7)."
+        0.5,
+        ge=0,
+        le=1,
+        description="p_c: round(p_c N) edges trusted (the paper's p_c is a "
+        "probability: see trust_sampling).",
     )
     trust_sampling: Literal["exact", "bernoulli"] = Field(
         "exact",
@@ -293,7 +298,8 @@ class TopologyConfig(_Section):
     )
     local_at_global: bool = Field(
         False,
-        description="Spec A3: also aggregate locally at t_{k+1} (K_ℓ = τ/m) instead of "
+        description="Also aggregate locally at t_{k+1} (K_ℓ = τ/m; the paper leaves "
+        "it open) instead of "
         "the global aggregation replacing it (K_ℓ = τ/m − 1).",
     )
     weighting: Literal["equal", "data_size"] = Field(
@@ -303,7 +309,7 @@ class TopologyConfig(_Section):
     baseline: Literal["h2fdp", "hfl", "hfl_dp", "pedpfl"] = Field(
         "h2fdp",
         description="h2fdp; hfl = no DP; hfl_dp = all edges untrusted; pedpfl = one "
-        "aggregator, all devices LDP, no local aggregation (spec §6).",
+        "aggregator, all devices LDP, no local aggregation (the paper's baselines).",
     )
     edge_eval: bool = Field(
         True, description="Evaluate each edge's model on its subnet's test data."

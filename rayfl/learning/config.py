@@ -18,7 +18,7 @@ __all__ = ["ModelConfig"]
 
 
 class ModelConfig(BaseModel):
-    """The model trained by every client (spec seed_000 §6.2)."""
+    """The model trained by every client (the architectures of the WPFL paper's experiments)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 

@@ -1,16 +1,17 @@
 """Differential-privacy configuration of the uplink (mechanism, budget, placement).
 
-Symbol table:
+Symbol table (the papers: WPFL, arXiv:2506.02422; DP-Ditto, arXiv:2506.14251;
+DP-SparFL, arXiv:2304.04164; H2FDP, arXiv:2401.11592):
 
 | paper symbol | code name | meaning |
 |---|---|---|
-| ε, ε_Q (seed 000), ε (seed 001/004) | ``epsilon`` | target budget over a run |
+| ε, ε_Q (WPFL), ε (DP-Ditto, H2FDP) | ``epsilon`` | target budget over a run |
 | δ, δ_Q | ``delta`` | target failure probability |
-| C (seed 000/001), G (seed 004) | ``clip_norm`` | L2 clipping threshold |
-| z, σ̂ (seed 002) | ``noise_multiplier`` | noise std / sensitivity |
+| C (WPFL, DP-Ditto), G (H2FDP) | ``clip_norm`` | L2 clipping threshold |
+| z, σ̂ (DP-SparFL) | ``noise_multiplier`` | noise std / sensitivity |
 | σ_DP, σ_u | ``noise_std`` | absolute per-coordinate noise std |
-| T0 (seed 000) | ``max_uploads`` | cap on a client's uploads |
-| ε_i (seed 002) | ``epsilon_budget`` | per-client accountant budget |
+| T0 (WPFL) | ``max_uploads`` | cap on a client's uploads |
+| ε_i (DP-SparFL) | ``epsilon_budget`` | per-client accountant budget |
 | q (in a paper's noise formula) | ``calibration_sample_rate`` | sets σ only |
 
 The ledger's sample rate is never a config field: it comes from the code path
@@ -34,7 +35,7 @@ class PrivacyConfig(BaseModel):
     is set). For the Gaussian mechanisms the noise std comes from, in order of
     precedence: ``noise_std``; ``noise_multiplier`` × 2C, the L2 sensitivity of a
     whole update clipped to C (for ``calibration="sparse"`` the multiplier is σ̂
-    and enters seed 002's formula); else the ``calibration`` formula applied to
+    and enters the DP-SparFL paper's formula); else the ``calibration`` formula applied to
     (``epsilon``, ``delta``). See ``rayfl.privacy.calibration.calibrate_noise_std``.
     The ledger accounts every whole-update release at z = σ/(2C) with no
     subsampling, whatever the calibration (``rayfl.privacy.sensitivity``).
@@ -47,7 +48,7 @@ class PrivacyConfig(BaseModel):
         description=(
             "'none' = no noise; 'gaussian' = clip + i.i.d. Gaussian noise; "
             "'quantized_gaussian' = clip + noise + R-bit quantization analysed "
-            "jointly (seed 000 Theorem 1)."
+            "jointly (Theorem 1 of the WPFL paper, Zhao et al., arXiv:2506.02422)."
         ),
     )
     epsilon: float | None = Field(
@@ -55,7 +56,7 @@ class PrivacyConfig(BaseModel):
         description="Target ε > 0 over the planned releases (ε_Q, ε); null = ∞.",
     )
     delta: float = Field(
-        default=1e-5, description="Target δ in (0, 1) (δ_Q in seed 000)."
+        default=1e-5, description="Target δ in (0, 1) (δ_Q in the WPFL paper)."
     )
     clip_norm: float | None = Field(
         default=None,
@@ -69,10 +70,10 @@ class PrivacyConfig(BaseModel):
         default=False,
         description=(
             "Clip each of the model's L layers to C/√L instead of the whole "
-            "flattened vector to C (both bound the L2 sensitivity by C; the specs "
-            "clip the whole vector). Until session 3 every client-side clip was "
-            "per layer regardless (a bug); set true to reproduce numbers measured "
-            "before that fix."
+            "flattened vector to C (both bound the L2 sensitivity by C; the papers "
+            "clip the whole vector). Early versions of rayfl clipped every "
+            "client-side update per layer regardless (a bug, since fixed); set true "
+            "to reproduce numbers measured with them."
         ),
     )
     noise_multiplier: float | None = Field(
@@ -80,14 +81,15 @@ class PrivacyConfig(BaseModel):
         description=(
             "Noise multiplier z ≥ 0 = std / L2 sensitivity, the sensitivity of a "
             "whole clipped update being 2C (σ = 2C·z). If set, overrides the "
-            "ε-based calibration; with calibration='sparse' it is seed 002's σ̂."
+            "ε-based calibration; with calibration='sparse' it is the DP-SparFL "
+            "paper's σ̂."
         ),
     )
     noise_std: float | None = Field(
         default=None,
         description=(
             "Absolute per-coordinate noise std σ_DP ≥ 0, overriding everything else "
-            "(e.g. seed 000 Table II values)."
+            "(e.g. the values of Table II of the WPFL paper)."
         ),
     )
     calibration: Literal["accountant", "dp_ditto", "wpfl", "h2fdp", "sparse"] = Field(
@@ -96,9 +98,11 @@ class PrivacyConfig(BaseModel):
             "Formula turning (ε, δ) into σ: 'accountant' = dp-accounting calibration "
             "for the planned releases (q = 1, Δ = 2C: the ledger then reports ε ≤ "
             "the target); the others are the papers' formulas, whose ε is the "
-            "paper's nominal value, not a guarantee: 'dp_ditto' = seed 001 eq. 8; 'wpfl' = seed 000 "
-            "Theorem 1 (eq. 23-24); 'h2fdp' = seed 004 eq. 15; 'sparse' = seed 002 "
-            "eq. 9 (σ̂·√s·C/abs(b))."
+            "paper's nominal value, not a guarantee: 'dp_ditto' = eq. 8 of the "
+            "DP-Ditto paper (arXiv:2506.14251); 'wpfl' = Theorem 1 (eq. 23-24) of "
+            "the WPFL paper (arXiv:2506.02422); 'h2fdp' = eq. 15 of the H2FDP paper "
+            "(arXiv:2401.11592); 'sparse' = eq. 9 of the DP-SparFL paper "
+            "(arXiv:2304.04164), σ̂·√s·C/abs(b)."
         ),
     )
     accountant: Literal["rdp", "pld"] = Field(
@@ -109,7 +113,7 @@ class PrivacyConfig(BaseModel):
         default="client",
         description=(
             "Where the noise is added: on the client (local DP), at the edge server "
-            "(trusted edge, seed 004) or at the cloud (central DP)."
+            "(a trusted edge, as in the H2FDP paper) or at the cloud (central DP)."
         ),
     )
     sample_rate: float = Field(
@@ -133,13 +137,15 @@ class PrivacyConfig(BaseModel):
     )
     max_uploads: int | None = Field(
         default=None,
-        description="Cap T0 ≥ 1 on each client's uploads (seed 000 C7); null = no cap.",
+        description="Cap T0 ≥ 1 on each client's uploads (constraint C7 of the WPFL "
+        "paper); null = no cap.",
     )
     epsilon_budget: float | None = Field(
         default=None,
         description=(
             "Per-client budget ε > 0 on the accountant's ε; a client whose next "
-            "upload would exceed it stops uploading (seed 002 quit rule); null = none."
+            "upload would exceed it stops uploading (the DP-SparFL paper's rule); null = "
+            "none."
         ),
     )
 

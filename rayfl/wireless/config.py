@@ -1,25 +1,26 @@
 """Typed configuration of the wireless channel (one section of the config tree).
 
-Defaults reproduce Table I of Zhao et al. 2025 (spec seed_000 §6.1); the computation
-fields default to the values recommended for Wei et al. 2023 (spec seed_002 §5.5).
+Defaults reproduce Table I of the WPFL paper (Zhao et al., arXiv:2506.02422); the
+computation fields default to the values recommended for the DP-SparFL paper (Wei
+et al., arXiv:2304.04164).
 
 Symbol table (paper symbol → code name):
 
 | Symbol        | Code name                 | Source              |
 |---------------|---------------------------|---------------------|
-| K             | ``num_subchannels``       | seed_000 §2.1       |
-| B             | ``bandwidth_hz``          | seed_000 §2.1       |
-| N0            | ``noise_psd_dbm_hz``      | seed_000 §2.5       |
-| P^th          | ``tx_power_dbm``          | seed_000 §2.1       |
-| P_BS          | ``bs_tx_power_dbm``       | seed_000 §2.1       |
-| d_n           | ``distance_min_m``, ``distance_max_m`` | seed_000 §2.5 |
-| PL(1 m), α    | ``path_loss_ref_db``, ``path_loss_exponent`` | seed_000 §2.5 |
-| M_ω           | ``qam_order``             | seed_000 eq. (13)   |
-| Φ_i           | ``cpu_cycles_per_sample`` | seed_002 §2.7       |
-| f_i           | ``cpu_frequency_hz``      | seed_002 §2.7       |
-| χ_i (κ)       | ``effective_capacitance`` | seed_002 §2.7       |
-| τ_max         | ``max_latency_s``         | seed_000 eq. (10)   |
-| B_dl          | ``downlink_band``         | seed_000 [AMBIG-2]  |
+| K             | ``num_subchannels``       | WPFL, system model  |
+| B             | ``bandwidth_hz``          | WPFL, system model  |
+| N0            | ``noise_psd_dbm_hz``      | WPFL, channel model |
+| P^th          | ``tx_power_dbm``          | WPFL, system model  |
+| P_BS          | ``bs_tx_power_dbm``       | WPFL, system model  |
+| d_n           | ``distance_min_m``, ``distance_max_m`` | WPFL, channel model |
+| PL(1 m), α    | ``path_loss_ref_db``, ``path_loss_exponent`` | WPFL, channel model |
+| M_ω           | ``qam_order``             | WPFL eq. (13)       |
+| Φ_i           | ``cpu_cycles_per_sample`` | DP-SparFL, energy model |
+| f_i           | ``cpu_frequency_hz``      | DP-SparFL, energy model |
+| χ_i (κ)       | ``effective_capacitance`` | DP-SparFL, energy model |
+| τ_max         | ``max_latency_s``         | WPFL eq. (10)       |
+| B_dl          | ``downlink_band``         | WPFL leaves it open |
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ class WirelessConfig(BaseModel):
         "bit_flip",
         description=(
             "What the channel does to received payloads: nothing, i.i.d. bit "
-            "flips at the BER (seed_000 §2.6), or whole-packet loss at the PER."
+            "flips at the BER (as in the WPFL paper), or whole-packet loss at the PER."
         ),
     )
     cpu_cycles_per_sample: float = Field(
@@ -147,7 +148,7 @@ class WirelessConfig(BaseModel):
         le=1.0,
         description=(
             "χ_i (κ): effective switched capacitance, >= 0; energy per round "
-            "χ·cycles·f^2/2 in J (seed_002 §2.7)."
+            "χ·cycles·f^2/2 in J (the DP-SparFL paper's energy model)."
         ),
     )
     downlink_band: Literal["subchannel", "full"] = Field(
@@ -164,8 +165,8 @@ class WirelessConfig(BaseModel):
         False,
         description=(
             "Add the broadcast downlink time 32·abs(w)/(B·log2(1 + SNR_do)) of the "
-            "dense global model to each scheduled client's latency_s (seed_002 §2.6, "
-            "§2.8: d = d^do + d^lo + d^up)."
+            "dense global model to each scheduled client's latency_s (the DP-SparFL "
+            "paper's delay d = d^do + d^lo + d^up)."
         ),
     )
     max_latency_s: float | None = Field(

@@ -1,0 +1,147 @@
+"""What a newcomer reads says what a choice is, in plain words.
+
+The configuration reference (generated from the pydantic field descriptions and
+section docstrings by scripts/config_reference.py) and the help of the ``rayfl``
+command must not use internal shorthand: the papers' spec numbers ("seed 000"),
+ambiguity labels ("[A18]", "[AMBIG-5]"), issue or work-session numbers, spec
+section references or "the bar". Papers are named by title or arXiv id instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Internal shorthand that must not reach a user.
+JARGON = re.compile(
+    r"seed[ _]?0\d\d|\[A\d+\]|AMBIG|\bissue \d|\bsession[- ]\d|\bspecs?\b|"
+    r"\bthe bar\b|§",
+    re.IGNORECASE,
+)
+
+#: Sections whose owners have not rewritten them yet (strict xfail below: the
+#: test fails once they are clean, so the entry is removed then).
+PENDING = {
+    "d2d": "the D2D topology section (rayfl/d2d/config.py) still cites [A1]..[A18]",
+    "rl": "the rl section (rayfl/rl/config.py) still cites issue and session numbers",
+}
+
+
+def _config_reference():
+    name = "config_reference"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, ROOT / "scripts/config_reference.py"
+        )
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # its dataclasses resolve their module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def _pending(section) -> str | None:
+    if "kind: d2d" in section.title:
+        return "d2d"
+    if section.path == "rl" or section.path.startswith("rl."):
+        return "rl"
+    return None
+
+
+def _texts(section, owner: str | None = None):
+    """(owner, where, text) of every section doc and field description, depth first."""
+    owner = _pending(section) or owner
+    if section.doc:
+        yield owner, f"section {section.path or '<top>'} ({section.title})", section.doc
+    for field in section.fields:
+        yield owner, f"field {field.path}", field.description
+    for child in section.children:
+        yield from _texts(child, owner)
+
+
+def _jargon(texts) -> list[str]:
+    return [
+        f"{where}: {JARGON.search(text).group(0)!r} in {text[:120]!r}"
+        for where, text in texts
+        if JARGON.search(text)
+    ]
+
+
+def _reference_texts(owner: str | None) -> list[tuple[str, str]]:
+    tree = _config_reference().config_sections()
+    return [(where, text) for o, where, text in _texts(tree) if o == owner]
+
+
+def test_the_pattern_catches_the_shorthand():
+    for bad in (
+        "seed 000",
+        "seed_002 §5.3",
+        "[A18]",
+        "[AMBIG-5]",
+        "issue 11",
+        "the session-2 surrogate",
+        "spec A4",
+        "clears the bar",
+    ):
+        assert JARGON.search(bad), bad
+    for fine in (
+        "the WPFL paper (Zhao et al., arXiv:2506.02422)",
+        "Seed of every random draw",
+        "a locally started Ray session",
+        "Table II values",
+        "the run seed",
+    ):
+        assert not JARGON.search(fine), fine
+
+
+def test_config_reference_is_in_plain_words():
+    texts = _reference_texts(None)
+    assert len(texts) > 150  # every section was walked
+    assert _jargon(texts) == []
+
+
+@pytest.mark.parametrize(
+    "owner",
+    [
+        pytest.param(owner, marks=pytest.mark.xfail(strict=True, reason=reason))
+        for owner, reason in PENDING.items()
+    ],
+)
+def test_pending_sections_are_in_plain_words(owner):
+    texts = _reference_texts(owner)
+    assert texts
+    assert _jargon(texts) == []
+
+
+def _cli_help() -> list[tuple[str, str]]:
+    from rayfl.cli import build_parser
+
+    parser = build_parser()
+    out = [("rayfl --help", parser.format_help())]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out.append((f"rayfl {name} --help", sub.format_help()))
+            for choice in action._choices_actions:
+                out.append((f"rayfl --help: {choice.dest}", choice.help or ""))
+    # `rayfl bench NAME --help` shows the first line of each benchmark's docstring
+    from rayfl.benchmarks import BENCHMARKS
+
+    for name, module in BENCHMARKS.items():
+        path = ROOT / (module.replace(".", "/") + ".py")
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        out.append((f"rayfl bench {name} --help", doc.splitlines()[0] if doc else ""))
+    return out
+
+
+def test_cli_help_is_in_plain_words():
+    texts = _cli_help()
+    assert any("tune-ditto" in text for _, text in texts)
+    assert _jargon(texts) == []
