@@ -31,7 +31,7 @@ done = set()
 if os.path.exists(out):
     with open(out) as fh:
         done = {(int(r["partition"]), r["policy"]) for r in csv.DictReader(fh)}
-ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
 f = open(out, "a", newline="")  # noqa: SIM115 (appended to for the whole run)
 w = csv.writer(f)
 if not done:
