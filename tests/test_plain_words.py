@@ -16,8 +16,6 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Internal shorthand that must not reach a user.
@@ -26,13 +24,6 @@ JARGON = re.compile(
     r"\bthe bar\b|§",
     re.IGNORECASE,
 )
-
-#: Sections whose owners have not rewritten them yet (strict xfail below: the
-#: test fails once they are clean, so the entry is removed then).
-PENDING = {
-    "d2d": "the D2D topology section (rayfl/d2d/config.py) still cites [A1]..[A18]",
-    "rl": "the rl section (rayfl/rl/config.py) still cites issue and session numbers",
-}
 
 
 def _config_reference():
@@ -47,23 +38,14 @@ def _config_reference():
     return sys.modules[name]
 
 
-def _pending(section) -> str | None:
-    if "kind: d2d" in section.title:
-        return "d2d"
-    if section.path == "rl" or section.path.startswith("rl."):
-        return "rl"
-    return None
-
-
-def _texts(section, owner: str | None = None):
-    """(owner, where, text) of every section doc and field description, depth first."""
-    owner = _pending(section) or owner
+def _texts(section):
+    """(where, text) of every section doc and field description, depth first."""
     if section.doc:
-        yield owner, f"section {section.path or '<top>'} ({section.title})", section.doc
+        yield f"section {section.path or '<top>'} ({section.title})", section.doc
     for field in section.fields:
-        yield owner, f"field {field.path}", field.description
+        yield f"field {field.path}", field.description
     for child in section.children:
-        yield from _texts(child, owner)
+        yield from _texts(child)
 
 
 def _jargon(texts) -> list[str]:
@@ -74,9 +56,9 @@ def _jargon(texts) -> list[str]:
     ]
 
 
-def _reference_texts(owner: str | None) -> list[tuple[str, str]]:
+def _reference_texts() -> list[tuple[str, str]]:
     tree = _config_reference().config_sections()
-    return [(where, text) for o, where, text in _texts(tree) if o == owner]
+    return list(_texts(tree))
 
 
 def test_the_pattern_catches_the_shorthand():
@@ -102,21 +84,11 @@ def test_the_pattern_catches_the_shorthand():
 
 
 def test_config_reference_is_in_plain_words():
-    texts = _reference_texts(None)
+    texts = _reference_texts()
     assert len(texts) > 150  # every section was walked
-    assert _jargon(texts) == []
-
-
-@pytest.mark.parametrize(
-    "owner",
-    [
-        pytest.param(owner, marks=pytest.mark.xfail(strict=True, reason=reason))
-        for owner, reason in PENDING.items()
-    ],
-)
-def test_pending_sections_are_in_plain_words(owner):
-    texts = _reference_texts(owner)
-    assert texts
+    walked = " ".join(where for where, _ in texts)
+    assert "field topology.em_mode" in walked  # the D2D section
+    assert "field rl.surrogate_recency" in walked
     assert _jargon(texts) == []
 
 

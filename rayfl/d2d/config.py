@@ -1,14 +1,16 @@
 """``D2DTopologyConfig``: the ``topology: {kind: d2d, ...}`` section (pFedWN).
 
-A server-free device-to-device network (spec seed_003): nodes dropped in a square,
-each target client selects neighbors by the analytic link error probability and
-aggregates their models itself. Defaults are Table I of pFedWN and the spec's
-recommendations for its 19 ambiguities (tags ``[A-k]`` below).
+A server-free device-to-device network (pFedWN: A Personalized Federated Learning
+Framework for D2D Wireless Networks with Heterogeneous Data, arXiv:2501.09822):
+nodes dropped in a square, each target client selects neighbors by the analytic
+link error probability and aggregates their models itself. Defaults are Table I of
+the paper; where the paper leaves a choice open, the default is the reading that
+reproduces its selected-neighbor counts, and the alternatives are options.
 
 | parameter | default | paper symbol / source |
 |-----------|---------|-----------------------|
 | method | pfedwn | pFedWN, Local, or the ``algorithm`` section run over the group (FedAvg, FedProx…) |
-| target | random | the target client n (TC); ``all``: every client is a target [A18] |
+| target | random | the target client n (TC); ``all``: every client is a target (an extension: the paper has one) |
 | side_m | 50 | square side (50 × 50 m², §2.2) |
 | num_subchannels | 14 | abs(F), ISM 2.4 GHz sub-channels |
 | rayleigh_factor | 2 | Γ |
@@ -20,19 +22,19 @@ recommendations for its 19 ambiguities (tags ``[A-k]`` below).
 | noise_temperature_k | 290 | T |
 | fading_threshold | 2 | β_s |
 | sinr_threshold | 5 | γ_th (linear): 5, 10, 15 in Cases 1–3 |
-| epsilon | 0.05 | ε [A10] |
-| interference_var | paper | D̃ as printed or Bernoulli variance [A1] |
-| fading_pdf | single | pdf in the P^err integral [A2] |
-| participants | selected | baselines over {TC} ∪ M_n or {TC} ∪ G_n [A7] |
-| link_model | ideal | every model arrives / Bernoulli(1 − P^err) / per-round SINR [A8] |
-| on_loss | renormalize | lost packet: renormalise π, or reuse the last model received [A8] |
+| epsilon | 0.05 | ε (not given for Tables II/III; 0.05 as in Figs. 5–6) |
+| interference_var | paper | D̃ as printed (p_r² in the self term) or the Bernoulli variance |
+| fading_pdf | single | pdf in the P^err integral: one sub-channel's (as printed) or the best of F |
+| participants | selected | baselines over {TC} ∪ M_n or {TC} ∪ G_n (the paper says both) |
+| link_model | ideal | every model arrives (the paper) / Bernoulli(1 − P^err) / per-round SINR |
+| on_loss | renormalize | lost packet: renormalise π, or reuse the last model received |
 | policy | channel_threshold | neighbor-selection policy (policies registry) |
 | selection_via | once | select once at t = 0, or every round through the D2DNeighbor-v0 env (envs.d2d) |
-| alpha | 0.5 | α of eq. 1 [A3] |
-| em_mode | two_phase | π frozen once EM converged, or re-estimated every round [A4] |
+| alpha | 0.5 | α of eq. 1 (not given in the paper) |
+| em_mode | two_phase | π frozen once EM converged, or re-estimated every round |
 | em_stop, em_tol, em_max_rounds, em_steps_per_round | l1, 1e-3, 50, 1 | stopping rule [§2.6] |
-| neighbor_model | local | what neighbors send in all-targets mode [A18] |
-| primary | post_aggregation | which accuracy is ``test_acc`` [A6] |
+| neighbor_model | local | what neighbors send in all-targets mode |
+| primary | post_aggregation | which accuracy is ``test_acc`` (after eq. 1, or after local training) |
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ __all__ = ["D2DTopologyConfig"]
 
 
 class D2DTopologyConfig(BaseModel):
-    """Server-free D2D topology of pFedWN (spec seed_003); see the module table."""
+    """Server-free D2D topology of pFedWN (arXiv:2501.09822); see the module table."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -60,7 +62,7 @@ class D2DTopologyConfig(BaseModel):
     target: int | Literal["random", "all"] = Field(
         "random",
         description="Target client id (>= 0), `random` (uniform, from the seed) or "
-        "`all` (every client is a target with its own neighbors) [A18].",
+        "`all` (every client is a target with its own neighbors).",
     )
     side_m: float = Field(50.0, gt=0, description="Side of the square area in m.")
     num_subchannels: int = Field(14, ge=1, description="|F|: ISM sub-channels.")
@@ -75,31 +77,29 @@ class D2DTopologyConfig(BaseModel):
     sinr_threshold: float = Field(
         5.0, gt=0, description="γ_th, linear (Cases 1/2/3: 5/10/15)."
     )
-    epsilon: float = Field(
-        0.05, gt=0, le=1, description="ε: select s iff P_s^err < ε [A10]."
-    )
+    epsilon: float = Field(0.05, gt=0, le=1, description="ε: select s iff P_s^err < ε.")
     interference_var: Literal["paper", "bernoulli"] = Field(
-        "paper", description="D̃ as printed in App. A, or the Bernoulli variance [A1]."
+        "paper", description="D̃ as printed in App. A, or the Bernoulli variance."
     )
     fading_pdf: Literal["single", "max_of_F"] = Field(
-        "single", description="Fading pdf in the P^err integral [A2]."
+        "single", description="Fading pdf in the P^err integral."
     )
     participants: Literal["selected", "all"] = Field(
         "selected",
         description="Who federates in the local/federated baselines: the target and "
-        "its selected neighbors M_n, or all its neighbors G_n [A7]. FedAMP and "
+        "its selected neighbors M_n, or all its neighbors G_n. FedAMP and "
         "APPLE (per-client downloads over all N clients) need `all`.",
     )
     link_model: Literal["ideal", "bernoulli", "mc_sinr"] = Field(
         "ideal",
         description="ideal: every model arrives (paper); bernoulli: arrives w.p. "
         "1 − P^err each round; mc_sinr: per-round fading, best sub-channel, SINR ≥ "
-        "γ_th [A8].",
+        "γ_th.",
     )
     on_loss: Literal["renormalize", "stale"] = Field(
         "renormalize",
         description="pFedWN on a lost model: renormalise π over what arrived, or "
-        "reuse the last model received from that neighbor [A8].",
+        "reuse the last model received from that neighbor.",
     )
     policy: str = Field(
         "channel_threshold",
@@ -122,7 +122,7 @@ class D2DTopologyConfig(BaseModel):
     em_mode: Literal["two_phase", "online"] = Field(
         "two_phase",
         description="two_phase: one E/M step per round until the stopping rule "
-        "fires, then π* is frozen; online: re-estimate π every round [A4].",
+        "fires, then π* is frozen; online: re-estimate π every round.",
     )
     em_stop: Literal["l1", "loglik"] = Field(
         "l1",
@@ -139,12 +139,11 @@ class D2DTopologyConfig(BaseModel):
     neighbor_model: Literal["local", "personalized"] = Field(
         "local",
         description="What a neighbor sends when it is also a target (target=all): "
-        "its pure local model (paper) or its personalized pFedWN model [A18].",
+        "its pure local model (paper) or its personalized pFedWN model.",
     )
     primary: Literal["post_aggregation", "post_training"] = Field(
         "post_aggregation",
-        description="Which target accuracy is reported as test_acc (both are "
-        "logged) [A6].",
+        description="Which target accuracy is reported as test_acc (both are logged).",
     )
 
     @model_validator(mode="after")

@@ -2,7 +2,7 @@
 
 Plain pydantic (no RLlib import), so configs with an ``rl`` section load and
 ``rayfl run`` works without the ``rl`` extra. The defaults are the settings of
-``examples/rl_scheduler.yaml`` (issue 11): PPO on a small surrogate system.
+``examples/rl_scheduler.yaml``: PPO on a small surrogate system.
 """
 
 from __future__ import annotations
@@ -113,8 +113,8 @@ class RLConfig(BaseModel):
         ge=0,
         description="d̄ of the surrogate's recency term (envs.surrogate): mean extra "
         "test loss [nats] of a client whose update is not in the latest global "
-        "model (0 = the session-2 surrogate without it). Calibrated on "
-        "Fashion-MNIST, see NOTES.md issue 11.",
+        "model (0 turns the term off). Calibrated on Fashion-MNIST: see the "
+        "learned-scheduler page of the docs (docs/reproductions/rl_scheduler.md).",
     )
     surrogate_recency_rounds: float = Field(
         1.0,
