@@ -2,7 +2,7 @@
 
 ``topology.kind: flat`` (the default) keeps the classic star run untouched.
 ``kind: hierarchical`` runs devices → edge servers → cloud (spec seed_004): the
-runner dispatches to :class:`rayfl.hierarchy.system.HierarchicalDriver`, and
+engine runs :class:`rayfl.hierarchy.round.HierarchicalRound`, and
 ``rounds`` counts global aggregations K_g.
 
 Symbol table (spec seed_004 §2.1):

@@ -12,9 +12,9 @@ import envs  # noqa: F401 - registers HierarchicalFL-v0
 import rayfl
 from policies.registry import make_policy
 from rayfl.config import load_config
+from rayfl.engine import build_system
 from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
 from rayfl.hierarchy.scheduling import EdgeScheduling, validate_action
-from rayfl.hierarchy.system import HierarchicalSystem
 from rayfl.seeding import rng_for
 
 SUBNETS = [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11]]
@@ -310,7 +310,7 @@ def test_controller_caps_the_policy_path(system):
 
 def test_hierarchy_refuses_the_flat_scheduler_field():
     with pytest.raises(ValueError, match="topology.scheduling.policy"):
-        HierarchicalSystem(load_config({**TINY, "scheduler": {"policy": "random"}}))
+        build_system(load_config({**TINY, "scheduler": {"policy": "random"}}))
 
 
 @pytest.mark.slow

@@ -1,4 +1,6 @@
-"""HierarchicalSystem: devices → edge servers → cloud, one global round per call.
+"""HierarchicalRound: the engine's strategy for devices → edge servers → cloud.
+
+One engine round (``rayfl.engine.Engine.run_round``) is one global round k.
 
 Algorithm 2 of H2FDP (spec §3.1), with Algorithm 1's controller (§3.2) when
 ``topology.control.enabled``. Global round k (interval T_k of τ_k SGD steps):
@@ -16,7 +18,9 @@ Algorithm 2 of H2FDP (spec §3.1), with Algorithm 1's controller (§3.2) when
        ledger, edge-level metrics; with control, solve problem P for τ_{k+1},
        s_T, s_U (``rayfl.hierarchy.controller``).
 
-Only ObjectRefs cross actors: the driver submits the whole round's calls
+The devices live in the engine's ``ActorPool`` (packing, memory check, CPU
+reservation, names and restarts as for every topology); the edges and the cloud
+are this strategy's own actors. Only ObjectRefs cross actors: the driver submits the whole round's calls
 (devices → edge → devices → … → cloud) without waiting, then gets the small
 records once per round.
 
@@ -39,25 +43,25 @@ Implementation details:
        table, its action mapped to S_c^k and to each device's subchannel, whose
        fading then prices the uploads (``rayfl.hierarchy.scheduling``);
        ``run_global_round(k, actions)`` takes the actions from outside
-       (``envs.hierarchical``).
+       (``envs.hierarchical``; build the engine with
+       ``HierarchicalRound(external_actions=True)``).
+    6. Attributes the engine does not define (``run_global_round``, ``reset``,
+       ``edges``, ``cost``, ``tau``...) are readable on the engine itself.
 """
 
 from __future__ import annotations
 
 import math
-import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
-from rayfl.actors.shared_data import share_data
 from rayfl.checkpoint import plain_attributes, restore_attributes
-from rayfl.config import RunConfig
-from rayfl.data.federated import build_federated
 from rayfl.hierarchy.cloud import HierCloudServer
 from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.controller import ControlProblem, solve, step_size
@@ -71,13 +75,10 @@ from rayfl.hierarchy.dp import (
 from rayfl.hierarchy.edge import EdgeServer
 from rayfl.hierarchy.scheduling import EdgeScheduling
 from rayfl.hierarchy.topology import Topology, build_topology
-from rayfl.resources import placed, release_cpus, reserve_cpus
-from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
-from rayfl.session import RaySession
-from rayfl.system import RoundResult, initial_vector, pack_clients
+from rayfl.system import Decision, EvalRow, Observation, RoundResult, initial_vector
 
-__all__ = ["HierarchicalDriver", "HierarchicalSystem", "segments"]
+__all__ = ["HierarchicalRound", "segments"]
 
 
 def segments(tau: int, period: int, num_local: int | None = None) -> list[int]:
@@ -101,90 +102,100 @@ def segments(tau: int, period: int, num_local: int | None = None) -> list[int]:
     return [period] * k + [tau - k * period]
 
 
-class HierarchicalSystem:
-    """The actors of a hierarchical run and one global round at a time.
+class HierarchicalRound:
+    """The hierarchical topology as an engine strategy (``rayfl.system.Topology``).
 
     Args:
-        config: The run config (``topology.kind: hierarchical``).
         external_actions: Per-edge actions may come from the caller of
             :meth:`run_global_round` (an env); rounds called without actions
             fall back to ``scheduling.policy``.
+
+    Example:
+        >>> system = build_system(load_config("examples/h2fdp.yaml"))  # doctest: +SKIP
+        >>> result = system.run_round(0, (Schedule.of([]),))  # doctest: +SKIP
     """
 
-    def __init__(self, config: RunConfig, *, external_actions: bool = False) -> None:
+    kind: ClassVar[str] = "hierarchical"
+
+    def __init__(self, *, external_actions: bool = False) -> None:
         self.external_actions = external_actions
-        # Sections the hierarchy replaces (privacy, wireless, scheduler.policy) are
-        # refused by RunConfig validation (``RunConfig._check_hierarchical``).
-        self.config = config
-        self.session = RaySession(config.ray)
-        try:
-            self._build()
-        except BaseException:
-            release_cpus(getattr(self, "reservation", None))
-            self.session.close()
-            raise
+        self.engine: Any = None
+        self.edges: list[Any] = []
+
+    # ------------------------------------------------------------------ engine
+    # What the engine owns (config, data, ω, the pool), read through it.
+    @property
+    def config(self) -> Any:
+        """The run config (the engine's)."""
+        return self.engine.config
+
+    @property
+    def global_ref(self) -> Any:
+        """The ref of w̄ (the engine's)."""
+        return self.engine.global_ref
+
+    @global_ref.setter
+    def global_ref(self, ref: Any) -> None:
+        self.engine.global_ref = ref
+
+    @property
+    def actors(self) -> list[Any]:
+        """The device-hosting actors (``engine.pool.actors``)."""
+        return self.engine.pool.actors
+
+    @property
+    def groups(self) -> list[list[int]]:
+        """Device ids of each actor (``engine.pool.groups``)."""
+        return self.engine.pool.groups
+
+    @property
+    def actor_of(self) -> np.ndarray:
+        """Actor index of each device (``engine.pool.actor_of``)."""
+        return self.engine.pool.actor_of
+
+    @property
+    def num_clients(self) -> int:
+        """N, the number of devices."""
+        return int(self.engine.num_clients)
+
+    @property
+    def num_train(self) -> np.ndarray:
+        """Training samples per device."""
+        return self.engine.num_train
+
+    @property
+    def num_test(self) -> np.ndarray:
+        """Test samples per device."""
+        return self.engine.num_test
+
+    @property
+    def dim(self) -> int:
+        """Model dimension."""
+        return int(self.engine.dim)
 
     # ------------------------------------------------------------------ build
-    def _build(self) -> None:
-        cfg = self.config
+    def build(self, engine: Any) -> None:
+        """Start the device actors (on ``engine.pool``), the edges and the cloud."""
+        self.engine = engine
+        cfg = engine.config
         topo = cfg.topology
-        self.data = build_federated(cfg.data, seed=cfg.seed)
-        n = len(self.data.train_slices)
-        self.num_clients = n
-        self.num_train = np.asarray(self.data.num_train, dtype=np.int64)
-        self.num_test = np.asarray(self.data.num_test, dtype=np.int64)
-        self.topology = build_topology(topo, n, cfg.seed)
+        self.topology = build_topology(topo, engine.num_clients, cfg.seed)
         self.edge_of = self.topology.edge_of()
-        vector = initial_vector(
-            cfg, tuple(self.data.input_shape), self.data.num_classes
-        )
-        self.dim = len(vector)
-        self.global_ref = ray.put(vector)
-        cpus = RaySession.num_cpus()
-        per_actor = cfg.ray.clients_per_actor
-        if per_actor == "auto":
-            per_actor = max(1, math.ceil(n / cpus))
-        self.groups = pack_clients(n, int(per_actor))
-        self.actor_of = np.empty(n, dtype=np.int64)
-        for a, group in enumerate(self.groups):
-            self.actor_of[group] = a
-        setup = ActorSetup(
+        self.setup = ActorSetup(
             config=cfg,
-            input_shape=tuple(self.data.input_shape),
-            num_classes=self.data.num_classes,
+            input_shape=tuple(engine.data.input_shape),
+            num_classes=engine.data.num_classes,
             reduce_in_actor=False,
         )
-        self.run_id = uuid.uuid4().hex[:8]
-        # fetched by name (rayfl.actors.shared_data): no object-store constructor args
-        shared, self.data_holder = share_data(self.data, f"rayfl-{self.run_id}-data")
-        actor_cpus = min(1.0, cpus / len(self.groups))
-        self.reservation = reserve_cpus(  # all at once: see rayfl.resources
-            len(self.groups), actor_cpus, timeout_s=cfg.ray.reserve_timeout_s
+        engine.pool = ActorPool.start(
+            DeviceActor,
+            engine.data,
+            self.setup,
+            ray_settings=cfg.ray,
+            dim=engine.dim,
+            role="devices",
         )
-        self.actors = [
-            DeviceActor.options(
-                name=f"rayfl-{self.run_id}-devices-{a}",
-                num_cpus=actor_cpus,
-                max_restarts=cfg.ray.max_actor_restarts,
-                scheduling_strategy=placed(self.reservation, a),
-            ).remote(shared, group, setup)
-            for a, group in enumerate(self.groups)
-        ]
-        self.actor_nodes: list[str] = ray.get([a.ping.remote() for a in self.actors])
-        self.edges = []
-        for c, members in enumerate(self.topology.subnets):
-            home = int(np.bincount(self.actor_of[list(members)]).argmax())
-            self.edges.append(
-                EdgeServer.options(
-                    num_cpus=0,
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(
-                        self.actor_nodes[home], soft=True
-                    ),
-                ).remote(c, cfg.seed, bool(self.topology.trusted[c]))
-            )
-        self.cloud = HierCloudServer.options(num_cpus=0).remote(setup)
-        self.edge_nodes: list[str] = ray.get([e.ping.remote() for e in self.edges])
-        self.cloud_node: str = ray.get(self.cloud.ping.remote())
+        self._start_servers()
         mean_train = float(self.num_train.mean())
         #: q of eq. 15 only (sets σ, never the ledger, which uses q = 1).
         self.sample_rate = topo.dp.calibration_sample_rate or min(
@@ -197,6 +208,35 @@ class HierarchicalSystem:
             model_dim=self.dim,
             backhaul=topo.baseline != "pedpfl",
         )
+        self._build_scheduling()
+        self._reset_schedule()
+
+    def _start_servers(self) -> None:
+        """Start one edge per subnet (on its devices' home node) and the cloud."""
+        cfg = self.config
+        nodes = self.engine.pool.nodes
+        self.edges = []
+        for c, members in enumerate(self.topology.subnets):
+            home = int(np.bincount(self.actor_of[list(members)]).argmax())
+            self.edges.append(
+                EdgeServer.options(
+                    num_cpus=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(
+                        nodes[home], soft=True
+                    ),
+                ).remote(c, cfg.seed, bool(self.topology.trusted[c]))
+            )
+        self.cloud = HierCloudServer.options(num_cpus=0).remote(self.setup)
+        self.edge_nodes: list[str] = ray.get([e.ping.remote() for e in self.edges])
+        self.cloud_node: str = ray.get(self.cloud.ping.remote())
+
+    def restart(self, engine: Any, seed: int) -> None:
+        """Start over for ``engine.config`` (new seed) on the same actors.
+
+        The subnets and trust flags drawn at build are kept (as the data
+        partition is); the edges redraw their noise from the new seed.
+        """
+        ray.get([e.reset.remote(int(seed)) for e in self.edges])
         self._build_scheduling()
         self._reset_schedule()
 
@@ -253,7 +293,7 @@ class HierarchicalSystem:
             )
         if scheduling is not None:
             topo = topo.model_copy(update={"scheduling": scheduling})
-        self.config = cfg.model_copy(update={"topology": topo})
+        self.engine.config = cfg.model_copy(update={"topology": topo})
         if scheduling is not None:
             self._build_scheduling()
         if trusted is not None:
@@ -264,9 +304,8 @@ class HierarchicalSystem:
             )
         if dp_enabled is not None:
             self.dp_enabled = bool(dp_enabled)
-        vector = initial_vector(
-            self.config, tuple(self.data.input_shape), self.data.num_classes
-        )
+        data = self.engine.data
+        vector = initial_vector(self.config, tuple(data.input_shape), data.num_classes)
         self.global_ref = ray.put(vector)
         self._reset_schedule()
 
@@ -290,13 +329,11 @@ class HierarchicalSystem:
         if getattr(self, "edge_scheduling", None) is not None:
             self.edge_scheduling.reset()
 
-    def placement(self) -> dict[str, Any]:
-        """Return where the actors run (client actors, edges, cloud)."""
+    def placement(self, engine: Any) -> dict[str, Any]:
+        """Return where the actors run (device actors, edges, cloud)."""
+        nodes = engine.pool.nodes
         return {
-            "client_actors": [
-                {"node": node, "clients": [g[0], g[-1]]}
-                for node, g in zip(self.actor_nodes, self.groups, strict=True)
-            ],
+            "client_actors": engine.pool.placement(),
             "edges": [
                 {"node": node, "clients": list(s), "trusted": bool(t)}
                 for node, s, t in zip(
@@ -307,14 +344,11 @@ class HierarchicalSystem:
                 )
             ],
             "edges_on_home_node": sum(
-                node
-                == self.actor_nodes[int(np.bincount(self.actor_of[list(s)]).argmax())]
+                node == nodes[int(np.bincount(self.actor_of[list(s)]).argmax())]
                 for node, s in zip(self.edge_nodes, self.topology.subnets, strict=True)
             ),
             "cloud": self.cloud_node,
-            "num_nodes": len(
-                set(self.actor_nodes) | set(self.edge_nodes) | {self.cloud_node}
-            ),
+            "num_nodes": len(set(nodes) | set(self.edge_nodes) | {self.cloud_node}),
         }
 
     # ------------------------------------------------------------------ round
@@ -338,7 +372,7 @@ class HierarchicalSystem:
         if sch is None:
             raise RuntimeError("topology.scheduling.policy is uniform: no observations")
         if "loss" in sch.needed_keys and np.isnan(sch.loss).all():
-            sch.loss = np.array([r["test_loss"] for r in self.evaluate()])
+            sch.loss = np.array([r["test_loss"] for r in self.evaluate(self.engine)])
         eps = None
         if "privacy_spent" in sch.needed_keys and self.dp_enabled:
             eps = self.uplink.epsilons()[0]
@@ -779,24 +813,48 @@ class HierarchicalSystem:
         self.participants = np.where(trusted, s_t, s_u).astype(np.int64)
 
     # ------------------------------------------------------------------ eval
-    def evaluate(self) -> list[dict[str, float]]:
-        """Evaluate the global model on every client's test split, by id."""
+    def evaluate(self, engine: Any) -> list[EvalRow]:
+        """Evaluate the global model on every device's test split, by id."""
         refs = [a.evaluate.remote(self.global_ref) for a in self.actors]
         rows = [r for batch in ray.get(refs) for r in batch]
         return sorted(rows, key=lambda r: r["client"])
 
-    def local_updates(self) -> list[int]:
+    def local_updates(self, engine: Any) -> list[int]:
         """Return the number of local segments each device trained."""
         return self.local_update_count.tolist()
 
-    def global_vector(self) -> np.ndarray:
-        """Return w̄ (pulls the array)."""
-        return np.array(ray.get(self.global_ref))
+    # ------------------------------------------------------------------ Topology
+    def num_units(self, engine: Any) -> int:
+        """One unit: the edges' participants are chosen inside the round."""
+        return 1
 
-    def state_dict(self) -> dict[str, Any]:
-        """Return the run state for a checkpoint."""
+    def observe(self, engine: Any, t: int) -> tuple[Observation, ...]:
+        """No observation: ``topology.scheduling`` decides inside the round."""
+        return ({},)
+
+    def exhausted(self, engine: Any) -> bool:
+        """Never: the hierarchy has no upload budget."""
+        return False
+
+    def round(self, engine: Any, t: int, decision: Decision) -> RoundResult:
+        """Run global round ``t`` (the decision is unused: see :meth:`observe`)."""
+        result, extras = self.run_global_round(t)
+        return RoundResult(t, result.rows, result.delivered, extras)
+
+    def summary(self, engine: Any) -> dict[str, Any]:
+        """The hierarchy adds nothing to ``summary.json`` (edges.parquet holds it)."""
+        return {}
+
+    def write_extra(self, engine: Any, run_dir: Path) -> None:
+        """Write ``edges.parquet`` (one row per global round × edge)."""
+        from rayfl.results import _write_parquet
+
+        if self.edge_rows:
+            _write_parquet(Path(run_dir) / "edges.parquet", self.edge_rows)
+
+    def state_dict(self, engine: Any) -> dict[str, Any]:
+        """Return the run state for a checkpoint (the engine adds ``global``)."""
         return {
-            "global": self.global_vector(),
             "ledger": self.uplink.state_dict(),
             "schedule": {
                 "tau": self.tau,
@@ -822,9 +880,8 @@ class HierarchicalSystem:
         state = self.edge_scheduling.state_dict()
         return {**state, "policies": [plain_attributes(p) for p in state["policies"]]}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.global_ref = ray.put(np.asarray(state["global"], dtype=np.float32))
+    def load_state_dict(self, engine: Any, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (the engine restores ``global``)."""
         self.uplink.load_state_dict(state["ledger"])
         s = state["schedule"]
         self.tau, self.period = int(s["tau"]), int(s["period"])
@@ -844,58 +901,10 @@ class HierarchicalSystem:
                 restore_attributes(policy, attributes)
             self.edge_scheduling.load_state_dict({**saved, "policies": policies})
 
-    def close(self) -> None:
-        """Kill the actors and stop Ray if this system started it."""
-        for actor in [*getattr(self, "actors", []), *getattr(self, "edges", [])]:
-            ray.kill(actor)
+    def close(self, engine: Any) -> None:
+        """Kill the edges and the cloud (the engine closes the pool)."""
+        for edge in self.edges:
+            ray.kill(edge)
         if hasattr(self, "cloud"):
             ray.kill(self.cloud)
-        if hasattr(self, "data_holder"):
-            ray.kill(self.data_holder)
-        self.actors, self.edges = [], []
-        release_cpus(getattr(self, "reservation", None))
-        self.reservation = None
-        self.session.close()
-
-
-class HierarchicalDriver:
-    """The runner's driver for ``topology.kind: hierarchical`` (one step = one k)."""
-
-    def __init__(self, cfg: RunConfig) -> None:
-        self.cfg = cfg
-        self.system = HierarchicalSystem(cfg)
-        self.extras: dict[int, dict[str, Any]] = {}
-
-    def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:
-        """Run global round t; evaluate every ``eval_every`` rounds and at the end."""
-        result, extras = self.system.run_global_round(t)
-        self.extras[t] = extras
-        last = t == self.cfg.rounds - 1
-        evaluate = (t + 1) % self.cfg.eval_every == 0 or last
-        schedule = Schedule(
-            np.array([r["client"] for r in result.rows], dtype=np.int64)
-        )
-        return schedule, result, self.system.evaluate() if evaluate else None
-
-    def round_extras(self, t: int) -> dict[str, Any]:
-        """Per-round hierarchy columns for rounds.parquet (energy, delay, τ_k...)."""
-        return self.extras.get(t, {})
-
-    def write_extra(self, run_dir: Path) -> None:
-        """Write ``edges.parquet`` (one row per global round × edge)."""
-        from rayfl.results import _write_parquet
-
-        if self.system.edge_rows:
-            _write_parquet(Path(run_dir) / "edges.parquet", self.system.edge_rows)
-
-    def state_dict(self) -> dict[str, Any]:
-        """Driver state for checkpoints (the system holds it all)."""
-        return {"extras": self.extras}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.extras = dict(state["extras"])
-
-    def close(self) -> None:
-        """Close the system."""
-        self.system.close()
+        self.edges = []
