@@ -59,6 +59,7 @@ import numpy as np
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from rayfl.actors.cloud import REJECT_ACTOR_LOST
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
 from rayfl.checkpoint import plain_attributes, restore_attributes
@@ -100,6 +101,23 @@ def segments(tau: int, period: int, num_local: int | None = None) -> list[int]:
     if num_local is not None:
         k = min(k, num_local)
     return [period] * k + [tau - k * period]
+
+
+def _lost_row(client: int, row: dict[str, Any] | None) -> dict[str, Any]:
+    """Return ``client``'s row with one segment lost to a dead device actor."""
+    if row is None:
+        row = {
+            "client": client,
+            "loss_sum": 0.0,
+            "n": 0,
+            "bits": 0.0,
+            "latency_s": 0.0,
+            "energy_j": 0.0,
+        }
+    row["delivered"] = False
+    row["rejected"] = REJECT_ACTOR_LOST
+    row["actor_failed"] = True
+    return row
 
 
 class HierarchicalRound:
@@ -457,7 +475,9 @@ class HierarchicalRound:
         g = topo.dp.grad_bound
         equal = topo.weighting == "equal"
         edge_refs = [self.global_ref] * len(self.edges)
+        self.engine.pool.restore_failed()  # restarted device actors get their state
         device_calls: list[tuple[int, int, list[int], Any]] = []
+        device_actors: list[int] = []
         edge_calls: list[Any] = []
         seg_periods = []
         for j, steps in enumerate(segs):
@@ -490,7 +510,9 @@ class HierarchicalRound:
                         )
                     )
                     device_calls.append((c, p, mine, recs))
-                    sums.append(fixed)
+                    device_actors.append(int(a))
+                    # wrapped: the edge fetches it, so a lost actor is a lost upload
+                    sums.append([fixed])
                 edge_std = 0.0
                 if trusted[c]:
                     edge_std = stds.edge_global[c] if is_global else stds.edge_local[c]
@@ -534,12 +556,15 @@ class HierarchicalRound:
                 for a in np.unique(self.actor_of[list(members)]):
                     mine = [i for i in members if self.actor_of[i] == a]
                     edge_eval_refs.append(
-                        (c, self.actors[a].evaluate.remote(edge_refs[c], mine))
+                        (c, self.actors[a].evaluate.remote(edge_refs[c], mine), a)
                     )
         # one wait per round: all small records
-        device_records = ray.get([d[3] for d in device_calls])
+        pool = self.engine.pool  # a dead actor's records come back None
+        device_records = pool.gather([d[3] for d in device_calls], device_actors)
         edge_records = ray.get(edge_calls)
-        edge_evals = ray.get([r for _, r in edge_eval_refs])
+        edge_evals = pool.gather(
+            [r for _, r, _ in edge_eval_refs], [int(a) for _, _, a in edge_eval_refs]
+        )
         return self._account(
             k,
             chosen,
@@ -583,6 +608,11 @@ class HierarchicalRound:
         sch, subch = self.edge_scheduling, self.round_subchannel
         refused: list[set[int]] = [set() for _ in range(n_edges)]
         for (c, p, mine, _), recs in zip(device_calls, device_records, strict=True):
+            if recs is None:  # the actor died: these uploads are lost (packet loss)
+                for i in mine:
+                    rows[i] = _lost_row(i, rows.get(i))
+                    refused[c].add(i)
+                continue
             if sch is not None and subch is not None:  # the assigned subchannel's
                 key = sch.fading_key(k, p)
                 fading = np.array(
@@ -632,7 +662,8 @@ class HierarchicalRound:
         out_rows = []
         for i in sorted(rows):
             r = rows.pop(i)
-            r["train_loss"] = r.pop("loss_sum") / max(r.pop("n"), 1)
+            n, loss = r.pop("n"), r.pop("loss_sum")
+            r["train_loss"] = loss / n if n else float("nan")  # n = 0: all lost
             out_rows.append(r)
         # ledger: one release per segment, z at the sensitivity the code enforces
         # (rayfl.privacy.sensitivity); without DP z = 0: ε = ∞ for every observer.
@@ -679,8 +710,8 @@ class HierarchicalRound:
         for rec in edge_records:
             noise_by_edge[rec["edge"]] += rec["edge_noise_norm"] ** 2
         acc = {c: [0.0, 0.0, 0.0] for c in range(n_edges)}
-        for (c, _), evals in zip(edge_eval_refs, edge_evals, strict=True):
-            for e in evals:
+        for (c, _, _), evals in zip(edge_eval_refs, edge_evals, strict=True):
+            for e in evals or ():  # None: the actor died during the evaluation
                 w = float(self.num_test[int(e["client"])])
                 acc[c][0] += w * e["test_acc"]
                 acc[c][1] += w * e["test_loss"]
@@ -736,7 +767,7 @@ class HierarchicalRound:
         cfg = self.config
         topo = cfg.topology
         if topo.lr.mode == "theory":
-            calls = []
+            calls, called = [], []
             for a, group in enumerate(self.groups):
                 part = [i for i in group if any(i in m for m in chosen)][:4]
                 if part:
@@ -745,7 +776,12 @@ class HierarchicalRound:
                             previous, self.global_ref, part
                         )
                     )
-            values = [v for v in ray.get(calls) if v > 0]
+                    called.append(a)
+            values = [
+                v
+                for v in self.engine.pool.gather(calls, called)
+                if v is not None and v > 0
+            ]
             if values:
                 self.beta_hat = float(max(values))
         if not topo.control.enabled:
@@ -814,9 +850,23 @@ class HierarchicalRound:
 
     # ------------------------------------------------------------------ eval
     def evaluate(self, engine: Any) -> list[EvalRow]:
-        """Evaluate the global model on every device's test split, by id."""
-        refs = [a.evaluate.remote(self.global_ref) for a in self.actors]
-        rows = [r for batch in ray.get(refs) for r in batch]
+        """Evaluate the global model on every device's test split, by id.
+
+        Devices of an actor that fails during evaluation get NaN metrics.
+        """
+        pool = engine.pool
+        pool.restore_failed()
+        refs = [a.evaluate.remote(self.global_ref) for a in pool.actors]
+        batches = pool.gather(refs, list(range(len(pool.actors))))
+        nan = float("nan")
+        rows = []
+        for a, batch in enumerate(batches):
+            if batch is None:
+                batch = [
+                    {"client": c, "test_loss": nan, "test_acc": nan}
+                    for c in pool.groups[a]
+                ]
+            rows += batch
         return sorted(rows, key=lambda r: r["client"])
 
     def local_updates(self, engine: Any) -> list[int]:
