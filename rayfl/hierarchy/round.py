@@ -52,6 +52,7 @@ Implementation details:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -59,20 +60,16 @@ import numpy as np
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from rayfl.actors.cloud import REJECT_ACTOR_LOST
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
 from rayfl.checkpoint import plain_attributes, restore_attributes
+from rayfl.hierarchy.accounting import device_rows, edge_rows, record_ledger
 from rayfl.hierarchy.cloud import HierCloudServer
 from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.controller import ControlProblem, solve, step_size
 from rayfl.hierarchy.cost import CostModel
 from rayfl.hierarchy.device import DeviceActor
-from rayfl.hierarchy.dp import (
-    ObserverLedger,
-    release_noise_multiplier,
-    stream_stds,
-)
+from rayfl.hierarchy.dp import ObserverLedger, stream_stds
 from rayfl.hierarchy.edge import EdgeServer
 from rayfl.hierarchy.scheduling import EdgeScheduling
 from rayfl.hierarchy.topology import Topology, build_topology
@@ -103,21 +100,27 @@ def segments(tau: int, period: int, num_local: int | None = None) -> list[int]:
     return [period] * k + [tau - k * period]
 
 
-def _lost_row(client: int, row: dict[str, Any] | None) -> dict[str, Any]:
-    """Return ``client``'s row with one segment lost to a dead device actor."""
-    if row is None:
-        row = {
-            "client": client,
-            "loss_sum": 0.0,
-            "n": 0,
-            "bits": 0.0,
-            "latency_s": 0.0,
-            "energy_j": 0.0,
-        }
-    row["delivered"] = False
-    row["rejected"] = REJECT_ACTOR_LOST
-    row["actor_failed"] = True
-    return row
+@dataclass(frozen=True)
+class _Plan:
+    """Global round k's choices: S_c^k, η_k, the segments, the noise stds."""
+
+    k: int
+    chosen: list[list[int]]
+    participants: np.ndarray  # s_c^k, int64 (C,)
+    eta: float
+    segments: list[int]
+    stds: Any  # rayfl.hierarchy.dp.stream_stds
+
+
+@dataclass
+class _Sent:
+    """The round's submitted calls (refs only) and the edge models' refs."""
+
+    edge_refs: list[Any]
+    device_calls: list[tuple[int, int, list[int], Any]] = field(default_factory=list)
+    actors: list[int] = field(default_factory=list)  # actor of each device call
+    edge_calls: list[Any] = field(default_factory=list)
+    periods: list[tuple[int, int]] = field(default_factory=list)  # (p, steps)
 
 
 class HierarchicalRound:
@@ -447,9 +450,30 @@ class HierarchicalRound:
             The per-device rows (as the flat engine's) and the round's extras
             (energy, delay, τ_k, s, η_k, noise stds...).
         """
+        plan = self._plan(k, actions)
+        self.engine.pool.restore_failed()  # restarted device actors get their state
+        sent = self._submit_segments(plan)
+        previous = self.global_ref
+        edge_evals = self._global_step(plan, sent)
+        # one wait per round: all small records (a dead actor's come back None)
+        pool = self.engine.pool
+        device_records = pool.gather([d[3] for d in sent.device_calls], sent.actors)
+        edge_records = ray.get(sent.edge_calls)
+        evals = pool.gather([r for _, r, _ in edge_evals], [a for *_, a in edge_evals])
+        result, extras = self._settle(
+            plan,
+            sent,
+            device_records=device_records,
+            edge_records=edge_records,
+            edge_evals=[(c, e) for (c, _, _), e in zip(edge_evals, evals, strict=True)],
+        )
+        self._control(k, previous, plan.chosen)
+        return result, extras
+
+    def _plan(self, k: int, actions: list[Any] | None) -> _Plan:
+        """Choose S_c^k, η_k, the segments and every noise std of interval k."""
         cfg = self.config
         topo = cfg.topology
-        trusted = self.topology.trusted
         chosen = self._choose_participants(k, actions)
         s_now = np.array([len(p) for p in chosen], dtype=np.int64)
         eta = self.learning_rate(k)
@@ -458,11 +482,10 @@ class HierarchicalRound:
             if not topo.control.enabled
             else self.num_local - int(topo.local_at_global)
         )
-        segs = segments(self.tau, self.period, plan_local)
         stds = stream_stds(
             topo.dp,
             enabled=self.dp_enabled,
-            trusted=trusted,
+            trusted=self.topology.trusted,
             participants=s_now,
             learning_rate=eta,
             tau=self.tau,
@@ -472,282 +495,212 @@ class HierarchicalRound:
             sample_rate=self.sample_rate,
             batch_size=cfg.algorithm.batch_size,
         )
-        g = topo.dp.grad_bound
-        equal = topo.weighting == "equal"
-        edge_refs = [self.global_ref] * len(self.edges)
-        self.engine.pool.restore_failed()  # restarted device actors get their state
-        device_calls: list[tuple[int, int, list[int], Any]] = []
-        device_actors: list[int] = []
-        edge_calls: list[Any] = []
-        seg_periods = []
-        for j, steps in enumerate(segs):
+        segs = segments(self.tau, self.period, plan_local)
+        return _Plan(k, chosen, s_now, eta, segs, stds)
+
+    def _submit_segments(self, plan: _Plan) -> _Sent:
+        """Submit every segment's device training and edge aggregation (no wait)."""
+        topo = self.config.topology
+        trusted = self.topology.trusted
+        stds = plan.stds
+        sent = _Sent(edge_refs=[self.global_ref] * len(self.edges))
+        for j, steps in enumerate(plan.segments):
             p = self.period_index
             self.period_index += 1
-            seg_periods.append((p, steps))
-            is_global = j == len(segs) - 1 and not topo.local_at_global
+            sent.periods.append((p, steps))
+            is_global = j == len(plan.segments) - 1 and not topo.local_at_global
             new_refs = []
-            for c, members in enumerate(chosen):
-                sums = []
-                for a in np.unique(self.actor_of[members]) if members else []:
-                    mine = [i for i in members if self.actor_of[i] == a]
-                    std = 0.0
-                    if not trusted[c]:
-                        std = (
-                            stds.device_global[c] if is_global else stds.device_local[c]
-                        )
-                    recs, fixed = (
-                        self.actors[a]
-                        .train_segment.options(num_returns=2)
-                        .remote(
-                            p,
-                            edge_refs[c],
-                            mine,
-                            eta,
-                            steps,
-                            None if g is None else eta * steps * g,
-                            [float(std)] * len(mine),
-                            equal,
-                        )
+            for c in range(len(plan.chosen)):
+                device_std = 0.0
+                if not trusted[c]:
+                    device_std = (
+                        stds.device_global[c] if is_global else stds.device_local[c]
                     )
-                    device_calls.append((c, p, mine, recs))
-                    device_actors.append(int(a))
-                    # wrapped: the edge fetches it, so a lost actor is a lost upload
-                    sums.append([fixed])
+                sums = self._submit_devices(plan, sent, c, p, steps, device_std)
                 edge_std = 0.0
                 if trusted[c]:
                     edge_std = stds.edge_global[c] if is_global else stds.edge_local[c]
                 new, rec = (
                     self.edges[c]
                     .aggregate.options(num_returns=2)
-                    .remote(p, edge_refs[c], float(edge_std), 0.0, *sums)
+                    .remote(p, sent.edge_refs[c], float(edge_std), 0.0, *sums)
                 )
                 new_refs.append(new)
-                edge_calls.append(rec)
-            edge_refs = new_refs
+                sent.edge_calls.append(rec)
+            sent.edge_refs = new_refs
         if topo.local_at_global:  # spec A3 option: a global-only release on top
-            p = self.period_index
-            self.period_index += 1
-            new_refs = []
-            for c in range(len(self.edges)):
-                if trusted[c]:
-                    std, extra = stds.edge_global[c], 0.0
-                else:
-                    std, extra = (
-                        0.0,
-                        stds.device_global[c] / math.sqrt(max(s_now[c], 1)),
-                    )
-                new, rec = (
-                    self.edges[c]
-                    .aggregate.options(num_returns=2)
-                    .remote(p, edge_refs[c], float(std), float(extra))
+            self._submit_global_only(plan, sent)
+        return sent
+
+    def _submit_devices(
+        self, plan: _Plan, sent: _Sent, c: int, p: int, steps: int, std: float
+    ) -> list[Any]:
+        """Submit subnet c's segment to each actor hosting its participants."""
+        members = plan.chosen[c]
+        g = self.config.topology.dp.grad_bound
+        equal = self.config.topology.weighting == "equal"
+        sums = []
+        for a in np.unique(self.actor_of[members]) if members else []:
+            mine = [i for i in members if self.actor_of[i] == a]
+            recs, fixed = (
+                self.actors[a]
+                .train_segment.options(num_returns=2)
+                .remote(
+                    p,
+                    sent.edge_refs[c],
+                    mine,
+                    plan.eta,
+                    steps,
+                    None if g is None else plan.eta * steps * g,
+                    [float(std)] * len(mine),
+                    equal,
                 )
-                new_refs.append(new)
-                edge_calls.append(rec)
-            edge_refs = new_refs
+            )
+            sent.device_calls.append((c, p, mine, recs))
+            sent.actors.append(int(a))
+            # wrapped: the edge fetches it, so a lost actor is a lost upload
+            sums.append([fixed])
+        return sums
+
+    def _submit_global_only(self, plan: _Plan, sent: _Sent) -> None:
+        """Submit the ``local_at_global`` release: each edge noises its v_c."""
+        p = self.period_index
+        self.period_index += 1
+        stds = plan.stds
+        new_refs = []
+        for c in range(len(self.edges)):
+            if self.topology.trusted[c]:
+                std, extra = stds.edge_global[c], 0.0
+            else:
+                std, extra = (
+                    0.0,
+                    stds.device_global[c] / math.sqrt(max(plan.participants[c], 1)),
+                )
+            new, rec = (
+                self.edges[c]
+                .aggregate.options(num_returns=2)
+                .remote(p, sent.edge_refs[c], float(std), float(extra))
+            )
+            new_refs.append(new)
+            sent.edge_calls.append(rec)
+        sent.edge_refs = new_refs
+
+    def _global_step(self, plan: _Plan, sent: _Sent) -> list[tuple[int, Any, int]]:
+        """Submit the cloud's average of the v_c (eq. 14) and the subnet evaluations.
+
+        Returns:
+            ``(edge, evaluation ref, actor)`` of each subnet evaluation call.
+        """
+        topo = self.config.topology
         if topo.weighting == "equal":
             weights = [1.0] * len(self.edges)
         else:
-            weights = [float(self.num_train[list(m)].sum()) for m in chosen]
-        previous = self.global_ref
-        self.global_ref = self.cloud.global_aggregate.remote(weights, *edge_refs)
-        edge_eval_refs = []
+            weights = [float(self.num_train[list(m)].sum()) for m in plan.chosen]
+        self.global_ref = self.cloud.global_aggregate.remote(weights, *sent.edge_refs)
+        edge_evals = []
         if topo.edge_eval:
             for c, members in enumerate(self.topology.subnets):
                 for a in np.unique(self.actor_of[list(members)]):
                     mine = [i for i in members if self.actor_of[i] == a]
-                    edge_eval_refs.append(
-                        (c, self.actors[a].evaluate.remote(edge_refs[c], mine), a)
-                    )
-        # one wait per round: all small records
-        pool = self.engine.pool  # a dead actor's records come back None
-        device_records = pool.gather([d[3] for d in device_calls], device_actors)
-        edge_records = ray.get(edge_calls)
-        edge_evals = pool.gather(
-            [r for _, r, _ in edge_eval_refs], [int(a) for _, _, a in edge_eval_refs]
-        )
-        return self._account(
-            k,
-            chosen,
-            s_now,
-            eta,
-            segs,
-            seg_periods,
-            stds,
-            device_calls,
-            device_records,
-            edge_records,
-            edge_eval_refs,
-            edge_evals,
-            previous,
+                    ref = self.actors[a].evaluate.remote(sent.edge_refs[c], mine)
+                    edge_evals.append((c, ref, int(a)))
+        return edge_evals
+
+    def _fading(self, k: int, c: int, p: int, mine: list[int]) -> np.ndarray:
+        """Return the fading of each upload of ``mine`` (subnet c, period p)."""
+        sch, subch = self.edge_scheduling, self.round_subchannel
+        if sch is not None and subch is not None:  # the assigned subchannel's
+            key = sch.fading_key(k, p)
+            return np.array(
+                [sch.fading(key, i, sch.num_subchannels[c])[subch[i]] for i in mine]
+            )
+        seed = self.config.seed
+        return np.array(
+            [
+                rng_for(seed, "hier_fading", round=p, client=i).exponential(1.0)
+                for i in mine
+            ]
         )
 
-    def _account(
+    def _settle(
         self,
-        k,
-        chosen,
-        s_now,
-        eta,
-        segs,
-        seg_periods,
-        stds,
-        device_calls,
-        device_records,
-        edge_records,
-        edge_eval_refs,
-        edge_evals,
-        previous,
+        plan: _Plan,
+        sent: _Sent,
+        *,
+        device_records: list[Any],
+        edge_records: list[dict[str, Any]],
+        edge_evals: list[tuple[int, Any]],
     ) -> tuple[RoundResult, dict[str, Any]]:
-        cfg = self.config
-        topo = cfg.topology
+        """Turn the round's records into rows, ledger releases, edge rows, extras."""
+        topo = self.config.topology
         trusted = self.topology.trusted
-        n_edges = len(self.edges)
-        # per-device rows: mean train loss, sums of bits/time/energy
-        rows: dict[int, dict[str, Any]] = {}
-        edge_energy = np.zeros(n_edges)
-        edge_delay = np.zeros(n_edges)
-        sch, subch = self.edge_scheduling, self.round_subchannel
-        refused: list[set[int]] = [set() for _ in range(n_edges)]
-        for (c, p, mine, _), recs in zip(device_calls, device_records, strict=True):
-            if recs is None:  # the actor died: these uploads are lost (packet loss)
-                for i in mine:
-                    rows[i] = _lost_row(i, rows.get(i))
-                    refused[c].add(i)
-                continue
-            if sch is not None and subch is not None:  # the assigned subchannel's
-                key = sch.fading_key(k, p)
-                fading = np.array(
-                    [sch.fading(key, i, sch.num_subchannels[c])[subch[i]] for i in mine]
-                )
-            else:
-                fading = np.array(
-                    [
-                        rng_for(cfg.seed, "hier_fading", round=p, client=i).exponential(
-                            1.0
-                        )
-                        for i in mine
-                    ]
-                )
-            time_s, energy_j = self.cost.uploads(mine, fading)
-            edge_energy[c] += energy_j.sum()
-            edge_delay[c] += time_s.sum()
-            for rec, t_s, e_j in zip(recs, time_s, energy_j, strict=True):
-                i = int(rec["client"])
-                row = rows.setdefault(
-                    i,
-                    {
-                        "client": i,
-                        "loss_sum": 0.0,
-                        "n": 0,
-                        "bits": 0.0,
-                        "latency_s": 0.0,
-                        "energy_j": 0.0,
-                        "delivered": True,
-                    },
-                )
-                row["loss_sum"] += float(rec.get("train_loss", np.nan))
-                row["n"] += 1
-                row["bits"] += float(rec.get("bits", 0.0))
-                row["latency_s"] += float(t_s)
-                row["energy_j"] += float(e_j)
-                if rec.get("rejected"):  # a reason: the device's update was refused
-                    row["delivered"] = False
-                    row["rejected"] = rec["rejected"]
-                    refused[c].add(i)
-                if subch is not None:
-                    row["subchannel"] = subch[i]
-                self.local_update_count[i] += 1
+        rows, energy, delay, refused = device_rows(
+            calls=sent.device_calls,
+            records=device_records,
+            fading_of=lambda c, p, mine: self._fading(plan.k, c, p, mine),
+            cost=self.cost,
+            subchannel=self.round_subchannel,
+            upload_count=self.local_update_count,
+            num_edges=len(self.edges),
+        )
         hop_energy, hop_delay = self.cost.global_hop()
-        edge_energy += hop_energy
-        edge_delay += hop_delay
-        out_rows = []
-        for i in sorted(rows):
-            r = rows.pop(i)
-            n, loss = r.pop("n"), r.pop("loss_sum")
-            r["train_loss"] = loss / n if n else float("nan")  # n = 0: all lost
-            out_rows.append(r)
-        # ledger: one release per segment, z at the sensitivity the code enforces
-        # (rayfl.privacy.sensitivity); without DP z = 0: ε = ∞ for every observer.
-        # The extra local_at_global aggregation is post-processing (dp.py item 5).
-        num_local_releases = len(segs) - 1 + int(topo.local_at_global)
-        g = topo.dp.grad_bound
-        for c, members in enumerate(chosen):
-            if not members:
-                continue
-            # A trusted edge averages the uploads it accepted: a refused upload
-            # leaves fewer members, so each remaining one weighs more (conservative:
-            # a device refused in any segment counts as absent from every one).
-            kept = [i for i in members if i not in refused[c]] or list(members)
-            if topo.weighting == "equal":
-                max_weight = 1.0 / len(kept)
-            else:
-                sizes = self.num_train[kept].astype(np.float64)
-                max_weight = float(sizes.max() / sizes.sum())
-            for j, (_, steps) in enumerate(seg_periods):
-                is_global = j == len(segs) - 1 and not topo.local_at_global
-                if trusted[c]:
-                    std = stds.edge_global[c] if is_global else stds.edge_local[c]
-                    weight = max_weight
-                else:
-                    std = stds.device_global[c] if is_global else stds.device_local[c]
-                    weight = 1.0
-                z = release_noise_multiplier(
-                    float(std),
-                    learning_rate=eta,
-                    steps=int(steps),
-                    grad_bound=g,
-                    max_weight=weight,
-                )
-                self.uplink.record(
-                    members,
-                    trusted=bool(trusted[c]),
-                    noise_multiplier=z if self.dp_enabled else 0.0,
-                )
+        energy += hop_energy
+        delay += hop_delay
+        record_ledger(
+            ledger=self.uplink,
+            chosen=plan.chosen,
+            refused=refused,
+            trusted=trusted,
+            stds=plan.stds,
+            steps=[steps for _, steps in sent.periods],
+            local_at_global=topo.local_at_global,
+            equal_weights=topo.weighting == "equal",
+            num_train=self.num_train,
+            learning_rate=plan.eta,
+            grad_bound=topo.dp.grad_bound,
+            dp_enabled=self.dp_enabled,
+        )
         if self.dp_enabled:
-            eps_target = topo.dp.epsilon
-            self.uplink.nominal_epsilon = eps_target * math.sqrt((k + 1) / cfg.rounds)
-        # edge-level metrics
-        noise_by_edge = np.zeros(n_edges)
-        for rec in edge_records:
-            noise_by_edge[rec["edge"]] += rec["edge_noise_norm"] ** 2
-        acc = {c: [0.0, 0.0, 0.0] for c in range(n_edges)}
-        for (c, _, _), evals in zip(edge_eval_refs, edge_evals, strict=True):
-            for e in evals or ():  # None: the actor died during the evaluation
-                w = float(self.num_test[int(e["client"])])
-                acc[c][0] += w * e["test_acc"]
-                acc[c][1] += w * e["test_loss"]
-                acc[c][2] += w
-        for c in range(n_edges):
-            self.edge_rows.append(
-                {
-                    "round": k,
-                    "edge": c,
-                    "trusted": bool(trusted[c]),
-                    "participants": int(s_now[c]),
-                    "subnet_acc": acc[c][0] / acc[c][2] if acc[c][2] else float("nan"),
-                    "subnet_loss": acc[c][1] / acc[c][2] if acc[c][2] else float("nan"),
-                    "edge_noise_norm": float(math.sqrt(noise_by_edge[c])),
-                    "edge_noise_std_local": float(stds.edge_local[c]),
-                    "edge_noise_std_global": float(stds.edge_global[c]),
-                    "device_noise_std_local": float(stds.device_local[c]),
-                    "device_noise_std_global": float(stds.device_global[c]),
-                    "energy_j": float(edge_energy[c]),
-                    "delay_s": float(edge_delay[c]),
-                }
+            self.uplink.nominal_epsilon = topo.dp.epsilon * math.sqrt(
+                (plan.k + 1) / self.config.rounds
             )
+        self.edge_rows += edge_rows(
+            k=plan.k,
+            trusted=trusted,
+            participants=plan.participants,
+            stds=plan.stds,
+            edge_records=edge_records,
+            edge_evals=edge_evals,
+            num_test=self.num_test,
+            energy=energy,
+            delay=delay,
+        )
         self.steps_done += self.tau
-        extras = {
+        extras = self._extras(plan, energy=energy, delay=delay)
+        if self.edge_scheduling is not None:
+            self.edge_scheduling.observe(plan.chosen, rows)
+        delivered = sorted(r["client"] for r in rows if r["delivered"])
+        return RoundResult(plan.k, rows, delivered), extras
+
+    def _extras(
+        self, plan: _Plan, *, energy: np.ndarray, delay: np.ndarray
+    ) -> dict[str, Any]:
+        """Return the round's ``rounds.parquet`` columns (τ_k, η_k, s, costs, σ)."""
+        trusted = self.topology.trusted
+        s_now, stds = plan.participants, plan.stds
+        nan = float("nan")
+        local_at_global = self.config.topology.local_at_global
+        return {
             "tau": int(self.tau),
             "local_period": int(self.period),
-            "num_local_aggregations": int(num_local_releases),
-            "eta": float(eta),
-            "s_trusted_mean": float(s_now[trusted].mean())
-            if trusted.any()
-            else float("nan"),
+            "num_local_aggregations": len(plan.segments) - 1 + int(local_at_global),
+            "eta": float(plan.eta),
+            "s_trusted_mean": float(s_now[trusted].mean()) if trusted.any() else nan,
             "s_untrusted_mean": float(s_now[~trusted].mean())
             if (~trusted).any()
-            else float("nan"),
-            "energy_j": float(edge_energy.sum()),
-            "latency_s": float(edge_delay.sum()),
+            else nan,
+            "energy_j": float(energy.sum()),
+            "latency_s": float(delay.sum()),
             "sigma_device_local": float(stds.device_local.max()),
             "sigma_device_global": float(stds.device_global.max()),
             "sigma_edge_local": float(stds.edge_local.max()),
@@ -755,11 +708,6 @@ class HierarchicalRound:
             "beta_hat": float(self.beta_hat),
             "steps_done": int(self.steps_done),
         }
-        if sch is not None:
-            sch.observe(chosen, out_rows)
-        self._control(k, previous, chosen)
-        delivered = sorted(r["client"] for r in out_rows if r["delivered"])
-        return RoundResult(k, out_rows, delivered), extras
 
     # ------------------------------------------------------------------ control
     def _control(self, k: int, previous: Any, chosen: list[list[int]]) -> None:
@@ -767,23 +715,7 @@ class HierarchicalRound:
         cfg = self.config
         topo = cfg.topology
         if topo.lr.mode == "theory":
-            calls, called = [], []
-            for a, group in enumerate(self.groups):
-                part = [i for i in group if any(i in m for m in chosen)][:4]
-                if part:
-                    calls.append(
-                        self.actors[a].smoothness.remote(
-                            previous, self.global_ref, part
-                        )
-                    )
-                    called.append(a)
-            values = [
-                v
-                for v in self.engine.pool.gather(calls, called)
-                if v is not None and v > 0
-            ]
-            if values:
-                self.beta_hat = float(max(values))
+            self._estimate_smoothness(previous, chosen)
         if not topo.control.enabled:
             return
         ctl = topo.control
@@ -847,6 +779,24 @@ class HierarchicalRound:
         self.tau = int(tau)
         self.period = max(1, self.tau // (problem.num_local + 1))
         self.participants = np.where(trusted, s_t, s_u).astype(np.int64)
+
+    def _estimate_smoothness(self, previous: Any, chosen: list[list[int]]) -> None:
+        """Set β̂ to the largest smoothness estimate of up to 4 participants per actor."""
+        calls, called = [], []
+        for a, group in enumerate(self.groups):
+            part = [i for i in group if any(i in m for m in chosen)][:4]
+            if part:
+                calls.append(
+                    self.actors[a].smoothness.remote(previous, self.global_ref, part)
+                )
+                called.append(a)
+        values = [
+            v
+            for v in self.engine.pool.gather(calls, called)
+            if v is not None and v > 0  # None: the actor died
+        ]
+        if values:
+            self.beta_hat = float(max(values))
 
     # ------------------------------------------------------------------ eval
     def evaluate(self, engine: Any) -> list[EvalRow]:
