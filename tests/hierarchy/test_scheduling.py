@@ -178,6 +178,24 @@ def _tiny(policy, k_e=2, **top):
     )
 
 
+@pytest.mark.slow
+def test_same_seed_same_metrics_fresh_runs(ray_session, tmp_path):
+    cfg = {
+        **TINY,
+        "topology": {
+            **TINY["topology"],
+            "scheduling": {"policy": "best_channel", "subchannels_per_edge": 2},
+        },
+    }
+    runs = [rayfl.run(cfg, {"output.dir": str(tmp_path / str(i))}) for i in range(2)]
+    cols = ["round", "client", "scheduled", "subchannel", "train_loss", "energy_j"]
+    a, b = (r.metrics[cols] for r in runs)
+    assert a.equals(b)
+    assert runs[0].rounds["global_acc"].equals(runs[1].rounds["global_acc"])
+    assert (a.groupby("round")["scheduled"].sum() == 4).all()
+    assert a.loc[a.scheduled, "subchannel"].isin([0, 1]).all()
+
+
 @pytest.fixture(scope="module")
 def env(ray_session):
     """One tiny hierarchy for the module (behind the env); tests ``reset`` it."""
@@ -311,21 +329,3 @@ def test_controller_caps_the_policy_path(system):
 def test_hierarchy_refuses_the_flat_scheduler_field():
     with pytest.raises(ValueError, match="topology.scheduling.policy"):
         build_system(load_config({**TINY, "scheduler": {"policy": "random"}}))
-
-
-@pytest.mark.slow
-def test_same_seed_same_metrics_fresh_runs(ray_session, tmp_path):
-    cfg = {
-        **TINY,
-        "topology": {
-            **TINY["topology"],
-            "scheduling": {"policy": "best_channel", "subchannels_per_edge": 2},
-        },
-    }
-    runs = [rayfl.run(cfg, {"output.dir": str(tmp_path / str(i))}) for i in range(2)]
-    cols = ["round", "client", "scheduled", "subchannel", "train_loss", "energy_j"]
-    a, b = (r.metrics[cols] for r in runs)
-    assert a.equals(b)
-    assert runs[0].rounds["global_acc"].equals(runs[1].rounds["global_acc"])
-    assert (a.groupby("round")["scheduled"].sum() == 4).all()
-    assert a.loc[a.scheduled, "subchannel"].isin([0, 1]).all()
