@@ -144,13 +144,16 @@ class HierarchicalSchedulingEnv(gym.Env):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start over from w⁰ (``seed`` replaces the config seed: rebuilds the actors)."""
         super().reset(seed=seed)
-        from rayfl.hierarchy.system import HierarchicalSystem
+        from rayfl.engine import Engine
+        from rayfl.hierarchy.round import HierarchicalRound
 
         if seed is not None and int(seed) != self.config.seed:
             self.close()
             self.config = self.config.model_copy(update={"seed": int(seed)})
         if self.system is None:
-            self.system = HierarchicalSystem(self.config, external_actions=True)
+            self.system = Engine(
+                self.config, strategy=HierarchicalRound(external_actions=True)
+            )
         else:
             self.system.reset(scheduling=self.topology_config.scheduling)
         self.round = 0

@@ -2,7 +2,7 @@
 
 One set of actors (``examples/h2fdp_fmnist.yaml``: 50 devices, 10 edges of 5,
 MLR, real Fashion-MNIST, ε = 1, half the edges trusted) runs each
-``topology.scheduling`` variant in turn (``HierarchicalSystem.reset``): the
+``topology.scheduling`` variant in turn (``HierarchicalRound.reset``): the
 default uniform choice with every device (s_c = n_c = 5), the uniform choice
 capped at K_e devices, and the registered ``random``, ``round_robin`` and
 ``best_channel`` policies on K_e subchannels per edge. Writes
@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from rayfl.config import load_config
+from rayfl.engine import Engine, build_system
 from rayfl.hierarchy.config import HierSchedulingConfig
-from rayfl.hierarchy.system import HierarchicalSystem
 from rayfl.metrics import jain_index, round_summary
 from rayfl.session import RaySession
 
@@ -68,7 +68,7 @@ def _label(name: str, k_e: int) -> str:
     return f"{name} (K_e={k_e})"
 
 
-def _run(system: HierarchicalSystem, label: str, rounds: int, every: int) -> dict:
+def _run(system: Engine, label: str, rounds: int, every: int) -> dict:
     energy = delay = 0.0
     uploads = 0
     accs: dict[int, float] = {}
@@ -108,7 +108,7 @@ def _run(system: HierarchicalSystem, label: str, rounds: int, every: int) -> dic
     return row
 
 
-def _backhaul(system: HierarchicalSystem, rounds: int) -> tuple[float, float]:
+def _backhaul(system: Engine, rounds: int) -> tuple[float, float]:
     e, d = system.cost.global_hop()
     return e * len(system.edges) * rounds, d * len(system.edges) * rounds
 
@@ -163,7 +163,7 @@ def main() -> None:
                 if not todo[seed]:
                     continue
                 t0 = time.perf_counter()
-                system = HierarchicalSystem(
+                system = build_system(
                     load_config(args.config, [*overrides, f"seed={seed}"])
                 )
                 print(

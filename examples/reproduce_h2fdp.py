@@ -1,7 +1,7 @@
 """Reproduce H2FDP's trends on real Fashion-MNIST (spec seed_004 §7, Figs. 4–6).
 
 For each seed, one set of actors (50 devices, 10 edge actors, 1 cloud actor)
-runs every variant in turn (``HierarchicalSystem.reset``): accuracy vs global
+runs every variant in turn (``HierarchicalRound.reset``): accuracy vs global
 round for trusted fraction p_c ∈ {0, 0.5, 1} and each ε; HFL without DP; and
 energy / delay with and without adaptive control (Algorithm 1 vs 2) next to
 HFL-DP and PEDPFL (its own one-aggregator system).
@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from rayfl.config import load_config
-from rayfl.hierarchy.system import HierarchicalSystem
+from rayfl.engine import Engine, build_system
 from rayfl.hierarchy.topology import build_topology
 from rayfl.metrics import round_summary
 from rayfl.session import RaySession
@@ -149,9 +149,7 @@ def done_labels(curves: pd.DataFrame, seed: int, rounds: int) -> set[str]:
     return set(counts[counts == rounds].index)
 
 
-def _run(
-    system: HierarchicalSystem, v: Variant, seed: int, rounds: int, every: int
-) -> list[dict]:
+def _run(system: Engine, v: Variant, seed: int, rounds: int, every: int) -> list[dict]:
     rows = []
     energy = delay = 0.0
     started = time.perf_counter()
@@ -198,7 +196,7 @@ def _run(
     return rows
 
 
-def _reset(system: HierarchicalSystem, cfg, v: Variant) -> None:
+def _reset(system: Engine, cfg, v: Variant) -> None:
     """Put ``system`` in the state of variant ``v`` (not PEDPFL)."""
     n_edges = len(system.edges)
     if v.method == "hfl":
@@ -394,7 +392,7 @@ def _seed(
     hier = [v for v in todo if v.method != "pedpfl"]
     if hier:
         t0 = time.perf_counter()
-        system = HierarchicalSystem(cfg)
+        system = build_system(cfg)
         print(
             f"seed {seed}: setup {time.perf_counter() - t0:.0f} s; "
             f"model dim {system.dim}",
@@ -428,7 +426,7 @@ def _seed(
                 f"topology.dp.epsilon={args.control_eps}",
             ],
         )
-        system = HierarchicalSystem(ped)
+        system = build_system(ped)
         try:
             v = next(v for v in todo if v.method == "pedpfl")
             rows = _run(system, v, seed, args.rounds, args.eval_every)

@@ -38,7 +38,6 @@ from rayfl.run_status import RunProgress, terminal_status
 from rayfl.schedule import Schedule
 from rayfl.scheduler import BUILTIN_POLICIES, Scheduler
 from rayfl.star.actions import StarActions
-from rayfl.system import RoundResult
 
 __all__ = ["divergence_report", "env_policy", "resume", "round_costs", "run"]
 
@@ -187,58 +186,6 @@ def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
     return [PolicyDecider(_bound_policy(cfg, spaces, system), actions.to_schedule)]
 
 
-class _DriverSystem:
-    """A hierarchical run's driver seen through the loop's ``System`` members.
-
-    The hierarchy schedules inside its round and evaluates on the loop's
-    cadence (``eval_every`` and the last round), so ``run_round`` runs the
-    driver's step and ``evaluate`` returns that step's evaluation.
-    """
-
-    num_units = 1
-
-    def __init__(self, driver: Any) -> None:
-        self.driver = driver
-        self.system = driver.system
-        self._evals: list[dict[str, Any]] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if "system" not in self.__dict__:
-            raise AttributeError(name)
-        return getattr(self.__dict__["system"], name)
-
-    def observe(self, t: int) -> tuple[Any, ...]:
-        return (None,)
-
-    def run_round(self, t: int, decision: Any) -> RoundResult:
-        _, result, self._evals = self.driver.step(t)
-        return RoundResult(
-            t, result.rows, result.delivered, dict(self.driver.round_extras(t))
-        )
-
-    def exhausted(self) -> bool:
-        return False
-
-    def evaluate(self) -> list[dict[str, Any]] | None:
-        return self._evals
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "system": self.system.state_dict(),
-            "driver": self.driver.state_dict(),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.system.load_state_dict(state["system"])
-        self.driver.load_state_dict(state["driver"])
-
-    def write_extra(self, run_dir: Path) -> None:
-        self.driver.write_extra(run_dir)
-
-    def close(self) -> None:
-        self.driver.close()
-
-
 def _build(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
     """Return the run's system, its deciders and the loop settings."""
     settings = LoopSettings(
@@ -249,9 +196,7 @@ def _build(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
         logged=tuple(getattr(algorithm_class(cfg.algorithm), "logged_metrics", ())),
     )
     if cfg.topology.kind == "hierarchical":  # devices → edges → cloud
-        from rayfl.hierarchy.system import HierarchicalDriver
-
-        return _DriverSystem(HierarchicalDriver(cfg)), [_InsideDecider()], settings
+        return build_system(cfg), [_InsideDecider()], settings
     builtin = _uses_builtin(cfg)  # a config error before Ray starts
     system = build_system(cfg)
     try:

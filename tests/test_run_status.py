@@ -101,9 +101,9 @@ def test_ctrl_c_in_a_round_ends_interrupted(ray_session, tmp_path, monkeypatch):
 
 
 def test_hierarchical_loop_ends_failed(ray_session, tmp_path, monkeypatch):
-    from rayfl.hierarchy.system import HierarchicalDriver
+    from rayfl.hierarchy.round import HierarchicalRound
 
-    _fail_at(monkeypatch, HierarchicalDriver, "step", 1)
+    _fail_at(monkeypatch, HierarchicalRound, "run_global_round", 1)
     topology = {
         "kind": "hierarchical",
         "num_edges": 2,

@@ -6,12 +6,16 @@ from typing import Any
 
 from rayfl.data.federated import FederatedData
 from rayfl.engine.engine import Engine
+from rayfl.hierarchy.round import HierarchicalRound
 from rayfl.star.round import StarRound
 
 __all__ = ["STRATEGIES", "build_system"]
 
 #: ``topology.kind`` → strategy class.
-STRATEGIES: dict[str, type[Any]] = {"flat": StarRound}
+STRATEGIES: dict[str, type[Any]] = {
+    "flat": StarRound,
+    "hierarchical": HierarchicalRound,
+}
 
 
 def build_system(config: Any, *, data: FederatedData | None = None) -> Engine:
@@ -22,8 +26,8 @@ def build_system(config: Any, *, data: FederatedData | None = None) -> Engine:
         data: A prebuilt federated dataset (default: built from ``config.data``).
 
     Raises:
-        ValueError: If ``topology.kind`` has no engine strategy (the
-            hierarchical and D2D topologies still run their own systems).
+        ValueError: If ``topology.kind`` has no engine strategy (D2D still
+            runs its own system).
     """
     kind = config.topology.kind
     if kind not in STRATEGIES:

@@ -205,6 +205,9 @@ class Engine:
 
     def local_updates(self) -> list[int]:
         """Return how many local updates each client has made (pulls small dicts)."""
+        own = getattr(self.strategy, "local_updates", None)
+        if own is not None:  # a strategy that counts them on the driver
+            return list(own(self))
         counts = [0] * self.num_clients
         for c, s in self.client_states().items():
             counts[c] = int(s.get("local_updates", 0))

@@ -3,7 +3,7 @@
 Devices → edge servers → cloud, each tier a Ray actor. Modules: ``config``
 (the ``topology`` section), ``topology`` (subnets, trust), ``dp`` (σ per stream,
 observer ledger), ``cost`` (energy/delay), ``controller`` (Algorithm 1),
-``edge``/``device``/``cloud`` (actors), ``system`` (the round driver).
+``edge``/``device``/``cloud`` (actors), ``round`` (the engine strategy).
 Imports are lazy so edge actors stay numpy-only.
 """
 
@@ -12,12 +12,11 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["HierarchicalDriver", "HierarchicalSystem", "TopologyConfig"]
+__all__ = ["HierarchicalRound", "TopologyConfig"]
 
 _LAZY = {
     "TopologyConfig": "rayfl.hierarchy.config",
-    "HierarchicalSystem": "rayfl.hierarchy.system",
-    "HierarchicalDriver": "rayfl.hierarchy.system",
+    "HierarchicalRound": "rayfl.hierarchy.round",
 }
 
 

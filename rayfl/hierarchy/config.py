@@ -3,8 +3,8 @@
 ``topology.kind: flat`` (the default) keeps the classic star run untouched.
 ``kind: hierarchical`` runs devices → edge servers → cloud (H2FDP, from the paper
 "Differentially-Private Hierarchical Federated Learning", Lin and Brinton,
-arXiv:2401.11592): the
-runner dispatches to :class:`rayfl.hierarchy.system.HierarchicalDriver`, and
+arXiv:2401.11592): the engine runs
+:class:`rayfl.hierarchy.round.HierarchicalRound`, and
 ``rounds`` counts global aggregations K_g.
 
 Symbol table (the H2FDP paper's system model):

@@ -58,6 +58,24 @@ def apply_sums(
     return (model + total.mean()).astype(np.float32), total.count
 
 
+def _arrived(sums: tuple[Any, ...]) -> tuple[ExactSum | None, ...]:
+    """Fetch the uploads passed as ``[ref]``; a dead device actor's is None.
+
+    The driver wraps each device actor's sum in a list so that Ray hands the
+    edge the reference instead of failing the whole aggregation when that
+    actor died: the lost sum is skipped like a lost packet.
+    """
+    out = []
+    for s in sums:
+        if isinstance(s, list):
+            try:
+                s = ray.get(s[0])
+            except ray.exceptions.RayActorError:
+                s = None
+        out.append(s)
+    return tuple(out)
+
+
 class EdgeHost:
     """The engine behind :class:`EdgeServer`, usable without Ray in tests.
 
@@ -91,12 +109,14 @@ class EdgeHost:
             model: w̄_c at the subnet's last sync, float32 (dim,).
             noise_std: σ̄ of the trusted-edge noise (0: none).
             extra_std: See implementation detail 3 (0 otherwise).
-            *sums: Pre-reduced device uploads, one per client-actor call.
+            *sums: Pre-reduced device uploads, one per client-actor call, each
+                an ``ExactSum`` or ``[ref]`` of one (fetched here; a dead
+                device actor's is skipped).
 
         Returns:
             The new w̄_c (or v_c at a global aggregation) and a small record.
         """
-        new, count = apply_sums(model, sums)
+        new, count = apply_sums(model, _arrived(sums))
         std = float(np.hypot(noise_std, extra_std))
         noise_norm = 0.0
         if std > 0:

@@ -102,6 +102,26 @@ def build_topology(cfg: TopologyConfig, num_clients: int, seed: int) -> Topology
         raise ValueError(
             f"topology.num_edges ({num_edges}) must be <= data.num_clients ({num_clients})"
         )
+    subnets, positions_m = _subnets(cfg, num_clients, num_edges, rng)
+    trusted = _trusted(cfg, num_edges, rng)
+    if positions_m is None:
+        distance = rng.uniform(
+            cost.distance_min_m, cost.distance_max_m, size=num_clients
+        )
+    else:
+        distance = np.clip(positions_m, cost.distance_min_m, cost.distance_max_m)
+    return Topology(
+        tuple(tuple(int(i) for i in s) for s in subnets),
+        trusted,
+        np.asarray(distance, dtype=np.float64),
+    )
+
+
+def _subnets(
+    cfg: TopologyConfig, num_clients: int, num_edges: int, rng: np.random.Generator
+) -> tuple[list[list[int]], np.ndarray | None]:
+    """Return the devices of each edge and, for ``nearest``, each one's distance."""
+    cost = cfg.cost
     positions_m = None
     if cfg.baseline == "pedpfl":
         subnets = [list(range(num_clients))]
@@ -141,6 +161,13 @@ def build_topology(cfg: TopologyConfig, num_clients: int, seed: int) -> Topology
                 "fewer edges, more clients or another assignment"
             )
         positions_m = dist[np.arange(num_clients), nearest]
+    return subnets, positions_m
+
+
+def _trusted(
+    cfg: TopologyConfig, num_edges: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Return each edge's trust flag (baselines, a fixed list, or drawn)."""
     if cfg.baseline in ("hfl_dp", "pedpfl"):
         trusted = np.zeros(num_edges, dtype=bool)
     elif cfg.trusted_edges is not None:
@@ -152,14 +179,4 @@ def build_topology(cfg: TopologyConfig, num_clients: int, seed: int) -> Topology
         count = int(round(cfg.trusted_fraction * num_edges))
         trusted = np.zeros(num_edges, dtype=bool)
         trusted[rng.choice(num_edges, size=count, replace=False)] = True
-    if positions_m is None:
-        distance = rng.uniform(
-            cost.distance_min_m, cost.distance_max_m, size=num_clients
-        )
-    else:
-        distance = np.clip(positions_m, cost.distance_min_m, cost.distance_max_m)
-    return Topology(
-        tuple(tuple(int(i) for i in s) for s in subnets),
-        trusted,
-        np.asarray(distance, dtype=np.float64),
-    )
+    return trusted

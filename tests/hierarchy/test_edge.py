@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rayfl.hierarchy.edge import EdgeHost
-from rayfl.hierarchy.system import segments
+from rayfl.hierarchy.round import segments
 from rayfl.learning.aggregate import partial_sum
 
 

@@ -12,9 +12,9 @@ import envs  # noqa: F401 - registers HierarchicalFL-v0
 import rayfl
 from policies.registry import make_policy
 from rayfl.config import load_config
+from rayfl.engine import build_system
 from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
 from rayfl.hierarchy.scheduling import EdgeScheduling, validate_action
-from rayfl.hierarchy.system import HierarchicalSystem
 from rayfl.seeding import rng_for
 
 SUBNETS = [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11]]
@@ -178,6 +178,24 @@ def _tiny(policy, k_e=2, **top):
     )
 
 
+@pytest.mark.slow
+def test_same_seed_same_metrics_fresh_runs(ray_session, tmp_path):
+    cfg = {
+        **TINY,
+        "topology": {
+            **TINY["topology"],
+            "scheduling": {"policy": "best_channel", "subchannels_per_edge": 2},
+        },
+    }
+    runs = [rayfl.run(cfg, {"output.dir": str(tmp_path / str(i))}) for i in range(2)]
+    cols = ["round", "client", "scheduled", "subchannel", "train_loss", "energy_j"]
+    a, b = (r.metrics[cols] for r in runs)
+    assert a.equals(b)
+    assert runs[0].rounds["global_acc"].equals(runs[1].rounds["global_acc"])
+    assert (a.groupby("round")["scheduled"].sum() == 4).all()
+    assert a.loc[a.scheduled, "subchannel"].isin([0, 1]).all()
+
+
 @pytest.fixture(scope="module")
 def env(ray_session):
     """One tiny hierarchy for the module (behind the env); tests ``reset`` it."""
@@ -310,22 +328,4 @@ def test_controller_caps_the_policy_path(system):
 
 def test_hierarchy_refuses_the_flat_scheduler_field():
     with pytest.raises(ValueError, match="topology.scheduling.policy"):
-        HierarchicalSystem(load_config({**TINY, "scheduler": {"policy": "random"}}))
-
-
-@pytest.mark.slow
-def test_same_seed_same_metrics_fresh_runs(ray_session, tmp_path):
-    cfg = {
-        **TINY,
-        "topology": {
-            **TINY["topology"],
-            "scheduling": {"policy": "best_channel", "subchannels_per_edge": 2},
-        },
-    }
-    runs = [rayfl.run(cfg, {"output.dir": str(tmp_path / str(i))}) for i in range(2)]
-    cols = ["round", "client", "scheduled", "subchannel", "train_loss", "energy_j"]
-    a, b = (r.metrics[cols] for r in runs)
-    assert a.equals(b)
-    assert runs[0].rounds["global_acc"].equals(runs[1].rounds["global_acc"])
-    assert (a.groupby("round")["scheduled"].sum() == 4).all()
-    assert a.loc[a.scheduled, "subchannel"].isin([0, 1]).all()
+        build_system(load_config({**TINY, "scheduler": {"policy": "random"}}))

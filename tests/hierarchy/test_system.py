@@ -9,7 +9,7 @@ import ray
 
 import rayfl
 from rayfl.config import load_config
-from rayfl.hierarchy.system import HierarchicalSystem
+from rayfl.engine import build_system
 
 FLAT = {
     "name": "flat",
@@ -68,7 +68,7 @@ def test_trusted_edges_cut_the_noise_variance_by_s_c(ray_session):
             "dp": {"epsilon": 1.0},
         },
     }
-    system = HierarchicalSystem(load_config(base))
+    system = build_system(load_config(base))
     try:
         finals = {}
         for name, trusted, dp in (
@@ -107,7 +107,7 @@ def test_edges_are_light_and_placed_with_their_devices(ray_session, tmp_path):
         },
         {"output.dir": str(tmp_path)},
     )
-    system = HierarchicalSystem(cfg)
+    system = build_system(cfg)
     try:
         result, extras = system.run_global_round(0)
         torch_in_edge = ray.get(

@@ -2,7 +2,7 @@
 
 Oracles: ``rayfl.scheduler.Scheduler.schedule`` (star without a channel model:
 ``all``, ``random``, ``round_robin``) and
-``rayfl.hierarchy.system.HierarchicalSystem._choose_participants`` (the
+``rayfl.hierarchy.round.HierarchicalRound._choose_participants`` (the
 hierarchy's ``uniform``), both copied here as they are, so the comparison holds
 after the engine drops them.
 """
@@ -38,7 +38,7 @@ def scheduler_schedule(policy, k, seed, num_clients, eligible, round, cursor):
 
 
 def choose_participants(seed, k, subnets, participants, cap):
-    """Copy of ``HierarchicalSystem._choose_participants``' uniform branch."""
+    """Copy of ``HierarchicalRound._choose_participants``' uniform branch."""
     out = []
     for c, members in enumerate(subnets):
         s = int(min(participants[c], len(members)))

@@ -1,4 +1,6 @@
-"""HierarchicalSystem: devices → edge servers → cloud, one global round per call.
+"""HierarchicalRound: the engine's strategy for devices → edge servers → cloud.
+
+One engine round (``rayfl.engine.Engine.run_round``) is one global round k.
 
 Algorithm 2 of H2FDP (spec §3.1), with Algorithm 1's controller (§3.2) when
 ``topology.control.enabled``. Global round k (interval T_k of τ_k SGD steps):
@@ -16,7 +18,9 @@ Algorithm 2 of H2FDP (spec §3.1), with Algorithm 1's controller (§3.2) when
        ledger, edge-level metrics; with control, solve problem P for τ_{k+1},
        s_T, s_U (``rayfl.hierarchy.controller``).
 
-Only ObjectRefs cross actors: the driver submits the whole round's calls
+The devices live in the engine's ``ActorPool`` (packing, memory check, CPU
+reservation, names and restarts as for every topology); the edges and the cloud
+are this strategy's own actors. Only ObjectRefs cross actors: the driver submits the whole round's calls
 (devices → edge → devices → … → cloud) without waiting, then gets the small
 records once per round.
 
@@ -39,45 +43,40 @@ Implementation details:
        table, its action mapped to S_c^k and to each device's subchannel, whose
        fading then prices the uploads (``rayfl.hierarchy.scheduling``);
        ``run_global_round(k, actions)`` takes the actions from outside
-       (``envs.hierarchical``).
+       (``envs.hierarchical``; build the engine with
+       ``HierarchicalRound(external_actions=True)``).
+    6. Attributes the engine does not define (``run_global_round``, ``reset``,
+       ``edges``, ``cost``, ``tau``...) are readable on the engine itself.
 """
 
 from __future__ import annotations
 
 import math
-import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
-from rayfl.actors.shared_data import share_data
 from rayfl.checkpoint import plain_attributes, restore_attributes
-from rayfl.config import RunConfig
-from rayfl.data.federated import build_federated
+from rayfl.hierarchy.accounting import device_rows, edge_rows, record_ledger
 from rayfl.hierarchy.cloud import HierCloudServer
 from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.controller import ControlProblem, solve, step_size
 from rayfl.hierarchy.cost import CostModel
 from rayfl.hierarchy.device import DeviceActor
-from rayfl.hierarchy.dp import (
-    ObserverLedger,
-    release_noise_multiplier,
-    stream_stds,
-)
+from rayfl.hierarchy.dp import ObserverLedger, stream_stds
 from rayfl.hierarchy.edge import EdgeServer
 from rayfl.hierarchy.scheduling import EdgeScheduling
 from rayfl.hierarchy.topology import Topology, build_topology
-from rayfl.resources import placed, release_cpus, reserve_cpus
-from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
-from rayfl.session import RaySession
-from rayfl.system import RoundResult, initial_vector, pack_clients
+from rayfl.system import Decision, EvalRow, Observation, RoundResult, initial_vector
 
-__all__ = ["HierarchicalDriver", "HierarchicalSystem", "segments"]
+__all__ = ["HierarchicalRound", "segments"]
 
 
 def segments(tau: int, period: int, num_local: int | None = None) -> list[int]:
@@ -101,90 +100,123 @@ def segments(tau: int, period: int, num_local: int | None = None) -> list[int]:
     return [period] * k + [tau - k * period]
 
 
-class HierarchicalSystem:
-    """The actors of a hierarchical run and one global round at a time.
+@dataclass(frozen=True)
+class _Plan:
+    """Global round k's choices: S_c^k, η_k, the segments, the noise stds."""
+
+    k: int
+    chosen: list[list[int]]
+    participants: np.ndarray  # s_c^k, int64 (C,)
+    eta: float
+    segments: list[int]
+    stds: Any  # rayfl.hierarchy.dp.stream_stds
+
+
+@dataclass
+class _Sent:
+    """The round's submitted calls (refs only) and the edge models' refs."""
+
+    edge_refs: list[Any]
+    device_calls: list[tuple[int, int, list[int], Any]] = field(default_factory=list)
+    actors: list[int] = field(default_factory=list)  # actor of each device call
+    edge_calls: list[Any] = field(default_factory=list)
+    periods: list[tuple[int, int]] = field(default_factory=list)  # (p, steps)
+
+
+class HierarchicalRound:
+    """The hierarchical topology as an engine strategy (``rayfl.system.Topology``).
 
     Args:
-        config: The run config (``topology.kind: hierarchical``).
         external_actions: Per-edge actions may come from the caller of
             :meth:`run_global_round` (an env); rounds called without actions
             fall back to ``scheduling.policy``.
+
+    Example:
+        >>> system = build_system(load_config("examples/h2fdp.yaml"))  # doctest: +SKIP
+        >>> result = system.run_round(0, (Schedule.of([]),))  # doctest: +SKIP
     """
 
-    def __init__(self, config: RunConfig, *, external_actions: bool = False) -> None:
+    kind: ClassVar[str] = "hierarchical"
+
+    def __init__(self, *, external_actions: bool = False) -> None:
         self.external_actions = external_actions
-        # Sections the hierarchy replaces (privacy, wireless, scheduler.policy) are
-        # refused by RunConfig validation (``RunConfig._check_hierarchical``).
-        self.config = config
-        self.session = RaySession(config.ray)
-        try:
-            self._build()
-        except BaseException:
-            release_cpus(getattr(self, "reservation", None))
-            self.session.close()
-            raise
+        self.engine: Any = None
+        self.edges: list[Any] = []
+
+    # ------------------------------------------------------------------ engine
+    # What the engine owns (config, data, ω, the pool), read through it.
+    @property
+    def config(self) -> Any:
+        """The run config (the engine's)."""
+        return self.engine.config
+
+    @property
+    def global_ref(self) -> Any:
+        """The ref of w̄ (the engine's)."""
+        return self.engine.global_ref
+
+    @global_ref.setter
+    def global_ref(self, ref: Any) -> None:
+        self.engine.global_ref = ref
+
+    @property
+    def actors(self) -> list[Any]:
+        """The device-hosting actors (``engine.pool.actors``)."""
+        return self.engine.pool.actors
+
+    @property
+    def groups(self) -> list[list[int]]:
+        """Device ids of each actor (``engine.pool.groups``)."""
+        return self.engine.pool.groups
+
+    @property
+    def actor_of(self) -> np.ndarray:
+        """Actor index of each device (``engine.pool.actor_of``)."""
+        return self.engine.pool.actor_of
+
+    @property
+    def num_clients(self) -> int:
+        """N, the number of devices."""
+        return int(self.engine.num_clients)
+
+    @property
+    def num_train(self) -> np.ndarray:
+        """Training samples per device."""
+        return self.engine.num_train
+
+    @property
+    def num_test(self) -> np.ndarray:
+        """Test samples per device."""
+        return self.engine.num_test
+
+    @property
+    def dim(self) -> int:
+        """Model dimension."""
+        return int(self.engine.dim)
 
     # ------------------------------------------------------------------ build
-    def _build(self) -> None:
-        cfg = self.config
+    def build(self, engine: Any) -> None:
+        """Start the device actors (on ``engine.pool``), the edges and the cloud."""
+        self.engine = engine
+        cfg = engine.config
         topo = cfg.topology
-        self.data = build_federated(cfg.data, seed=cfg.seed)
-        n = len(self.data.train_slices)
-        self.num_clients = n
-        self.num_train = np.asarray(self.data.num_train, dtype=np.int64)
-        self.num_test = np.asarray(self.data.num_test, dtype=np.int64)
-        self.topology = build_topology(topo, n, cfg.seed)
+        self.topology = build_topology(topo, engine.num_clients, cfg.seed)
         self.edge_of = self.topology.edge_of()
-        vector = initial_vector(
-            cfg, tuple(self.data.input_shape), self.data.num_classes
-        )
-        self.dim = len(vector)
-        self.global_ref = ray.put(vector)
-        cpus = RaySession.num_cpus()
-        per_actor = cfg.ray.clients_per_actor
-        if per_actor == "auto":
-            per_actor = max(1, math.ceil(n / cpus))
-        self.groups = pack_clients(n, int(per_actor))
-        self.actor_of = np.empty(n, dtype=np.int64)
-        for a, group in enumerate(self.groups):
-            self.actor_of[group] = a
-        setup = ActorSetup(
+        self.setup = ActorSetup(
             config=cfg,
-            input_shape=tuple(self.data.input_shape),
-            num_classes=self.data.num_classes,
+            input_shape=tuple(engine.data.input_shape),
+            num_classes=engine.data.num_classes,
             reduce_in_actor=False,
         )
-        self.run_id = uuid.uuid4().hex[:8]
-        # fetched by name (rayfl.actors.shared_data): no object-store constructor args
-        shared, self.data_holder = share_data(self.data, f"rayfl-{self.run_id}-data")
-        actor_cpus = min(1.0, cpus / len(self.groups))
-        self.reservation = reserve_cpus(  # all at once: see rayfl.resources
-            len(self.groups), actor_cpus, timeout_s=cfg.ray.reserve_timeout_s
+        engine.pool = ActorPool.start(
+            DeviceActor,
+            engine.data,
+            self.setup,
+            ray_settings=cfg.ray,
+            dim=engine.dim,
+            role="devices",
         )
-        self.actors = [
-            DeviceActor.options(
-                name=f"rayfl-{self.run_id}-devices-{a}",
-                num_cpus=actor_cpus,
-                max_restarts=cfg.ray.max_actor_restarts,
-                scheduling_strategy=placed(self.reservation, a),
-            ).remote(shared, group, setup)
-            for a, group in enumerate(self.groups)
-        ]
-        self.actor_nodes: list[str] = ray.get([a.ping.remote() for a in self.actors])
-        self.edges = []
-        for c, members in enumerate(self.topology.subnets):
-            home = int(np.bincount(self.actor_of[list(members)]).argmax())
-            self.edges.append(
-                EdgeServer.options(
-                    num_cpus=0,
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(
-                        self.actor_nodes[home], soft=True
-                    ),
-                ).remote(c, cfg.seed, bool(self.topology.trusted[c]))
-            )
-        self.cloud = HierCloudServer.options(num_cpus=0).remote(setup)
-        self.edge_nodes: list[str] = ray.get([e.ping.remote() for e in self.edges])
-        self.cloud_node: str = ray.get(self.cloud.ping.remote())
+        self._start_servers()
         mean_train = float(self.num_train.mean())
         #: q of eq. 15 only (sets σ, never the ledger, which uses q = 1).
         self.sample_rate = topo.dp.calibration_sample_rate or min(
@@ -197,6 +229,35 @@ class HierarchicalSystem:
             model_dim=self.dim,
             backhaul=topo.baseline != "pedpfl",
         )
+        self._build_scheduling()
+        self._reset_schedule()
+
+    def _start_servers(self) -> None:
+        """Start one edge per subnet (on its devices' home node) and the cloud."""
+        cfg = self.config
+        nodes = self.engine.pool.nodes
+        self.edges = []
+        for c, members in enumerate(self.topology.subnets):
+            home = int(np.bincount(self.actor_of[list(members)]).argmax())
+            self.edges.append(
+                EdgeServer.options(
+                    num_cpus=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(
+                        nodes[home], soft=True
+                    ),
+                ).remote(c, cfg.seed, bool(self.topology.trusted[c]))
+            )
+        self.cloud = HierCloudServer.options(num_cpus=0).remote(self.setup)
+        self.edge_nodes: list[str] = ray.get([e.ping.remote() for e in self.edges])
+        self.cloud_node: str = ray.get(self.cloud.ping.remote())
+
+    def restart(self, engine: Any, seed: int) -> None:
+        """Start over for ``engine.config`` (new seed) on the same actors.
+
+        The subnets and trust flags drawn at build are kept (as the data
+        partition is); the edges redraw their noise from the new seed.
+        """
+        ray.get([e.reset.remote(int(seed)) for e in self.edges])
         self._build_scheduling()
         self._reset_schedule()
 
@@ -253,7 +314,7 @@ class HierarchicalSystem:
             )
         if scheduling is not None:
             topo = topo.model_copy(update={"scheduling": scheduling})
-        self.config = cfg.model_copy(update={"topology": topo})
+        self.engine.config = cfg.model_copy(update={"topology": topo})
         if scheduling is not None:
             self._build_scheduling()
         if trusted is not None:
@@ -264,9 +325,8 @@ class HierarchicalSystem:
             )
         if dp_enabled is not None:
             self.dp_enabled = bool(dp_enabled)
-        vector = initial_vector(
-            self.config, tuple(self.data.input_shape), self.data.num_classes
-        )
+        data = self.engine.data
+        vector = initial_vector(self.config, tuple(data.input_shape), data.num_classes)
         self.global_ref = ray.put(vector)
         self._reset_schedule()
 
@@ -290,13 +350,11 @@ class HierarchicalSystem:
         if getattr(self, "edge_scheduling", None) is not None:
             self.edge_scheduling.reset()
 
-    def placement(self) -> dict[str, Any]:
-        """Return where the actors run (client actors, edges, cloud)."""
+    def placement(self, engine: Any) -> dict[str, Any]:
+        """Return where the actors run (device actors, edges, cloud)."""
+        nodes = engine.pool.nodes
         return {
-            "client_actors": [
-                {"node": node, "clients": [g[0], g[-1]]}
-                for node, g in zip(self.actor_nodes, self.groups, strict=True)
-            ],
+            "client_actors": engine.pool.placement(),
             "edges": [
                 {"node": node, "clients": list(s), "trusted": bool(t)}
                 for node, s, t in zip(
@@ -307,14 +365,11 @@ class HierarchicalSystem:
                 )
             ],
             "edges_on_home_node": sum(
-                node
-                == self.actor_nodes[int(np.bincount(self.actor_of[list(s)]).argmax())]
+                node == nodes[int(np.bincount(self.actor_of[list(s)]).argmax())]
                 for node, s in zip(self.edge_nodes, self.topology.subnets, strict=True)
             ),
             "cloud": self.cloud_node,
-            "num_nodes": len(
-                set(self.actor_nodes) | set(self.edge_nodes) | {self.cloud_node}
-            ),
+            "num_nodes": len(set(nodes) | set(self.edge_nodes) | {self.cloud_node}),
         }
 
     # ------------------------------------------------------------------ round
@@ -338,7 +393,7 @@ class HierarchicalSystem:
         if sch is None:
             raise RuntimeError("topology.scheduling.policy is uniform: no observations")
         if "loss" in sch.needed_keys and np.isnan(sch.loss).all():
-            sch.loss = np.array([r["test_loss"] for r in self.evaluate()])
+            sch.loss = np.array([r["test_loss"] for r in self.evaluate(self.engine)])
         eps = None
         if "privacy_spent" in sch.needed_keys and self.dp_enabled:
             eps = self.uplink.epsilons()[0]
@@ -395,9 +450,30 @@ class HierarchicalSystem:
             The per-device rows (as the flat engine's) and the round's extras
             (energy, delay, τ_k, s, η_k, noise stds...).
         """
+        plan = self._plan(k, actions)
+        self.engine.pool.restore_failed()  # restarted device actors get their state
+        sent = self._submit_segments(plan)
+        previous = self.global_ref
+        edge_evals = self._global_step(plan, sent)
+        # one wait per round: all small records (a dead actor's come back None)
+        pool = self.engine.pool
+        device_records = pool.gather([d[3] for d in sent.device_calls], sent.actors)
+        edge_records = ray.get(sent.edge_calls)
+        evals = pool.gather([r for _, r, _ in edge_evals], [a for *_, a in edge_evals])
+        result, extras = self._settle(
+            plan,
+            sent,
+            device_records=device_records,
+            edge_records=edge_records,
+            edge_evals=[(c, e) for (c, _, _), e in zip(edge_evals, evals, strict=True)],
+        )
+        self._control(k, previous, plan.chosen)
+        return result, extras
+
+    def _plan(self, k: int, actions: list[Any] | None) -> _Plan:
+        """Choose S_c^k, η_k, the segments and every noise std of interval k."""
         cfg = self.config
         topo = cfg.topology
-        trusted = self.topology.trusted
         chosen = self._choose_participants(k, actions)
         s_now = np.array([len(p) for p in chosen], dtype=np.int64)
         eta = self.learning_rate(k)
@@ -406,11 +482,10 @@ class HierarchicalSystem:
             if not topo.control.enabled
             else self.num_local - int(topo.local_at_global)
         )
-        segs = segments(self.tau, self.period, plan_local)
         stds = stream_stds(
             topo.dp,
             enabled=self.dp_enabled,
-            trusted=trusted,
+            trusted=self.topology.trusted,
             participants=s_now,
             learning_rate=eta,
             tau=self.tau,
@@ -420,269 +495,212 @@ class HierarchicalSystem:
             sample_rate=self.sample_rate,
             batch_size=cfg.algorithm.batch_size,
         )
-        g = topo.dp.grad_bound
-        equal = topo.weighting == "equal"
-        edge_refs = [self.global_ref] * len(self.edges)
-        device_calls: list[tuple[int, int, list[int], Any]] = []
-        edge_calls: list[Any] = []
-        seg_periods = []
-        for j, steps in enumerate(segs):
+        segs = segments(self.tau, self.period, plan_local)
+        return _Plan(k, chosen, s_now, eta, segs, stds)
+
+    def _submit_segments(self, plan: _Plan) -> _Sent:
+        """Submit every segment's device training and edge aggregation (no wait)."""
+        topo = self.config.topology
+        trusted = self.topology.trusted
+        stds = plan.stds
+        sent = _Sent(edge_refs=[self.global_ref] * len(self.edges))
+        for j, steps in enumerate(plan.segments):
             p = self.period_index
             self.period_index += 1
-            seg_periods.append((p, steps))
-            is_global = j == len(segs) - 1 and not topo.local_at_global
+            sent.periods.append((p, steps))
+            is_global = j == len(plan.segments) - 1 and not topo.local_at_global
             new_refs = []
-            for c, members in enumerate(chosen):
-                sums = []
-                for a in np.unique(self.actor_of[members]) if members else []:
-                    mine = [i for i in members if self.actor_of[i] == a]
-                    std = 0.0
-                    if not trusted[c]:
-                        std = (
-                            stds.device_global[c] if is_global else stds.device_local[c]
-                        )
-                    recs, fixed = (
-                        self.actors[a]
-                        .train_segment.options(num_returns=2)
-                        .remote(
-                            p,
-                            edge_refs[c],
-                            mine,
-                            eta,
-                            steps,
-                            None if g is None else eta * steps * g,
-                            [float(std)] * len(mine),
-                            equal,
-                        )
+            for c in range(len(plan.chosen)):
+                device_std = 0.0
+                if not trusted[c]:
+                    device_std = (
+                        stds.device_global[c] if is_global else stds.device_local[c]
                     )
-                    device_calls.append((c, p, mine, recs))
-                    sums.append(fixed)
+                sums = self._submit_devices(plan, sent, c, p, steps, device_std)
                 edge_std = 0.0
                 if trusted[c]:
                     edge_std = stds.edge_global[c] if is_global else stds.edge_local[c]
                 new, rec = (
                     self.edges[c]
                     .aggregate.options(num_returns=2)
-                    .remote(p, edge_refs[c], float(edge_std), 0.0, *sums)
+                    .remote(p, sent.edge_refs[c], float(edge_std), 0.0, *sums)
                 )
                 new_refs.append(new)
-                edge_calls.append(rec)
-            edge_refs = new_refs
+                sent.edge_calls.append(rec)
+            sent.edge_refs = new_refs
         if topo.local_at_global:  # spec A3 option: a global-only release on top
-            p = self.period_index
-            self.period_index += 1
-            new_refs = []
-            for c in range(len(self.edges)):
-                if trusted[c]:
-                    std, extra = stds.edge_global[c], 0.0
-                else:
-                    std, extra = (
-                        0.0,
-                        stds.device_global[c] / math.sqrt(max(s_now[c], 1)),
-                    )
-                new, rec = (
-                    self.edges[c]
-                    .aggregate.options(num_returns=2)
-                    .remote(p, edge_refs[c], float(std), float(extra))
+            self._submit_global_only(plan, sent)
+        return sent
+
+    def _submit_devices(
+        self, plan: _Plan, sent: _Sent, c: int, p: int, steps: int, std: float
+    ) -> list[Any]:
+        """Submit subnet c's segment to each actor hosting its participants."""
+        members = plan.chosen[c]
+        g = self.config.topology.dp.grad_bound
+        equal = self.config.topology.weighting == "equal"
+        sums = []
+        for a in np.unique(self.actor_of[members]) if members else []:
+            mine = [i for i in members if self.actor_of[i] == a]
+            recs, fixed = (
+                self.actors[a]
+                .train_segment.options(num_returns=2)
+                .remote(
+                    p,
+                    sent.edge_refs[c],
+                    mine,
+                    plan.eta,
+                    steps,
+                    None if g is None else plan.eta * steps * g,
+                    [float(std)] * len(mine),
+                    equal,
                 )
-                new_refs.append(new)
-                edge_calls.append(rec)
-            edge_refs = new_refs
+            )
+            sent.device_calls.append((c, p, mine, recs))
+            sent.actors.append(int(a))
+            # wrapped: the edge fetches it, so a lost actor is a lost upload
+            sums.append([fixed])
+        return sums
+
+    def _submit_global_only(self, plan: _Plan, sent: _Sent) -> None:
+        """Submit the ``local_at_global`` release: each edge noises its v_c."""
+        p = self.period_index
+        self.period_index += 1
+        stds = plan.stds
+        new_refs = []
+        for c in range(len(self.edges)):
+            if self.topology.trusted[c]:
+                std, extra = stds.edge_global[c], 0.0
+            else:
+                std, extra = (
+                    0.0,
+                    stds.device_global[c] / math.sqrt(max(plan.participants[c], 1)),
+                )
+            new, rec = (
+                self.edges[c]
+                .aggregate.options(num_returns=2)
+                .remote(p, sent.edge_refs[c], float(std), float(extra))
+            )
+            new_refs.append(new)
+            sent.edge_calls.append(rec)
+        sent.edge_refs = new_refs
+
+    def _global_step(self, plan: _Plan, sent: _Sent) -> list[tuple[int, Any, int]]:
+        """Submit the cloud's average of the v_c (eq. 14) and the subnet evaluations.
+
+        Returns:
+            ``(edge, evaluation ref, actor)`` of each subnet evaluation call.
+        """
+        topo = self.config.topology
         if topo.weighting == "equal":
             weights = [1.0] * len(self.edges)
         else:
-            weights = [float(self.num_train[list(m)].sum()) for m in chosen]
-        previous = self.global_ref
-        self.global_ref = self.cloud.global_aggregate.remote(weights, *edge_refs)
-        edge_eval_refs = []
+            weights = [float(self.num_train[list(m)].sum()) for m in plan.chosen]
+        self.global_ref = self.cloud.global_aggregate.remote(weights, *sent.edge_refs)
+        edge_evals = []
         if topo.edge_eval:
             for c, members in enumerate(self.topology.subnets):
                 for a in np.unique(self.actor_of[list(members)]):
                     mine = [i for i in members if self.actor_of[i] == a]
-                    edge_eval_refs.append(
-                        (c, self.actors[a].evaluate.remote(edge_refs[c], mine))
-                    )
-        # one wait per round: all small records
-        device_records = ray.get([d[3] for d in device_calls])
-        edge_records = ray.get(edge_calls)
-        edge_evals = ray.get([r for _, r in edge_eval_refs])
-        return self._account(
-            k,
-            chosen,
-            s_now,
-            eta,
-            segs,
-            seg_periods,
-            stds,
-            device_calls,
-            device_records,
-            edge_records,
-            edge_eval_refs,
-            edge_evals,
-            previous,
+                    ref = self.actors[a].evaluate.remote(sent.edge_refs[c], mine)
+                    edge_evals.append((c, ref, int(a)))
+        return edge_evals
+
+    def _fading(self, k: int, c: int, p: int, mine: list[int]) -> np.ndarray:
+        """Return the fading of each upload of ``mine`` (subnet c, period p)."""
+        sch, subch = self.edge_scheduling, self.round_subchannel
+        if sch is not None and subch is not None:  # the assigned subchannel's
+            key = sch.fading_key(k, p)
+            return np.array(
+                [sch.fading(key, i, sch.num_subchannels[c])[subch[i]] for i in mine]
+            )
+        seed = self.config.seed
+        return np.array(
+            [
+                rng_for(seed, "hier_fading", round=p, client=i).exponential(1.0)
+                for i in mine
+            ]
         )
 
-    def _account(
+    def _settle(
         self,
-        k,
-        chosen,
-        s_now,
-        eta,
-        segs,
-        seg_periods,
-        stds,
-        device_calls,
-        device_records,
-        edge_records,
-        edge_eval_refs,
-        edge_evals,
-        previous,
+        plan: _Plan,
+        sent: _Sent,
+        *,
+        device_records: list[Any],
+        edge_records: list[dict[str, Any]],
+        edge_evals: list[tuple[int, Any]],
     ) -> tuple[RoundResult, dict[str, Any]]:
-        cfg = self.config
-        topo = cfg.topology
+        """Turn the round's records into rows, ledger releases, edge rows, extras."""
+        topo = self.config.topology
         trusted = self.topology.trusted
-        n_edges = len(self.edges)
-        # per-device rows: mean train loss, sums of bits/time/energy
-        rows: dict[int, dict[str, Any]] = {}
-        edge_energy = np.zeros(n_edges)
-        edge_delay = np.zeros(n_edges)
-        sch, subch = self.edge_scheduling, self.round_subchannel
-        refused: list[set[int]] = [set() for _ in range(n_edges)]
-        for (c, p, mine, _), recs in zip(device_calls, device_records, strict=True):
-            if sch is not None and subch is not None:  # the assigned subchannel's
-                key = sch.fading_key(k, p)
-                fading = np.array(
-                    [sch.fading(key, i, sch.num_subchannels[c])[subch[i]] for i in mine]
-                )
-            else:
-                fading = np.array(
-                    [
-                        rng_for(cfg.seed, "hier_fading", round=p, client=i).exponential(
-                            1.0
-                        )
-                        for i in mine
-                    ]
-                )
-            time_s, energy_j = self.cost.uploads(mine, fading)
-            edge_energy[c] += energy_j.sum()
-            edge_delay[c] += time_s.sum()
-            for rec, t_s, e_j in zip(recs, time_s, energy_j, strict=True):
-                i = int(rec["client"])
-                row = rows.setdefault(
-                    i,
-                    {
-                        "client": i,
-                        "loss_sum": 0.0,
-                        "n": 0,
-                        "bits": 0.0,
-                        "latency_s": 0.0,
-                        "energy_j": 0.0,
-                        "delivered": True,
-                    },
-                )
-                row["loss_sum"] += float(rec.get("train_loss", np.nan))
-                row["n"] += 1
-                row["bits"] += float(rec.get("bits", 0.0))
-                row["latency_s"] += float(t_s)
-                row["energy_j"] += float(e_j)
-                if rec.get("rejected"):  # a reason: the device's update was refused
-                    row["delivered"] = False
-                    row["rejected"] = rec["rejected"]
-                    refused[c].add(i)
-                if subch is not None:
-                    row["subchannel"] = subch[i]
-                self.local_update_count[i] += 1
+        rows, energy, delay, refused = device_rows(
+            calls=sent.device_calls,
+            records=device_records,
+            fading_of=lambda c, p, mine: self._fading(plan.k, c, p, mine),
+            cost=self.cost,
+            subchannel=self.round_subchannel,
+            upload_count=self.local_update_count,
+            num_edges=len(self.edges),
+        )
         hop_energy, hop_delay = self.cost.global_hop()
-        edge_energy += hop_energy
-        edge_delay += hop_delay
-        out_rows = []
-        for i in sorted(rows):
-            r = rows.pop(i)
-            r["train_loss"] = r.pop("loss_sum") / max(r.pop("n"), 1)
-            out_rows.append(r)
-        # ledger: one release per segment, z at the sensitivity the code enforces
-        # (rayfl.privacy.sensitivity); without DP z = 0: ε = ∞ for every observer.
-        # The extra local_at_global aggregation is post-processing (dp.py item 5).
-        num_local_releases = len(segs) - 1 + int(topo.local_at_global)
-        g = topo.dp.grad_bound
-        for c, members in enumerate(chosen):
-            if not members:
-                continue
-            # A trusted edge averages the uploads it accepted: a refused upload
-            # leaves fewer members, so each remaining one weighs more (conservative:
-            # a device refused in any segment counts as absent from every one).
-            kept = [i for i in members if i not in refused[c]] or list(members)
-            if topo.weighting == "equal":
-                max_weight = 1.0 / len(kept)
-            else:
-                sizes = self.num_train[kept].astype(np.float64)
-                max_weight = float(sizes.max() / sizes.sum())
-            for j, (_, steps) in enumerate(seg_periods):
-                is_global = j == len(segs) - 1 and not topo.local_at_global
-                if trusted[c]:
-                    std = stds.edge_global[c] if is_global else stds.edge_local[c]
-                    weight = max_weight
-                else:
-                    std = stds.device_global[c] if is_global else stds.device_local[c]
-                    weight = 1.0
-                z = release_noise_multiplier(
-                    float(std),
-                    learning_rate=eta,
-                    steps=int(steps),
-                    grad_bound=g,
-                    max_weight=weight,
-                )
-                self.uplink.record(
-                    members,
-                    trusted=bool(trusted[c]),
-                    noise_multiplier=z if self.dp_enabled else 0.0,
-                )
+        energy += hop_energy
+        delay += hop_delay
+        record_ledger(
+            ledger=self.uplink,
+            chosen=plan.chosen,
+            refused=refused,
+            trusted=trusted,
+            stds=plan.stds,
+            steps=[steps for _, steps in sent.periods],
+            local_at_global=topo.local_at_global,
+            equal_weights=topo.weighting == "equal",
+            num_train=self.num_train,
+            learning_rate=plan.eta,
+            grad_bound=topo.dp.grad_bound,
+            dp_enabled=self.dp_enabled,
+        )
         if self.dp_enabled:
-            eps_target = topo.dp.epsilon
-            self.uplink.nominal_epsilon = eps_target * math.sqrt((k + 1) / cfg.rounds)
-        # edge-level metrics
-        noise_by_edge = np.zeros(n_edges)
-        for rec in edge_records:
-            noise_by_edge[rec["edge"]] += rec["edge_noise_norm"] ** 2
-        acc = {c: [0.0, 0.0, 0.0] for c in range(n_edges)}
-        for (c, _), evals in zip(edge_eval_refs, edge_evals, strict=True):
-            for e in evals:
-                w = float(self.num_test[int(e["client"])])
-                acc[c][0] += w * e["test_acc"]
-                acc[c][1] += w * e["test_loss"]
-                acc[c][2] += w
-        for c in range(n_edges):
-            self.edge_rows.append(
-                {
-                    "round": k,
-                    "edge": c,
-                    "trusted": bool(trusted[c]),
-                    "participants": int(s_now[c]),
-                    "subnet_acc": acc[c][0] / acc[c][2] if acc[c][2] else float("nan"),
-                    "subnet_loss": acc[c][1] / acc[c][2] if acc[c][2] else float("nan"),
-                    "edge_noise_norm": float(math.sqrt(noise_by_edge[c])),
-                    "edge_noise_std_local": float(stds.edge_local[c]),
-                    "edge_noise_std_global": float(stds.edge_global[c]),
-                    "device_noise_std_local": float(stds.device_local[c]),
-                    "device_noise_std_global": float(stds.device_global[c]),
-                    "energy_j": float(edge_energy[c]),
-                    "delay_s": float(edge_delay[c]),
-                }
+            self.uplink.nominal_epsilon = topo.dp.epsilon * math.sqrt(
+                (plan.k + 1) / self.config.rounds
             )
+        self.edge_rows += edge_rows(
+            k=plan.k,
+            trusted=trusted,
+            participants=plan.participants,
+            stds=plan.stds,
+            edge_records=edge_records,
+            edge_evals=edge_evals,
+            num_test=self.num_test,
+            energy=energy,
+            delay=delay,
+        )
         self.steps_done += self.tau
-        extras = {
+        extras = self._extras(plan, energy=energy, delay=delay)
+        if self.edge_scheduling is not None:
+            self.edge_scheduling.observe(plan.chosen, rows)
+        delivered = sorted(r["client"] for r in rows if r["delivered"])
+        return RoundResult(plan.k, rows, delivered), extras
+
+    def _extras(
+        self, plan: _Plan, *, energy: np.ndarray, delay: np.ndarray
+    ) -> dict[str, Any]:
+        """Return the round's ``rounds.parquet`` columns (τ_k, η_k, s, costs, σ)."""
+        trusted = self.topology.trusted
+        s_now, stds = plan.participants, plan.stds
+        nan = float("nan")
+        local_at_global = self.config.topology.local_at_global
+        return {
             "tau": int(self.tau),
             "local_period": int(self.period),
-            "num_local_aggregations": int(num_local_releases),
-            "eta": float(eta),
-            "s_trusted_mean": float(s_now[trusted].mean())
-            if trusted.any()
-            else float("nan"),
+            "num_local_aggregations": len(plan.segments) - 1 + int(local_at_global),
+            "eta": float(plan.eta),
+            "s_trusted_mean": float(s_now[trusted].mean()) if trusted.any() else nan,
             "s_untrusted_mean": float(s_now[~trusted].mean())
             if (~trusted).any()
-            else float("nan"),
-            "energy_j": float(edge_energy.sum()),
-            "latency_s": float(edge_delay.sum()),
+            else nan,
+            "energy_j": float(energy.sum()),
+            "latency_s": float(delay.sum()),
             "sigma_device_local": float(stds.device_local.max()),
             "sigma_device_global": float(stds.device_global.max()),
             "sigma_edge_local": float(stds.edge_local.max()),
@@ -690,11 +708,6 @@ class HierarchicalSystem:
             "beta_hat": float(self.beta_hat),
             "steps_done": int(self.steps_done),
         }
-        if sch is not None:
-            sch.observe(chosen, out_rows)
-        self._control(k, previous, chosen)
-        delivered = sorted(r["client"] for r in out_rows if r["delivered"])
-        return RoundResult(k, out_rows, delivered), extras
 
     # ------------------------------------------------------------------ control
     def _control(self, k: int, previous: Any, chosen: list[list[int]]) -> None:
@@ -702,18 +715,7 @@ class HierarchicalSystem:
         cfg = self.config
         topo = cfg.topology
         if topo.lr.mode == "theory":
-            calls = []
-            for a, group in enumerate(self.groups):
-                part = [i for i in group if any(i in m for m in chosen)][:4]
-                if part:
-                    calls.append(
-                        self.actors[a].smoothness.remote(
-                            previous, self.global_ref, part
-                        )
-                    )
-            values = [v for v in ray.get(calls) if v > 0]
-            if values:
-                self.beta_hat = float(max(values))
+            self._estimate_smoothness(previous, chosen)
         if not topo.control.enabled:
             return
         ctl = topo.control
@@ -778,25 +780,81 @@ class HierarchicalSystem:
         self.period = max(1, self.tau // (problem.num_local + 1))
         self.participants = np.where(trusted, s_t, s_u).astype(np.int64)
 
+    def _estimate_smoothness(self, previous: Any, chosen: list[list[int]]) -> None:
+        """Set β̂ to the largest smoothness estimate of up to 4 participants per actor."""
+        calls, called = [], []
+        for a, group in enumerate(self.groups):
+            part = [i for i in group if any(i in m for m in chosen)][:4]
+            if part:
+                calls.append(
+                    self.actors[a].smoothness.remote(previous, self.global_ref, part)
+                )
+                called.append(a)
+        values = [
+            v
+            for v in self.engine.pool.gather(calls, called)
+            if v is not None and v > 0  # None: the actor died
+        ]
+        if values:
+            self.beta_hat = float(max(values))
+
     # ------------------------------------------------------------------ eval
-    def evaluate(self) -> list[dict[str, float]]:
-        """Evaluate the global model on every client's test split, by id."""
-        refs = [a.evaluate.remote(self.global_ref) for a in self.actors]
-        rows = [r for batch in ray.get(refs) for r in batch]
+    def evaluate(self, engine: Any) -> list[EvalRow]:
+        """Evaluate the global model on every device's test split, by id.
+
+        Devices of an actor that fails during evaluation get NaN metrics.
+        """
+        pool = engine.pool
+        pool.restore_failed()
+        refs = [a.evaluate.remote(self.global_ref) for a in pool.actors]
+        batches = pool.gather(refs, list(range(len(pool.actors))))
+        nan = float("nan")
+        rows = []
+        for a, batch in enumerate(batches):
+            if batch is None:
+                batch = [
+                    {"client": c, "test_loss": nan, "test_acc": nan}
+                    for c in pool.groups[a]
+                ]
+            rows += batch
         return sorted(rows, key=lambda r: r["client"])
 
-    def local_updates(self) -> list[int]:
+    def local_updates(self, engine: Any) -> list[int]:
         """Return the number of local segments each device trained."""
         return self.local_update_count.tolist()
 
-    def global_vector(self) -> np.ndarray:
-        """Return w̄ (pulls the array)."""
-        return np.array(ray.get(self.global_ref))
+    # ------------------------------------------------------------------ Topology
+    def num_units(self, engine: Any) -> int:
+        """One unit: the edges' participants are chosen inside the round."""
+        return 1
 
-    def state_dict(self) -> dict[str, Any]:
-        """Return the run state for a checkpoint."""
+    def observe(self, engine: Any, t: int) -> tuple[Observation, ...]:
+        """No observation: ``topology.scheduling`` decides inside the round."""
+        return ({},)
+
+    def exhausted(self, engine: Any) -> bool:
+        """Never: the hierarchy has no upload budget."""
+        return False
+
+    def round(self, engine: Any, t: int, decision: Decision) -> RoundResult:
+        """Run global round ``t`` (the decision is unused: see :meth:`observe`)."""
+        result, extras = self.run_global_round(t)
+        return RoundResult(t, result.rows, result.delivered, extras)
+
+    def summary(self, engine: Any) -> dict[str, Any]:
+        """The hierarchy adds nothing to ``summary.json`` (edges.parquet holds it)."""
+        return {}
+
+    def write_extra(self, engine: Any, run_dir: Path) -> None:
+        """Write ``edges.parquet`` (one row per global round × edge)."""
+        from rayfl.results import _write_parquet
+
+        if self.edge_rows:
+            _write_parquet(Path(run_dir) / "edges.parquet", self.edge_rows)
+
+    def state_dict(self, engine: Any) -> dict[str, Any]:
+        """Return the run state for a checkpoint (the engine adds ``global``)."""
         return {
-            "global": self.global_vector(),
             "ledger": self.uplink.state_dict(),
             "schedule": {
                 "tau": self.tau,
@@ -822,9 +880,8 @@ class HierarchicalSystem:
         state = self.edge_scheduling.state_dict()
         return {**state, "policies": [plain_attributes(p) for p in state["policies"]]}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.global_ref = ray.put(np.asarray(state["global"], dtype=np.float32))
+    def load_state_dict(self, engine: Any, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (the engine restores ``global``)."""
         self.uplink.load_state_dict(state["ledger"])
         s = state["schedule"]
         self.tau, self.period = int(s["tau"]), int(s["period"])
@@ -844,58 +901,10 @@ class HierarchicalSystem:
                 restore_attributes(policy, attributes)
             self.edge_scheduling.load_state_dict({**saved, "policies": policies})
 
-    def close(self) -> None:
-        """Kill the actors and stop Ray if this system started it."""
-        for actor in [*getattr(self, "actors", []), *getattr(self, "edges", [])]:
-            ray.kill(actor)
+    def close(self, engine: Any) -> None:
+        """Kill the edges and the cloud (the engine closes the pool)."""
+        for edge in self.edges:
+            ray.kill(edge)
         if hasattr(self, "cloud"):
             ray.kill(self.cloud)
-        if hasattr(self, "data_holder"):
-            ray.kill(self.data_holder)
-        self.actors, self.edges = [], []
-        release_cpus(getattr(self, "reservation", None))
-        self.reservation = None
-        self.session.close()
-
-
-class HierarchicalDriver:
-    """The runner's driver for ``topology.kind: hierarchical`` (one step = one k)."""
-
-    def __init__(self, cfg: RunConfig) -> None:
-        self.cfg = cfg
-        self.system = HierarchicalSystem(cfg)
-        self.extras: dict[int, dict[str, Any]] = {}
-
-    def step(self, t: int) -> tuple[Schedule, RoundResult, list[dict[str, Any]] | None]:
-        """Run global round t; evaluate every ``eval_every`` rounds and at the end."""
-        result, extras = self.system.run_global_round(t)
-        self.extras[t] = extras
-        last = t == self.cfg.rounds - 1
-        evaluate = (t + 1) % self.cfg.eval_every == 0 or last
-        schedule = Schedule(
-            np.array([r["client"] for r in result.rows], dtype=np.int64)
-        )
-        return schedule, result, self.system.evaluate() if evaluate else None
-
-    def round_extras(self, t: int) -> dict[str, Any]:
-        """Per-round hierarchy columns for rounds.parquet (energy, delay, τ_k...)."""
-        return self.extras.get(t, {})
-
-    def write_extra(self, run_dir: Path) -> None:
-        """Write ``edges.parquet`` (one row per global round × edge)."""
-        from rayfl.results import _write_parquet
-
-        if self.system.edge_rows:
-            _write_parquet(Path(run_dir) / "edges.parquet", self.system.edge_rows)
-
-    def state_dict(self) -> dict[str, Any]:
-        """Driver state for checkpoints (the system holds it all)."""
-        return {"extras": self.extras}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
-        self.extras = dict(state["extras"])
-
-    def close(self) -> None:
-        """Close the system."""
-        self.system.close()
+        self.edges = []

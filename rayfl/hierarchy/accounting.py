@@ -1,0 +1,237 @@
+"""What a hierarchical global round records: device rows, the ledger, edge rows.
+
+Three keyword-only helpers, called by ``rayfl.hierarchy.round.HierarchicalRound``
+once the round's small records are back (driver side, no Ray):
+
+- :func:`device_rows`: one row per participating device (mean train loss over
+  its segments, sums of bits, upload time and energy; ``delivered`` and the
+  ``rejected`` reason), plus each edge's upload energy/delay and the devices
+  whose upload an edge did not get (refused, or lost with a dead actor);
+- :func:`record_ledger`: one observer-ledger release per segment and subnet, at
+  the noise multiplier the code enforces (``rayfl.hierarchy.dp``);
+- :func:`edge_rows`: one ``edges.parquet`` row per edge (trust, participants,
+  subnet accuracy, noise, energy, delay).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rayfl.actors.cloud import REJECT_ACTOR_LOST
+from rayfl.hierarchy.cost import CostModel
+from rayfl.hierarchy.dp import ObserverLedger, release_noise_multiplier
+
+__all__ = ["device_rows", "edge_rows", "record_ledger"]
+
+#: ``(edge c, period p, devices) -> fading power of each device's upload``.
+FadingOf = Callable[[int, int, list[int]], npt.NDArray[np.float64]]
+
+
+def _new_row(client: int) -> dict[str, Any]:
+    return {
+        "client": client,
+        "loss_sum": 0.0,
+        "n": 0,
+        "bits": 0.0,
+        "latency_s": 0.0,
+        "energy_j": 0.0,
+        "delivered": True,
+    }
+
+
+def device_rows(
+    *,
+    calls: Sequence[tuple[int, int, list[int], Any]],
+    records: Sequence[list[dict[str, Any]] | None],
+    fading_of: FadingOf,
+    cost: CostModel,
+    subchannel: dict[int, int] | None,
+    upload_count: npt.NDArray[np.int64],
+    num_edges: int,
+) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, list[set[int]]]:
+    """Return the device rows, each edge's upload energy and delay, the refused.
+
+    Args:
+        calls: ``(edge, period, devices, _)`` of each device-actor call.
+        records: Each call's records; None when its actor died (the uploads
+            are lost: ``rejected = actor_lost``, not delivered, not priced).
+        fading_of: The fading of each upload of a call.
+        cost: Prices the uploads (time, energy).
+        subchannel: Each device's subchannel this round, or None.
+        upload_count: Segments trained per device; incremented in place.
+        num_edges: Number of edges.
+
+    Returns:
+        Rows sorted by device, upload energy (J) and delay (s) per edge, and
+        per edge the devices whose upload it did not aggregate.
+    """
+    rows: dict[int, dict[str, Any]] = {}
+    energy = np.zeros(num_edges)
+    delay = np.zeros(num_edges)
+    refused: list[set[int]] = [set() for _ in range(num_edges)]
+    for (c, p, mine, _), recs in zip(calls, records, strict=True):
+        if recs is None:  # the actor died: these uploads are lost (packet loss)
+            for i in mine:
+                row = rows.setdefault(i, _new_row(i))
+                row.update(delivered=False, rejected=REJECT_ACTOR_LOST)
+                row["actor_failed"] = True
+                refused[c].add(i)
+            continue
+        time_s, energy_j = cost.uploads(mine, fading_of(c, p, mine))
+        energy[c] += energy_j.sum()
+        delay[c] += time_s.sum()
+        for rec, t_s, e_j in zip(recs, time_s, energy_j, strict=True):
+            i = int(rec["client"])
+            row = rows.setdefault(i, _new_row(i))
+            row["loss_sum"] += float(rec.get("train_loss", np.nan))
+            row["n"] += 1
+            row["bits"] += float(rec.get("bits", 0.0))
+            row["latency_s"] += float(t_s)
+            row["energy_j"] += float(e_j)
+            if rec.get("rejected"):  # a reason: the device's update was refused
+                row["delivered"] = False
+                row["rejected"] = rec["rejected"]
+                refused[c].add(i)
+            if subchannel is not None:
+                row["subchannel"] = subchannel[i]
+            upload_count[i] += 1
+    out = []
+    for i in sorted(rows):
+        r = rows.pop(i)
+        n, loss = r.pop("n"), r.pop("loss_sum")
+        r["train_loss"] = loss / n if n else float("nan")  # n = 0: all lost
+        out.append(r)
+    return out, energy, delay, refused
+
+
+def record_ledger(
+    *,
+    ledger: ObserverLedger,
+    chosen: Sequence[list[int]],
+    refused: Sequence[set[int]],
+    trusted: npt.NDArray[np.bool_],
+    stds: Any,
+    steps: Sequence[int],
+    local_at_global: bool,
+    equal_weights: bool,
+    num_train: npt.NDArray[np.int64],
+    learning_rate: float,
+    grad_bound: float | None,
+    dp_enabled: bool,
+) -> None:
+    """Record one release per segment and subnet in ``ledger``.
+
+    z is the noise multiplier at the sensitivity the code enforces
+    (``rayfl.privacy.sensitivity``); without DP z = 0 (ε = ∞ for every
+    observer). The extra ``local_at_global`` aggregation is post-processing
+    (``rayfl.hierarchy.dp`` item 5) and records nothing.
+
+    Args:
+        ledger: The observer ledger.
+        chosen: Participants of each subnet.
+        refused: Devices of each subnet whose upload the edge did not get.
+        trusted: Trust flag of each edge.
+        stds: The interval's noise stds (``rayfl.hierarchy.dp.stream_stds``).
+        steps: SGD steps of each segment.
+        local_at_global: Whether a global-only release follows the segments.
+        equal_weights: ρ = 1/s_c (True) or by sample count.
+        num_train: Training samples per device.
+        learning_rate: η_k.
+        grad_bound: G, the per-step gradient bound (None: unclipped).
+        dp_enabled: Whether noise is added at all.
+    """
+    for c, members in enumerate(chosen):
+        if not members:
+            continue
+        # A trusted edge averages the uploads it accepted: a refused upload
+        # leaves fewer members, so each remaining one weighs more (conservative:
+        # a device refused in any segment counts as absent from every one).
+        kept = [i for i in members if i not in refused[c]] or list(members)
+        if equal_weights:
+            max_weight = 1.0 / len(kept)
+        else:
+            sizes = num_train[kept].astype(np.float64)
+            max_weight = float(sizes.max() / sizes.sum())
+        for j, segment_steps in enumerate(steps):
+            is_global = j == len(steps) - 1 and not local_at_global
+            if trusted[c]:
+                std = stds.edge_global[c] if is_global else stds.edge_local[c]
+                weight = max_weight
+            else:
+                std = stds.device_global[c] if is_global else stds.device_local[c]
+                weight = 1.0
+            z = release_noise_multiplier(
+                float(std),
+                learning_rate=learning_rate,
+                steps=int(segment_steps),
+                grad_bound=grad_bound,
+                max_weight=weight,
+            )
+            ledger.record(
+                members,
+                trusted=bool(trusted[c]),
+                noise_multiplier=z if dp_enabled else 0.0,
+            )
+
+
+def edge_rows(
+    *,
+    k: int,
+    trusted: npt.NDArray[np.bool_],
+    participants: npt.NDArray[np.int64],
+    stds: Any,
+    edge_records: Sequence[dict[str, Any]],
+    edge_evals: Sequence[tuple[int, list[dict[str, Any]] | None]],
+    num_test: npt.NDArray[np.int64],
+    energy: np.ndarray,
+    delay: np.ndarray,
+) -> list[dict[str, Any]]:
+    """Return round ``k``'s ``edges.parquet`` rows, one per edge.
+
+    Args:
+        k: Global round.
+        trusted: Trust flag of each edge.
+        participants: s_c^k of each edge.
+        stds: The interval's noise stds.
+        edge_records: The edges' aggregation records of the round.
+        edge_evals: ``(edge, evaluation records)`` of the subnet models (None:
+            the actor died during the evaluation).
+        num_test: Test samples per device (weights the subnet accuracy).
+        energy: Energy (J) per edge, uploads and backhaul hop.
+        delay: Delay (s) per edge, uploads and backhaul hop.
+    """
+    n_edges = len(trusted)
+    noise_by_edge = np.zeros(n_edges)
+    for rec in edge_records:
+        noise_by_edge[rec["edge"]] += rec["edge_noise_norm"] ** 2
+    acc = {c: [0.0, 0.0, 0.0] for c in range(n_edges)}
+    for c, evals in edge_evals:
+        for e in evals or ():
+            w = float(num_test[int(e["client"])])
+            acc[c][0] += w * e["test_acc"]
+            acc[c][1] += w * e["test_loss"]
+            acc[c][2] += w
+    nan = float("nan")
+    return [
+        {
+            "round": k,
+            "edge": c,
+            "trusted": bool(trusted[c]),
+            "participants": int(participants[c]),
+            "subnet_acc": acc[c][0] / acc[c][2] if acc[c][2] else nan,
+            "subnet_loss": acc[c][1] / acc[c][2] if acc[c][2] else nan,
+            "edge_noise_norm": float(math.sqrt(noise_by_edge[c])),
+            "edge_noise_std_local": float(stds.edge_local[c]),
+            "edge_noise_std_global": float(stds.edge_global[c]),
+            "device_noise_std_local": float(stds.device_local[c]),
+            "device_noise_std_global": float(stds.device_global[c]),
+            "energy_j": float(energy[c]),
+            "delay_s": float(delay[c]),
+        }
+        for c in range(n_edges)
+    ]
