@@ -147,8 +147,11 @@ def render(spec: Spec, root: Path = ROOT) -> list[str]:
         raise TableError(f"{spec.csv} has no column(s) {', '.join(absent)}")
     rows = [r for r in rows if all(r[k] == v for k, v in spec.where)]
     groups: dict[str, list[dict[str, str]]] = {}
+    names: dict[str, list[str]] = {}  # key -> its `by` values (a value may hold "/")
     for r in rows:
-        groups.setdefault("/".join(r[b] for b in spec.by), []).append(r)
+        key = "/".join(r[b] for b in spec.by)
+        groups.setdefault(key, []).append(r)
+        names.setdefault(key, [r[b] for b in spec.by])
     if not groups:
         raise TableError(f"{spec.csv}: no row matches where={dict(spec.where)}")
     keys = list(spec.order) if spec.order else list(groups)
@@ -168,9 +171,7 @@ def render(spec: Spec, root: Path = ROOT) -> list[str]:
         if len(seeds) != len(members):
             raise TableError(f"{spec.csv}: row {key!r} repeats a seed")
         cells = [_cell([float(r[c]) for r in members], fmt) for c, _, fmt in spec.cols]
-        lines.append(
-            "| " + " | ".join([*key.split("/"), str(len(seeds)), *cells]) + " |"
-        )
+        lines.append("| " + " | ".join([*names[key], str(len(seeds)), *cells]) + " |")
     return lines
 
 

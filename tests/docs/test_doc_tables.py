@@ -57,6 +57,18 @@ def test_render_is_mean_and_sample_std_over_seeds(root: Path) -> None:
     assert "9.00" not in text
 
 
+def test_a_row_name_with_a_slash_stays_one_cell(root: Path) -> None:
+    (root / "p.csv").write_text(
+        "policy,seed,acc\n"
+        + "".join(f"learned:checkpoint=a/b,{s},0.5\n" for s in range(3))
+    )
+    mark = (
+        '<!-- table csv="p.csv" by="policy" cols="acc:acc:.1f" cmd="python run.py" -->'
+    )
+    text, _ = doc_tables.process(f"{mark}\n<!-- /table -->", root)
+    assert "| learned:checkpoint=a/b | 3 | 0.5 ± 0.0 |" in text.split("\n")
+
+
 def test_process_is_idempotent_and_detects_a_hand_edit(root: Path) -> None:
     text, _ = doc_tables.process(f"{MARK}\n<!-- /table -->", root)
     again, _ = doc_tables.process(text, root)
