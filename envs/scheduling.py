@@ -312,14 +312,7 @@ class WirelessFLEnv(BackendOwner, gym.Env):
         }
 
     def _to_schedule(self, action: Any) -> tuple[Schedule, list[int]]:
-        actions = StarActions(
-            num_clients=self.num_clients,
-            num_subchannels=self.num_subchannels,
-            power_w=self.power_w,
-            control_names=self.control_names,
-            default_controls=self.default_controls,
-        )
-        return actions.to_schedule(action, self._eligible())
+        return StarActions.of(self).to_schedule(action, self._eligible())
 
     def _reward(self, outcome: Outcome) -> float:
         kind = self.reward_kind

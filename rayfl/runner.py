@@ -176,13 +176,7 @@ def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
     from envs.scheduling import WirelessFLEnv
 
     spaces = WirelessFLEnv(cfg, mode="emulate", controls=policy_needs_controls(cfg))
-    actions = StarActions(
-        num_clients=spaces.num_clients,
-        num_subchannels=spaces.num_subchannels,
-        power_w=spaces.power_w,
-        control_names=spaces.control_names,
-        default_controls=spaces.default_controls,
-    )
+    actions = StarActions.of(spaces)
     return [PolicyDecider(_bound_policy(cfg, spaces, system), actions.to_schedule)]
 
 

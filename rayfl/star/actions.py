@@ -40,6 +40,17 @@ class StarActions:
     control_names: tuple[str, ...] = ()
     default_controls: npt.NDArray[np.float32] | None = None
 
+    @classmethod
+    def of(cls, source: Any) -> StarActions:
+        """Return the rules of ``source`` (e.g. a scheduling env): N, K, levels, controls."""
+        return cls(
+            num_clients=source.num_clients,
+            num_subchannels=source.num_subchannels,
+            power_w=source.power_w,
+            control_names=source.control_names,
+            default_controls=source.default_controls,
+        )
+
     def to_schedule(
         self, action: Any, eligible: npt.NDArray[np.bool_]
     ) -> tuple[Schedule, list[int]]:
