@@ -50,5 +50,39 @@ def test_every_mechanism_is_a_valid_config():
     for mechanism, overrides in mod.MECHANISMS.items():
         cfg = load_config(str(ROOT / mod.CONFIG), {**mod.BASE, **overrides})
         dithering = mechanism.startswith("dithering")
+        unquantized = dithering or mechanism == "perfect_gaussian"
         assert (cfg.algorithm.dp_mechanism == "dithering") == dithering
-        assert (cfg.compression.quantize_bits is None) == dithering
+        assert (cfg.compression.quantize_bits is None) == unquantized
+        assert cfg.algorithm.dp_mechanism == (
+            "dithering" if dithering else mechanism
+        )
+
+
+def test_row_means_effective_bits_over_the_uploads_that_have_them():
+    mod = _script()
+    rounds = pd.DataFrame(
+        {"num_scheduled": [2], "num_delivered": [2], "bits": [320.0]}
+    )
+    metrics = pd.DataFrame(
+        {
+            "effective_quantization_bits": [5.0, 7.0, float("nan")],
+            "effective_overhead_bits": [4.0, 4.0, float("nan")],
+            "effective_bits_per_parameter": [9.0, 11.0, float("nan")],
+        }
+    )
+    summary = {
+        "final": {"personal_acc": 0.8, "global_acc": 0.3},
+        "model_dim": 10,
+        "rounds_without_update": 0,
+        "privacy": {"epsilon_max": 1.0, "noise_std": 0.25},
+    }
+    row = mod.row_of(
+        SimpleNamespace(rounds=rounds, summary=summary, metrics=metrics), "ma", 0, 1.0
+    )
+    assert row["effective_bq"] == 6.0 and row["effective_bo"] == 4.0
+    assert row["effective_bits"] == 10.0 and row["noise_std"] == 0.25
+    no_columns = mod.row_of(
+        SimpleNamespace(rounds=rounds, summary=summary, metrics=pd.DataFrame()),
+        "none", 0, 1.0,
+    )
+    assert math.isnan(no_columns["effective_bq"])
