@@ -1,6 +1,6 @@
 """One episode of a scheduling env under a policy: the loop every evaluation shares.
 
-``rayfl.rl.train.evaluate_policies`` (returns of the learned scheduler and its
+``rayfl.train_policy.evaluate_policies`` (returns of the learned scheduler and its
 baselines) and ``rayfl compare --fast`` (final FL metrics of every policy on one
 FL system per seed) both drive a Gymnasium env with a policy until the episode
 ends; this is that loop.

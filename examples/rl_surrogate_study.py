@@ -1,6 +1,6 @@
 r"""Learned scheduler vs the heuristics on held-out seeds, surrogate mode.
 
-Trains the learned scheduler with PPO (``rayfl.rl.train.train_policy``) on the
+Trains the learned scheduler with PPO (``rayfl.train_policy.train_policy``) on the
 surrogate env of ``examples/rl_scheduler.yaml`` (N = 10 clients, K = 3
 subchannels, 20 rounds per episode, the env's default reward ``min_max_loss`` =
 −max client test loss per round), once per training seed, then scores every
@@ -62,7 +62,7 @@ def _seed_range(text: str) -> list[int]:
 
 def train(args: argparse.Namespace, out: Path) -> pd.DataFrame:
     """Train one policy per training seed (skipping exported ones); return curves."""
-    from rayfl.rl.train import train_policy
+    from rayfl.train_policy import train_policy
 
     curves = []
     for seed in args.train_seeds:

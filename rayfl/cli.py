@@ -156,7 +156,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_train_policy(args: argparse.Namespace) -> int:
-    from rayfl.rl.train import INSTALL_HINT, rllib_available, train_policy
+    from rayfl.train_policy.train import INSTALL_HINT, rllib_available, train_policy
 
     if not rllib_available():
         print(f"rayfl: {INSTALL_HINT}", file=sys.stderr)

@@ -1,7 +1,8 @@
-"""Training of the learned scheduler (issue 11): ``rayfl train-policy``.
+"""The learned scheduler's pieces below the app: its config section and network.
 
-Importing this package imports no RLlib; :mod:`rayfl.rl.train` and
-:mod:`rayfl.rl.module` need the ``rl`` extra (``pip install -e '.[rl]'``).
+Importing this package imports no RLlib; :mod:`rayfl.rl.module` needs the
+``rl`` extra (``pip install -e '.[rl]'``). Training itself is the app
+:mod:`rayfl.train_policy` (``rayfl train-policy``).
 """
 
 from rayfl.rl.config import RLConfig

@@ -9,7 +9,7 @@ from rayfl.config import ConfigError, load_config
 
 
 def test_without_rllib_the_command_says_how_to_install(monkeypatch, capsys):
-    monkeypatch.setattr("rayfl.rl.train.rllib_available", lambda: False)
+    monkeypatch.setattr("rayfl.train_policy.train.rllib_available", lambda: False)
     code = cli.main(["train-policy", "examples/rl_scheduler.yaml"])
     assert code == 2
     assert "pip install -e '.[rl]'" in capsys.readouterr().err

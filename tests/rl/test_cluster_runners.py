@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from rayfl.config import ConfigError, load_config
-from rayfl.rl.train import check_env_runner_resources, rllib_available
+from rayfl.train_policy import check_env_runner_resources, rllib_available
 
 needs_rllib = pytest.mark.skipif(
     not rllib_available(),
@@ -53,7 +53,7 @@ TINY = {
 def test_env_runner_settings_reach_the_algorithm_config():
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    from rayfl.rl import train
+    from rayfl import train_policy as train
 
     captured = {}
 
@@ -133,7 +133,7 @@ def test_two_env_runners_on_a_two_node_cluster(two_node_cluster, tmp_path):
     from envs.episode import run_episode
     from envs.scheduling import WirelessFLEnv
     from policies import make_policy
-    from rayfl.rl.train import train_policy
+    from rayfl.train_policy import train_policy
 
     cluster, nodes = two_node_cluster
     config = {**TINY, "output": {**TINY["output"], "dir": str(tmp_path)}}

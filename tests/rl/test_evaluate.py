@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rayfl.config import load_config
-from rayfl.rl.train import evaluate_policies
+from rayfl.train_policy import evaluate_policies
 
 SMALL = {
     "name": "eval",
@@ -60,7 +60,8 @@ def test_default_partition_is_the_config_seed_or_rl_partition_seeds():
 
 
 def test_env_copies_start_on_different_partitions():
-    from rayfl.rl.train import _env_creator, rllib_available
+    from rayfl.train_policy import rllib_available
+    from rayfl.train_policy.algorithm import _env_creator
 
     if not rllib_available():
         pytest.skip("RLlib not installed: pip install -e '.[rl]'")

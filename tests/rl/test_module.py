@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from rayfl.rl.train import rllib_available
+from rayfl.train_policy import rllib_available
 
 pytestmark = pytest.mark.skipif(
     not rllib_available(),

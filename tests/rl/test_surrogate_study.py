@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from rayfl.rl.train import rllib_available
+from rayfl.train_policy import rllib_available
 
 pytestmark = [
     pytest.mark.slow,

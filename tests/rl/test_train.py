@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rayfl.rl.train import rllib_available
+from rayfl.train_policy import rllib_available
 
 pytestmark = pytest.mark.skipif(
     not rllib_available(),
@@ -38,7 +38,7 @@ TINY = {
 @pytest.fixture(scope="module")
 def algo(ray_session):
     from rayfl.config import load_config
-    from rayfl.rl.train import build_algorithm
+    from rayfl.train_policy import build_algorithm
 
     cfg = load_config(TINY)
     algo = build_algorithm(cfg, cfg.rl)
@@ -85,7 +85,7 @@ def test_one_ppo_iteration_updates_the_policy(algo):
 def test_checkpoint_round_trip_gives_identical_actions(algo, tmp_path):
     from policies.learned import LearnedPolicy, select_top_k
     from rayfl.config import load_config
-    from rayfl.rl.train import build_algorithm, export_policy
+    from rayfl.train_policy import build_algorithm, export_policy
 
     # Arrange
     raws, features = _observations()
@@ -117,7 +117,7 @@ def test_checkpoint_round_trip_gives_identical_actions(algo, tmp_path):
 
 
 def test_train_policy_writes_the_run_and_resumes(ray_session, tmp_path):
-    from rayfl.rl.train import train_policy
+    from rayfl.train_policy import train_policy
 
     config = {**TINY, "output": {**TINY["output"], "dir": str(tmp_path)}}
     run_dir = train_policy(config, verbose=False)

@@ -1,0 +1,168 @@
+"""The RLlib side of ``rayfl train-policy``: the env RLlib builds and the PPO algorithm.
+
+:class:`RLlibScoresEnv` is what every EnvRunner builds (``make_rl_env`` of the
+star env, found by name through :mod:`rayfl.registry`); :func:`build_algorithm`
+turns a run config's ``rl`` section into RLlib's PPO (new API stack);
+:func:`check_env_runner_resources` refuses, before RLlib would wait forever, a
+session too small for the remote EnvRunners.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+
+from rayfl.config import RunConfig
+from rayfl.registry import ENVS, load
+from rayfl.rl.config import RLConfig
+
+__all__ = ["RLlibScoresEnv", "build_algorithm", "check_env_runner_resources"]
+
+
+# ------------------------------------------------------------------ config → env
+def _env_creator(env_config: Mapping[str, Any]) -> Any:
+    make_rl_env = load(ENVS["rl"])
+    return make_rl_env(
+        env_config["config"],
+        mode=env_config["mode"],
+        reward=env_config["reward"],
+        reward_scale=env_config["reward_scale"],
+        partition_seeds=env_config.get("partition_seeds"),
+        partition_every=env_config.get("partition_every", 1),
+        partition_offset=_partition_offset(env_config),
+    )
+
+
+class RLlibScoresEnv(gym.Wrapper):
+    """The env every RLlib EnvRunner builds: ``make_rl_env`` of its env config.
+
+    RLlib calls the class with its ``EnvContext`` (the ``env_config`` of
+    :func:`build_algorithm` plus the runner's ``worker_index``).
+
+    Args:
+        env_config: ``config`` (the run config as a dict), ``mode``,
+            ``reward``, ``reward_scale``, ``partition_seeds``,
+            ``partition_every``.
+    """
+
+    def __init__(self, env_config: Mapping[str, Any]) -> None:
+        super().__init__(_env_creator(env_config))
+
+
+#: Envs this process built (RLlib's new stack gives every vector copy of an
+#: EnvRunner the same EnvContext, without a ``vector_index``).
+_ENVS_BUILT = itertools.count()
+
+
+def _partition_offset(env_config: Mapping[str, Any]) -> int:
+    """Index of the first partition seed of a new env copy.
+
+    EnvRunner i (0 = the driver's) of R remote ones gives its j-th env copy the
+    offset j·(R + 1) + i, so all copies start on different partitions while
+    there are enough ``partition_seeds``.
+    """
+    worker = int(getattr(env_config, "worker_index", 0) or 0)
+    runners = int(getattr(env_config, "num_workers", 0) or 0)
+    return next(_ENVS_BUILT) * (runners + 1) + worker
+
+
+# ------------------------------------------------------------------ networks
+def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
+    """Return the RLlib PPO algorithm for ``cfg`` with the ``rl`` settings."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from rayfl.rl.module import ScoreRLModule
+
+    resolve_checkpoint = load("policies.learned:resolve_checkpoint")
+
+    model_config: dict[str, Any] = {
+        "hidden": list(rl.hidden),
+        "initial_log_std": rl.initial_log_std,
+    }
+    if rl.init_from:
+        model_config["init_from"] = str(resolve_checkpoint(rl.init_from).resolve())
+        model_config["reset_log_std"] = rl.reset_log_std
+    env_config = {
+        "config": cfg.to_dict(),
+        "mode": rl.mode,
+        "reward": rl.reward,
+        "reward_scale": rl.reward_scale,
+        "partition_seeds": rl.partition_seeds,
+        "partition_every": rl.partition_every,
+    }
+    config = (
+        PPOConfig()
+        .environment(
+            RLlibScoresEnv,
+            env_config=env_config,
+            normalize_actions=False,
+            clip_actions=False,
+        )
+        .env_runners(
+            num_env_runners=rl.num_env_runners,
+            num_cpus_per_env_runner=rl.num_cpus_per_env_runner,
+            # each emulate-mode env copy is a whole FL system on Ray: one per runner
+            num_envs_per_env_runner=(
+                rl.num_envs_per_env_runner if rl.mode == "surrogate" else 1
+            ),
+        )
+        .learners(num_learners=0)
+        .training(
+            train_batch_size_per_learner=rl.train_batch_size,
+            minibatch_size=rl.minibatch_size,
+            num_epochs=rl.num_epochs,
+            lr=rl.lr,
+            gamma=rl.gamma,
+            lambda_=rl.gae_lambda,
+            clip_param=rl.clip_param,
+            entropy_coeff=rl.entropy_coeff,
+            vf_loss_coeff=rl.vf_loss_coeff,
+            vf_clip_param=1e6,
+        )
+        .rl_module(
+            rl_module_spec=RLModuleSpec(
+                module_class=ScoreRLModule, model_config=model_config
+            )
+        )
+        .debugging(seed=cfg.seed, log_level="ERROR")
+    )
+    return config.build_algo()
+
+
+def check_env_runner_resources(cfg: RunConfig, rl: RLConfig) -> None:
+    """Raise if the Ray session cannot hold the remote EnvRunners.
+
+    Called before Ray starts (a local session: ``ray.num_cpus``, else the
+    machine's cores) and again once connected (the cluster's total CPUs).
+
+    Raises:
+        ValueError: If ``rl.num_env_runners × rl.num_cpus_per_env_runner``
+            exceeds the CPUs available to the session.
+    """
+    import os
+
+    import ray
+
+    needed = rl.num_env_runners * rl.num_cpus_per_env_runner
+    if needed == 0:
+        return
+    if ray.is_initialized():
+        total = float(ray.cluster_resources().get("CPU", 0.0))
+        where = "the Ray cluster has"
+    elif cfg.ray.address is None and not os.environ.get("RAY_ADDRESS"):
+        total = float(cfg.ray.num_cpus or os.cpu_count() or 1)
+        where = "the local Ray session gets (ray.num_cpus)"
+    else:
+        return  # a cluster not connected yet: checked once connected
+    if needed > total + 1e-9:
+        raise ValueError(
+            f"rl.num_env_runners={rl.num_env_runners} × "
+            f"rl.num_cpus_per_env_runner={rl.num_cpus_per_env_runner:g} needs "
+            f"{needed:g} Ray CPUs but {where} {total:g}: lower "
+            "rl.num_env_runners, give each runner a fraction "
+            "(rl.num_cpus_per_env_runner=0.5) or add CPUs/nodes"
+        )

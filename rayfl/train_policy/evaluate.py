@@ -1,0 +1,181 @@
+"""Evaluation and figures of a ``rayfl train-policy`` run.
+
+:func:`evaluate_policies` scores the learned policy and the baselines on the
+same episode seeds (10000 + i) and data partitions; :func:`write_evaluation`
+writes ``evaluation.csv`` / ``evaluation.md``; :func:`plot_training` draws
+``plots/learning_curve.png`` and ``plots/evaluation.png``. The star env and the
+policies are found by name through :mod:`rayfl.registry`, so this module
+imports neither ``envs`` nor ``policies``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from rayfl.config import RunConfig
+from rayfl.registry import ENVS, load, make_policy
+from rayfl.results import atomic_write
+from rayfl.rl.config import RLConfig
+
+__all__ = ["EVAL_SEED", "evaluate_policies", "plot_training", "write_evaluation"]
+
+EVAL_SEED = 10_000
+
+
+def evaluate_policies(
+    cfg: RunConfig,
+    checkpoint: str | Path | None,
+    *,
+    episodes: int,
+    baselines: Sequence[str] | None = None,
+    mode: str | None = None,
+    partition_seeds: Sequence[int] | None = None,
+) -> pd.DataFrame:
+    """Score the learned policy and the baselines on the same episode seeds.
+
+    Args:
+        cfg: Run config (its ``rl`` section gives mode, reward and baselines).
+        checkpoint: The learned policy to load (None: skip it).
+        episodes: Episodes per policy, seeds 10000, 10001, ….
+        baselines: Registered policies to score too (default ``rl.baselines``).
+        mode: Env mode (default ``rl.mode``).
+        partition_seeds: Data partitions to evaluate on (default
+            ``rl.partition_seeds``, else the one of ``cfg.seed``): episode i
+            runs on partition ``partition_seeds[i % len(partition_seeds)]``,
+            the same for every policy. The partitions are built one at a time.
+
+    Returns:
+        One row per (policy, episode): ``partition`` (its data seed),
+        ``return`` (unscaled env reward summed over the episode) and
+        ``final_reward``.
+    """
+    import gymnasium as gym
+
+    from rayfl.compare import sort_by_policy
+
+    run_episode = load("envs.episode:run_episode")
+    star_env = load(ENVS["star"])
+
+    rl = cfg.rl or RLConfig()
+    names = list(rl.baselines if baselines is None else baselines)
+    seeds = list(
+        partition_seeds
+        if partition_seeds is not None
+        else (rl.partition_seeds or [cfg.seed])
+    )
+    if not seeds:
+        raise ValueError("partition_seeds must name at least one partition")
+    policies = [(n, {}) for n in names]
+    if checkpoint is not None:
+        policies.insert(0, ("learned", {"checkpoint": str(checkpoint)}))
+    rows = []
+    for index, partition in enumerate(seeds):
+        mine = [e for e in range(episodes) if e % len(seeds) == index]
+        if not mine:
+            continue
+        env = gym.wrappers.TimeLimit(
+            star_env(
+                cfg.model_copy(update={"seed": int(partition)}),
+                mode=mode or rl.mode,
+                reward=rl.reward,
+            ),
+            max_episode_steps=cfg.rounds,
+        )
+        try:
+            for name, params in policies:
+                policy = make_policy(name, env, **params)
+                for episode in mine:
+                    policy.reset(seed=episode)
+                    result = run_episode(env, policy, seed=EVAL_SEED + episode)
+                    rows.append(
+                        {
+                            "policy": name,
+                            "episode": episode,
+                            "partition": int(partition),
+                            "return": result.total_reward,
+                            "final_reward": result.final_reward,
+                        }
+                    )
+        finally:
+            env.close()
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    return sort_by_policy(table, [name for name, _ in policies], then=["episode"])
+
+
+def write_evaluation(run_dir: Path, table: pd.DataFrame, *, verbose: bool) -> None:
+    """Write ``evaluation.csv`` and the mean ± std table ``evaluation.md``."""
+    from rayfl.compare import markdown_table
+
+    atomic_write(run_dir / "evaluation.csv", lambda p: table.to_csv(p, index=False))
+    summary = (
+        table.groupby("policy", sort=False)["return"]
+        .agg(["mean", "std", "count"])
+        .reset_index()
+        .rename(
+            columns={"mean": "return_mean", "std": "return_std", "count": "episodes"}
+        )
+    )
+    text = markdown_table(summary)
+    atomic_write(run_dir / "evaluation.md", lambda p: p.write_text(text + "\n"))
+    if verbose:
+        print("\nevaluation (same episode seeds, deterministic learned policy):")
+        print(text)
+
+
+def plot_training(run_dir: Path) -> None:
+    """Draw the learning curve and, after an evaluation, the evaluation bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = run_dir / "plots"
+    out.mkdir(exist_ok=True)
+    progress = pd.read_csv(run_dir / "progress.csv")
+    evaluation = (
+        pd.read_csv(run_dir / "evaluation.csv")
+        if (run_dir / "evaluation.csv").is_file()
+        else None
+    )
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(
+        progress["iteration"], progress["episode_return_mean"], label="PPO (training)"
+    )
+    if evaluation is not None:
+        means = evaluation.groupby("policy", sort=False)["return"].mean()
+        for i, (name, value) in enumerate(means.items()):
+            ax.axhline(
+                value,
+                ls="--",
+                lw=1,
+                color=f"C{i + 1}",
+                label=f"{name} (eval{', deterministic' if name == 'learned' else ''})",
+            )
+    ax.set_xlabel("PPO iteration")
+    ax.set_ylabel("mean episode return")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "learning_curve.png", dpi=120)
+    plt.close(fig)
+    if evaluation is not None:
+        stats = evaluation.groupby("policy", sort=False)["return"].agg(["mean", "std"])
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.bar(
+            stats.index,
+            stats["mean"],
+            yerr=stats["std"].fillna(0),
+            capsize=4,
+            color=[f"C{i}" for i in range(len(stats))],
+        )
+        ax.set_ylabel("episode return (mean ± std)")
+        ax.tick_params(axis="x", rotation=30)
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "evaluation.png", dpi=120)
+        plt.close(fig)

@@ -1,0 +1,385 @@
+"""``rayfl train-policy``: PPO (RLlib, new API stack) on the scheduling env.
+
+Read top to bottom (STYLE §17): config → env → networks → training loop (log,
+checkpoint) → export → evaluation against the heuristics → plots.
+
+The run directory ``<output.dir>/train-<name>-<timestamp>/`` holds:
+
+| file | content |
+|------|---------|
+| ``config.yaml`` | the resolved config, ``rl`` section included |
+| ``progress.csv`` | one row per PPO iteration: mean episode return, entropy, env steps/s… |
+| ``checkpoint/`` | the RLlib algorithm (resume with ``--resume RUN_DIR``) |
+| ``env_runners.json`` | with ``rl.num_env_runners`` > 0: each remote EnvRunner's index, Ray node id, host and pid |
+| ``policy/`` | ``policy.npz`` + ``policy.json``: the exported numpy policy, what ``scheduler.policy=learned scheduler.params.checkpoint=RUN_DIR`` loads |
+| ``evaluation.csv`` / ``evaluation.md`` | per-episode and mean ± std returns of the learned policy and the baselines on the same seeds |
+| ``plots/learning_curve.png``, ``plots/evaluation.png`` | the two figures |
+
+Implementation details:
+    1. Environment: :func:`envs.rl.make_rl_env` (per-client features, score
+       actions decoded by top-K + Hungarian); RLlib's action normalisation and
+       clipping are off, since only the ranking of the scores matters.
+    2. The RLlib checkpoint and the exported policy are written every
+       ``rl.checkpoint_every`` iterations and at the end, each by writing a new
+       directory and renaming it over the old one.
+    3. Evaluation scores every policy on the unwrapped env with episode seeds
+       10000 + i, with the deterministic learned policy — the numbers the
+       "learned vs random" margin is read from.
+    4. Remote EnvRunners (``rl.num_env_runners`` = R > 0) are Ray actors of
+       ``rl.num_cpus_per_env_runner`` CPUs each, placed by Ray's scheduler on
+       any node of the session (a cluster: ``ray.address``); the learner stays
+       in the driver. The env is given to RLlib as a class,
+       :class:`RLlibScoresEnv`, not as a name in Ray Tune's env registry: that
+       registry keys its entries by the job id of the first Ray connection of
+       the process, so a second ``train_policy`` on a cluster (a new job) left
+       the runners unable to find the env by name. The class is pickled by
+       reference, so every node must import ``rayfl``, ``envs`` and
+       ``policies`` (the same install or ``PYTHONPATH``). The run
+       checks that the session has R × that many CPUs before building the
+       algorithm (RLlib would otherwise wait for the actors forever) and
+       records where each runner ran in ``env_runners.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rayfl.config import RunConfig, load_config
+from rayfl.registry import load
+from rayfl.results import atomic_write, make_run_dir
+from rayfl.rl.config import RLConfig
+from rayfl.train_policy.algorithm import (
+    RLlibScoresEnv,
+    build_algorithm,
+    check_env_runner_resources,
+)
+from rayfl.train_policy.evaluate import (
+    evaluate_policies,
+    plot_training,
+    write_evaluation,
+)
+
+__all__ = [
+    "INSTALL_HINT",
+    "RLlibScoresEnv",
+    "check_env_runner_resources",
+    "env_runner_placement",
+    "evaluate_policies",
+    "rllib_available",
+    "train_policy",
+]
+
+INSTALL_HINT = (
+    "rayfl train-policy needs RLlib, an optional extra: "
+    "pip install -e '.[rl]'  (ray[rllib] pins gymnasium 1.2.2; use a separate venv "
+    "if you want to keep another gymnasium)"
+)
+
+
+#: Modules the ``ray[rllib]`` extra brings (``ray.rllib`` itself ships with every
+#: ray wheel and half-imports without them; checkpoints need ``ormsgpack``).
+RLLIB_MODULES = ("ray.rllib", "tree", "lz4", "ormsgpack")
+
+
+def rllib_available() -> bool:
+    """Return True if RLlib and the dependencies of ``ray[rllib]`` are installed."""
+    import importlib.util
+
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in RLLIB_MODULES)
+    except (ImportError, ValueError):
+        return False
+
+
+def _where_am_i(runner: Any) -> dict[str, Any]:
+    """Where an EnvRunner actor runs (called inside it)."""
+    import os
+    import socket
+
+    import ray
+
+    return {
+        "worker_index": int(getattr(runner, "worker_index", -1)),
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+    }
+
+
+def env_runner_placement(algo: Any) -> list[dict[str, Any]]:
+    """Return, for each remote EnvRunner of ``algo``, its index, node id, host, pid.
+
+    Asked of the runners themselves (``foreach_env_runner``), so it reports the
+    nodes the actors really run on. Empty without remote runners.
+    """
+    group = getattr(algo, "env_runner_group", None)
+    if group is None or group.num_remote_env_runners() == 0:
+        return []
+    rows = group.foreach_env_runner(_where_am_i, local_env_runner=False)
+    return sorted(rows, key=lambda r: r["worker_index"])
+
+
+def export_policy(algo: Any, out: Path, meta: dict[str, Any]) -> None:
+    """Write ``out/policy.npz`` and ``out/policy.json`` from the learner's module."""
+    from rayfl.rl.module import export_arrays
+
+    learned = "policies.learned:"
+    features = load("policies.features:FEATURE_NAMES")
+
+    module = algo.get_module()
+    arrays = export_arrays(module)
+    info = {
+        "format": load(learned + "FORMAT"),
+        "version": load(learned + "FORMAT_VERSION"),
+        "features": list(features),
+        "hidden": [
+            int(a.shape[1])
+            for k, a in sorted(arrays.items())
+            if k[:4] == "pi_w" and k[4:].isdigit()
+        ],
+        **meta,
+    }
+    tmp = out.with_name(out.name + ".new")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    np.savez(tmp / "policy.npz", **arrays)
+    (tmp / "policy.json").write_text(json.dumps(info, indent=2) + "\n")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+
+
+def _save_checkpoint(algo: Any, run_dir: Path, iteration: int) -> None:
+    target = run_dir / "checkpoint"
+    tmp = run_dir / "checkpoint.new"
+    shutil.rmtree(tmp, ignore_errors=True)
+    algo.save_to_path(str(tmp.resolve()))
+    (tmp / "rayfl_state.json").write_text(json.dumps({"iteration": iteration}))
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+
+
+# ------------------------------------------------------------------ training loop
+def _row(
+    result: Mapping[str, Any],
+    iteration: int,
+    seconds: float,
+    steps: float,
+    elapsed: float,
+    cpu_s: float,
+) -> dict[str, Any]:
+    runners = result.get("env_runners", {})
+    learner = result.get("learners", {}).get("default_policy", {})
+    return {
+        "iteration": iteration,
+        "episode_return_mean": float(runners.get("episode_return_mean", np.nan)),
+        "episodes": int(runners.get("num_episodes", 0) or 0),
+        "entropy": float(learner.get("entropy", np.nan)),
+        "vf_explained_var": float(learner.get("vf_explained_var", np.nan)),
+        "env_steps": steps,
+        "env_steps_per_s": steps / max(seconds, 1e-9),
+        "iteration_s": seconds,
+        "elapsed_s": elapsed,
+        "cpu_s": cpu_s,
+    }
+
+
+def train_policy(
+    config: str | Path | Mapping[str, Any] | RunConfig | None = None,
+    overrides: Sequence[str] | Mapping[str, Any] = (),
+    *,
+    resume: str | Path | None = None,
+    verbose: bool = True,
+) -> Path:
+    """Train the learned scheduler with PPO; return the run directory.
+
+    Args:
+        config: Run config with an optional ``rl`` section (defaults otherwise).
+        overrides: ``key.path=value`` overrides, e.g. ``rl.iterations=5``.
+        resume: A previous run directory: restore its checkpoint and continue
+            up to ``rl.iterations`` (``config`` is then read from it).
+        verbose: Print one line per iteration.
+
+    Raises:
+        ImportError: Without RLlib (the message says how to install it).
+        FileNotFoundError: If ``resume`` has no checkpoint.
+        ValueError: If the Ray session has fewer CPUs than the remote
+            EnvRunners reserve (``check_env_runner_resources``).
+    """
+    if not rllib_available():
+        raise ImportError(INSTALL_HINT)
+    from rayfl.session import RaySession
+
+    cfg = _training_config(config, overrides, resume)
+    rl: RLConfig = cfg.rl  # type: ignore[assignment]
+    check_env_runner_resources(cfg, rl)
+    session = RaySession(cfg.ray)  # RLlib puts its config in the object store
+    import torch
+
+    torch.set_num_threads(1)  # DESIGN.md: one torch thread per process
+    try:
+        check_env_runner_resources(cfg, rl)
+        algo = build_algorithm(cfg, rl)
+        run_dir, rows = _open_run(algo, cfg, resume)
+        meta = {
+            "mode": rl.mode,
+            "reward": rl.reward,
+            "num_clients": cfg.data.num_clients,
+            "num_subchannels": cfg.wireless.num_subchannels,  # type: ignore[union-attr]
+            "config": cfg.name,
+        }
+        placement = _record_placement(algo, run_dir)
+        if verbose:
+            _announce(run_dir, rl, meta, placement)
+        iteration = _iterate(algo, rl, run_dir, rows, meta, verbose=verbose)
+        _save_checkpoint(algo, run_dir, iteration)
+        export_policy(algo, run_dir / "policy", {**meta, "iterations": iteration})
+        algo.stop()
+        if rl.eval_episodes:
+            table = evaluate_policies(
+                cfg, run_dir / "policy", episodes=rl.eval_episodes
+            )
+            write_evaluation(run_dir, table, verbose=verbose)
+        plot_training(run_dir)
+    finally:
+        session.close()
+    return run_dir
+
+
+def _training_config(
+    config: str | Path | Mapping[str, Any] | RunConfig | None,
+    overrides: Sequence[str] | Mapping[str, Any],
+    resume: str | Path | None,
+) -> RunConfig:
+    """The run's config (a resumed run's own), with an ``rl`` section."""
+    if resume is not None:
+        run_dir = Path(resume)
+        if not (run_dir / "checkpoint" / "rayfl_state.json").is_file():
+            raise FileNotFoundError(f"{run_dir}: no checkpoint/ to resume from")
+        cfg = load_config(run_dir / "config.yaml", overrides)
+    else:
+        cfg = load_config(config, overrides)
+    if cfg.wireless is None:
+        raise ValueError("rayfl train-policy needs a config with a `wireless` section")
+    return cfg.model_copy(update={"rl": cfg.rl or RLConfig()})
+
+
+def _open_run(
+    algo: Any, cfg: RunConfig, resume: str | Path | None
+) -> tuple[Path, list[dict[str, Any]]]:
+    """A new run directory, or the resumed one restored; its progress rows."""
+    rows: list[dict[str, Any]] = []
+    if resume is not None:
+        run_dir = Path(resume)
+        state = json.loads((run_dir / "checkpoint" / "rayfl_state.json").read_text())
+        algo.restore_from_path(str((run_dir / "checkpoint").resolve()))
+        start = int(state["iteration"])
+        rows = pd.read_csv(run_dir / "progress.csv").to_dict("records")[:start]
+    else:
+        run_dir = make_run_dir(cfg.output.dir, f"train-{cfg.name}")
+    atomic_write(run_dir / "config.yaml", lambda p: p.write_text(_yaml(cfg)))
+    return run_dir, rows
+
+
+def _record_placement(algo: Any, run_dir: Path) -> list[dict[str, Any]]:
+    """Write ``env_runners.json`` when there are remote runners; return them."""
+    placement = env_runner_placement(algo)
+    if placement:
+        text = json.dumps(placement, indent=2) + "\n"
+        atomic_write(run_dir / "env_runners.json", lambda p: p.write_text(text))
+    return placement
+
+
+def _announce(
+    run_dir: Path, rl: RLConfig, meta: dict[str, Any], placement: list[dict[str, Any]]
+) -> None:
+    print(
+        f"training in {run_dir} ({rl.mode}, N={meta['num_clients']}, "
+        f"K={meta['num_subchannels']}, reward {rl.reward})"
+    )
+    if placement:
+        nodes = {r["node_id"] for r in placement}
+        print(
+            f"{len(placement)} remote env runners on {len(nodes)} Ray "
+            f"node(s): {', '.join(sorted(n[:8] for n in nodes))}"
+        )
+
+
+def _iterate(
+    algo: Any,
+    rl: RLConfig,
+    run_dir: Path,
+    rows: list[dict[str, Any]],
+    meta: dict[str, Any],
+    *,
+    verbose: bool,
+) -> int:
+    """Train from ``len(rows)`` to ``rl.iterations`` (or the time budget).
+
+    Appends one progress row per iteration to ``rows`` and ``progress.csv``,
+    checkpoints and exports every ``rl.checkpoint_every`` iterations; returns
+    the last iteration.
+    """
+    start = len(rows)
+    elapsed = float(rows[-1]["elapsed_s"]) if rows else 0.0
+    cpu_before = float(rows[-1].get("cpu_s", 0.0)) if rows else 0.0
+    cpu_start = time.process_time()
+    steps_before = _lifetime_steps(None)
+    iteration = start
+    for iteration in range(start + 1, rl.iterations + 1):
+        t0 = time.perf_counter()
+        result = algo.train()
+        seconds = time.perf_counter() - t0
+        elapsed += seconds
+        lifetime = _lifetime_steps(result)
+        steps = lifetime - steps_before if steps_before is not None else lifetime
+        steps_before = lifetime
+        cpu_s = cpu_before + time.process_time() - cpu_start
+        row = _row(result, iteration, seconds, steps, elapsed, cpu_s)
+        rows.append(row)
+        atomic_write(
+            run_dir / "progress.csv",
+            lambda p: pd.DataFrame(rows).to_csv(p, index=False),
+        )
+        if verbose:
+            print(
+                f"iter {iteration:4d}  return {row['episode_return_mean']:9.3f}  "
+                f"entropy {row['entropy']:7.3f}  "
+                f"{row['env_steps_per_s']:7.1f} steps/s  "
+                f"({elapsed:6.0f} s wall, {cpu_s:6.0f} s CPU)",
+                flush=True,
+            )
+        out_of_time = rl.time_budget_s is not None and elapsed >= rl.time_budget_s
+        if iteration % rl.checkpoint_every == 0 or out_of_time:
+            _save_checkpoint(algo, run_dir, iteration)
+            export_policy(algo, run_dir / "policy", {**meta, "iterations": iteration})
+        if out_of_time:
+            break
+    return iteration
+
+
+def _lifetime_steps(result: Mapping[str, Any] | None) -> float | None:
+    if result is None:
+        return None
+    runners = result.get("env_runners", {})
+    value = runners.get(
+        "num_env_steps_sampled_lifetime", result.get("num_env_steps_sampled_lifetime")
+    )
+    return (
+        float(value)
+        if value is not None
+        else float(runners.get("num_env_steps_sampled", 0.0))
+    )
+
+
+def _yaml(cfg: RunConfig) -> str:
+    import yaml
+
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
