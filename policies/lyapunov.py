@@ -124,6 +124,34 @@ def _context_of(system: Any) -> SystemContext:
     )
 
 
+def _check_choices(
+    V: float, min_sparsity: float, fairness_queue: str, solver: str, payload_mode: str
+) -> None:
+    """Raise ``ValueError`` for a parameter outside its range or choices."""
+    if not V > 0:
+        raise ValueError(f"V must be > 0, got {V}")
+    if not 0 < min_sparsity <= 1:
+        raise ValueError(f"min_sparsity must be in (0, 1], got {min_sparsity}")
+    for name, value, allowed in (
+        ("fairness_queue", fairness_queue, ("as_printed", "lower_bound")),
+        ("solver", solver, ("alternating", "sweep")),
+        ("payload_mode", payload_mode, ("sec2", "paper_sec5")),
+    ):
+        if value not in allowed:
+            raise ValueError(
+                f"{name} must be {allowed[0]!r} or {allowed[1]!r}, got {value!r}"
+            )
+
+
+def _given_parameters(**values: Any) -> set[str]:
+    """The names among ``values`` the user set (a value other than the default)."""
+    return {
+        name
+        for name, value in values.items()
+        if (value is not None if _DEFAULTS[name] is None else value != _DEFAULTS[name])
+    }
+
+
 def _dbm_to_w(dbm: float) -> float:
     return 10.0 ** ((dbm - 30.0) / 10.0)
 
@@ -197,21 +225,7 @@ class LyapunovPolicy(Policy):
         max_candidates: int | None = 100,
         context: SystemContext | None = None,
     ) -> None:
-        if not V > 0:
-            raise ValueError(f"V must be > 0, got {V}")
-        if not 0 < min_sparsity <= 1:
-            raise ValueError(f"min_sparsity must be in (0, 1], got {min_sparsity}")
-        if fairness_queue not in ("as_printed", "lower_bound"):
-            raise ValueError(
-                f"fairness_queue must be 'as_printed' or 'lower_bound', got "
-                f"{fairness_queue!r}"
-            )
-        if solver not in ("alternating", "sweep"):
-            raise ValueError(f"solver must be 'alternating' or 'sweep', got {solver!r}")
-        if payload_mode not in ("sec2", "paper_sec5"):
-            raise ValueError(
-                f"payload_mode must be 'sec2' or 'paper_sec5', got {payload_mode!r}"
-            )
+        _check_choices(V, min_sparsity, fairness_queue, solver, payload_mode)
         self.V = float(V)
         self.min_sparsity = float(min_sparsity)
         self.d_avg_param = d_avg_s
@@ -233,26 +247,18 @@ class LyapunovPolicy(Policy):
         self.max_candidates = max_candidates
         self.beta_param = None if beta is None else np.asarray(beta, np.float64)
         # parameters the user passed (not at their default): the context leaves them
-        self._given = {
-            name
-            for name, value in (
-                ("model_dim", model_dim),
-                ("bandwidth_hz", bandwidth_hz),
-                ("noise_psd_dbm_hz", noise_psd_dbm_hz),
-                ("tx_power_dbm", tx_power_dbm),
-                ("downlink_power_dbm", downlink_power_dbm),
-                ("cycles_per_sample", cycles_per_sample),
-                ("cpu_freq_hz", cpu_freq_hz),
-                ("compute_samples", compute_samples),
-                ("effective_capacitance", effective_capacitance),
-                ("beta", beta),
-            )
-            if (
-                value is not None
-                if _DEFAULTS[name] is None
-                else value != _DEFAULTS[name]
-            )
-        }
+        self._given = _given_parameters(
+            model_dim=model_dim,
+            bandwidth_hz=bandwidth_hz,
+            noise_psd_dbm_hz=noise_psd_dbm_hz,
+            tx_power_dbm=tx_power_dbm,
+            downlink_power_dbm=downlink_power_dbm,
+            cycles_per_sample=cycles_per_sample,
+            cpu_freq_hz=cpu_freq_hz,
+            compute_samples=compute_samples,
+            effective_capacitance=effective_capacitance,
+            beta=beta,
+        )
         if context is not None:
             self.apply_context(context)
         super().__init__(observation_space, action_space, context=context)
