@@ -70,6 +70,8 @@ from scipy.optimize import brentq, linear_sum_assignment
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
+from policies.delay_min import bottleneck_threshold
+
 __all__ = [
     "RoundProblem",
     "Solution",
@@ -323,20 +325,10 @@ def solve_sweep(problem: RoundProblem) -> Solution | None:
 
 
 def _min_max_match(delay: FloatArray, size: int) -> tuple[IntArray, IntArray] | None:
-    """Min-max matching of ``size`` pairs (bisection on the threshold), min-Σ ties."""
-    values = np.unique(delay[np.isfinite(delay)])
-    if values.size == 0:
+    """Min-max matching of ``size`` pairs (the bottleneck threshold), min-Σ ties."""
+    if size == 0 or _matching_size(np.isfinite(delay)) < size:
         return None
-    low, high = 0, values.size - 1
-    if _matching_size(delay <= values[high]) < size:
-        return None
-    while low < high:
-        mid = (low + high) // 2
-        if _matching_size(delay <= values[mid]) >= size:
-            high = mid
-        else:
-            low = mid + 1
-    return _match(delay, delay <= values[low])
+    return _match(delay, delay <= bottleneck_threshold(delay, size))
 
 
 def _matching_size(feasible: npt.NDArray[np.bool_]) -> int:
