@@ -106,7 +106,7 @@ def row_of(result: Any, mechanism: str, seed: int, wall_s: float) -> dict[str, A
         "effective_bo": _mean_of(metrics, "effective_overhead_bits"),
         "effective_bits": _mean_of(metrics, "effective_bits_per_parameter"),
         "noise_std": float(privacy.get("noise_std") or float("nan")),
-        "epsilon_max": float(privacy.get("epsilon_max", float("nan"))),
+        "epsilon_max": float(privacy.get("epsilon_max") or float("nan")),
         "laplace_scale": float(privacy.get("laplace_scale") or float("nan")),
         "rounds_without_update": int(summary["rounds_without_update"]),
         "wall_s": round(wall_s, 1),

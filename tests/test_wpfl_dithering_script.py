@@ -86,3 +86,8 @@ def test_row_means_effective_bits_over_the_uploads_that_have_them():
         "none", 0, 1.0,
     )
     assert math.isnan(no_columns["effective_bq"])
+    no_dp = {**summary, "privacy": {"epsilon_max": None, "noise_std": None}}
+    row = mod.row_of(
+        SimpleNamespace(rounds=rounds, summary=no_dp, metrics=metrics), "none", 0, 1.0
+    )
+    assert math.isnan(row["epsilon_max"]) and math.isnan(row["noise_std"])
