@@ -154,9 +154,8 @@ def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
         rules = StarParticipants(
             system.num_clients, wireless.num_subchannels if wireless else 0
         )
-        k = cfg.scheduler.clients_per_round
-        extra = {} if k is None else {"clients_per_round": k}
-        policy = _policy(cfg, rules.spaces(), context, **extra)
+        k = cfg.scheduler.clients_per_round  # the field wins over params
+        policy = _policy(cfg, rules.spaces(), context, clients_per_round=k)
         observe = partial(rules.observe, system)
         return [PolicyDecider(policy, rules.to_schedule, observe)]
     from envs.scheduling import WirelessFLEnv

@@ -5,11 +5,8 @@ subchannel k, or N for idle — or a dict with that array under ``assignment``
 and optional ``power`` (level l of L means P_max·(l+1)/L; missing: maximum)
 and ``controls`` (N × C per-client knobs; missing: the algorithm's configured
 values). A client named on several subchannels keeps the lowest-indexed one; a
-client that is not eligible is ignored (and reported).
-
-A client-set decision (``MultiBinary(N)``, :class:`StarParticipants`) names the
-clients that take part: on ideal links that is the schedule; with a channel
-model the i-th participant by id gets subchannel i at the maximum power.
+client that is not eligible is ignored (and reported). A client set
+(``MultiBinary(N)``) has its own rules, :class:`StarParticipants`.
 """
 
 from __future__ import annotations
@@ -145,6 +142,10 @@ class StarActions:
 @dataclass(frozen=True)
 class StarParticipants:
     """The star's client-set decision: its spaces, observation and schedule.
+
+    The policy names the clients that take part: on ideal links that is the
+    schedule; with a channel model the i-th participant by id gets subchannel i
+    at the maximum power.
 
     Attributes:
         num_clients: N.

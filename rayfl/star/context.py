@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from rayfl.observation import (
@@ -20,22 +21,11 @@ def star_context(system: Any) -> SystemContext:
     Args:
         system: The star's system (``config``, ``dim``, ``uplink``).
     """
-    cfg = system.config
-    wireless = cfg.wireless
+    cfg, wireless = system.config, system.config.wireless
     link = None
-    if wireless is not None:
-        link = LinkConstants(
-            bandwidth_hz=float(wireless.bandwidth_hz),
-            noise_psd_dbm_hz=float(wireless.noise_psd_dbm_hz),
-            tx_power_dbm=float(wireless.tx_power_dbm),
-            bs_tx_power_dbm=float(wireless.bs_tx_power_dbm),
-            qam_order=int(wireless.qam_order),
-            max_latency_s=wireless.max_latency_s,
-            downlink_latency=bool(wireless.downlink_latency),
-            cpu_cycles_per_sample=float(wireless.cpu_cycles_per_sample),
-            cpu_frequency_hz=float(wireless.cpu_frequency_hz),
-            effective_capacitance=float(wireless.effective_capacitance),
-        )
+    if wireless is not None:  # the LinkConstants the section has, by name
+        names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
+        link = LinkConstants(**{name: getattr(wireless, name) for name in names})
     beta = system.uplink.participation_target()
     return SystemContext(
         topology="star",
