@@ -11,8 +11,8 @@ Symbol table: N → ``num_clients``, K → ``num_subchannels``, k →
 
 Implementation details:
     1. The action is the client set (``MultiBinary(N)``, action part
-       ``participants``); the engine gives the i-th participant by id
-       subchannel i, as ``rayfl.scheduler.Scheduler`` did for ``all``.
+       ``participants``); with a channel model the runner gives the i-th
+       participant by id subchannel i at the maximum power.
     2. No draw: the rule is deterministic.
 """
 

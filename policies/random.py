@@ -13,9 +13,9 @@ Two cases of one rule (action part ``participants`` or ``assignment``):
   subchannels they get are drawn from ``self.np_random``;
 - with a client set only (``MultiBinary(N)`` action, no channel model), k =
   ``clients_per_round`` (default K, or N without ``channel_gain``) clients are
-  drawn from the run's keyed stream ``context.rng("schedule", round=t)``, the
-  draw ``rayfl.scheduler.Scheduler`` made for ``random``; without a context,
-  from ``self.np_random``.
+  drawn from the run's keyed stream ``context.rng("schedule", round=t)`` (the
+  star runner's draw on ideal links); without a context, from
+  ``self.np_random``.
 
 Implementation details:
     1. Only eligible clients are drawn (privacy/T0 budget); with fewer than K

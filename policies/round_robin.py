@@ -25,8 +25,8 @@ Implementation details:
     3. ``reset`` puts the cursor back on client 0.
     4. With a client set only (``MultiBinary(N)`` action, no channel model) the
        rule takes k = ``clients_per_round`` ids (default K, or N without
-       ``channel_gain``) and returns them sorted: the round robin of
-       ``rayfl.scheduler.Scheduler``, whose cursor walks the same way.
+       ``channel_gain``) and returns them sorted, the cursor walking the
+       same way (the star runner's round robin on ideal links).
 """
 
 from __future__ import annotations

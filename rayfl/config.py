@@ -185,9 +185,9 @@ class RunConfig(_Section):
     def _check_policy(self) -> None:
         """The scheduling policy fits the topology, and its params fit the policy.
 
-        Star runs (``topology.kind=flat``): without a ``wireless`` section the
-        runner's built-in rules (``rayfl.scheduler_config.BUILTIN_POLICIES``)
-        choose a client set; with one, ``all`` still does and every other policy fills
+        Star runs (``topology.kind=flat``): without a ``wireless`` section only
+        the client-set rules (``rayfl.scheduler_config.BUILTIN_POLICIES``) run;
+        with one, ``all`` still chooses a client set and every other policy fills
         the env's subchannel assignment (plus power levels when
         ``wireless.power_levels > 1`` and per-client controls when
         ``scheduler.controls`` is set or the policy ``uses_controls``).

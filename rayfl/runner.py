@@ -1,13 +1,14 @@
 """run(config): config → system → deciders → the round loop → the run directory.
 
 This is what ``rayfl run`` and :func:`rayfl.run` call. It builds the system
-(``rayfl.engine.build_system``), one decider per decision unit (a built-in
-selection rule or a registered policy), and hands both to
-``rayfl.engine.loop.run_rounds``, which each round:
+(``rayfl.engine.build_system``), one decider per decision unit (a registered
+policy, built by ``rayfl.registry.make_policy`` with the run's context), and
+hands both to ``rayfl.engine.loop.run_rounds``, which each round:
     1. asks each decider for its unit's schedule (from the unit's observation);
     2. runs the round (:meth:`rayfl.engine.Engine.run_round`);
     3. evaluates every ``eval_every`` rounds, at the last round and when the
-       upload budgets are spent (every round for a registered policy);
+       upload budgets are spent (every round for a policy that assigns
+       subchannels);
     4. appends the round × client and per-round rows, and checkpoints.
 :func:`resume` continues a run through the same loop.
 """
@@ -17,12 +18,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from rayfl.algorithms.registry import algorithm_class
 from rayfl.checkpoint import load_checkpoint
-from rayfl.config import ConfigError, RunConfig, load_config, parse_overrides
+from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.engine import build_system
 from rayfl.engine.deciders import PolicyDecider
 from rayfl.engine.loop import LoopSettings, restore, run_rounds
@@ -33,11 +35,13 @@ from rayfl.engine.rows import (
     summary_document,
 )
 from rayfl.plots import plot_rounds
+from rayfl.registry import make_policy, policy_class
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
 from rayfl.run_status import RunProgress, terminal_status
 from rayfl.schedule import Schedule
-from rayfl.scheduler import BUILTIN_POLICIES, Scheduler
-from rayfl.star.actions import StarActions
+from rayfl.scheduler_config import BUILTIN_POLICIES
+from rayfl.star.actions import StarActions, StarParticipants
+from rayfl.star.context import star_context
 
 __all__ = ["divergence_report", "env_policy", "resume", "round_costs", "run"]
 
@@ -92,8 +96,6 @@ def policy_needs_controls(cfg: RunConfig) -> bool:
     A policy that sets per-client knobs (e.g. minmax: lr, personal_lr, lam)
     declares ``uses_controls``; ``scheduler.controls`` forces them on.
     """
-    from policies.registry import policy_class
-
     policy = policy_class(cfg.scheduler.policy)
     return cfg.scheduler.controls or bool(getattr(policy, "uses_controls", False))
 
@@ -101,40 +103,18 @@ def policy_needs_controls(cfg: RunConfig) -> bool:
 def env_policy(cfg: RunConfig, env: Any) -> Any:
     """Build ``cfg``'s policy for a reset emulate-mode env, as a run does.
 
-    Policies that need run constants (model size, DP targets) read them from the
-    env's FL system (``bind_system``); the policy is reset with ``cfg.seed``.
+    The policy gets the run constants (model size, link, DP targets) of the
+    env's system as its context and is reset with ``cfg.seed``.
     """
-    return _bound_policy(cfg, env, env.backend.system)
+    return _policy(cfg, env, star_context(env.backend.system))
 
 
-def _bound_policy(cfg: RunConfig, spaces: Any, system: Any) -> Any:
-    """``cfg``'s policy for ``spaces`` (an env), bound to ``system``, reset."""
-    from policies import make_policy
-
-    policy = make_policy(cfg.scheduler.policy, spaces, **cfg.scheduler.params)
-    bind = getattr(policy, "bind_system", None)
-    if callable(bind):
-        bind(system)
+def _policy(cfg: RunConfig, spaces: Any, context: Any, **params: Any) -> Any:
+    """``cfg``'s policy for ``spaces`` (an env or a pair) with ``context``, reset."""
+    params = {**cfg.scheduler.params, **params}
+    policy = make_policy(cfg.scheduler.policy, spaces, context=context, **params)
     policy.reset(seed=cfg.seed)
     return policy
-
-
-class _SchedulerDecider:
-    """A built-in selection rule (``rayfl.scheduler``) as the star's decider."""
-
-    observes = False
-
-    def __init__(self, scheduler: Scheduler) -> None:
-        self.scheduler = scheduler
-
-    def decide(self, t: int, observation: Any) -> Schedule:
-        return self.scheduler.schedule(t)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"cursor": self.scheduler.cursor}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.scheduler.cursor = int(state["cursor"])
 
 
 class _InsideDecider:
@@ -152,36 +132,45 @@ class _InsideDecider:
         pass
 
 
-def _uses_builtin(cfg: RunConfig) -> bool:
-    """Whether the star run is scheduled by ``rayfl.scheduler`` (no env policy)."""
+def _chooses_participants(cfg: RunConfig) -> bool:
+    """Whether the star's policy picks a client set, not subchannels.
+
+    ``all`` always does; ``random`` and ``round_robin`` on ideal links.
+    """
     policy = cfg.scheduler.policy
-    if policy in BUILTIN_POLICIES and (cfg.wireless is None or policy == "all"):
-        return True
-    if cfg.wireless is None:
-        raise ConfigError(
-            f"scheduler.policy={policy} schedules subchannels: it needs a `wireless` "
-            f"section (without one, use one of {', '.join(BUILTIN_POLICIES)})"
-        )
-    return False
+    return policy == "all" or (cfg.wireless is None and policy in BUILTIN_POLICIES)
 
 
 def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
-    """Return the star's one decider: a built-in rule or a registered policy.
+    """Return the star's one decider: its registered policy, with the run's context.
 
-    A registered policy gets the scheduling env's spaces (an env object built
-    for its spaces only: it never starts actors) and the env's action rules.
+    A client-set policy reads eligibility and the round (the decider builds that
+    observation); any other gets the scheduling env's spaces (an env object
+    built for its spaces only: it never starts actors) and action rules.
     """
-    if _uses_builtin(cfg):
-        return [_SchedulerDecider(Scheduler(cfg, system))]
+    context = star_context(system)
+    if _chooses_participants(cfg):
+        wireless = cfg.wireless
+        rules = StarParticipants(
+            system.num_clients, wireless.num_subchannels if wireless else 0
+        )
+        k = cfg.scheduler.clients_per_round  # the field wins over params
+        policy = _policy(cfg, rules.spaces(), context, clients_per_round=k)
+        observe = partial(rules.observe, system)
+        return [PolicyDecider(policy, rules.to_schedule, observe)]
     from envs.scheduling import WirelessFLEnv
 
     spaces = WirelessFLEnv(cfg, mode="emulate", controls=policy_needs_controls(cfg))
     actions = StarActions.of(spaces)
-    return [PolicyDecider(_bound_policy(cfg, spaces, system), actions.to_schedule)]
+    return [PolicyDecider(_policy(cfg, spaces, context), actions.to_schedule)]
 
 
 def _build(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
-    """Return the run's system, its deciders and the loop settings."""
+    """Return the run's system, its deciders and the loop settings.
+
+    A client-set policy evaluates every ``eval_every`` rounds; any other every
+    round (it may read the test metrics, as the scheduling env does).
+    """
     settings = LoopSettings(
         rounds=cfg.rounds,
         eval_every=cfg.eval_every,
@@ -191,15 +180,14 @@ def _build(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
     )
     if cfg.topology.kind == "hierarchical":  # devices → edges → cloud
         return build_system(cfg), [_InsideDecider()], settings
-    builtin = _uses_builtin(cfg)  # a config error before Ray starts
     system = build_system(cfg)
     try:
         deciders = _make_deciders(cfg, system)
     except BaseException:
         system.close()
         raise
-    # policies read test metrics every round (the scheduling env's behaviour)
-    return system, deciders, replace(settings, evaluate_every_round=not builtin)
+    every_round = not _chooses_participants(cfg)
+    return system, deciders, replace(settings, evaluate_every_round=every_round)
 
 
 def resume(run_dir: str | Path) -> RunResult:

@@ -18,10 +18,9 @@ from rayfl.names import UnknownNameError, policy_names
 
 __all__ = ["BUILTIN_POLICIES", "SchedulerConfig"]
 
-#: The policies the runner applies itself, without a channel model: each picks
-#: a client set (``all``: every eligible client, ``random``, ``round_robin``;
-#: rayfl.scheduler). Every other star policy assigns subchannels and needs a
-#: ``wireless`` section.
+#: The policies that run without a channel model: each picks a client set
+#: (``all``: every eligible client, ``random``, ``round_robin``). Every other
+#: star policy assigns subchannels and needs a ``wireless`` section.
 BUILTIN_POLICIES: tuple[str, ...] = ("all", "random", "round_robin")
 
 

@@ -196,3 +196,20 @@ def test_resume_from_a_plain_checkpoint_is_bit_identical(ray_session, tmp_path, 
     again = rayfl.resume(first.run_dir)
     # Assert
     pd.testing.assert_frame_equal(first.metrics, again.metrics)
+
+
+@pytest.mark.slow
+def test_a_checkpoint_of_the_former_builtin_rule_resumes(ray_session, tmp_path):
+    # Arrange: round robin, 3 of 8 clients; rounds 0-1 took {0,1,2}, {3,4,5}
+    cfg = {**FLAT, "scheduler": {"policy": "round_robin", "clients_per_round": 3}}
+    first = rayfl.run(cfg, {"output.dir": str(tmp_path)})
+    state = load_checkpoint(first.run_dir)
+    assert state["deciders"][0]["cursor"] == 6
+    state["deciders"] = [{"cursor": 6}]  # what the former built-in rule saved
+    save_checkpoint(first.run_dir, state)
+    # Act
+    again = rayfl.resume(first.run_dir)
+    # Assert: round 2 takes {6,7,0}, and the metrics equal the uninterrupted run
+    scheduled = again.metrics[again.metrics.scheduled & (again.metrics["round"] == 2)]
+    assert sorted(scheduled["client"]) == [0, 6, 7]
+    pd.testing.assert_frame_equal(first.metrics, again.metrics)

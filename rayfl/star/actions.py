@@ -5,7 +5,8 @@ subchannel k, or N for idle — or a dict with that array under ``assignment``
 and optional ``power`` (level l of L means P_max·(l+1)/L; missing: maximum)
 and ``controls`` (N × C per-client knobs; missing: the algorithm's configured
 values). A client named on several subchannels keeps the lowest-indexed one; a
-client that is not eligible is ignored (and reported).
+client that is not eligible is ignored (and reported). A client set
+(``MultiBinary(N)``) has its own rules, :class:`StarParticipants`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from gymnasium import spaces
 
+from rayfl.observation import observation_space
 from rayfl.schedule import Schedule
 
-__all__ = ["StarActions"]
+__all__ = ["StarActions", "StarParticipants"]
 
 
 @dataclass(frozen=True)
@@ -134,3 +137,50 @@ class StarActions:
             for j, name in enumerate(self.control_names)
         }
         return ctrl, all_ctrl
+
+
+@dataclass(frozen=True)
+class StarParticipants:
+    """The star's client-set decision: its spaces, observation and schedule.
+
+    The policy names the clients that take part: on ideal links that is the
+    schedule; with a channel model the i-th participant by id gets subchannel i
+    at the maximum power.
+
+    Attributes:
+        num_clients: N.
+        num_subchannels: K, or 0 on ideal links (no channel model).
+    """
+
+    num_clients: int
+    num_subchannels: int = 0
+
+    def spaces(self) -> tuple[spaces.Dict, spaces.MultiBinary]:
+        """The observation space (eligibility, round, gains with K) and ``MultiBinary(N)``."""
+        keys = ["eligible", "round"]
+        if self.num_subchannels:
+            keys.append("channel_gain")
+        n, k = self.num_clients, max(self.num_subchannels, 1)
+        return observation_space(keys, n, k), spaces.MultiBinary(n)
+
+    def observe(self, system: Any, t: int) -> dict[str, npt.NDArray[np.float32]]:
+        """Round ``t``'s observation of ``system`` (no evaluation; the round's own gains)."""
+        obs = {
+            "eligible": system.uplink.eligible().astype(np.float32),
+            "round": np.array([t], dtype=np.float32),
+        }
+        if self.num_subchannels:
+            gain = system.uplink.channel_state(t).gain_db
+            obs["channel_gain"] = np.asarray(gain, dtype=np.float32)
+        return obs
+
+    def to_schedule(
+        self, action: Any, eligible: npt.NDArray[np.bool_]
+    ) -> tuple[Schedule, list[int]]:
+        """Return the schedule of the client set ``action`` and its ineligible clients."""
+        chosen = np.flatnonzero(np.asarray(action).reshape(-1))
+        ignored = [int(c) for c in chosen if not eligible[c]]
+        chosen = chosen[eligible[chosen]]
+        if not self.num_subchannels:
+            return Schedule.of(chosen), ignored
+        return Schedule(chosen, subchannel=np.arange(len(chosen))), ignored

@@ -1,10 +1,10 @@
 """The client-set rules (action part ``participants``) against the engine code they replace.
 
-Oracles: ``rayfl.scheduler.Scheduler.schedule`` (star without a channel model:
-``all``, ``random``, ``round_robin``) and
+Oracles: ``Scheduler.schedule`` of the deleted ``rayfl/scheduler.py`` (star
+without a channel model: ``all``, ``random``, ``round_robin``) and
 ``rayfl.hierarchy.round.HierarchicalRound._choose_participants`` (the
-hierarchy's ``uniform``), both copied here as they are, so the comparison holds
-after the engine drops them.
+hierarchy's ``uniform``), both copied here as they were, so the comparison
+holds after the engine drops them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rayfl.seeding import rng_for
 
 
 def scheduler_schedule(policy, k, seed, num_clients, eligible, round, cursor):
-    """Copy of ``Scheduler.schedule`` (rayfl/scheduler.py): returns (chosen, cursor)."""
+    """Copy of ``Scheduler.schedule`` (the deleted rayfl/scheduler.py): (chosen, cursor)."""
     eligible = np.flatnonzero(eligible)
     k = min(k, len(eligible))
     if policy == "all":

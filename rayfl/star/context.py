@@ -1,0 +1,42 @@
+"""The star's :class:`rayfl.observation.SystemContext`: the run constants its policy may read."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from rayfl.observation import (
+    LinkConstants,
+    PrivacyConstants,
+    SystemContext,
+    TrainingConstants,
+)
+
+__all__ = ["star_context"]
+
+
+def star_context(system: Any) -> SystemContext:
+    """Return the context of a built star system (its config, model size, uplink).
+
+    Args:
+        system: The star's system (``config``, ``dim``, ``uplink``).
+    """
+    cfg, wireless = system.config, system.config.wireless
+    link = None
+    if wireless is not None:  # the LinkConstants the section has, by name
+        names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
+        link = LinkConstants(**{name: getattr(wireless, name) for name in names})
+    beta = system.uplink.participation_target()
+    return SystemContext(
+        topology="star",
+        seed=int(cfg.seed),
+        rounds=int(cfg.rounds),
+        model_dim=int(system.dim),
+        link=link,
+        privacy=PrivacyConstants(
+            participation_target=None if beta is None else tuple(map(float, beta))
+        ),
+        training=TrainingConstants(
+            local_steps=cfg.algorithm.local_steps, batch_size=cfg.algorithm.batch_size
+        ),
+    )
