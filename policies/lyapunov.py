@@ -50,7 +50,6 @@ Implementation details:
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
@@ -65,10 +64,7 @@ from policies.lyapunov_solver import (
     solve_sweep,
 )
 from rayfl.observation import (
-    LinkConstants,
-    PrivacyConstants,
     SystemContext,
-    TrainingConstants,
 )
 
 __all__ = ["LyapunovPolicy"]
@@ -87,41 +83,6 @@ _DEFAULTS: dict[str, Any] = {
     "effective_capacitance": 2e-28,
     "beta": None,
 }
-
-
-def _context_of(system: Any) -> SystemContext:
-    """The star context of an ``FLSystem`` (duck-typed; for :meth:`bind_system`)."""
-    cfg = system.config
-    wireless = cfg.wireless
-    link = None
-    if wireless is not None:
-        link = LinkConstants(
-            bandwidth_hz=float(wireless.bandwidth_hz),
-            noise_psd_dbm_hz=float(wireless.noise_psd_dbm_hz),
-            tx_power_dbm=float(wireless.tx_power_dbm),
-            bs_tx_power_dbm=float(wireless.bs_tx_power_dbm),
-            qam_order=int(wireless.qam_order),
-            max_latency_s=wireless.max_latency_s,
-            downlink_latency=bool(wireless.downlink_latency),
-            cpu_cycles_per_sample=float(wireless.cpu_cycles_per_sample),
-            cpu_frequency_hz=float(wireless.cpu_frequency_hz),
-            effective_capacitance=float(wireless.effective_capacitance),
-        )
-    algo = cfg.algorithm
-    beta = system.uplink.participation_target()
-    return SystemContext(
-        topology="star",
-        seed=int(cfg.seed),
-        rounds=int(cfg.rounds),
-        model_dim=int(system.dim),
-        link=link,
-        privacy=PrivacyConstants(
-            participation_target=None if beta is None else tuple(map(float, beta))
-        ),
-        training=TrainingConstants(
-            local_steps=algo.local_steps, batch_size=algo.batch_size
-        ),
-    )
 
 
 def _check_choices(
@@ -280,8 +241,7 @@ class LyapunovPolicy(Policy):
 
         Args:
             context: The run context.
-            override: Replace even parameters the user passed (what the
-                deprecated :meth:`bind_system` always did).
+            override: Replace even parameters the user passed.
         """
         values: dict[str, Any] = {"model_dim": int(context.model_dim)}
         link = context.link
@@ -316,20 +276,6 @@ class LyapunovPolicy(Policy):
                     self.beta_param = np.asarray(value, np.float64)
                 else:
                     setattr(self, name, value)
-
-    def bind_system(self, system: Any) -> None:
-        """Read run constants from an ``FLSystem`` (deprecated; pass ``context=``).
-
-        Builds the :class:`~rayfl.observation.SystemContext` of ``system`` and
-        applies it with ``override=True``, as this hook always did.
-        """
-        warnings.warn(
-            "LyapunovPolicy.bind_system is deprecated; build the policy with "
-            "make_policy(..., context=SystemContext(...))",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        self.apply_context(_context_of(system), override=True)
 
     def reset(self, seed: int | None = None) -> None:
         """Zero the queues, forget the calibration and the last decision."""

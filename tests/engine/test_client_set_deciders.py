@@ -13,6 +13,12 @@ import numpy as np
 import pytest
 
 from rayfl.config import load_config
+from rayfl.observation import (
+    LinkConstants,
+    PrivacyConstants,
+    SystemContext,
+    TrainingConstants,
+)
 from rayfl.runner import _make_deciders
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
@@ -163,10 +169,43 @@ def test_participants_report_ineligible_clients_and_take_subchannels_in_order():
     assert "channel_gain" not in StarParticipants(5).spaces()[0].spaces
 
 
+def _context_of(system):
+    """Copy of the former ``policies.lyapunov._context_of`` (the oracle)."""
+    cfg = system.config
+    wireless = cfg.wireless
+    link = None
+    if wireless is not None:
+        link = LinkConstants(
+            bandwidth_hz=float(wireless.bandwidth_hz),
+            noise_psd_dbm_hz=float(wireless.noise_psd_dbm_hz),
+            tx_power_dbm=float(wireless.tx_power_dbm),
+            bs_tx_power_dbm=float(wireless.bs_tx_power_dbm),
+            qam_order=int(wireless.qam_order),
+            max_latency_s=wireless.max_latency_s,
+            downlink_latency=bool(wireless.downlink_latency),
+            cpu_cycles_per_sample=float(wireless.cpu_cycles_per_sample),
+            cpu_frequency_hz=float(wireless.cpu_frequency_hz),
+            effective_capacitance=float(wireless.effective_capacitance),
+        )
+    algo = cfg.algorithm
+    beta = system.uplink.participation_target()
+    return SystemContext(
+        topology="star",
+        seed=int(cfg.seed),
+        rounds=int(cfg.rounds),
+        model_dim=int(system.dim),
+        link=link,
+        privacy=PrivacyConstants(
+            participation_target=None if beta is None else tuple(map(float, beta))
+        ),
+        training=TrainingConstants(
+            local_steps=algo.local_steps, batch_size=algo.batch_size
+        ),
+    )
+
+
 @pytest.mark.parametrize("wireless", [None, {"num_subchannels": 3}])
 def test_star_context_equals_the_one_lyapunov_built(wireless):
-    from policies.lyapunov import _context_of
-
     cfg = _config("all", None, wireless)
     system = _system(cfg)
     system.uplink.participation_target = lambda: np.linspace(0.1, 0.4, N)

@@ -10,7 +10,7 @@ its record is the observations, rewards and end flags.
 The cases cover the three topologies and the paths through today's code that a
 refactor could change silently: the built-in selection rules with and without a
 channel model, registered policies through the scheduling env, the early stop
-at T0 uploads, controls, ``bind_system``, personalized downloads, the privacy
+at T0 uploads, controls, the run context, personalized downloads, the privacy
 ledger, the hierarchy's uniform and registered-policy scheduling with adaptive
 control, and pFedWN with lossy links, per-round neighbor selection and the
 federated baseline.
@@ -112,7 +112,7 @@ RUN_CASES: dict[str, dict[str, Any]] = {
         wireless={"num_subchannels": 4},
         privacy={"max_uploads": 2},
     ),
-    # Lyapunov drift-plus-penalty on DP-SparFL (the bind_system path, controls)
+    # Lyapunov drift-plus-penalty on DP-SparFL (the run context, controls)
     "star_lyapunov_sparse_dp": _merge(
         _STAR,
         algorithm={

@@ -184,11 +184,8 @@ def test_context_gives_the_actions_bind_system_gave(downlink):
     spaces_ = controls_spaces(n, k)
     oracle = make_policy("lyapunov", spaces_)
     _old_bind_system(oracle, system)
-    bound = make_policy("lyapunov", spaces_)
-    with pytest.warns(DeprecationWarning, match="bind_system is deprecated"):
-        bound.bind_system(system)
     given = make_policy("lyapunov", spaces_, context=context)
-    policies = (oracle, bound, given)
+    policies = (oracle, given)
     for policy in policies:
         policy.reset(seed=4)
     rng = np.random.default_rng(5)
