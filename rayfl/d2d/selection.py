@@ -49,6 +49,7 @@ __all__ = [
     "D2DLayout",
     "Selection",
     "make_layout",
+    "reselect",
     "select_neighbors",
     "selection_observation",
     "selection_spaces",
@@ -223,3 +224,30 @@ def select_neighbors(
             Selection(target, neighbors, tuple(chosen[s] for s in neighbors), error)
         )
     return out
+
+
+def reselect(
+    old: Selection,
+    neighbors: tuple[int, ...],
+    subchannel: tuple[int, ...],
+    *,
+    num_clients: int,
+) -> Selection:
+    """Return ``old``'s target with new neighbors M_n (ascending) and sub-channels.
+
+    Raises:
+        ValueError: On a repeated neighbor, the target itself or a client id
+            out of range.
+    """
+    pairs = sorted(zip(neighbors, subchannel, strict=True))
+    new = tuple(int(m) for m, _ in pairs)
+    if len(set(new)) != len(new) or old.target in new:
+        raise ValueError(
+            f"neighbors of target {old.target} must be distinct other clients, "
+            f"got {list(neighbors)}"
+        )
+    if any(not 0 <= m < num_clients for m in new):
+        raise ValueError(f"neighbor ids must be in 0..{num_clients - 1}")
+    return Selection(
+        old.target, new, tuple(int(f) for _, f in pairs), old.error_probability
+    )

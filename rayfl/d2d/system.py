@@ -28,15 +28,10 @@ Implementation details:
     2. When some models are lost, the E/M step runs on the arrived ones and
        updates only their π entries (keeping their total mass).
     3. Link draws of round t come from (seed, "d2d_link", round t + 1, target).
-    4. Hook for personalized baselines (Per-FedAvg, FedAMP, issue 10): any
-       algorithm registered in ``rayfl.algorithms.registry`` runs with
-       ``method: federated``; the target's reported model is
+    4. Personalized baselines (Per-FedAvg, FedAMP...) run with ``method:
+       federated`` (:mod:`rayfl.d2d.federated`); the target reports
        ``algorithm.eval_vectors(global, state)["personal"]`` when the algorithm
-       keeps one, else the group's global model. Algorithms with
-       ``personalized_downloads`` (FedAMP, APPLE) keep one group server per
-       target in the target's actor (``D2DClientHost._group_server``), which
-       sends each member its own download; they read all N clients' uploads, so
-       the runner allows them with ``participants: all`` only.
+       keeps one, else the group's global model.
     5. ``set_selection`` lets a policy re-select M_n every round
        (``selection_via: env``, :mod:`envs.d2d`).
     6. Actor failure (pFedWN and local): a neighbor whose actor dies while
@@ -60,20 +55,27 @@ import numpy.typing as npt
 import ray
 from scipy.special import logsumexp
 
-from rayfl.actors.cloud import REJECT_ACTOR_LOST, LinkOutcome
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.em import EMState
+from rayfl.d2d.federated import by_actor, group_round
 from rayfl.d2d.host import D2DClientActor
-from rayfl.d2d.selection import Selection, make_layout, select_neighbors
-from rayfl.d2d.snapshot import pack_sources, pull_distinct, unpack_sources
+from rayfl.d2d.links import deliveries
+from rayfl.d2d.records import client_rows, selection_report
+from rayfl.d2d.selection import Selection, make_layout, reselect, select_neighbors
+from rayfl.d2d.snapshot import (
+    distinct_refs,
+    pack_globals,
+    pack_sources,
+    snapshot_actors,
+    unpack_globals,
+    unpack_sources,
+)
 from rayfl.data.federated import FederatedData, build_federated
-from rayfl.seeding import rng_for
 from rayfl.session import RaySession
 from rayfl.system import initial_vector
-from rayfl.wireless.d2d import d2d_round_delivery
 
 __all__ = ["D2DSystem"]
 
@@ -156,35 +158,18 @@ class D2DSystem:
             return list(range(self.num_clients))
         return sorted({target, *self.selections[target].neighbors})
 
-    # ------------------------------------------------------------------ links
     def deliveries(
         self, round: int, target: int, senders: list[int]
     ) -> dict[int, bool]:
         """Return which senders' models reach ``target`` in ``round`` (link_model)."""
-        topo = self.topology
-        if topo.link_model == "ideal" or not senders:
-            return {s: True for s in senders}
-        rng = rng_for(self.config.seed, "d2d_link", round=round + 1, client=target)
-        if topo.link_model == "bernoulli":
-            error = self.selections[target].error_probability
-            draws = rng.random(self.num_clients)
-            return {s: bool(draws[s] >= error[s]) for s in senders}
-        forced = np.full(self.num_clients, -1, dtype=np.int64)
-        sel = self.selections[target]
-        forced[list(sel.neighbors)] = list(sel.subchannel)
-        ok, _ = d2d_round_delivery(
-            self.layout.path_gain,
-            target,
-            tx_power_w=topo.tx_power_w,
-            noise_power_w=self.layout.noise_power_w,
-            sinr_threshold=topo.sinr_threshold,
-            fading_threshold=topo.fading_threshold,
-            rayleigh_factor=topo.rayleigh_factor,
-            num_subchannels=topo.num_subchannels,
-            rng=rng,
-            subchannel=forced,
+        return deliveries(
+            self.topology,
+            self.layout,
+            self.selections[target],
+            senders,
+            round=round,
+            seed=self.config.seed,
         )
-        return {s: bool(ok[s]) for s in senders}
 
     # ------------------------------------------------------------------ rounds
     def run_round(self, round: int) -> list[dict[str, Any]]:
@@ -193,12 +178,6 @@ class D2DSystem:
         if method == "federated":
             return self._federated_round(round)
         return self._pfedwn_round(round, local_only=method == "local")
-
-    def _by_actor(self, clients: list[int]) -> dict[int, list[int]]:
-        out: dict[int, list[int]] = {}
-        for c in sorted(clients):
-            out.setdefault(int(self.actor_of[c]), []).append(c)
-        return out
 
     def _pfedwn_round(self, round: int, *, local_only: bool) -> list[dict[str, Any]]:
         senders = sorted(
@@ -234,7 +213,7 @@ class D2DSystem:
         personalized = self.topology.neighbor_model == "personalized"
         refs: dict[int, Any] = {}
         calls, called, who = [], [], []
-        for a, clients in self._by_actor(senders).items():
+        for a, clients in by_actor(senders, self.actor_of).items():
             local = [c for c in clients if not (personalized and c in targets)]
             sent = [c for c in clients if c not in local]
             if local:
@@ -287,7 +266,9 @@ class D2DSystem:
             if run_em and len(usable) >= 1 and len(neighbors) > 1:
                 idx = [neighbors.index(m) for m in usable]
                 sub = state.log_pi[idx]
-                dicts, sources = self._sources(t, usable)
+                dicts, sources = distinct_refs(
+                    [self.last_source[(t, m)] for m in usable]
+                )
                 em_calls[t] = (
                     idx,
                     self.actors[int(self.actor_of[t])].em_update.remote(
@@ -320,7 +301,7 @@ class D2DSystem:
             usable = self._usable(t, arrived[t], neighbors)
             pi = np.exp(self.em[t].log_pi)
             weights = [float(pi[neighbors.index(m)]) for m in usable]
-            dicts, sources = self._sources(t, usable)
+            dicts, sources = distinct_refs([self.last_source[(t, m)] for m in usable])
             alpha = 1.0 if local_only else self.topology.alpha
             calls.append(
                 self.actors[int(self.actor_of[t])].target_round.remote(
@@ -339,80 +320,32 @@ class D2DSystem:
         """
         assert self.pool is not None
         self.pool.restore_failed()
-        self._snapshot()
-
-    def _snapshot(self) -> None:
-        """Remember each actor's state (a ref, never pulled) if actors may restart.
-
-        Waits until the snapshots exist (the actors are idle between rounds), so
-        an actor dying early in the next round still has one.
-        """
-        assert self.pool is not None
-        if self.config.ray.max_actor_restarts == 0:
-            return
-        refs = [actor.get_state.remote() for actor in self.pool.actors]
-        ray.wait(refs, num_returns=len(refs), fetch_local=False)
-        for a, ref in enumerate(refs):
-            self.pool.remember_state(a, ref)
-
-    def _sources(self, target: int, clients: list[int]) -> tuple[list[Any], list[int]]:
-        """Distinct refs holding the clients' models, and each client's index."""
-        dicts: list[Any] = []
-        sources = []
-        for m in clients:
-            ref = self.last_source[(target, m)]
-            for i, d in enumerate(dicts):
-                if d is ref:
-                    sources.append(i)
-                    break
-            else:
-                sources.append(len(dicts))
-                dicts.append(ref)
-        return dicts, sources
+        snapshot_actors(
+            self.pool, max_actor_restarts=self.config.ray.max_actor_restarts
+        )
 
     def _federated_round(self, round: int) -> list[dict[str, Any]]:
         from rayfl.algorithms.registry import algorithm_class
 
         personalized = algorithm_class(self.config.algorithm).personalized_downloads
-        agg_calls = []
+        agg_calls, train_records = [], []
         arrived: dict[int, list[int]] = {}
-        train_records = []
         for t in self.targets:
-            members = self.members[t]
-            uploads = []
-            refs: dict[int, Any] = {}
-            if personalized:  # FedAMP, APPLE: the target's server sends each its own
-                refs = ray.get(  # type: ignore[assignment]
-                    self.actors[int(self.actor_of[t])].group_download_refs.remote(
-                        round, t, self.global_refs[t], members, self.num_clients
-                    )
-                )
-            for a, clients in self._by_actor(members).items():
-                extra = (
-                    {"downloads": {c: refs[c] for c in clients}} if personalized else {}
-                )
-                rec, bundle, _ = (
-                    self.actors[a]
-                    .train.options(num_returns=3)
-                    .remote(round, self.global_refs[t], clients, None, **extra)
-                )
-                train_records.append(rec)
-                uploads.append(bundle)
-            others = [m for m in members if m != t]
+            others = [m for m in self.members[t] if m != t]
             ok = self.deliveries(round, t, others)
             arrived[t] = [m for m in others if ok[m]]
-            link = LinkOutcome(
-                np.asarray(members, dtype=np.int64),
-                np.zeros(len(members)),
-                np.array([m == t or ok[m] for m in members]),
+            self.global_refs[t], record, trained = group_round(
+                self.actors,
+                self.actor_of,
+                round=round,
+                target=t,
+                global_ref=self.global_refs[t],
+                members=self.members[t],
+                delivered=ok,
+                personalized=personalized,
             )
-            new_ref, record = (
-                self.actors[int(self.actor_of[t])]
-                .aggregate_group.options(num_returns=2)
-                .remote(round, t, self.global_refs[t], link, *uploads)
-            )
-            self.global_refs[t] = new_ref
             agg_calls.append(record)
+            train_records += trained
         target_rows = ray.get(agg_calls)
         records = [r for batch in ray.get(train_records) for r in batch]
         self._after_round()
@@ -429,53 +362,18 @@ class D2DSystem:
         lost: set[int],
     ) -> list[dict[str, Any]]:
         """One row per client; ``lost``: senders whose actor died this round."""
-        nan = float("nan")
-        primary = (
-            "post_train_acc"
-            if self.topology.method == "local"
-            or self.topology.primary == "post_training"
-            else "post_agg_acc"
+        return client_rows(
+            round,
+            topology=self.topology,
+            num_clients=self.num_clients,
+            dim=self.dim,
+            selections=self.selections,
+            target_rows=target_rows,
+            train_rows=train_rows,
+            arrived=arrived,
+            senders=senders,
+            lost=lost,
         )
-        by_target = {int(r["client"]): r for r in target_rows}
-        losses: dict[int, list[float]] = {}
-        for r in train_rows:
-            losses.setdefault(int(r["client"]), []).append(float(r["train_loss"]))
-        delivered = {m for ms in arrived.values() for m in ms}
-        # reasons the targets refused an arrived model (non-finite), per client
-        refused = {
-            int(m): why for r in target_rows for m, why in r.get("rejected", {}).items()
-        }
-        refused.update(dict.fromkeys(lost, REJECT_ACTOR_LOST))
-        selected = {m for t in self.targets for m in self.selections[t].neighbors}
-        bits = 32.0 * self.dim
-        rows = []
-        for c in range(self.num_clients):
-            tr = by_target.get(c, {})
-            sent = c in senders
-            rows.append(
-                {
-                    "round": round,
-                    "client": c,
-                    "role": "target"
-                    if c in by_target
-                    else "neighbor"
-                    if sent
-                    else "idle",
-                    "scheduled": sent or c in by_target,
-                    "selected": c in selected,
-                    "delivered": c in delivered,
-                    "rejected": refused.get(c),
-                    "train_loss": float(
-                        np.mean(losses[c]) if c in losses else tr.get("train_loss", nan)
-                    ),
-                    "test_acc": float(tr.get(primary, nan)),
-                    "test_loss": float(tr.get(primary.replace("acc", "loss"), nan)),
-                    "post_agg_acc": float(tr.get("post_agg_acc", nan)),
-                    "post_train_acc": float(tr.get("post_train_acc", nan)),
-                    "bits": bits if sent and c not in lost else 0.0,
-                }
-            )
-        return rows
 
     # ------------------------------------------------------------- selection
     def set_selection(
@@ -500,44 +398,20 @@ class D2DSystem:
         """
         if target not in self.selections:
             raise ValueError(f"client {target} is not a target of this run")
-        pairs = sorted(zip(neighbors, subchannel, strict=True))
-        new = tuple(int(m) for m, _ in pairs)
-        if len(set(new)) != len(new) or target in new:
-            raise ValueError(
-                f"neighbors of target {target} must be distinct other clients, "
-                f"got {list(neighbors)}"
-            )
-        if any(not 0 <= m < self.num_clients for m in new):
-            raise ValueError(f"neighbor ids must be in 0..{self.num_clients - 1}")
         old = self.selections[target]
-        self.selections[target] = Selection(
-            target, new, tuple(int(f) for _, f in pairs), old.error_probability
+        self.selections[target] = reselect(
+            old, neighbors, subchannel, num_clients=self.num_clients
         )
-        if new == old.neighbors:
+        if self.selections[target].neighbors == old.neighbors:
             return
-        self.em[target] = self.em[target].reselect(old.neighbors, new)
+        self.em[target] = self.em[target].reselect(
+            old.neighbors, self.selections[target].neighbors
+        )
         self.members[target] = self._members(target)
 
-    # ------------------------------------------------------------------ report
     def selection_report(self) -> dict[str, Any]:
         """Return the layout, each target's neighbors, P^err and EM trajectory."""
-        return {
-            "positions_m": self.layout.positions_m.round(3).tolist(),
-            "targets": {
-                str(t): {
-                    "neighbors": list(self.selections[t].neighbors),
-                    "subchannel": list(self.selections[t].subchannel),
-                    "error_probability": self.selections[t]
-                    .error_probability.round(6)
-                    .tolist(),
-                    "em_weights": self.em[t].history,
-                    "em_loglik": self.em[t].loglik,
-                    "em_converged_round": self.em[t].converged_round,
-                    "members": self.members[t],
-                }
-                for t in self.targets
-            },
-        }
+        return selection_report(self.layout, self.selections, self.em, self.members)
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
@@ -559,16 +433,10 @@ class D2DSystem:
         """
         assert self.pool is not None
         states = ray.get([a.get_state.remote() for a in self.pool.actors])
-        targets = list(self.global_refs)
-        vectors, index = pull_distinct([self.global_refs[t] for t in targets])
         return {
             "clients": {int(c): v for s in states for c, v in s["clients"].items()},
             "servers": {int(t): v for s in states for t, v in s["servers"].items()},
-            "global": {
-                "targets": np.asarray(targets, dtype=np.int64),
-                "vectors": np.stack(vectors),
-                "index": np.asarray(index, dtype=np.int64),
-            },
+            "global": pack_globals(self.global_refs),
             "em": {t: self.em[t].state_dict() for t in self.targets},
             "selections": {
                 t: {
@@ -599,23 +467,20 @@ class D2DSystem:
                 for actor, group in zip(self.pool.actors, self.pool.groups, strict=True)
             ]
         )
-        g = state["global"]
-        put = [ray.put(np.asarray(v, dtype=np.float32)) for v in g["vectors"]]
-        self.global_refs = {
-            int(t): put[int(i)] for t, i in zip(g["targets"], g["index"], strict=True)
-        }
+        self.global_refs = unpack_globals(state["global"])
         self.em = {int(t): EMState.from_state(em) for t, em in state["em"].items()}
         for t, sel in state["selections"].items():
-            old = self.selections[int(t)]
-            self.selections[int(t)] = Selection(
-                int(t),
-                tuple(int(m) for m in sel["neighbors"]),
-                tuple(int(f) for f in sel["subchannel"]),
-                old.error_probability,
+            self.selections[int(t)] = reselect(
+                self.selections[int(t)],
+                tuple(sel["neighbors"]),
+                tuple(sel["subchannel"]),
+                num_clients=self.num_clients,
             )
             self.members[int(t)] = self._members(int(t))
         self.last_source = unpack_sources(state["last_source"])
-        self._snapshot()
+        snapshot_actors(
+            self.pool, max_actor_restarts=self.config.ray.max_actor_restarts
+        )
 
     def em_weights(self, target: int) -> npt.NDArray[np.float64]:
         """Return the current π of ``target`` over its selected neighbors."""
