@@ -1,4 +1,4 @@
-"""The records of a D2D run: per-client rows of a round, and the selection report.
+"""The records of a D2D run: its rows, ``summary.json`` and the selection report.
 
 ``metrics.parquet`` columns of a D2D run: ``round``, ``client``, ``role``
 (target / neighbor / idle), ``scheduled``, ``selected``, ``delivered``,
@@ -16,8 +16,9 @@ from rayfl.actors.cloud import REJECT_ACTOR_LOST
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.em import EMState
 from rayfl.d2d.selection import D2DLayout, Selection
+from rayfl.system import RoundResult
 
-__all__ = ["client_rows", "selection_report"]
+__all__ = ["client_rows", "round_records", "selection_report", "summary_document"]
 
 _NAN = float("nan")
 
@@ -117,4 +118,79 @@ def selection_report(
             }
             for t in layout.targets
         },
+    }
+
+
+def _target_mean(rows: list[dict[str, Any]], key: str) -> float:
+    values = np.array([r[key] for r in rows if r["role"] == "target"], float)
+    values = values[np.isfinite(values)]
+    return float(values.mean()) if values.size else _NAN
+
+
+def round_records(
+    result: RoundResult, elapsed_s: float
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Return a D2D round's ``metrics.parquet`` rows and its ``rounds.parquet`` row.
+
+    The round row has ``target_acc`` (mean over targets of the primary
+    accuracy), ``target_post_agg_acc`` and ``target_post_train_acc``;
+    ``global_acc`` and ``eval_acc`` repeat ``target_acc`` (the columns the
+    shared plots read).
+
+    Args:
+        result: The round's result (its rows: :func:`client_rows`).
+        elapsed_s: Wall time of the round (``round_time_s``).
+    """
+    rows = result.rows
+    target_acc = _target_mean(rows, "test_acc")
+    return rows, {
+        "round": result.round,
+        "num_scheduled": int(sum(r["role"] == "neighbor" for r in rows)),
+        "num_delivered": int(sum(r["delivered"] for r in rows)),
+        "round_time_s": elapsed_s,
+        "bits": float(sum(r["bits"] for r in rows)),
+        "target_acc": target_acc,
+        "target_post_agg_acc": _target_mean(rows, "post_agg_acc"),
+        "target_post_train_acc": _target_mean(rows, "post_train_acc"),
+        "global_acc": target_acc,
+        "eval_acc": target_acc,
+    }
+
+
+def summary_document(
+    system: Any,
+    round_rows: list[dict[str, Any]],
+    *,
+    name: str,
+    status: str,
+    error: str | None,
+    total_s: float,
+) -> dict[str, Any]:
+    """Return ``summary.json`` of a D2D run (``target_acc_max``: the paper's metric).
+
+    The ``d2d`` block is the selection and EM report (``system.summary()``),
+    None when it cannot be read after a failure.
+    """
+    accs = [r["target_acc"] for r in round_rows]
+    finite = [a for a in accs if np.isfinite(a)]
+    try:
+        report = system.summary()
+    except Exception:  # after a failure: keep the status, drop the report
+        report = None
+    return {
+        "status": status,
+        **({"error": error} if error else {}),
+        "name": name,
+        "topology": "d2d",
+        "method": system.config.topology.method,
+        "rounds_done": len(round_rows),
+        "total_s": total_s,
+        "num_clients": system.num_clients,
+        "num_actors": len(system.actors),
+        "model_dim": system.dim,
+        "target_acc_max": max(finite) if finite else None,
+        "target_acc_final": accs[-1] if accs else None,
+        "final": dict(round_rows[-1]) if round_rows else {},
+        "totals": {"bits": float(sum(r["bits"] for r in round_rows))},
+        "d2d": report,
     }

@@ -6,6 +6,10 @@ The D2D driver holds models only as object refs: each target's global model
 target starts from ω⁰; one training call's ref holds the models of all the
 clients of one actor, and a neighbor's model reaches several targets — so each
 distinct ref is pulled once and each distinct model stored once.
+
+Size of a D2D checkpoint: about (N + T + T·abs(M_n)) · dim float32 at most, the
+last term only with ``on_loss: stale`` (every target keeps a model per
+neighbor) and shrinking when neighbors are shared between targets.
 """
 
 from __future__ import annotations

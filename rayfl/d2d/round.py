@@ -1,4 +1,9 @@
-"""D2DSystem: the actors of a server-free D2D run and one round of its method.
+"""D2DRound: the engine strategy of a server-free D2D run (one round of its method).
+
+A D2D run is ``rayfl.engine.Engine`` with this strategy, driven by
+``rayfl.engine.loop.run_rounds`` (``rayfl.runner``). Its decision units are
+the targets: each round's decision holds one schedule per target, the neighbors
+M_n and their sub-channels (:mod:`rayfl.d2d.deciders`).
 
 No server actor. Client actors (:class:`~rayfl.d2d.host.D2DClientHost`, packed
 1..M clients each and started by :class:`rayfl.actors.pool.ActorPool` as in the
@@ -16,9 +21,7 @@ One pFedWN round t (Alg. 2; spec seed_003 §3.1):
        evaluated, trains one local run and is evaluated again.
 
 ``method: local`` is step 4 with no neighbors. ``method: federated`` runs the
-``algorithm`` section (FedAvg, FedProx, … any registered algorithm) over each
-target's group with the target's actor as the aggregator: the client half is
-``ClientHost.train`` and the server half ``ServerHost.aggregate``, unchanged.
+``algorithm`` section over each target's group (:mod:`rayfl.d2d.federated`).
 
 Implementation details:
     1. EM phases overlap training (``two_phase``): rounds keep aggregating with
@@ -32,8 +35,9 @@ Implementation details:
        federated`` (:mod:`rayfl.d2d.federated`); the target reports
        ``algorithm.eval_vectors(global, state)["personal"]`` when the algorithm
        keeps one, else the group's global model.
-    5. ``set_selection`` lets a policy re-select M_n every round
-       (``selection_via: env``, :mod:`envs.d2d`).
+    5. Each round's decision re-selects M_n (:meth:`D2DRound.set_selection`):
+       ``selection_via: once`` repeats the t = 0 selection, ``env`` asks the
+       policy every round.
     6. Actor failure (pFedWN and local): a neighbor whose actor dies while
        training loses its model that round, like a lost packet (``delivered``
        false, ``rejected = actor_lost``); at the end of the round the restarted
@@ -41,14 +45,13 @@ Implementation details:
        target's actor lost, any actor lost in a federated baseline, or an actor
        that cannot restart fails the round (the run ends ``failed`` and
        ``rayfl resume`` continues from the last checkpoint).
-    7. :meth:`D2DSystem.state_dict` is plain data (``rayfl.checkpoint``): the
-       models held by the actors and behind the driver's refs are pulled, each
-       distinct one once (:mod:`rayfl.d2d.snapshot`).
+    7. :meth:`D2DRound.state_dict` is plain data (:mod:`rayfl.d2d.snapshot`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -57,14 +60,21 @@ from scipy.special import logsumexp
 
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
-from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.em import EMState
-from rayfl.d2d.federated import by_actor, group_round
+from rayfl.d2d.federated import federated_round
 from rayfl.d2d.host import D2DClientActor
 from rayfl.d2d.links import deliveries
+from rayfl.d2d.neighbors import neighbors_train
 from rayfl.d2d.records import client_rows, selection_report
-from rayfl.d2d.selection import Selection, make_layout, reselect, select_neighbors
+from rayfl.d2d.selection import (
+    Selection,
+    make_layout,
+    reselect,
+    round_observation,
+    select_neighbors,
+    selection_observation,
+)
 from rayfl.d2d.snapshot import (
     distinct_refs,
     pack_globals,
@@ -73,63 +83,57 @@ from rayfl.d2d.snapshot import (
     unpack_globals,
     unpack_sources,
 )
-from rayfl.data.federated import FederatedData, build_federated
-from rayfl.session import RaySession
-from rayfl.system import initial_vector
+from rayfl.schedule import Schedule
+from rayfl.system import Decision, EvalRow, Observation, RoundResult
 
-__all__ = ["D2DSystem"]
+__all__ = ["D2DRound"]
 
 
-class D2DSystem:
-    """The actors, layout and per-target state of one D2D run.
+class D2DRound:
+    """The layout, selections and per-target state of one D2D run (a strategy).
 
-    Args:
-        config: The run config (``topology.kind == "d2d"``).
-        data: A prebuilt federated dataset (default: built from ``config.data``).
+    ``engine`` owns the session, the data, ω⁰ (``engine.global_ref``, every
+    client's first model) and the pool of :class:`D2DClientActor`; this object
+    owns the rest. Its public methods are readable on the engine
+    (``system.selections``, ``system.set_selection(...)``).
     """
 
-    def __init__(self, config: RunConfig, data: FederatedData | None = None) -> None:
-        if not isinstance(config.topology, D2DTopologyConfig):
-            raise ValueError("D2DSystem needs topology.kind=d2d")
-        self.config = config
-        self.topology: D2DTopologyConfig = config.topology
-        self.session = RaySession(config.ray)
-        self.pool: ActorPool | None = None
-        try:
-            self._build(data)
-        except BaseException:
-            self.close()
-            raise
+    kind: ClassVar[str] = "d2d"
 
-    def _build(self, data: FederatedData | None) -> None:
-        cfg, topo = self.config, self.topology
-        self.data = (
-            data if data is not None else build_federated(cfg.data, seed=cfg.seed)
-        )
-        n = self.data.num_clients
-        self.num_clients = n
-        self.num_test = np.asarray(self.data.num_test, dtype=np.int64)
-        init = initial_vector(cfg, tuple(self.data.input_shape), self.data.num_classes)
-        self.dim = len(init)
-        self.init_ref = ray.put(init)
-        self.layout = make_layout(topo, n, seed=cfg.seed)
-        self.selections: dict[int, Selection] = {
-            s.target: s for s in select_neighbors(self.layout, topo, seed=cfg.seed)
-        }
-        self.targets = list(self.layout.targets)
-        setup = ActorSetup(
-            config=cfg,
-            input_shape=tuple(self.data.input_shape),
-            num_classes=self.data.num_classes,
-        )
-        self.pool = ActorPool.start(
+    def build(self, engine: Any) -> None:
+        """Draw the layout and the t = 0 selections, then start the node actors."""
+        if not isinstance(engine.config.topology, D2DTopologyConfig):
+            raise ValueError("D2DRound needs topology.kind=d2d")
+        self.engine = engine
+        self._draw(engine)
+        engine.pool = ActorPool.start(
             D2DClientActor,
-            self.data,
-            setup,
-            ray_settings=cfg.ray,
-            dim=self.dim,
+            engine.data,
+            self._setup(engine),
+            ray_settings=engine.config.ray,
+            dim=engine.dim,
             role="nodes",
         )
+
+    def _setup(self, engine: Any) -> ActorSetup:
+        return ActorSetup(
+            config=engine.config,
+            input_shape=tuple(engine.data.input_shape),
+            num_classes=engine.data.num_classes,
+        )
+
+    def _draw(self, engine: Any) -> None:
+        """Layout, selections (t = 0), π, groups and models of ``engine.config``."""
+        cfg = engine.config
+        self.topology: D2DTopologyConfig = cfg.topology
+        self.init_ref = engine.global_ref
+        self.layout = make_layout(self.topology, engine.num_clients, seed=cfg.seed)
+        self.selections: dict[int, Selection] = {
+            s.target: s
+            for s in select_neighbors(self.layout, self.topology, seed=cfg.seed)
+        }
+        self.targets = list(self.layout.targets)
+        self.first_obs: dict[int, Observation] = {}  # t = 0, made by observe
         self.em = {t: EMState(self.selections[t].neighbors) for t in self.targets}
         # Federated baselines: each target's group and its global model ref.
         self.members = {t: self._members(t) for t in self.targets}
@@ -137,25 +141,93 @@ class D2DSystem:
         # Last ref that carried each (target, neighbor) model (on_loss: stale).
         self.last_source: dict[tuple[int, int], Any] = {}
 
-    @property
-    def actors(self) -> list[Any]:
-        """The node-hosting actors (``pool.actors``)."""
-        return self.pool.actors if self.pool is not None else []
+    def restart(self, engine: Any, seed: int) -> None:
+        """Start over for ``engine.config`` (new seed) on the same actors and data."""
+        setup = self._setup(engine)
+        ray.get([a.reset.remote(setup) for a in engine.pool.actors])
+        self._draw(engine)
+        self._after_round()
 
-    @property
-    def groups(self) -> list[list[int]]:
-        """Client ids of each actor (``pool.groups``)."""
-        return self.pool.groups if self.pool is not None else []
+    def num_units(self, engine: Any) -> int:
+        """One decision unit per target."""
+        return len(self.targets)
 
-    @property
-    def actor_of(self) -> npt.NDArray[np.int64]:
-        """Actor index of each client (``pool.actor_of``)."""
-        assert self.pool is not None
-        return self.pool.actor_of
+    def observe(self, engine: Any, t: int) -> tuple[Observation, ...]:
+        """Return each target's selection observation before round ``t``.
+
+        The keys of ``D2DNeighbor-v0``: round 0 is the t = 0 selection
+        observation; later rounds draw fresh fading and show last round's M_n
+        and π.
+        """
+        seed = engine.config.seed
+        if not self.first_obs:
+            self.first_obs = {
+                t: selection_observation(self.layout, t, self.topology, seed=seed)[0]
+                for t in self.targets
+            }
+        return tuple(
+            round_observation(
+                self.layout,
+                self.first_obs[target],
+                self.selections[target],
+                self.em_weights(target) if t > 0 else None,
+                self.topology,
+                seed=seed,
+                round=t,
+            )
+            for target in self.targets
+        )
+
+    def decision(self) -> Decision:
+        """Return the current selections as a decision (one schedule per target)."""
+        return tuple(
+            Schedule(
+                np.asarray(self.selections[t].neighbors, dtype=np.int64),
+                np.asarray(self.selections[t].subchannel, dtype=np.int64),
+            )
+            for t in self.targets
+        )
+
+    def round(self, engine: Any, t: int, decision: Decision) -> RoundResult:
+        """Set each target's M_n from ``decision`` (one per target) and run round ``t``.
+
+        The result's rows are the ``metrics.parquet`` rows of every client
+        (:func:`rayfl.d2d.records.client_rows`).
+        """
+        for target, schedule in zip(self.targets, decision, strict=True):
+            self.set_selection(
+                target,
+                tuple(int(c) for c in schedule.clients),
+                tuple(int(f) for f in schedule.subchannel),
+            )
+        rows = self.run_method_round(t)
+        return RoundResult(t, rows, [int(r["client"]) for r in rows if r["delivered"]])
+
+    def exhausted(self, engine: Any) -> bool:
+        """Never: D2D has no upload budget."""
+        return False
+
+    def evaluate(self, engine: Any) -> list[EvalRow] | None:
+        """None: the targets are evaluated inside the round."""
+        return None
+
+    def placement(self, engine: Any) -> dict[str, Any]:
+        """Return the node of every node-hosting actor."""
+        return {"client_actors": engine.pool.placement()}
+
+    def summary(self, engine: Any) -> dict[str, Any]:
+        """Return the selection and EM report (the ``d2d`` block of summary.json)."""
+        return self.selection_report()
+
+    def write_extra(self, engine: Any, run_dir: Path) -> None:
+        """Nothing: the D2D report is in summary.json."""
+
+    def close(self, engine: Any) -> None:
+        """Nothing to kill beyond the pool (the engine closes it)."""
 
     def _members(self, target: int) -> list[int]:
         if self.topology.participants == "all":
-            return list(range(self.num_clients))
+            return list(range(self.engine.num_clients))
         return sorted({target, *self.selections[target].neighbors})
 
     def deliveries(
@@ -168,11 +240,10 @@ class D2DSystem:
             self.selections[target],
             senders,
             round=round,
-            seed=self.config.seed,
+            seed=self.engine.config.seed,
         )
 
-    # ------------------------------------------------------------------ rounds
-    def run_round(self, round: int) -> list[dict[str, Any]]:
+    def run_method_round(self, round: int) -> list[dict[str, Any]]:
         """Run one round of ``topology.method``; return one record per client."""
         method = self.topology.method
         if method == "federated":
@@ -185,7 +256,14 @@ class D2DSystem:
         )
         if local_only:
             senders = []
-        refs, neighbor_rows, lost = self._neighbors_train(round, senders)
+        personal = self.topology.neighbor_model == "personalized"
+        refs, neighbor_rows, lost = neighbors_train(
+            self.engine.pool,
+            round=round,
+            senders=senders,
+            keep_personal=set(self.targets) if personal else set(),
+            init_ref=self.init_ref,
+        )
         arrived: dict[int, list[int]] = {}
         for t in self.targets:
             neighbors = [] if local_only else list(self.selections[t].neighbors)
@@ -197,52 +275,6 @@ class D2DSystem:
         target_rows = self._targets_round(round, arrived, local_only=local_only)
         self._after_round()
         return self._rows(round, target_rows, neighbor_rows, arrived, senders, lost)
-
-    def _neighbors_train(
-        self, round: int, senders: list[int]
-    ) -> tuple[dict[int, Any], list[dict[str, Any]], set[int]]:
-        """Step 1: every sender trains its local model (or sends its personal one).
-
-        Returns:
-            Each sender's model ref (a dict ``{client: vector}`` shared by the
-            clients of one call), the training records, and the senders whose
-            actor died during the call (their models are lost this round).
-        """
-        assert self.pool is not None
-        targets = set(self.targets)
-        personalized = self.topology.neighbor_model == "personalized"
-        refs: dict[int, Any] = {}
-        calls, called, who = [], [], []
-        for a, clients in by_actor(senders, self.actor_of).items():
-            local = [c for c in clients if not (personalized and c in targets)]
-            sent = [c for c in clients if c not in local]
-            if local:
-                rec, models = (
-                    self.actors[a]
-                    .train_models.options(num_returns=2)
-                    .remote(round, local, "local", self.init_ref)
-                )
-                calls.append(rec)
-                called.append(a)
-                who.append((local, True))
-                refs.update(dict.fromkeys(local, models))
-            if sent:
-                current = self.actors[a].current_models.remote(
-                    sent, "personal", self.init_ref
-                )
-                calls.append(current)
-                called.append(a)
-                who.append((sent, False))
-                refs.update(dict.fromkeys(sent, current))
-        results = self.pool.gather(calls, called)  # type: ignore[union-attr]
-        rows: list[dict[str, Any]] = []
-        lost: set[int] = set()
-        for (clients, trained), result in zip(who, results, strict=True):
-            if result is None:  # the actor died: like a lost packet
-                lost.update(clients)
-            elif trained:
-                rows += result
-        return refs, rows, lost
 
     def _usable(
         self, target: int, arrived: list[int], neighbors: list[int]
@@ -271,7 +303,7 @@ class D2DSystem:
                 )
                 em_calls[t] = (
                     idx,
-                    self.actors[int(self.actor_of[t])].em_update.remote(
+                    self.engine.actors[int(self.engine.actor_of[t])].em_update.remote(
                         t,
                         usable,
                         sources,
@@ -304,50 +336,36 @@ class D2DSystem:
             dicts, sources = distinct_refs([self.last_source[(t, m)] for m in usable])
             alpha = 1.0 if local_only else self.topology.alpha
             calls.append(
-                self.actors[int(self.actor_of[t])].target_round.remote(
+                self.engine.actors[int(self.engine.actor_of[t])].target_round.remote(
                     round, t, usable, sources, weights, alpha, self.init_ref, *dicts
                 )
             )
         return list(ray.get(calls))
 
     def _after_round(self) -> None:
-        """Give restarted actors their state back; snapshot every actor's state.
+        """Give restarted actors their last snapshot back; snapshot every actor.
 
-        An actor that died this round restarts (``ray.max_actor_restarts``) and gets
-        the snapshot of the end of the previous round; one that cannot restart
-        raises here (the run fails in this round, resumable from a checkpoint).
-        Snapshots are taken only when actors may restart.
+        An actor that cannot restart raises here (the run fails in this round).
         """
-        assert self.pool is not None
-        self.pool.restore_failed()
+        assert self.engine.pool is not None
+        self.engine.pool.restore_failed()
         snapshot_actors(
-            self.pool, max_actor_restarts=self.config.ray.max_actor_restarts
+            self.engine.pool,
+            max_actor_restarts=self.engine.config.ray.max_actor_restarts,
         )
 
     def _federated_round(self, round: int) -> list[dict[str, Any]]:
         from rayfl.algorithms.registry import algorithm_class
 
-        personalized = algorithm_class(self.config.algorithm).personalized_downloads
-        agg_calls, train_records = [], []
-        arrived: dict[int, list[int]] = {}
-        for t in self.targets:
-            others = [m for m in self.members[t] if m != t]
-            ok = self.deliveries(round, t, others)
-            arrived[t] = [m for m in others if ok[m]]
-            self.global_refs[t], record, trained = group_round(
-                self.actors,
-                self.actor_of,
-                round=round,
-                target=t,
-                global_ref=self.global_refs[t],
-                members=self.members[t],
-                delivered=ok,
-                personalized=personalized,
-            )
-            agg_calls.append(record)
-            train_records += trained
-        target_rows = ray.get(agg_calls)
-        records = [r for batch in ray.get(train_records) for r in batch]
+        algorithm = algorithm_class(self.engine.config.algorithm)
+        target_rows, records, arrived, self.global_refs = federated_round(
+            self.engine.pool,
+            round=round,
+            members={t: self.members[t] for t in self.targets},
+            global_refs=self.global_refs,
+            links=lambda t, senders: self.deliveries(round, t, senders),
+            personalized=algorithm.personalized_downloads,
+        )
         self._after_round()
         senders = sorted({m for t in self.targets for m in self.members[t] if m != t})
         return self._rows(round, target_rows, records, arrived, senders, set())
@@ -365,8 +383,8 @@ class D2DSystem:
         return client_rows(
             round,
             topology=self.topology,
-            num_clients=self.num_clients,
-            dim=self.dim,
+            num_clients=self.engine.num_clients,
+            dim=self.engine.dim,
             selections=self.selections,
             target_rows=target_rows,
             train_rows=train_rows,
@@ -375,17 +393,14 @@ class D2DSystem:
             lost=lost,
         )
 
-    # ------------------------------------------------------------- selection
     def set_selection(
         self, target: int, neighbors: tuple[int, ...], subchannel: tuple[int, ...]
     ) -> None:
         """Replace ``target``'s selected neighbors M_n from the next round on.
 
-        The hook of env-driven selection (``topology.selection_via: env``,
-        :mod:`envs.d2d`): a policy re-decides M_n every round. An unchanged set
-        only updates the sub-channels (so the run equals the once-at-t = 0
-        selection). A changed set keeps π of the neighbors that stay, gives each
-        new neighbor 1/abs(M_n), renormalises, and restarts EM (unfrozen).
+        An unchanged set only updates the sub-channels. A changed set keeps π
+        of the neighbors that stay, gives each new neighbor 1/abs(M_n),
+        renormalises, and restarts EM (unfrozen).
 
         Args:
             target: A target of this run.
@@ -400,7 +415,7 @@ class D2DSystem:
             raise ValueError(f"client {target} is not a target of this run")
         old = self.selections[target]
         self.selections[target] = reselect(
-            old, neighbors, subchannel, num_clients=self.num_clients
+            old, neighbors, subchannel, num_clients=self.engine.num_clients
         )
         if self.selections[target].neighbors == old.neighbors:
             return
@@ -413,30 +428,24 @@ class D2DSystem:
         """Return the layout, each target's neighbors, P^err and EM trajectory."""
         return selection_report(self.layout, self.selections, self.em, self.members)
 
-    # ------------------------------------------------------------------ state
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self, engine: Any) -> dict[str, Any]:
         """Return the run's state as plain data, for a checkpoint (pulls models).
 
         Keys: ``clients`` (every client's models and counters, from the actors),
-        ``servers`` (the group servers of FedAMP/APPLE, by target), ``global``
+        ``servers`` (the group servers of FedAMP/APPLE, by target), ``group_global``
         (each target's global model of a federated baseline), ``em`` (π, its
         trajectory, log-likelihoods, frozen flag and convergence round per
         target), ``selections`` (M_n and sub-channels per target, which
         ``selection_via: env`` changes) and ``last_source`` (the last model
         received from each neighbor, reused with ``on_loss: stale``).
-
-        Each distinct object ref is pulled once and each distinct model stored
-        once (targets sharing a global model, neighbors' models from one training
-        call). Size: about (N + T + T·abs(M_n)) · dim float32 at most, the last
-        term only with ``on_loss: stale`` (every target keeps a model per
-        neighbor) and shrinking when neighbors are shared between targets.
+        Size: :mod:`rayfl.d2d.snapshot`.
         """
-        assert self.pool is not None
-        states = ray.get([a.get_state.remote() for a in self.pool.actors])
+        assert engine.pool is not None
+        states = ray.get([a.get_state.remote() for a in engine.pool.actors])
         return {
             "clients": {int(c): v for s in states for c, v in s["clients"].items()},
             "servers": {int(t): v for s in states for t, v in s["servers"].items()},
-            "global": pack_globals(self.global_refs),
+            "group_global": pack_globals(self.global_refs),
             "em": {t: self.em[t].state_dict() for t in self.targets},
             "selections": {
                 t: {
@@ -445,16 +454,16 @@ class D2DSystem:
                 }
                 for t in self.targets
             },
-            "last_source": pack_sources(self.last_source, self.dim),
+            "last_source": pack_sources(self.last_source, engine.dim),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, engine: Any, state: dict[str, Any]) -> None:
         """Restore a :meth:`state_dict` (the packing may differ from the saved run).
 
         Models go back to the actors hosting their clients; the driver-side
         models are put into the object store again, one ref per saved group.
         """
-        assert self.pool is not None
+        assert engine.pool is not None
         clients, servers = state["clients"], state["servers"]
         ray.get(
             [
@@ -464,36 +473,26 @@ class D2DSystem:
                         "servers": {t: servers[t] for t in group if t in servers},
                     }
                 )
-                for actor, group in zip(self.pool.actors, self.pool.groups, strict=True)
+                for actor, group in zip(
+                    engine.pool.actors, engine.pool.groups, strict=True
+                )
             ]
         )
-        self.global_refs = unpack_globals(state["global"])
+        self.global_refs = unpack_globals(state["group_global"])
         self.em = {int(t): EMState.from_state(em) for t, em in state["em"].items()}
         for t, sel in state["selections"].items():
             self.selections[int(t)] = reselect(
                 self.selections[int(t)],
                 tuple(sel["neighbors"]),
                 tuple(sel["subchannel"]),
-                num_clients=self.num_clients,
+                num_clients=engine.num_clients,
             )
             self.members[int(t)] = self._members(int(t))
         self.last_source = unpack_sources(state["last_source"])
         snapshot_actors(
-            self.pool, max_actor_restarts=self.config.ray.max_actor_restarts
+            engine.pool, max_actor_restarts=engine.config.ray.max_actor_restarts
         )
 
     def em_weights(self, target: int) -> npt.NDArray[np.float64]:
         """Return the current π of ``target`` over its selected neighbors."""
         return np.exp(self.em[target].log_pi)
-
-    def close(self) -> None:
-        """Kill the actors and stop Ray if this system started it."""
-        if self.pool is not None:
-            self.pool.close()
-        self.session.close()
-
-    def __enter__(self) -> D2DSystem:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
