@@ -30,9 +30,9 @@ Implementation details:
        every target; every observation key and the action get a leading target
        axis (T = N). :meth:`D2DNeighborEnv.target_observation` slices one target,
        and :func:`policy_action` applies one policy per target.
-    3. The emulate backend runs the real :class:`rayfl.d2d.system.D2DSystem`
+    3. The emulate backend runs the real D2D engine (:mod:`rayfl.d2d.round`)
        (Ray actors, real data); a changed M_n goes through
-       :meth:`~rayfl.d2d.system.D2DSystem.set_selection`. The surrogate backend
+       :meth:`~rayfl.d2d.round.D2DRound.set_selection`. The surrogate backend
        trains nothing (:class:`D2DSurrogateDynamics`).
     4. Rewards use the target's test split (the D2D system evaluates there, as
        the scheduling env's rewards do); the baseline of the first step's reward
@@ -121,7 +121,7 @@ def _pi_vector(num_nodes: int, neighbors: Sequence[int], pi: npt.ArrayLike) -> A
 
 
 class D2DEmulatedBackend:
-    """Real pFedWN (or baseline) rounds of :class:`rayfl.d2d.system.D2DSystem`.
+    """Real pFedWN (or baseline) rounds of the D2D engine (:mod:`rayfl.d2d.round`).
 
     Args:
         config: The run config (``topology.kind == "d2d"``).
@@ -144,21 +144,21 @@ class D2DEmulatedBackend:
 
     def restart(self, seed: int) -> D2DLayout:
         """Start a run with ``seed`` (reuse an unstepped system of that seed)."""
-        from rayfl.d2d.system import D2DSystem
+        from rayfl.engine import build_system
 
         system = self.system
         if system is not None and self.fresh and system.config.seed == seed:
             return system.layout  # type: ignore[no-any-return]
         if not self.owned:
             raise RuntimeError(
-                "this env drives an external D2DSystem (the runner's): it covers "
+                "this env drives an external D2D engine (the runner's): it covers "
                 "one run and cannot be reset to a new episode"
             )
         self.close()
         if self.data is None:
             self.data = build_federated(self.config.data, seed=self.config.seed)
         cfg = self.config.model_copy(update={"seed": int(seed)})
-        self.system = D2DSystem(cfg, data=self.data)
+        self.system = build_system(cfg, data=self.data)
         self.fresh = True
         return self.system.layout  # type: ignore[no-any-return]
 
@@ -200,7 +200,7 @@ class D2DEmulatedBackend:
         self.fresh = False
         for t, (neighbors, subchannel) in selections.items():
             system.set_selection(t, neighbors, subchannel)
-        rows = system.run_round(round)
+        rows = system.run_round(round, system.decision()).rows
         by_client = {int(r["client"]): r for r in rows}
         delivered = {int(r["client"]) for r in rows if r["delivered"]}
         n = system.num_clients
@@ -403,7 +403,7 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
     Each step is one round of the server-free D2D system of pFedWN (spec
     seed_003): the agent names the neighbors whose models the target receives
     this round and the ISM sub-channel each sends on, and the round runs — the
-    real :class:`rayfl.d2d.system.D2DSystem` (``mode="emulate"``: neighbors
+    real D2D engine (:mod:`rayfl.d2d.round`, ``mode="emulate"``: neighbors
     train, links per ``topology.link_model``, EM, eq. 1, a local epoch) or the
     label-marginal surrogate (``mode="surrogate"``, no training). The paper's
     rule — M_n = {s : P_s^err < ε}, once at t = 0 — is the ``channel_threshold``
@@ -470,7 +470,7 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
     | neighbor_cost | float | 0.0 | reward cost per selected neighbor |
     | invalid_action | str | "repair" | "repair" or "raise" (see Action Space) |
     | overrides | list or mapping | () | config overrides ``key.path=value`` |
-    | system | D2DSystem | None | drive an existing system (emulate; the runner) |
+    | system | Engine (D2D) | None | drive an existing system (emulate; the runner) |
     | data | FederatedData | None | a prebuilt dataset |
 
     ## Version History

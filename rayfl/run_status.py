@@ -1,7 +1,6 @@
 """The terminal status of a run: ``completed``, ``failed`` or ``interrupted``.
 
-Every round loop (:func:`rayfl.runner.run` for the flat and hierarchical
-topologies, :func:`rayfl.d2d.runner.run_d2d` for D2D) runs its rounds inside
+Every round loop (:func:`rayfl.runner.run`, every topology) runs its rounds inside
 :func:`terminal_status`, which guarantees that ``summary.json`` ends with one of
 
 | status | when |

@@ -249,18 +249,57 @@ def _summary_writer(
     return write_summary
 
 
+def _build_d2d(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
+    """Return a D2D run's engine, one decider per target and the loop settings."""
+    from rayfl.d2d.deciders import selection_deciders
+    from rayfl.d2d.records import round_records
+
+    system = build_system(cfg)
+    try:
+        deciders = selection_deciders(system, PolicyDecider)
+    except BaseException:
+        system.close()
+        raise
+    every = cfg.output.checkpoint_every or 0
+    return (
+        system,
+        deciders,
+        LoopSettings(cfg.rounds, checkpoint_every=every, records=round_records),
+    )
+
+
+def _d2d_summary_writer(
+    cfg: RunConfig, system: Any, log: RunLog, bar: Any, started: float, setup_s: float
+) -> Callable[[RunProgress], None]:
+    """Return the ``terminal_status`` callback writing a D2D run's summary.json."""
+    from rayfl.d2d.records import summary_document as d2d_summary
+
+    def write_summary(progress: RunProgress) -> None:
+        if bar is not None:
+            bar.close()
+        total_s = time.perf_counter() - started
+        doc = d2d_summary(
+            system,
+            log.round_rows,
+            name=cfg.name,
+            status=progress.status,
+            error=progress.error,
+            total_s=total_s,
+        )
+        log.flush(doc)
+
+    return write_summary
+
+
 def _run(
     cfg: RunConfig,
     *,
     run_dir: Path | None = None,
     checkpoint: dict[str, Any] | None = None,
 ) -> RunResult:
-    if cfg.topology.kind == "d2d":  # server-free D2D (pFedWN): its own round loop
-        from rayfl.d2d.runner import run_d2d
-
-        return run_d2d(cfg, run_dir=run_dir, checkpoint=checkpoint)
     started = time.perf_counter()
-    system, deciders, settings = _build(cfg)
+    d2d = cfg.topology.kind == "d2d"  # server-free D2D (pFedWN): one unit per target
+    system, deciders, settings = _build_d2d(cfg) if d2d else _build(cfg)
     log = RunLog(run_dir or make_run_dir(cfg.output.dir, cfg.name))
     try:
         start = 0
@@ -272,7 +311,8 @@ def _run(
         if bar is not None and start:
             bar.update(start)
         setup_s = time.perf_counter() - started
-        write = _summary_writer(cfg, system, log, bar, started, setup_s)
+        writer = _d2d_summary_writer if d2d else _summary_writer
+        write = writer(cfg, system, log, bar, started, setup_s)
         with terminal_status(log.run_dir, write) as progress:
             if checkpoint is not None:
                 progress.resume_from = start

@@ -120,9 +120,9 @@ def test_hierarchical_loop_ends_failed(ray_session, tmp_path, monkeypatch):
 
 
 def test_d2d_loop_ends_failed(ray_session, tmp_path, monkeypatch):
-    from rayfl.d2d.system import D2DSystem
+    from rayfl.d2d.round import D2DRound
 
-    _fail_at(monkeypatch, D2DSystem, "run_round", 1)
+    _fail_at(monkeypatch, D2DRound, "run_method_round", 1)
     cfg = {
         **BASE,
         "data": {"dataset": "digits", "num_clients": 6, "partition": "iid"},

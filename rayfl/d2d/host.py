@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from rayfl.actors.client import ClientHost
 from rayfl.actors.cloud import REJECT_NON_FINITE, LinkOutcome, ServerHost
 from rayfl.actors.messages import Uploads
+from rayfl.actors.setup import ActorSetup
 from rayfl.algorithms.pfedwn import aggregate_target, em_step
 from rayfl.learning.train import evaluate
 from rayfl.learning.vectorized import per_client_trainer
@@ -227,6 +228,11 @@ class D2DClientHost(ClientHost):
             "clients": super().get_state(),
             "servers": {t: s.get_state() for t, s in servers.items()},
         }
+
+    def reset(self, setup: ActorSetup) -> None:
+        """Start a new run on the same data: new setup (seed), no models, no servers."""
+        super().reset(setup)
+        self.__dict__["_servers"] = {}
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore a :meth:`get_state` (clients and servers not hosted here ignored)."""

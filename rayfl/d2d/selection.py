@@ -49,6 +49,8 @@ __all__ = [
     "D2DLayout",
     "Selection",
     "make_layout",
+    "reselect",
+    "round_observation",
     "select_neighbors",
     "selection_observation",
     "selection_spaces",
@@ -223,3 +225,84 @@ def select_neighbors(
             Selection(target, neighbors, tuple(chosen[s] for s in neighbors), error)
         )
     return out
+
+
+def reselect(
+    old: Selection,
+    neighbors: tuple[int, ...],
+    subchannel: tuple[int, ...],
+    *,
+    num_clients: int,
+) -> Selection:
+    """Return ``old``'s target with new neighbors M_n (ascending) and sub-channels.
+
+    Raises:
+        ValueError: On a repeated neighbor, the target itself or a client id
+            out of range.
+    """
+    pairs = sorted(zip(neighbors, subchannel, strict=True))
+    new = tuple(int(m) for m, _ in pairs)
+    if len(set(new)) != len(new) or old.target in new:
+        raise ValueError(
+            f"neighbors of target {old.target} must be distinct other clients, "
+            f"got {list(neighbors)}"
+        )
+    if any(not 0 <= m < num_clients for m in new):
+        raise ValueError(f"neighbor ids must be in 0..{num_clients - 1}")
+    return Selection(
+        old.target, new, tuple(int(f) for _, f in pairs), old.error_probability
+    )
+
+
+def round_observation(
+    layout: D2DLayout,
+    first: dict[str, npt.NDArray[np.float32]],
+    selection: Selection,
+    em_weight: npt.NDArray[np.float64] | None,
+    topology: D2DTopologyConfig,
+    *,
+    seed: int,
+    round: int,
+) -> dict[str, npt.NDArray[np.float32]]:
+    """Return a target's selection observation before round ``round``.
+
+    Round 0 shows ``first`` (:func:`selection_observation`) with no π and no
+    previous M_n; later rounds a fresh fading draw from (seed, "d2d_csi",
+    round, target), the CSI measured before the round's transmissions, with
+    the previous round's M_n and π. The keys of ``D2DNeighbor-v0``.
+
+    Args:
+        layout: The run's layout.
+        first: The target's t = 0 observation.
+        selection: The target's current selection M_n.
+        em_weight: π over M_n after the previous round (None at round 0).
+        topology: The D2D topology section.
+        seed: The run seed.
+        round: Round index t.
+    """
+    target, n = selection.target, layout.num_nodes
+    gain = first["channel_gain"]
+    pi, selected = np.zeros(n), np.zeros(n)
+    if round > 0:
+        rng = rng_for(seed, "d2d_csi", round=round, client=target)
+        fading = rng.exponential(
+            topology.rayleigh_factor, size=(n, topology.num_subchannels)
+        )
+        received = topology.tx_power_w * layout.path_gain[:, target, None] * fading
+        with np.errstate(divide="ignore"):
+            gain_db = 10.0 * np.log10(received)
+        gain_db[target] = -1e3
+        gain = gain_db.astype(np.float32)
+        neighbors = list(selection.neighbors)
+        if em_weight is not None:
+            pi[neighbors] = em_weight
+        selected[neighbors] = 1.0
+    return {
+        "channel_gain": gain.copy(),
+        "eligible": first["eligible"].copy(),
+        "error_probability": first["error_probability"].copy(),
+        "distance_m": first["distance_m"].copy(),
+        "em_weight": np.clip(pi, 0.0, 1.0).astype(np.float32),
+        "selected": selected.astype(np.float32),
+        "round": np.array([round], dtype=np.float32),
+    }

@@ -6,6 +6,10 @@ The D2D driver holds models only as object refs: each target's global model
 target starts from ω⁰; one training call's ref holds the models of all the
 clients of one actor, and a neighbor's model reaches several targets — so each
 distinct ref is pulled once and each distinct model stored once.
+
+Size of a D2D checkpoint: about (N + T + T·abs(M_n)) · dim float32 at most, the
+last term only with ``on_loss: stale`` (every target keeps a model per
+neighbor) and shrinking when neighbors are shared between targets.
 """
 
 from __future__ import annotations
@@ -16,7 +20,15 @@ import numpy as np
 import numpy.typing as npt
 import ray
 
-__all__ = ["pack_sources", "pull_distinct", "unpack_sources"]
+__all__ = [
+    "distinct_refs",
+    "pack_globals",
+    "pack_sources",
+    "pull_distinct",
+    "snapshot_actors",
+    "unpack_globals",
+    "unpack_sources",
+]
 
 
 def pull_distinct(refs: list[Any]) -> tuple[list[Any], list[int]]:
@@ -71,3 +83,59 @@ def unpack_sources(saved: dict[str, Any]) -> dict[tuple[int, int], Any]:
         )
     refs = {b: ray.put(d) for b, d in dicts.items()}
     return {(t, m): refs[bundle[i]] for (t, m), i in zip(pairs, index, strict=True)}
+
+
+def pack_globals(refs: dict[int, Any]) -> dict[str, Any]:
+    """Return ``{target: ref to its group's global model}`` as arrays.
+
+    Returns:
+        ``targets`` (T,) int64, ``vectors`` (D, dim) float32, one row per
+        distinct ref, and ``index`` (T,): each target's row.
+    """
+    targets = list(refs)
+    vectors, index = pull_distinct([refs[t] for t in targets])
+    return {
+        "targets": np.asarray(targets, dtype=np.int64),
+        "vectors": np.stack(vectors),
+        "index": np.asarray(index, dtype=np.int64),
+    }
+
+
+def unpack_globals(saved: dict[str, Any]) -> dict[int, Any]:
+    """Invert :func:`pack_globals`: one ref per distinct saved model."""
+    put = [ray.put(np.asarray(v, dtype=np.float32)) for v in saved["vectors"]]
+    return {
+        int(t): put[int(i)]
+        for t, i in zip(saved["targets"], saved["index"], strict=True)
+    }
+
+
+def distinct_refs(refs: list[Any]) -> tuple[list[Any], list[int]]:
+    """Return the distinct refs (by identity, in first-seen order) and each one's index.
+
+    Example:
+        ``distinct_refs([r1, r2, r1])`` is ``([r1, r2], [0, 1, 0])``.
+    """
+    out: list[Any] = []
+    index = []
+    for ref in refs:
+        i = next((k for k, d in enumerate(out) if d is ref), len(out))
+        if i == len(out):
+            out.append(ref)
+        index.append(i)
+    return out, index
+
+
+def snapshot_actors(pool: Any, *, max_actor_restarts: int) -> None:
+    """Remember each actor's state in ``pool`` (a ref, never pulled) if it may restart.
+
+    Waits until the snapshots exist (the actors are idle between rounds), so an
+    actor dying early in the next round still has one; an actor restarted after
+    a failure gets its snapshot back (``ActorPool.restore_failed``).
+    """
+    if max_actor_restarts == 0:
+        return
+    refs = [actor.get_state.remote() for actor in pool.actors]
+    ray.wait(refs, num_returns=len(refs), fetch_local=False)
+    for a, ref in enumerate(refs):
+        pool.remember_state(a, ref)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rayfl.d2d.round import D2DRound
 from rayfl.data.federated import FederatedData
 from rayfl.engine.engine import Engine
 from rayfl.hierarchy.round import HierarchicalRound
@@ -15,6 +16,7 @@ __all__ = ["STRATEGIES", "build_system"]
 STRATEGIES: dict[str, type[Any]] = {
     "flat": StarRound,
     "hierarchical": HierarchicalRound,
+    "d2d": D2DRound,
 }
 
 
@@ -26,8 +28,7 @@ def build_system(config: Any, *, data: FederatedData | None = None) -> Engine:
         data: A prebuilt federated dataset (default: built from ``config.data``).
 
     Raises:
-        ValueError: If ``topology.kind`` has no engine strategy (D2D still
-            runs its own system).
+        ValueError: If ``topology.kind`` has no engine strategy.
     """
     kind = config.topology.kind
     if kind not in STRATEGIES:

@@ -28,7 +28,7 @@ from typing import Any
 from rayfl.checkpoint import save_checkpoint
 from rayfl.engine.rows import client_rows, round_row
 from rayfl.results import RunLog
-from rayfl.system import Decider, Decision, EvalRow, System
+from rayfl.system import Decider, Decision, EvalRow, RoundResult, System
 
 __all__ = ["LoopSettings", "restore", "run_rounds"]
 
@@ -44,6 +44,9 @@ class LoopSettings:
         checkpoint_every: Save a checkpoint every this many rounds (0: never).
         wireless: Whether a wireless model prices the uplinks (cost columns).
         logged: The algorithm's own record keys (``metrics.parquet`` columns).
+        records: A topology's own row format, ``records(result, elapsed_s) ->
+            (metrics rows, rounds row)`` (D2D); None: the shared columns of
+            :mod:`rayfl.engine.rows`.
     """
 
     rounds: int
@@ -52,6 +55,10 @@ class LoopSettings:
     checkpoint_every: int = 0
     wireless: bool = False
     logged: tuple[str, ...] = ()
+    records: (
+        Callable[[RoundResult, float], tuple[list[dict[str, Any]], dict[str, Any]]]
+        | None
+    ) = None
 
     def evaluation_due(self, t: int, stop: bool) -> bool:
         """Whether round ``t`` ends with an evaluation."""
@@ -107,18 +114,8 @@ def run_rounds(
         result = system.run_round(t, decide(system, deciders, t))
         stop = system.exhausted()  # seed 000: T0 uploads used up
         evals = system.evaluate() if settings.evaluation_due(t, stop) else None
-        epsilon, nominal = system.uplink.epsilons(evaluate=True)  # type: ignore[attr-defined]
-        log.client_rows += client_rows(
-            t, system.num_clients, result, evals, epsilon, nominal, settings.logged
-        )
-        row = round_row(
-            result,
-            evals=evals,
-            num_test=system.num_test,
-            epsilon=epsilon,
-            wireless=settings.wireless,
-            elapsed_s=time.perf_counter() - t0,
-        )
+        rows, row = _records(system, settings, t, result, evals, t0)
+        log.client_rows += rows
         log.round_rows.append(row)
         done += 1
         if on_round is not None:
@@ -130,6 +127,32 @@ def run_rounds(
             if progress is not None:
                 progress.resume_from = t + 1
     return done
+
+
+def _records(
+    system: System,
+    settings: LoopSettings,
+    t: int,
+    result: RoundResult,
+    evals: list[EvalRow] | None,
+    t0: float,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Return round ``t``'s ``metrics.parquet`` rows and ``rounds.parquet`` row."""
+    if settings.records is not None:
+        return settings.records(result, time.perf_counter() - t0)
+    epsilon, nominal = system.uplink.epsilons(evaluate=True)  # type: ignore[attr-defined]
+    rows = client_rows(
+        t, system.num_clients, result, evals, epsilon, nominal, settings.logged
+    )
+    row = round_row(
+        result,
+        evals=evals,
+        num_test=system.num_test,
+        epsilon=epsilon,
+        wireless=settings.wireless,
+        elapsed_s=time.perf_counter() - t0,
+    )
+    return rows, row
 
 
 def _save(system: System, deciders: Sequence[Decider], log: RunLog, nxt: int) -> None:

@@ -3,7 +3,7 @@
 import pytest
 
 from rayfl.config import ConfigError, load_config
-from rayfl.d2d.runner import _check
+from rayfl.d2d.config import check_d2d_run as _check
 
 
 def test_federated_baseline_refuses_algorithms_that_need_a_server_store():

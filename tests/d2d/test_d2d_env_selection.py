@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import rayfl
 from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
 from rayfl.config import load_config
-from rayfl.d2d.runner import run_d2d
-from rayfl.d2d.system import D2DSystem
+from rayfl.engine import build_system
 from rayfl.learning.models import FlatModel, build_model
 from rayfl.learning.train import evaluate
 from rayfl.system import initial_vector
@@ -41,8 +41,8 @@ def test_runner_with_channel_threshold_through_the_env_equals_once(
     once = load_config(BASE)
     via_env = load_config(BASE, ["topology.selection_via=env"])
     # Act
-    a = run_d2d(once, run_dir=tmp_path / "once")
-    b = run_d2d(via_env, run_dir=tmp_path / "env")
+    a = rayfl.run(once, {"output.dir": str(tmp_path / "once")})
+    b = rayfl.run(via_env, {"output.dir": str(tmp_path / "env")})
     # Assert
     pd.testing.assert_frame_equal(a.metrics, b.metrics, check_exact=True)
     drop = ["round_time_s"]
@@ -96,10 +96,10 @@ def test_emulated_env_with_changing_neighbors(ray_session):
 
 def test_set_selection_keeps_pi_of_kept_neighbors(ray_session):
     cfg = load_config(BASE, ["topology.epsilon=0.9"])
-    with D2DSystem(cfg) as system:
+    with build_system(cfg) as system:
         old = system.selections[0].neighbors
         assert len(old) >= 3, "the test needs three selected neighbors"
-        system.run_round(0)
+        system.run_round(0, system.decision())
         pi = dict(zip(old, system.em_weights(0), strict=True))
         keep = old[:2]
         new = next(m for m in range(1, 6) if m not in old) if len(old) < 5 else None
@@ -113,7 +113,7 @@ def test_set_selection_keeps_pi_of_kept_neighbors(ray_session):
         if new is not None:
             scale = got[keep[0]] / pi[keep[0]]
             assert got[new] == pytest.approx(scale / len(members))
-        rows = system.run_round(1)
+        rows = system.run_round(1, system.decision()).rows
         assert sorted(r["client"] for r in rows if r["selected"]) == sorted(members)
         with pytest.raises(ValueError, match="distinct other clients"):
             system.set_selection(0, (0, 1), (0, 1))

@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 from rayfl.config import ConfigError, load_config
-from rayfl.d2d.runner import _check
-from rayfl.d2d.system import D2DSystem
-from rayfl.engine import FLSystem
+from rayfl.d2d.config import check_d2d_run as _check
+from rayfl.engine import FLSystem, build_system
 from rayfl.schedule import Schedule
 
 BASE = {
@@ -57,9 +56,11 @@ def test_d2d_group_server_equals_the_star_server(ray_session, kind):
         {**BASE, "topology": {"kind": "flat"}}, [f"algorithm.kind={kind}"]
     )
     # Act
-    with D2DSystem(cfg) as d2d:
+    with build_system(cfg) as d2d:
         got = [
-            next(r for r in d2d.run_round(t) if r["client"] == 0)["post_agg_acc"]
+            next(r for r in d2d.run_round(t, d2d.decision()).rows if r["client"] == 0)[
+                "post_agg_acc"
+            ]
             for t in range(2)
         ]
     expected = []

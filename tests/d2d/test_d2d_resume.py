@@ -17,7 +17,8 @@ import ray
 import rayfl
 from rayfl.checkpoint import load_checkpoint
 from rayfl.config import load_config
-from rayfl.d2d.system import D2DSystem
+from rayfl.d2d.round import D2DRound
+from rayfl.engine import build_system
 from rayfl.run_status import RunFailed
 from rayfl.seeding import rng_for
 
@@ -71,14 +72,14 @@ def _tables(run_dir):
 
 
 def _fail_at(monkeypatch, at_round, action):
-    original = D2DSystem.run_round
+    original = D2DRound.run_method_round
 
     def patched(self, t, *args, **kwargs):
         if t == at_round:
             action(self)
         return original(self, t, *args, **kwargs)
 
-    monkeypatch.setattr(D2DSystem, "run_round", patched)
+    monkeypatch.setattr(D2DRound, "run_method_round", patched)
     return original
 
 
@@ -115,7 +116,7 @@ def test_resumed_d2d_run_equals_the_uninterrupted_run(
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "failed" and summary["error"]["resume_from"] == 2
     state = load_checkpoint(run_dir)["system"]
-    monkeypatch.setattr(D2DSystem, "run_round", original)
+    monkeypatch.setattr(D2DRound, "run_method_round", original)
     # Act
     resumed = rayfl.resume(run_dir)
     # Assert: every column (timing aside) and the EM report are identical
@@ -129,7 +130,7 @@ def test_resumed_d2d_run_equals_the_uninterrupted_run(
         pairs = state["last_source"]["pairs"]
         assert len(pairs) > len(state["last_source"]["models"])  # shared, once
     if case == "federated":
-        assert len(state["global"]["vectors"]) == 1  # one target's global model
+        assert len(state["group_global"]["vectors"]) == 1  # one target's global model
 
 
 @pytest.mark.slow
@@ -145,7 +146,7 @@ def test_d2d_actor_lost_for_good_fails_cleanly_and_resumes(
     }
     reference = rayfl.run(BASE, {**overrides, "output.dir": str(tmp_path / "ref")})
     original = _fail_at(
-        monkeypatch, 2, lambda s: ray.kill(s.actors[0], no_restart=True)
+        monkeypatch, 2, lambda s: ray.kill(s.engine.actors[0], no_restart=True)
     )
     # Act
     with pytest.raises(RunFailed) as info:
@@ -160,7 +161,7 @@ def test_d2d_actor_lost_for_good_fails_cleanly_and_resumes(
     assert f"rayfl resume {run_dir}" in str(info.value)
     rounds = pd.read_parquet(run_dir / "rounds.parquet")
     assert rounds["round"].tolist() == [0, 1]
-    monkeypatch.setattr(D2DSystem, "run_round", original)
+    monkeypatch.setattr(D2DRound, "run_method_round", original)
     resumed = rayfl.resume(run_dir)
     assert resumed.summary["status"] == "completed"
     assert resumed.rounds["round"].tolist() == [0, 1, 2, 3]
@@ -173,7 +174,7 @@ def test_d2d_actor_lost_for_good_fails_cleanly_and_resumes(
 def test_a_dead_neighbor_host_loses_its_models_for_one_round(ray_session):
     # Arrange: target 0 on actor 0; find an actor hosting only selected neighbors
     cfg = load_config(BASE, {"topology.epsilon": 0.5, "ray.max_actor_restarts": 1})
-    with D2DSystem(cfg) as system:
+    with build_system(cfg) as system:
         neighbors = set(system.selections[0].neighbors)
         victims = [
             a
@@ -183,11 +184,11 @@ def test_a_dead_neighbor_host_loses_its_models_for_one_round(ray_session):
         assert victims, f"no actor of neighbors only: {system.groups}, {neighbors}"
         victim = victims[0]
         hosted = sorted(neighbors & set(system.groups[victim]))
-        system.run_round(0)
+        system.run_round(0, system.decision())
         # Act: kill it (it restarts); round 1 runs while it is dead or restarting
         ray.kill(system.actors[victim], no_restart=False)
-        rows = {r["client"]: r for r in system.run_round(1)}
-        after = {r["client"]: r for r in system.run_round(2)}
+        rows = {r["client"]: r for r in system.run_round(1, system.decision()).rows}
+        after = {r["client"]: r for r in system.run_round(2, system.decision()).rows}
         states = ray.get([a.get_state.remote() for a in system.actors])
     # Assert: its neighbors' models were lost in round 1 only, with the reason
     for c in hosted:

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from rayfl.config import ConfigError, load_config
-from rayfl.d2d.system import D2DSystem
 from rayfl.data.federated import build_federated
+from rayfl.engine import build_system
 from rayfl.learning.models import FlatModel, build_model
 from rayfl.learning.train import evaluate, local_sgd
 from rayfl.seeding import rng_for
@@ -38,8 +38,8 @@ def config(**topology):
 
 
 def run_rounds(cfg, rounds=2):
-    with D2DSystem(cfg) as system:
-        rows = [system.run_round(t) for t in range(rounds)]
+    with build_system(cfg) as system:
+        rows = [system.run_round(t, system.decision()).rows for t in range(rounds)]
         report = system.selection_report()
     return rows, report
 

@@ -1,0 +1,117 @@
+"""D2DRound as an engine strategy: observations, decisions and restart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
+from rayfl.config import load_config
+from rayfl.d2d.deciders import selection_deciders, to_schedule
+from rayfl.engine import build_system
+from rayfl.engine.deciders import PolicyDecider
+from rayfl.engine.loop import decide
+
+BASE = {
+    "seed": 3,
+    "rounds": 3,
+    "data": {
+        "dataset": "digits",
+        "num_clients": 6,
+        "partition": "dirichlet",
+        "alpha": 0.5,
+        "min_partition_size": 30,
+    },
+    "model": {"kind": "mlp", "hidden": [16]},
+    "algorithm": {"kind": "fedavg", "lr": 0.1, "batch_size": 16},
+    "topology": {"kind": "d2d", "target": 0, "epsilon": 0.2},
+    "ray": {"num_cpus": 2},
+    "output": {"progress": False, "plots": False},
+}
+
+
+def _assert_same_rows(got_rows, want_rows):
+    """Every row equal, key by key (NaN where both are NaN)."""
+    assert len(got_rows) == len(want_rows)
+    for got, want in zip(got_rows, want_rows, strict=True):
+        assert list(got) == list(want)
+        for key, value in want.items():
+            if isinstance(value, float) and np.isnan(value):
+                assert np.isnan(got[key]), key
+            else:
+                assert got[key] == value, key
+
+
+def test_to_schedule_repairs_actions_like_the_env():
+    # Arrange: the surrogate env's decoding, all targets, 6 nodes, 3 sub-channels
+    env = D2DNeighborEnv(
+        load_config(BASE, ["topology.target=all", "topology.num_subchannels=3"])
+    )
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        action = rng.integers(0, 7, size=(6, 3))
+        # Act
+        want, _ = env.decode(action)
+        for i, target in enumerate(env.targets):
+            eligible = np.arange(6) != target
+            schedule, ignored = to_schedule(action[i], eligible)
+            # Assert
+            assert tuple(schedule.clients.tolist()) == want[target][0]
+            assert tuple(schedule.subchannel.tolist()) == want[target][1]
+            named = [s for s in action[i].tolist() if s < 6]
+            assert len(ignored) == len(named) - len(schedule.clients)
+    with pytest.raises(ValueError, match="0..6"):
+        to_schedule(np.array([7, 0, 0]), np.ones(6, bool))
+
+
+def test_observation_and_decisions_equal_the_env_path(ray_session):
+    # Arrange: the env path (policies stepping D2DNeighbor-v0 on one engine)...
+    cfg = load_config(
+        BASE, ["topology.selection_via=env", "topology.policy=random_neighbors"]
+    )
+    observations, chosen, env_rows = [], [], []
+    with build_system(cfg) as other:
+        env = D2DNeighborEnv(mode="emulate", system=other)
+        obs, _ = env.reset(seed=cfg.seed)
+        policies = make_selection_policies(env)
+        for _ in range(cfg.rounds):
+            observations.append(obs)
+            obs, _, _, _, info = env.step(policy_action(env, policies, obs))
+            chosen.append(info["neighbors"][0])
+            env_rows.append(info["rows"])
+    assert any(chosen), "random_neighbors should select someone"
+    # ...and the engine's own deciders on a fresh engine (one at a time: 2 CPUs)
+    with build_system(cfg) as system:
+        deciders = selection_deciders(system, PolicyDecider)
+        for t in range(cfg.rounds):
+            # Act
+            mine = system.observe(t)[0]
+            decision = decide(system, deciders, t)
+            result = system.run_round(t, decision)
+            # Assert: same observation, same M_n, same rows
+            assert mine.keys() == observations[t].keys()
+            for key, value in observations[t].items():
+                np.testing.assert_array_equal(mine[key], value, err_msg=key)
+            assert decision[0].clients.tolist() == chosen[t]
+            _assert_same_rows(result.rows, env_rows[t])
+
+
+def test_restart_equals_a_fresh_engine_of_that_seed(ray_session):
+    # Arrange: restart keeps the data partition, so the fresh engine gets it too
+    cfg = load_config(BASE, ["topology.link_model=bernoulli"])
+    with build_system(cfg) as system:
+        system.run_round(0, system.decision())
+        data = system.data
+        # Act
+        system.restart(5)
+        rows = [system.run_round(t, system.decision()).rows for t in range(2)]
+        layout = system.layout.positions_m
+    cfg5 = load_config(BASE, ["seed=5", "topology.link_model=bernoulli"])
+    with build_system(cfg5, data=data) as fresh:
+        want = [fresh.run_round(t, fresh.decision()).rows for t in range(2)]
+        want_layout = fresh.layout.positions_m
+    # Assert: same layout and every row equal
+    np.testing.assert_array_equal(layout, want_layout)
+    for got_round, want_round in zip(rows, want, strict=True):
+        _assert_same_rows(got_round, want_round)
