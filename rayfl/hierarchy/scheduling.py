@@ -78,7 +78,14 @@ import numpy.typing as npt
 from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
 from rayfl.seeding import rng_for
 
-__all__ = ["EdgeScheduling", "OBS_KEYS", "edge_spaces", "validate_action"]
+__all__ = [
+    "EdgeScheduling",
+    "OBS_KEYS",
+    "edge_spaces",
+    "uniform_participants",
+    "upload_fading",
+    "validate_action",
+]
 
 #: Keys of each edge's observation, as the flat env's table.
 OBS_KEYS = (
@@ -407,3 +414,54 @@ class EdgeScheduling:
         self.policies = list(state["policies"])
         self.staleness = np.asarray(state["staleness"], dtype=np.float64)
         self.loss = np.asarray(state["loss"], dtype=np.float64)
+
+
+def uniform_participants(
+    subnets: Sequence[Sequence[int]],
+    participants: npt.ArrayLike,
+    *,
+    cap: int | None,
+    seed: int,
+    k: int,
+) -> list[list[int]]:
+    """Return S_c^k: min(s_c^k, n_c, K_e) devices of each subnet, seeded uniform."""
+    out = []
+    for c, members in enumerate(subnets):
+        s = int(min(np.asarray(participants)[c], len(members)))
+        if cap is not None:
+            s = min(s, cap)
+        if s >= len(members):
+            out.append(list(members))
+            continue
+        rng = rng_for(seed, "hier_participants", round=k, client=c)
+        out.append(sorted(int(i) for i in rng.choice(members, size=s, replace=False)))
+    return out
+
+
+def upload_fading(
+    scheduling: EdgeScheduling | None,
+    subchannel: dict[int, int] | None,
+    *,
+    seed: int,
+    k: int,
+    edge: int,
+    period: int,
+    devices: list[int],
+) -> npt.NDArray[np.float64]:
+    """Return abs(u)² of each upload of ``devices`` (edge c, local period p).
+
+    With a subchannel assignment, the fading of each device's subchannel
+    (detail 2); without one, one draw keyed (seed, "hier_fading", p, device).
+    """
+    if scheduling is not None and subchannel is not None:
+        key = scheduling.fading_key(k, period)
+        k_e = scheduling.num_subchannels[edge]
+        return np.array(
+            [scheduling.fading(key, i, k_e)[subchannel[i]] for i in devices]
+        )
+    return np.array(
+        [
+            rng_for(seed, "hier_fading", round=period, client=i).exponential(1.0)
+            for i in devices
+        ]
+    )

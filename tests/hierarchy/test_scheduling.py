@@ -315,7 +315,7 @@ def test_controller_caps_the_policy_path(system):
             control=True, scheduling=_tiny("best_channel", 3).topology.scheduling
         )
         system.run_global_round(0)
-        caps = system.participants.copy()  # s_c^1 chosen by Algorithm 1
+        caps = system.interval.participants.copy()  # s_c^1 chosen by Algorithm 1
         result, _ = system.run_global_round(1)
     finally:
         system.reset(control=False)
