@@ -282,15 +282,17 @@ def round_extras(
 
 @dataclass(frozen=True)
 class RoundRecords:
-    """One round's submitted calls and the small records they returned.
+    """One round's plan, its submitted calls and the small records they returned.
 
     Attributes:
+        plan: The round's plan (``rayfl.hierarchy.submit.Plan``).
         sent: The submitted calls (``rayfl.hierarchy.submit.Sent``).
         devices: Each device call's records (None: its actor died).
         edges: The edges' aggregation records.
         evals: ``(edge, evaluation records)`` of the subnet models.
     """
 
+    plan: Plan
     sent: Sent
     devices: Sequence[list[dict[str, Any]] | None]
     edges: Sequence[dict[str, Any]]
@@ -300,12 +302,10 @@ class RoundRecords:
 def settle_round(
     records: RoundRecords,
     *,
-    plan: Plan,
     topo: TopologyConfig,
     trusted: npt.NDArray[np.bool_],
     cost: CostModel,
     fading_of: FadingOf,
-    subchannel: dict[int, int] | None,
     interval: Interval,
     ledger: ObserverLedger,
     num_train: npt.NDArray[np.int64],
@@ -313,19 +313,14 @@ def settle_round(
     dp_enabled: bool,
     num_global: int,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """Return a round's device rows, edge rows and extras; record its releases.
-
-    Updates ``ledger`` (releases, nominal ε) and ``interval`` (steps done,
-    local update counts) in place.
+    """Return a round's device rows, edge rows, extras; update ledger and interval.
 
     Args:
-        records: The round's calls and records.
-        plan: The round's plan.
+        records: The round's plan, calls and records.
         topo: The ``topology`` section.
         trusted: Trust flag of each edge (C,).
         cost: Prices the uploads and the backhaul hop.
         fading_of: The fading of each upload of a call.
-        subchannel: Each device's subchannel this round, or None.
         interval: The interval schedule.
         ledger: The observer ledger.
         num_train: Training samples per device.
@@ -333,18 +328,18 @@ def settle_round(
         dp_enabled: Whether any noise is added.
         num_global: K_g, global rounds of the run.
     """
+    plan = records.plan
     rows, energy, delay, refused = device_rows(
         calls=records.sent.device_calls,
         records=records.devices,
         fading_of=fading_of,
         cost=cost,
-        subchannel=subchannel,
+        subchannel=plan.subchannel,
         upload_count=interval.local_update_count,
         num_edges=len(trusted),
     )
     hop_energy, hop_delay = cost.global_hop()
-    energy += hop_energy
-    delay += hop_delay
+    energy, delay = energy + hop_energy, delay + hop_delay
     record_ledger(
         ledger=ledger,
         chosen=plan.chosen,

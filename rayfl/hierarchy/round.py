@@ -331,6 +331,7 @@ class HierarchicalRound:
         result = self._settle(
             plan,
             RoundRecords(
+                plan,
                 sent,
                 devices=device_records,
                 edges=edge_records,
@@ -342,9 +343,11 @@ class HierarchicalRound:
 
     def _plan(self, k: int, actions: list[Any] | None) -> Plan:
         """Choose S_c^k, η_k, the segments and every noise std of interval k."""
+        chosen = self._choose_participants(k, actions)
         return make_plan(
             k,
-            self._choose_participants(k, actions),
+            chosen,
+            subchannel=self.round_subchannel,
             topo=self.config.topology,
             interval=self.interval,
             eta=self.learning_rate(k),
@@ -371,20 +374,18 @@ class HierarchicalRound:
         """Turn the round's records into rows, ledger releases, edge rows, extras."""
         rows, edges, extras = settle_round(
             records,
-            plan=plan,
             topo=self.config.topology,
             trusted=self.topology.trusted,
             cost=self.cost,
             fading_of=lambda c, p, mine: upload_fading(
                 self.edge_scheduling,
-                self.round_subchannel,
+                plan.subchannel,
                 seed=self.config.seed,
                 k=plan.k,
                 edge=c,
                 period=p,
                 devices=mine,
             ),
-            subchannel=self.round_subchannel,
             interval=self.interval,
             ledger=self.uplink,
             num_train=self.engine.num_train,

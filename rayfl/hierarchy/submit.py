@@ -49,7 +49,11 @@ def segments(tau: int, period: int, num_local: int | None = None) -> list[int]:
 
 @dataclass(frozen=True)
 class Plan:
-    """Global round k's choices: S_c^k, η_k, the segments, the noise stds."""
+    """Global round k's choices: S_c^k, η_k, the segments, the noise stds.
+
+    ``subchannel`` maps each participant to its subchannel of its edge's band,
+    or is None when the decision named participants only.
+    """
 
     k: int
     chosen: list[list[int]]
@@ -57,12 +61,14 @@ class Plan:
     eta: float
     segments: list[int]
     stds: Any  # rayfl.hierarchy.dp.stream_stds
+    subchannel: dict[int, int] | None = None
 
 
 def make_plan(
     k: int,
     chosen: list[list[int]],
     *,
+    subchannel: dict[int, int] | None,
     topo: TopologyConfig,
     interval: Any,
     eta: float,
@@ -77,6 +83,7 @@ def make_plan(
     Args:
         k: Global round index.
         chosen: S_c^k per edge (device ids).
+        subchannel: Each participant's subchannel, or None.
         topo: The ``topology`` section.
         interval: τ_k, m_k, K_ℓ (``rayfl.hierarchy.interval.Interval``).
         eta: η_k.
@@ -104,7 +111,7 @@ def make_plan(
         interval.num_local - int(topo.local_at_global) if topo.control.enabled else None
     )
     segs = segments(interval.tau, interval.period, plan_local)
-    return Plan(k, chosen, s_now, eta, segs, stds)
+    return Plan(k, chosen, s_now, eta, segs, stds, subchannel)
 
 
 @dataclass
