@@ -137,21 +137,6 @@ class _SchedulerDecider:
         self.scheduler.cursor = int(state["cursor"])
 
 
-class _InsideDecider:
-    """The decider of a system that schedules inside its own round (hierarchy)."""
-
-    observes = False
-
-    def decide(self, t: int, observation: Any) -> Schedule:
-        return Schedule.of([])
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
-
-
 def _uses_builtin(cfg: RunConfig) -> bool:
     """Whether the star run is scheduled by ``rayfl.scheduler`` (no env policy)."""
     policy = cfg.scheduler.policy
@@ -189,8 +174,19 @@ def _build(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
         wireless=cfg.wireless is not None,
         logged=tuple(getattr(algorithm_class(cfg.algorithm), "logged_metrics", ())),
     )
-    if cfg.topology.kind == "hierarchical":  # devices → edges → cloud
-        return build_system(cfg), [_InsideDecider()], settings
+    if cfg.topology.kind == "hierarchical":  # devices → edges → cloud, a unit per edge
+        from rayfl.hierarchy.deciders import edge_policies
+
+        system = build_system(cfg)
+        try:
+            deciders = [
+                PolicyDecider(policy, rules.to_schedule)
+                for policy, rules in edge_policies(cfg, system)
+            ]
+        except BaseException:
+            system.close()
+            raise
+        return system, deciders, settings
     builtin = _uses_builtin(cfg)  # a config error before Ray starts
     system = build_system(cfg)
     try:

@@ -5,8 +5,9 @@ One engine round (``rayfl.engine.Engine.run_round``) is one global round k.
 Algorithm 2 of H2FDP (spec §3.1), with Algorithm 1's controller (§3.2) when
 ``topology.control.enabled``. Global round k (interval T_k of τ_k SGD steps):
 
-    1. pick S_c^k (s_c^k devices per subnet, seeded) and η_k; compute every
-       noise std of the interval (``rayfl.hierarchy.dp``);
+    1. take S_c^k from the decision (one schedule per edge, at most s_c^k
+       devices) and pick η_k; compute every noise std of the interval
+       (``rayfl.hierarchy.dp``);
     2. split τ_k into segments [m_k]·K + [τ_k − K m_k]; for each segment, every
        client actor trains its participants of subnet c from w̄_c and uploads one
        exact sum (untrusted: noised per device, in the actor); the edge
@@ -32,17 +33,19 @@ Implementation details:
        m_k = max(1, ⌊τ_k/(K_ℓ + 1)⌋) (spec §8).
     4. PEDPFL: one aggregator, no local aggregation (m = τ) and no backhaul
        hop (spec §6, the choice drives the Fig. 5 gaps).
-    5. Scheduling (``rayfl.hierarchy.scheduling``): each edge owns its band;
-       S_c^k is the seeded uniform choice of s_c^k devices (``scheduling.policy:
-       uniform``) or a registered policy's per-edge action, whose subchannel's
-       fading then prices the uploads; ``run_global_round(k, actions)`` takes
-       the actions from an env (``HierarchicalRound(external_actions=True)``).
+    5. Each edge is a decision unit: :meth:`observe` gives its band's
+       observation (``rayfl.hierarchy.scheduling``) and the decision holds its
+       schedule, made by its policy (``rayfl.hierarchy.deciders``; ``uniform``
+       by default, the paper's seeded choice of s_c^k devices); an assigned
+       subchannel's fading prices the upload. ``run_global_round(k, actions)``
+       also takes an env's per-edge actions (``external_actions=True``).
     6. Attributes the engine does not define (``run_global_round``, ``reset``,
        ``edges``, ``cost``, ``interval``...) are readable on the engine itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,22 +55,20 @@ import ray
 
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
-from rayfl.checkpoint import plain_attributes, restore_attributes
 from rayfl.hierarchy.accounting import RoundRecords, settle_round
 from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.control import estimate_smoothness, learning_rate, next_interval
 from rayfl.hierarchy.cost import CostModel
+from rayfl.hierarchy.deciders import EdgeActions, edge_policies
 from rayfl.hierarchy.device import DeviceActor, evaluate_devices
 from rayfl.hierarchy.dp import ObserverLedger
 from rayfl.hierarchy.interval import Interval
-from rayfl.hierarchy.scheduling import (
-    EdgeScheduling,
-    uniform_participants,
-    upload_fading,
-)
+from rayfl.hierarchy.scheduling import OBS_KEYS, EdgeScheduling, upload_fading
 from rayfl.hierarchy.servers import Servers
 from rayfl.hierarchy.submit import Plan, RoundCalls, make_plan, segments
 from rayfl.hierarchy.topology import build_topology
+from rayfl.registry import policy_class
+from rayfl.schedule import Schedule
 from rayfl.system import Decision, EvalRow, Observation, RoundResult, initial_vector
 
 __all__ = ["HierarchicalRound", "segments"]
@@ -77,13 +78,14 @@ class HierarchicalRound:
     """The hierarchical topology as an engine strategy (``rayfl.system.Topology``).
 
     Args:
-        external_actions: Per-edge actions may come from the caller of
-            :meth:`run_global_round` (an env); rounds called without actions
-            fall back to ``scheduling.policy``.
+        external_actions: An env's agent gives the per-edge actions
+            (:meth:`run_global_round`); with ``scheduling.policy: uniform`` the
+            observations then fill every key, not only the ones it reads.
 
     Example:
         >>> system = build_system(load_config("examples/h2fdp.yaml"))  # doctest: +SKIP
-        >>> result = system.run_round(0, (Schedule.of([]),))  # doctest: +SKIP
+        >>> everyone = tuple(map(Schedule.of, system.edge_scheduling.subnets))  # doctest: +SKIP
+        >>> result = system.run_round(0, everyone)  # doctest: +SKIP
     """
 
     kind: ClassVar[str] = "hierarchical"
@@ -92,6 +94,7 @@ class HierarchicalRound:
         self.external_actions = external_actions
         self.engine: Any = None
         self.servers: Servers | None = None
+        self._policies: list[Any] | None = None  # built when a script needs them
 
     # ------------------------------------------------------------------ engine
     # What the engine owns (config, data, ω, the pool), read through it
@@ -173,21 +176,23 @@ class HierarchicalRound:
         self._reset_schedule()
 
     def _build_scheduling(self) -> None:
-        """Build the per-edge policies of ``topology.scheduling`` (module detail 5)."""
+        """Build the edges' bands and observations (``rayfl.hierarchy.scheduling``)."""
         cfg = self.config
         topo = cfg.topology
-        self.edge_scheduling: EdgeScheduling | None = None
-        self.round_subchannel: dict[int, int] | None = None
-        if topo.scheduling.uses_policy or self.external_actions:
-            self.edge_scheduling = EdgeScheduling(
-                topo.scheduling,
-                cost=topo.cost,
-                seed=cfg.seed,
-                subnets=self.topology.subnets,
-                distance_m=self.topology.distance_m,
-                num_train=self.engine.num_train,
-                build_policies=topo.scheduling.uses_policy,
-            )
+        # the keys the configured policy reads; every key for an env's agent
+        # when no policy is configured (uniform)
+        needed = policy_class(topo.scheduling.policy).required_keys
+        if self.external_actions and not topo.scheduling.uses_policy:
+            needed = OBS_KEYS
+        self.edge_scheduling = EdgeScheduling(
+            topo.scheduling,
+            cost=topo.cost,
+            seed=cfg.seed,
+            subnets=self.topology.subnets,
+            distance_m=self.topology.distance_m,
+            num_train=self.engine.num_train,
+            needed_keys=needed,
+        )
 
     def reset(
         self,
@@ -233,8 +238,8 @@ class HierarchicalRound:
         dp = topo.dp
         self.uplink = ObserverLedger(n, delta=dp.delta, strict=dp.strict_accounting)
         self.edge_rows = []
-        if getattr(self, "edge_scheduling", None) is not None:
-            self.edge_scheduling.reset()
+        self.edge_scheduling.reset()
+        self._policies = None
 
     def placement(self, engine: Any) -> dict[str, Any]:
         """Return where the actors run (device actors, edges, cloud)."""
@@ -253,10 +258,8 @@ class HierarchicalRound:
         )
 
     def scheduling_observations(self, k: int) -> list[dict[str, np.ndarray]]:
-        """Return each edge's observation for global round k (policy path)."""
+        """Return each edge's observation for global round k (the units')."""
         sch = self.edge_scheduling
-        if sch is None:
-            raise RuntimeError("topology.scheduling.policy is uniform: no observations")
         if "loss" in sch.needed_keys and np.isnan(sch.loss).all():
             sch.loss = np.array([r["test_loss"] for r in self.evaluate(self.engine)])
         eps = None
@@ -270,39 +273,42 @@ class HierarchicalRound:
             privacy_spent=eps,
         )
 
-    def _choose_participants(
-        self, k: int, actions: list[Any] | None = None
-    ) -> list[list[int]]:
-        self.round_subchannel = None
+    def _decision(self, k: int, actions: Sequence[Any] | None) -> Decision:
+        """Return round k's decision: given, an env's actions, or the own policies'."""
+        if actions is not None and all(isinstance(a, Schedule) for a in actions):
+            return tuple(actions)
         sch = self.edge_scheduling
-        if sch is not None and (actions is not None or sch.policies):
-            if actions is None:
-                actions = sch.decide(self.scheduling_observations(k))
-            chosen, self.round_subchannel = sch.to_participants(
-                actions, self.interval.participants
+        if actions is not None:  # one flat-env action per edge
+            if len(actions) != len(sch.subnets):
+                raise ValueError(
+                    f"expected one action per edge ({len(sch.subnets)}), "
+                    f"got {len(actions)}"
+                )
+            return tuple(
+                EdgeActions(c, m, k_e, participants=False).to_schedule(a)[0]
+                for c, (m, k_e, a) in enumerate(
+                    zip(sch.subnets, sch.num_subchannels, actions, strict=True)
+                )
             )
-            return chosen
-        if actions is not None:
-            raise ValueError(
-                "actions need topology.scheduling.policy (or external_actions=True)"
-            )
-        return uniform_participants(
-            self.topology.subnets,
-            self.interval.participants,
-            cap=self.config.topology.scheduling.subchannels_per_edge,
-            seed=self.config.seed,
-            k=k,
+        if self._policies is None:
+            self._policies = edge_policies(self.config, self.engine)
+        observations = self.scheduling_observations(k)
+        return tuple(
+            rules.to_schedule(policy(obs))[0]
+            for (policy, rules), obs in zip(self._policies, observations, strict=True)
         )
 
     def run_global_round(
-        self, k: int, actions: list[Any] | None = None
+        self, k: int, actions: Sequence[Any] | None = None
     ) -> tuple[RoundResult, dict[str, Any]]:
         """Run interval k (τ_k steps, local and global aggregations).
 
         Args:
             k: Global round index.
-            actions: One flat-env action per edge (``rayfl.hierarchy.scheduling``);
-                None: ``topology.scheduling.policy`` decides.
+            actions: The decision (one ``Schedule`` per edge, the engine's), one
+                flat-env action per edge (``rayfl.hierarchy.deciders``), or None:
+                ``topology.scheduling.policy`` decides, one instance per edge
+                built for this round's caller (scripts).
 
         Returns:
             The per-device rows (as the flat engine's) and the round's extras
@@ -341,13 +347,15 @@ class HierarchicalRound:
         self._control(k, previous, plan.chosen)
         return result, result.extras
 
-    def _plan(self, k: int, actions: list[Any] | None) -> Plan:
-        """Choose S_c^k, η_k, the segments and every noise std of interval k."""
-        chosen = self._choose_participants(k, actions)
+    def _plan(self, k: int, actions: Sequence[Any] | None) -> Plan:
+        """Take S_c^k from the decision; choose η_k, the segments, the noise stds."""
+        chosen, subchannel = self.edge_scheduling.participants_of(
+            self._decision(k, actions), self.interval.participants
+        )
         return make_plan(
             k,
             chosen,
-            subchannel=self.round_subchannel,
+            subchannel=subchannel,
             topo=self.config.topology,
             interval=self.interval,
             eta=self.learning_rate(k),
@@ -394,8 +402,7 @@ class HierarchicalRound:
             num_global=self.config.rounds,
         )
         self.edge_rows += edges
-        if self.edge_scheduling is not None:
-            self.edge_scheduling.observe(plan.chosen, rows)
+        self.edge_scheduling.observe(plan.chosen, rows)
         delivered = sorted(r["client"] for r in rows if r["delivered"])
         return RoundResult(plan.k, rows, delivered, extras)
 
@@ -435,20 +442,20 @@ class HierarchicalRound:
 
     # ------------------------------------------------------------------ Topology
     def num_units(self, engine: Any) -> int:
-        """One unit: the edges' participants are chosen inside the round."""
-        return 1
+        """One decision unit per edge."""
+        return len(self.topology.subnets)
 
     def observe(self, engine: Any, t: int) -> tuple[Observation, ...]:
-        """No observation: ``topology.scheduling`` decides inside the round."""
-        return ({},)
+        """Return each edge's observation (``rayfl.hierarchy.scheduling``)."""
+        return tuple(self.scheduling_observations(t))  # type: ignore[arg-type]
 
     def exhausted(self, engine: Any) -> bool:
         """Never: the hierarchy has no upload budget."""
         return False
 
     def round(self, engine: Any, t: int, decision: Decision) -> RoundResult:
-        """Run global round ``t`` (the decision is unused: see :meth:`observe`)."""
-        result, _ = self.run_global_round(t)
+        """Run global round ``t`` with one schedule per edge."""
+        result, _ = self.run_global_round(t, decision)
         return result
 
     def summary(self, engine: Any) -> dict[str, Any]:
@@ -468,30 +475,15 @@ class HierarchicalRound:
             "ledger": self.uplink.state_dict(),
             "schedule": self.interval.state_dict(),
             "edge_rows": list(self.edge_rows),
-            **(
-                {"scheduling": self._scheduling_state()}
-                if self.edge_scheduling is not None
-                else {}
-            ),
+            "scheduling": self.edge_scheduling.state_dict(),
         }
-
-    def _scheduling_state(self) -> dict[str, Any]:
-        """The edge scheduling state, policies reduced to their plain-data attributes."""
-        assert self.edge_scheduling is not None
-        state = self.edge_scheduling.state_dict()
-        return {**state, "policies": [plain_attributes(p) for p in state["policies"]]}
 
     def load_state_dict(self, engine: Any, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (the engine restores ``global``)."""
         self.uplink.load_state_dict(state["ledger"])
         self.interval.load_state_dict(state["schedule"])
         self.edge_rows = list(state["edge_rows"])
-        if self.edge_scheduling is not None and "scheduling" in state:
-            saved = state["scheduling"]
-            policies = self.edge_scheduling.policies  # rebuilt from the config
-            for policy, attributes in zip(policies, saved["policies"], strict=True):
-                restore_attributes(policy, attributes)
-            self.edge_scheduling.load_state_dict({**saved, "policies": policies})
+        self.edge_scheduling.load_state_dict(state["scheduling"])
 
     def close(self, engine: Any) -> None:
         """Kill the edges and the cloud (the engine closes the pool)."""
