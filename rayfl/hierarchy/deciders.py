@@ -20,9 +20,10 @@ the loop's checkpoints.
 Implementation details:
     1. Edge c's policy is ``reset`` with a seed from (seed, "hier_policy", 0, c),
        so the same seed gives the same decisions.
-    2. Policies that set per-client controls (``uses_controls``) or read the
-       star engine (``bind_system``) are refused: the hierarchy's action has no
-       controls part and its engine is not the star's.
+    2. A policy runs here when it declares ``hierarchical`` among its
+       topologies and reads only keys and fills only action parts the
+       hierarchy has (``rayfl.registry.check_policy``): no ``controls``, no
+       ``power``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import numpy.typing as npt
 
 from rayfl.hierarchy.scheduling import validate_action
 from rayfl.observation import SystemContext
-from rayfl.registry import make_policy, policy_class
+from rayfl.registry import check_policy, make_policy, policy_class
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 
@@ -93,22 +94,15 @@ class EdgeActions:
 
 
 def check_edge_policy(name: str) -> type:
-    """Return policy ``name``'s class, or raise if the hierarchy cannot drive it.
+    """Return policy ``name``'s class, or raise if it is not declared for the hierarchy.
 
     Raises:
-        ValueError: Unknown name (listing the known ones), or a policy that
-            sets per-client controls or reads the star engine (detail 2).
+        ValueError: Unknown name, or a policy whose declared topologies, keys
+            or action parts do not fit (``rayfl.registry.check_policy``).
     """
-    cls = policy_class(name)
-    if getattr(cls, "uses_controls", False) or callable(
-        getattr(cls, "bind_system", None)
-    ):
-        raise ValueError(
-            f"topology.scheduling.policy={name} sets per-client controls or reads "
-            "the flat engine (bind_system); the hierarchy drives policies that act "
-            "on the observation alone (e.g. random, round_robin, best_channel)"
-        )
-    return cls
+    field = "topology.scheduling.policy"
+    check_policy(name, topology="hierarchical", field=field)
+    return policy_class(name)
 
 
 def policy_seed(seed: int, edge: int) -> int:

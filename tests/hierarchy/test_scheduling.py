@@ -188,8 +188,11 @@ def test_invalid_actions_raise_clear_errors():
         sched.participants_of([Schedule.of([0]), ok[1]], caps)
     with pytest.raises(ValueError, match="unknown name 'nope'"):
         _sched("nope", 2)
-    with pytest.raises(ValueError, match="per-client controls"):
+    with pytest.raises(ValueError, match="minmax is meant for topology.kind=star"):
         check_edge_policy("minmax")
+    with pytest.raises(ValueError, match="lyapunov is meant for topology.kind=star"):
+        check_edge_policy("lyapunov")
+    assert check_edge_policy("uniform").__name__ == "UniformPolicy"
     with pytest.raises(ValueError, match="policy=uniform takes none"):
         HierSchedulingConfig(params={"window": 3})
 
