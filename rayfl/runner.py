@@ -38,7 +38,6 @@ from rayfl.plots import plot_rounds
 from rayfl.registry import make_policy, policy_class
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
 from rayfl.run_status import RunProgress, terminal_status
-from rayfl.schedule import Schedule
 from rayfl.scheduler_config import BUILTIN_POLICIES
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.star.context import star_context
@@ -117,21 +116,6 @@ def _policy(cfg: RunConfig, spaces: Any, context: Any, **params: Any) -> Any:
     return policy
 
 
-class _InsideDecider:
-    """The decider of a system that schedules inside its own round (hierarchy)."""
-
-    observes = False
-
-    def decide(self, t: int, observation: Any) -> Schedule:
-        return Schedule.of([])
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
-
-
 def _chooses_participants(cfg: RunConfig) -> bool:
     """Whether the star's policy picks a client set, not subchannels.
 
@@ -165,6 +149,15 @@ def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
     return [PolicyDecider(_policy(cfg, spaces, context), actions.to_schedule)]
 
 
+def _or_close(system: Any, make: Callable[[], list[Any]]) -> list[Any]:
+    """Return ``make()``, the run's deciders; close ``system`` if it raises."""
+    try:
+        return make()
+    except BaseException:
+        system.close()
+        raise
+
+
 def _build(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
     """Return the run's system, its deciders and the loop settings.
 
@@ -178,14 +171,20 @@ def _build(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
         wireless=cfg.wireless is not None,
         logged=tuple(getattr(algorithm_class(cfg.algorithm), "logged_metrics", ())),
     )
-    if cfg.topology.kind == "hierarchical":  # devices → edges → cloud
-        return build_system(cfg), [_InsideDecider()], settings
+    if cfg.topology.kind == "hierarchical":  # devices → edges → cloud, a unit per edge
+        from rayfl.hierarchy.deciders import edge_policies
+
+        system = build_system(cfg)
+        deciders = _or_close(
+            system,
+            lambda: [
+                PolicyDecider(policy, rules.to_schedule)
+                for policy, rules in edge_policies(cfg, system)
+            ],
+        )
+        return system, deciders, settings
     system = build_system(cfg)
-    try:
-        deciders = _make_deciders(cfg, system)
-    except BaseException:
-        system.close()
-        raise
+    deciders = _or_close(system, lambda: _make_deciders(cfg, system))
     every_round = not _chooses_participants(cfg)
     return system, deciders, replace(settings, evaluate_every_round=every_round)
 
@@ -255,11 +254,7 @@ def _build_d2d(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
     from rayfl.d2d.records import round_records
 
     system = build_system(cfg)
-    try:
-        deciders = selection_deciders(system, PolicyDecider)
-    except BaseException:
-        system.close()
-        raise
+    deciders = _or_close(system, lambda: selection_deciders(system, PolicyDecider))
     every = cfg.output.checkpoint_every or 0
     return (
         system,

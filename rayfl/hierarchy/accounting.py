@@ -1,7 +1,8 @@
 """What a hierarchical global round records: device rows, the ledger, edge rows.
 
-Three keyword-only helpers, called by ``rayfl.hierarchy.round.HierarchicalRound``
-once the round's small records are back (driver side, no Ray):
+:func:`settle_round` turns a round's small records into its rows once they are
+back (driver side, no Ray, called by ``rayfl.hierarchy.round.HierarchicalRound``)
+through four keyword-only helpers:
 
 - :func:`device_rows`: one row per participating device (mean train loss over
   its segments, sums of bits, upload time and energy; ``delivered`` and the
@@ -10,23 +11,35 @@ once the round's small records are back (driver side, no Ray):
 - :func:`record_ledger`: one observer-ledger release per segment and subnet, at
   the noise multiplier the code enforces (``rayfl.hierarchy.dp``);
 - :func:`edge_rows`: one ``edges.parquet`` row per edge (trust, participants,
-  subnet accuracy, noise, energy, delay).
+  subnet accuracy, noise, energy, delay);
+- :func:`round_extras`: the round's ``rounds.parquet`` columns.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from rayfl.actors.cloud import REJECT_ACTOR_LOST
+from rayfl.hierarchy.config import TopologyConfig
 from rayfl.hierarchy.cost import CostModel
 from rayfl.hierarchy.dp import ObserverLedger, release_noise_multiplier
+from rayfl.hierarchy.interval import Interval
+from rayfl.hierarchy.submit import Plan, Sent
 
-__all__ = ["device_rows", "edge_rows", "record_ledger"]
+__all__ = [
+    "RoundRecords",
+    "device_rows",
+    "edge_rows",
+    "record_ledger",
+    "round_extras",
+    "settle_round",
+]
 
 #: ``(edge c, period p, devices) -> fading power of each device's upload``.
 FadingOf = Callable[[int, int, list[int]], npt.NDArray[np.float64]]
@@ -235,3 +248,132 @@ def edge_rows(
         }
         for c in range(n_edges)
     ]
+
+
+def round_extras(
+    *,
+    plan: Plan,
+    interval: Interval,
+    trusted: npt.NDArray[np.bool_],
+    energy: npt.NDArray[np.float64],
+    delay: npt.NDArray[np.float64],
+    local_at_global: bool,
+) -> dict[str, Any]:
+    """Return the round's ``rounds.parquet`` columns (τ_k, η_k, s, costs, σ)."""
+    s_now, stds = plan.participants, plan.stds
+    nan = float("nan")
+    return {
+        "tau": int(interval.tau),
+        "local_period": int(interval.period),
+        "num_local_aggregations": len(plan.segments) - 1 + int(local_at_global),
+        "eta": float(plan.eta),
+        "s_trusted_mean": float(s_now[trusted].mean()) if trusted.any() else nan,
+        "s_untrusted_mean": float(s_now[~trusted].mean()) if (~trusted).any() else nan,
+        "energy_j": float(energy.sum()),
+        "latency_s": float(delay.sum()),
+        "sigma_device_local": float(stds.device_local.max()),
+        "sigma_device_global": float(stds.device_global.max()),
+        "sigma_edge_local": float(stds.edge_local.max()),
+        "sigma_edge_global": float(stds.edge_global.max()),
+        "beta_hat": float(interval.beta_hat),
+        "steps_done": int(interval.steps_done),
+    }
+
+
+@dataclass(frozen=True)
+class RoundRecords:
+    """One round's plan, its submitted calls and the small records they returned.
+
+    Attributes:
+        plan: The round's plan (``rayfl.hierarchy.submit.Plan``).
+        sent: The submitted calls (``rayfl.hierarchy.submit.Sent``).
+        devices: Each device call's records (None: its actor died).
+        edges: The edges' aggregation records.
+        evals: ``(edge, evaluation records)`` of the subnet models.
+    """
+
+    plan: Plan
+    sent: Sent
+    devices: Sequence[list[dict[str, Any]] | None]
+    edges: Sequence[dict[str, Any]]
+    evals: Sequence[tuple[int, list[dict[str, Any]] | None]]
+
+
+def settle_round(
+    records: RoundRecords,
+    *,
+    topo: TopologyConfig,
+    trusted: npt.NDArray[np.bool_],
+    cost: CostModel,
+    fading_of: FadingOf,
+    interval: Interval,
+    ledger: ObserverLedger,
+    num_train: npt.NDArray[np.int64],
+    num_test: npt.NDArray[np.int64],
+    dp_enabled: bool,
+    num_global: int,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """Return a round's device rows, edge rows, extras; update ledger and interval.
+
+    Args:
+        records: The round's plan, calls and records.
+        topo: The ``topology`` section.
+        trusted: Trust flag of each edge (C,).
+        cost: Prices the uploads and the backhaul hop.
+        fading_of: The fading of each upload of a call.
+        interval: The interval schedule.
+        ledger: The observer ledger.
+        num_train: Training samples per device.
+        num_test: Test samples per device.
+        dp_enabled: Whether any noise is added.
+        num_global: K_g, global rounds of the run.
+    """
+    plan = records.plan
+    rows, energy, delay, refused = device_rows(
+        calls=records.sent.device_calls,
+        records=records.devices,
+        fading_of=fading_of,
+        cost=cost,
+        subchannel=plan.subchannel,
+        upload_count=interval.local_update_count,
+        num_edges=len(trusted),
+    )
+    hop_energy, hop_delay = cost.global_hop()
+    energy, delay = energy + hop_energy, delay + hop_delay
+    record_ledger(
+        ledger=ledger,
+        chosen=plan.chosen,
+        refused=refused,
+        trusted=trusted,
+        stds=plan.stds,
+        steps=[steps for _, steps in records.sent.periods],
+        local_at_global=topo.local_at_global,
+        equal_weights=topo.weighting == "equal",
+        num_train=num_train,
+        learning_rate=plan.eta,
+        grad_bound=topo.dp.grad_bound,
+        dp_enabled=dp_enabled,
+    )
+    if dp_enabled:
+        ledger.nominal_epsilon = topo.dp.epsilon * math.sqrt((plan.k + 1) / num_global)
+    edges = edge_rows(
+        k=plan.k,
+        trusted=trusted,
+        participants=plan.participants,
+        stds=plan.stds,
+        edge_records=records.edges,
+        edge_evals=records.evals,
+        num_test=num_test,
+        energy=energy,
+        delay=delay,
+    )
+    interval.steps_done += interval.tau
+    extras = round_extras(
+        plan=plan,
+        interval=interval,
+        trusted=trusted,
+        energy=energy,
+        delay=delay,
+        local_at_global=topo.local_at_global,
+    )
+    return rows, edges, extras

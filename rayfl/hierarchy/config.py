@@ -349,3 +349,22 @@ class TopologyConfig(_Section):
     def hierarchical(self) -> bool:
         """True for the device-edge-cloud topology."""
         return self.kind == "hierarchical"
+
+    def changed(
+        self,
+        *,
+        epsilon: float | None = None,
+        control: bool | None = None,
+        scheduling: HierSchedulingConfig | None = None,
+    ) -> TopologyConfig:
+        """Return a copy with a new ε, controller switch or scheduling (None: keep)."""
+        topo = self
+        if epsilon is not None:
+            dp = topo.dp.model_copy(update={"epsilon": float(epsilon)})
+            topo = topo.model_copy(update={"dp": dp})
+        if control is not None:
+            ctl = topo.control.model_copy(update={"enabled": control})
+            topo = topo.model_copy(update={"control": ctl})
+        if scheduling is not None:
+            topo = topo.model_copy(update={"scheduling": scheduling})
+        return topo

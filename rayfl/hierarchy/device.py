@@ -22,6 +22,8 @@ Implementation details:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import ray
@@ -34,7 +36,7 @@ from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.privacy.clip import clip_by_l2_norm
 from rayfl.seeding import rng_for
 
-__all__ = ["DeviceActor", "DeviceHost"]
+__all__ = ["DeviceActor", "DeviceHost", "evaluate_devices"]
 
 
 class DeviceHost(ClientHost):
@@ -139,3 +141,22 @@ class DeviceHost(ClientHost):
 
 DeviceActor = ray.remote(DeviceHost)
 """``DeviceHost`` as a Ray actor class."""
+
+
+def evaluate_devices(pool: Any, global_ref: Any) -> list[dict[str, Any]]:
+    """Evaluate ``global_ref`` on every device's test split, one row per device by id.
+
+    Devices of an actor that fails during evaluation get NaN metrics.
+    """
+    pool.restore_failed()
+    refs = [a.evaluate.remote(global_ref) for a in pool.actors]
+    batches = pool.gather(refs, list(range(len(pool.actors))))
+    nan = float("nan")
+    rows = []
+    for a, batch in enumerate(batches):
+        if batch is None:
+            batch = [
+                {"client": c, "test_loss": nan, "test_acc": nan} for c in pool.groups[a]
+            ]
+        rows += batch
+    return sorted(rows, key=lambda r: r["client"])

@@ -5,8 +5,9 @@ One engine round (``rayfl.engine.Engine.run_round``) is one global round k.
 Algorithm 2 of H2FDP (spec §3.1), with Algorithm 1's controller (§3.2) when
 ``topology.control.enabled``. Global round k (interval T_k of τ_k SGD steps):
 
-    1. pick S_c^k (s_c^k devices per subnet, seeded) and η_k; compute every
-       noise std of the interval (``rayfl.hierarchy.dp``);
+    1. take S_c^k from the decision (one schedule per edge, at most s_c^k
+       devices) and pick η_k; compute every noise std of the interval
+       (``rayfl.hierarchy.dp``);
     2. split τ_k into segments [m_k]·K + [τ_k − K m_k]; for each segment, every
        client actor trains its participants of subnet c from w̄_c and uploads one
        exact sum (untrusted: noised per device, in the actor); the edge
@@ -25,115 +26,66 @@ are this strategy's own actors. Only ObjectRefs cross actors: the driver submits
 records once per round.
 
 Implementation details:
-    1. Edges run with ``num_cpus=0`` and are pinned (soft node affinity) to the
-       node of the client actor hosting most of their devices.
+    1. Edges take no CPU and sit on their devices' node (``servers``).
     2. With one edge, τ = m, no noise and ``weighting: data_size`` the run is the
        flat FedAvg run bit for bit (tests/hierarchy/test_system.py).
     3. Under control K_ℓ is fixed to the configured ⌈τ_0/m⌉ − 1 and
        m_k = max(1, ⌊τ_k/(K_ℓ + 1)⌋) (spec §8).
     4. PEDPFL: one aggregator, no local aggregation (m = τ) and no backhaul
        hop (spec §6, the choice drives the Fig. 5 gaps).
-    5. How a scheduling action maps onto the hierarchy (DESIGN.md env/policy):
-       each edge owns its own band, so the action space is the concatenation of
-       per-edge actions ("device j of subnet c on subchannel k of edge c"); the
-       participant set S_c^k is where such an action enters. Default
-       (``scheduling.policy: uniform``): the seeded uniform choice of s_c^k
-       devices (spec §2.5), capped at ``subchannels_per_edge`` when set. Any
-       registered policy: one instance per edge on the flat env's observation
-       table, its action mapped to S_c^k and to each device's subchannel, whose
-       fading then prices the uploads (``rayfl.hierarchy.scheduling``);
-       ``run_global_round(k, actions)`` takes the actions from outside
-       (``envs.hierarchical``; build the engine with
-       ``HierarchicalRound(external_actions=True)``).
+    5. Each edge is a decision unit: :meth:`observe` gives its band's
+       observation (``rayfl.hierarchy.scheduling``) and the decision holds its
+       schedule, made by its policy (``rayfl.hierarchy.deciders``; ``uniform``
+       by default, the paper's seeded choice of s_c^k devices); an assigned
+       subchannel's fading prices the upload. ``run_global_round(k, actions)``
+       also takes an env's per-edge actions (``external_actions=True``).
     6. Attributes the engine does not define (``run_global_round``, ``reset``,
-       ``edges``, ``cost``, ``tau``...) are readable on the engine itself.
+       ``edges``, ``cost``, ``interval``...) are readable on the engine itself.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
-from rayfl.checkpoint import plain_attributes, restore_attributes
-from rayfl.hierarchy.accounting import device_rows, edge_rows, record_ledger
-from rayfl.hierarchy.cloud import HierCloudServer
+from rayfl.hierarchy.accounting import RoundRecords, settle_round
 from rayfl.hierarchy.config import HierSchedulingConfig
-from rayfl.hierarchy.controller import ControlProblem, solve, step_size
+from rayfl.hierarchy.control import estimate_smoothness, learning_rate, next_interval
 from rayfl.hierarchy.cost import CostModel
-from rayfl.hierarchy.device import DeviceActor
-from rayfl.hierarchy.dp import ObserverLedger, stream_stds
-from rayfl.hierarchy.edge import EdgeServer
-from rayfl.hierarchy.scheduling import EdgeScheduling
-from rayfl.hierarchy.topology import Topology, build_topology
-from rayfl.seeding import rng_for
+from rayfl.hierarchy.deciders import EdgeActions, edge_policies
+from rayfl.hierarchy.device import DeviceActor, evaluate_devices
+from rayfl.hierarchy.dp import ObserverLedger
+from rayfl.hierarchy.interval import Interval
+from rayfl.hierarchy.scheduling import OBS_KEYS, EdgeScheduling, upload_fading
+from rayfl.hierarchy.servers import Servers
+from rayfl.hierarchy.submit import Plan, RoundCalls, make_plan, segments
+from rayfl.hierarchy.topology import build_topology
+from rayfl.registry import policy_class
+from rayfl.schedule import Schedule
 from rayfl.system import Decision, EvalRow, Observation, RoundResult, initial_vector
 
 __all__ = ["HierarchicalRound", "segments"]
-
-
-def segments(tau: int, period: int, num_local: int | None = None) -> list[int]:
-    """Return the SGD steps between aggregations in one interval.
-
-    Args:
-        tau: τ_k.
-        period: m_k.
-        num_local: K_ℓ cap (None: as many as fit, ⌈τ/m⌉ − 1).
-
-    Returns:
-        [m]·K + [τ − K m] with K = min(K_ℓ, ⌈τ/m⌉ − 1).
-
-    Example:
-        >>> segments(20, 5), segments(7, 5), segments(3, 1, num_local=1)
-        ([5, 5, 5, 5], [5, 2], [1, 2])
-    """
-    k = math.ceil(tau / period) - 1
-    if num_local is not None:
-        k = min(k, num_local)
-    return [period] * k + [tau - k * period]
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """Global round k's choices: S_c^k, η_k, the segments, the noise stds."""
-
-    k: int
-    chosen: list[list[int]]
-    participants: np.ndarray  # s_c^k, int64 (C,)
-    eta: float
-    segments: list[int]
-    stds: Any  # rayfl.hierarchy.dp.stream_stds
-
-
-@dataclass
-class _Sent:
-    """The round's submitted calls (refs only) and the edge models' refs."""
-
-    edge_refs: list[Any]
-    device_calls: list[tuple[int, int, list[int], Any]] = field(default_factory=list)
-    actors: list[int] = field(default_factory=list)  # actor of each device call
-    edge_calls: list[Any] = field(default_factory=list)
-    periods: list[tuple[int, int]] = field(default_factory=list)  # (p, steps)
 
 
 class HierarchicalRound:
     """The hierarchical topology as an engine strategy (``rayfl.system.Topology``).
 
     Args:
-        external_actions: Per-edge actions may come from the caller of
-            :meth:`run_global_round` (an env); rounds called without actions
-            fall back to ``scheduling.policy``.
+        external_actions: An env's agent gives the per-edge actions
+            (:meth:`run_global_round`); with ``scheduling.policy: uniform`` the
+            observations then fill every key, not only the ones it reads.
 
     Example:
         >>> system = build_system(load_config("examples/h2fdp.yaml"))  # doctest: +SKIP
-        >>> result = system.run_round(0, (Schedule.of([]),))  # doctest: +SKIP
+        >>> everyone = tuple(map(Schedule.of, system.edge_scheduling.subnets))  # doctest: +SKIP
+        >>> result = system.run_round(0, everyone)  # doctest: +SKIP
     """
 
     kind: ClassVar[str] = "hierarchical"
@@ -141,10 +93,12 @@ class HierarchicalRound:
     def __init__(self, *, external_actions: bool = False) -> None:
         self.external_actions = external_actions
         self.engine: Any = None
-        self.edges: list[Any] = []
+        self.servers: Servers | None = None
+        self._policies: list[Any] | None = None  # built when a script needs them
 
     # ------------------------------------------------------------------ engine
-    # What the engine owns (config, data, ω, the pool), read through it.
+    # What the engine owns (config, data, ω, the pool), read through it
+    # (``num_train``, ``dim``... are read as ``self.engine.num_train``).
     @property
     def config(self) -> Any:
         """The run config (the engine's)."""
@@ -165,34 +119,14 @@ class HierarchicalRound:
         return self.engine.pool.actors
 
     @property
-    def groups(self) -> list[list[int]]:
-        """Device ids of each actor (``engine.pool.groups``)."""
-        return self.engine.pool.groups
+    def edges(self) -> list[Any]:
+        """The edge server actors, one per subnet."""
+        return [] if self.servers is None else self.servers.edges
 
     @property
-    def actor_of(self) -> np.ndarray:
-        """Actor index of each device (``engine.pool.actor_of``)."""
-        return self.engine.pool.actor_of
-
-    @property
-    def num_clients(self) -> int:
-        """N, the number of devices."""
-        return int(self.engine.num_clients)
-
-    @property
-    def num_train(self) -> np.ndarray:
-        """Training samples per device."""
-        return self.engine.num_train
-
-    @property
-    def num_test(self) -> np.ndarray:
-        """Test samples per device."""
-        return self.engine.num_test
-
-    @property
-    def dim(self) -> int:
-        """Model dimension."""
-        return int(self.engine.dim)
+    def cloud(self) -> Any:
+        """The cloud actor."""
+        return None if self.servers is None else self.servers.cloud
 
     # ------------------------------------------------------------------ build
     def build(self, engine: Any) -> None:
@@ -216,40 +150,20 @@ class HierarchicalRound:
             dim=engine.dim,
             role="devices",
         )
-        self._start_servers()
-        mean_train = float(self.num_train.mean())
+        self.servers = Servers.start(self.topology, engine.pool, self.setup, cfg.seed)
         #: q of eq. 15 only (sets σ, never the ledger, which uses q = 1).
         self.sample_rate = topo.dp.calibration_sample_rate or min(
-            1.0, cfg.algorithm.batch_size / mean_train
+            1.0, cfg.algorithm.batch_size / float(engine.num_train.mean())
         )
         self.dp_enabled = topo.dp.enabled and topo.baseline != "hfl"
         self.cost = CostModel(
             topo.cost,
             distance_m=self.topology.distance_m,
-            model_dim=self.dim,
+            model_dim=self.engine.dim,
             backhaul=topo.baseline != "pedpfl",
         )
         self._build_scheduling()
         self._reset_schedule()
-
-    def _start_servers(self) -> None:
-        """Start one edge per subnet (on its devices' home node) and the cloud."""
-        cfg = self.config
-        nodes = self.engine.pool.nodes
-        self.edges = []
-        for c, members in enumerate(self.topology.subnets):
-            home = int(np.bincount(self.actor_of[list(members)]).argmax())
-            self.edges.append(
-                EdgeServer.options(
-                    num_cpus=0,
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(
-                        nodes[home], soft=True
-                    ),
-                ).remote(c, cfg.seed, bool(self.topology.trusted[c]))
-            )
-        self.cloud = HierCloudServer.options(num_cpus=0).remote(self.setup)
-        self.edge_nodes: list[str] = ray.get([e.ping.remote() for e in self.edges])
-        self.cloud_node: str = ray.get(self.cloud.ping.remote())
 
     def restart(self, engine: Any, seed: int) -> None:
         """Start over for ``engine.config`` (new seed) on the same actors.
@@ -257,26 +171,28 @@ class HierarchicalRound:
         The subnets and trust flags drawn at build are kept (as the data
         partition is); the edges redraw their noise from the new seed.
         """
-        ray.get([e.reset.remote(int(seed)) for e in self.edges])
+        self.servers.reset(seed)
         self._build_scheduling()
         self._reset_schedule()
 
     def _build_scheduling(self) -> None:
-        """Build the per-edge policies of ``topology.scheduling`` (module detail 5)."""
+        """Build the edges' bands and observations (``rayfl.hierarchy.scheduling``)."""
         cfg = self.config
         topo = cfg.topology
-        self.edge_scheduling: EdgeScheduling | None = None
-        self.round_subchannel: dict[int, int] | None = None
-        if topo.scheduling.uses_policy or self.external_actions:
-            self.edge_scheduling = EdgeScheduling(
-                topo.scheduling,
-                cost=topo.cost,
-                seed=cfg.seed,
-                subnets=self.topology.subnets,
-                distance_m=self.topology.distance_m,
-                num_train=self.num_train,
-                build_policies=topo.scheduling.uses_policy,
-            )
+        # the keys the configured policy reads; every key for an env's agent
+        # when no policy is configured (uniform)
+        needed = policy_class(topo.scheduling.policy).required_keys
+        if self.external_actions and not topo.scheduling.uses_policy:
+            needed = OBS_KEYS
+        self.edge_scheduling = EdgeScheduling(
+            topo.scheduling,
+            cost=topo.cost,
+            seed=cfg.seed,
+            subnets=self.topology.subnets,
+            distance_m=self.topology.distance_m,
+            num_train=self.engine.num_train,
+            needed_keys=needed,
+        )
 
     def reset(
         self,
@@ -289,10 +205,9 @@ class HierarchicalRound:
     ) -> None:
         """Start over from w⁰ on the same actors and data (sweeps, tests).
 
-        Actor start-up dominates small runs, so a sweep over trust, ε or control
-        reuses the actors: the schedule, ledger and logs restart, batches and
-        noise are redrawn from the same keys (same seed ⇒ same run as a fresh
-        system with that config).
+        A sweep over trust, ε or control reuses the actors (start-up dominates
+        small runs); batches and noise are redrawn from the same keys, so the
+        same seed gives the run of a fresh system with that config.
 
         Args:
             trusted: New trust flags per edge (N,), or None to keep.
@@ -302,27 +217,14 @@ class HierarchicalRound:
             scheduling: New ``topology.scheduling`` section (policy, K_e), or
                 None to keep.
         """
-        cfg = self.config
-        topo = cfg.topology
-        if epsilon is not None:
-            topo = topo.model_copy(
-                update={"dp": topo.dp.model_copy(update={"epsilon": float(epsilon)})}
-            )
-        if control is not None:
-            topo = topo.model_copy(
-                update={"control": topo.control.model_copy(update={"enabled": control})}
-            )
-        if scheduling is not None:
-            topo = topo.model_copy(update={"scheduling": scheduling})
-        self.engine.config = cfg.model_copy(update={"topology": topo})
+        topo = self.config.topology.changed(
+            epsilon=epsilon, control=control, scheduling=scheduling
+        )
+        self.engine.config = self.config.model_copy(update={"topology": topo})
         if scheduling is not None:
             self._build_scheduling()
         if trusted is not None:
-            self.topology = Topology(
-                self.topology.subnets,
-                np.asarray(trusted, bool),
-                self.topology.distance_m,
-            )
+            self.topology = replace(self.topology, trusted=np.asarray(trusted, bool))
         if dp_enabled is not None:
             self.dp_enabled = bool(dp_enabled)
         data = self.engine.data
@@ -331,67 +233,33 @@ class HierarchicalRound:
         self._reset_schedule()
 
     def _reset_schedule(self) -> None:
-        topo = self.config.topology
-        self.tau = topo.tau
-        self.period = topo.tau if topo.baseline == "pedpfl" else topo.local_period
-        self.num_local = (
-            len(segments(self.tau, self.period)) - 1 + int(topo.local_at_global)
-        )
-        self.participants = self.topology.sizes.copy()
-        self.steps_done = 0
-        self.period_index = 0
-        self.beta_hat = float("nan")
-        self.uplink = ObserverLedger(
-            self.num_clients, delta=topo.dp.delta, strict=topo.dp.strict_accounting
-        )
-        self.control_refs = None
+        topo, n = self.config.topology, self.engine.num_clients
+        self.interval = Interval.start(topo, sizes=self.topology.sizes, num_clients=n)
+        dp = topo.dp
+        self.uplink = ObserverLedger(n, delta=dp.delta, strict=dp.strict_accounting)
         self.edge_rows = []
-        self.local_update_count = np.zeros(self.num_clients, dtype=np.int64)
-        if getattr(self, "edge_scheduling", None) is not None:
-            self.edge_scheduling.reset()
+        self.edge_scheduling.reset()
+        self._policies = None
 
     def placement(self, engine: Any) -> dict[str, Any]:
         """Return where the actors run (device actors, edges, cloud)."""
-        nodes = engine.pool.nodes
-        return {
-            "client_actors": engine.pool.placement(),
-            "edges": [
-                {"node": node, "clients": list(s), "trusted": bool(t)}
-                for node, s, t in zip(
-                    self.edge_nodes,
-                    self.topology.subnets,
-                    self.topology.trusted,
-                    strict=True,
-                )
-            ],
-            "edges_on_home_node": sum(
-                node == nodes[int(np.bincount(self.actor_of[list(s)]).argmax())]
-                for node, s in zip(self.edge_nodes, self.topology.subnets, strict=True)
-            ),
-            "cloud": self.cloud_node,
-            "num_nodes": len(set(nodes) | set(self.edge_nodes) | {self.cloud_node}),
-        }
+        return self.servers.placement(engine.pool, self.topology)
 
     # ------------------------------------------------------------------ round
     def learning_rate(self, k: int) -> float:
         """Return η_k for the configured mode."""
-        lr = self.config.topology.lr
-        if lr.mode == "constant":
-            return float(self.config.algorithm.lr)
-        if lr.mode == "manual" or not np.isfinite(self.beta_hat) or self.beta_hat <= 0:
-            return lr.gamma / math.sqrt(k + 1)
-        return step_size(
+        return learning_rate(
+            self.config.topology,
             k=k,
-            tau_prev=self.tau,
+            base_lr=self.config.algorithm.lr,
+            beta_hat=self.interval.beta_hat,
+            tau=self.interval.tau,
             num_global=self.config.rounds,
-            beta_hat=self.beta_hat,
         )
 
     def scheduling_observations(self, k: int) -> list[dict[str, np.ndarray]]:
-        """Return each edge's observation for global round k (policy path)."""
+        """Return each edge's observation for global round k (the units')."""
         sch = self.edge_scheduling
-        if sch is None:
-            raise RuntimeError("topology.scheduling.policy is uniform: no observations")
         if "loss" in sch.needed_keys and np.isnan(sch.loss).all():
             sch.loss = np.array([r["test_loss"] for r in self.evaluate(self.engine)])
         eps = None
@@ -399,52 +267,48 @@ class HierarchicalRound:
             eps = self.uplink.epsilons()[0]
         return sch.observations(
             k,
-            self.period_index,
-            self.participants,
-            upload_count=self.local_update_count,
+            self.interval.period_index,
+            self.interval.participants,
+            upload_count=self.interval.local_update_count,
             privacy_spent=eps,
         )
 
-    def _choose_participants(
-        self, k: int, actions: list[Any] | None = None
-    ) -> list[list[int]]:
-        self.round_subchannel = None
+    def _decision(self, k: int, actions: Sequence[Any] | None) -> Decision:
+        """Return round k's decision: given, an env's actions, or the own policies'."""
+        if actions is not None and all(isinstance(a, Schedule) for a in actions):
+            return tuple(actions)
         sch = self.edge_scheduling
-        if sch is not None and (actions is not None or sch.policies):
-            if actions is None:
-                actions = sch.decide(self.scheduling_observations(k))
-            chosen, self.round_subchannel = sch.to_participants(
-                actions, self.participants
+        if actions is not None:  # one flat-env action per edge
+            if len(actions) != len(sch.subnets):
+                raise ValueError(
+                    f"expected one action per edge ({len(sch.subnets)}), "
+                    f"got {len(actions)}"
+                )
+            return tuple(
+                EdgeActions(c, m, k_e, participants=False).to_schedule(a)[0]
+                for c, (m, k_e, a) in enumerate(
+                    zip(sch.subnets, sch.num_subchannels, actions, strict=True)
+                )
             )
-            return chosen
-        if actions is not None:
-            raise ValueError(
-                "actions need topology.scheduling.policy (or external_actions=True)"
-            )
-        cap = self.config.topology.scheduling.subchannels_per_edge
-        out = []
-        for c, members in enumerate(self.topology.subnets):
-            s = int(min(self.participants[c], len(members)))
-            if cap is not None:
-                s = min(s, cap)
-            if s >= len(members):
-                out.append(list(members))
-                continue
-            rng = rng_for(self.config.seed, "hier_participants", round=k, client=c)
-            out.append(
-                sorted(int(i) for i in rng.choice(members, size=s, replace=False))
-            )
-        return out
+        if self._policies is None:
+            self._policies = edge_policies(self.config, self.engine)
+        observations = self.scheduling_observations(k)
+        return tuple(
+            rules.to_schedule(policy(obs))[0]
+            for (policy, rules), obs in zip(self._policies, observations, strict=True)
+        )
 
     def run_global_round(
-        self, k: int, actions: list[Any] | None = None
+        self, k: int, actions: Sequence[Any] | None = None
     ) -> tuple[RoundResult, dict[str, Any]]:
         """Run interval k (τ_k steps, local and global aggregations).
 
         Args:
             k: Global round index.
-            actions: One flat-env action per edge (``rayfl.hierarchy.scheduling``);
-                None: ``topology.scheduling.policy`` decides.
+            actions: The decision (one ``Schedule`` per edge, the engine's), one
+                flat-env action per edge (``rayfl.hierarchy.deciders``), or None:
+                ``topology.scheduling.policy`` decides, one instance per edge
+                built for this round's caller (scripts).
 
         Returns:
             The per-device rows (as the flat engine's) and the round's extras
@@ -452,394 +316,147 @@ class HierarchicalRound:
         """
         plan = self._plan(k, actions)
         self.engine.pool.restore_failed()  # restarted device actors get their state
-        sent = self._submit_segments(plan)
+        calls = self._calls()
+        sent = calls.submit_segments(
+            plan, global_ref=self.global_ref, first_period=self.interval.period_index
+        )
+        self.interval.period_index += len(plan.segments) + int(
+            self.config.topology.local_at_global
+        )
         previous = self.global_ref
-        edge_evals = self._global_step(plan, sent)
+        if self.config.topology.weighting == "equal":
+            weights = [1.0] * len(self.edges)
+        else:
+            weights = [float(self.engine.num_train[list(m)].sum()) for m in plan.chosen]
+        self.global_ref, edge_evals = calls.global_step(sent, weights)
         # one wait per round: all small records (a dead actor's come back None)
         pool = self.engine.pool
         device_records = pool.gather([d[3] for d in sent.device_calls], sent.actors)
         edge_records = ray.get(sent.edge_calls)
         evals = pool.gather([r for _, r, _ in edge_evals], [a for *_, a in edge_evals])
-        result, extras = self._settle(
+        result = self._settle(
             plan,
-            sent,
-            device_records=device_records,
-            edge_records=edge_records,
-            edge_evals=[(c, e) for (c, _, _), e in zip(edge_evals, evals, strict=True)],
+            RoundRecords(
+                plan,
+                sent,
+                devices=device_records,
+                edges=edge_records,
+                evals=[(c, e) for (c, _, _), e in zip(edge_evals, evals, strict=True)],
+            ),
         )
         self._control(k, previous, plan.chosen)
-        return result, extras
+        return result, result.extras
 
-    def _plan(self, k: int, actions: list[Any] | None) -> _Plan:
-        """Choose S_c^k, η_k, the segments and every noise std of interval k."""
-        cfg = self.config
-        topo = cfg.topology
-        chosen = self._choose_participants(k, actions)
-        s_now = np.array([len(p) for p in chosen], dtype=np.int64)
-        eta = self.learning_rate(k)
-        plan_local = (
-            None
-            if not topo.control.enabled
-            else self.num_local - int(topo.local_at_global)
+    def _plan(self, k: int, actions: Sequence[Any] | None) -> Plan:
+        """Take S_c^k from the decision; choose η_k, the segments, the noise stds."""
+        chosen, subchannel = self.edge_scheduling.participants_of(
+            self._decision(k, actions), self.interval.participants
         )
-        stds = stream_stds(
-            topo.dp,
-            enabled=self.dp_enabled,
-            trusted=self.topology.trusted,
-            participants=s_now,
-            learning_rate=eta,
-            tau=self.tau,
-            period=self.period,
-            num_global=cfg.rounds,
-            num_local=self.num_local,
-            sample_rate=self.sample_rate,
-            batch_size=cfg.algorithm.batch_size,
-        )
-        segs = segments(self.tau, self.period, plan_local)
-        return _Plan(k, chosen, s_now, eta, segs, stds)
-
-    def _submit_segments(self, plan: _Plan) -> _Sent:
-        """Submit every segment's device training and edge aggregation (no wait)."""
-        topo = self.config.topology
-        trusted = self.topology.trusted
-        stds = plan.stds
-        sent = _Sent(edge_refs=[self.global_ref] * len(self.edges))
-        for j, steps in enumerate(plan.segments):
-            p = self.period_index
-            self.period_index += 1
-            sent.periods.append((p, steps))
-            is_global = j == len(plan.segments) - 1 and not topo.local_at_global
-            new_refs = []
-            for c in range(len(plan.chosen)):
-                device_std = 0.0
-                if not trusted[c]:
-                    device_std = (
-                        stds.device_global[c] if is_global else stds.device_local[c]
-                    )
-                sums = self._submit_devices(plan, sent, c, p, steps, device_std)
-                edge_std = 0.0
-                if trusted[c]:
-                    edge_std = stds.edge_global[c] if is_global else stds.edge_local[c]
-                new, rec = (
-                    self.edges[c]
-                    .aggregate.options(num_returns=2)
-                    .remote(p, sent.edge_refs[c], float(edge_std), 0.0, *sums)
-                )
-                new_refs.append(new)
-                sent.edge_calls.append(rec)
-            sent.edge_refs = new_refs
-        if topo.local_at_global:  # spec A3 option: a global-only release on top
-            self._submit_global_only(plan, sent)
-        return sent
-
-    def _submit_devices(
-        self, plan: _Plan, sent: _Sent, c: int, p: int, steps: int, std: float
-    ) -> list[Any]:
-        """Submit subnet c's segment to each actor hosting its participants."""
-        members = plan.chosen[c]
-        g = self.config.topology.dp.grad_bound
-        equal = self.config.topology.weighting == "equal"
-        sums = []
-        for a in np.unique(self.actor_of[members]) if members else []:
-            mine = [i for i in members if self.actor_of[i] == a]
-            recs, fixed = (
-                self.actors[a]
-                .train_segment.options(num_returns=2)
-                .remote(
-                    p,
-                    sent.edge_refs[c],
-                    mine,
-                    plan.eta,
-                    steps,
-                    None if g is None else plan.eta * steps * g,
-                    [float(std)] * len(mine),
-                    equal,
-                )
-            )
-            sent.device_calls.append((c, p, mine, recs))
-            sent.actors.append(int(a))
-            # wrapped: the edge fetches it, so a lost actor is a lost upload
-            sums.append([fixed])
-        return sums
-
-    def _submit_global_only(self, plan: _Plan, sent: _Sent) -> None:
-        """Submit the ``local_at_global`` release: each edge noises its v_c."""
-        p = self.period_index
-        self.period_index += 1
-        stds = plan.stds
-        new_refs = []
-        for c in range(len(self.edges)):
-            if self.topology.trusted[c]:
-                std, extra = stds.edge_global[c], 0.0
-            else:
-                std, extra = (
-                    0.0,
-                    stds.device_global[c] / math.sqrt(max(plan.participants[c], 1)),
-                )
-            new, rec = (
-                self.edges[c]
-                .aggregate.options(num_returns=2)
-                .remote(p, sent.edge_refs[c], float(std), float(extra))
-            )
-            new_refs.append(new)
-            sent.edge_calls.append(rec)
-        sent.edge_refs = new_refs
-
-    def _global_step(self, plan: _Plan, sent: _Sent) -> list[tuple[int, Any, int]]:
-        """Submit the cloud's average of the v_c (eq. 14) and the subnet evaluations.
-
-        Returns:
-            ``(edge, evaluation ref, actor)`` of each subnet evaluation call.
-        """
-        topo = self.config.topology
-        if topo.weighting == "equal":
-            weights = [1.0] * len(self.edges)
-        else:
-            weights = [float(self.num_train[list(m)].sum()) for m in plan.chosen]
-        self.global_ref = self.cloud.global_aggregate.remote(weights, *sent.edge_refs)
-        edge_evals = []
-        if topo.edge_eval:
-            for c, members in enumerate(self.topology.subnets):
-                for a in np.unique(self.actor_of[list(members)]):
-                    mine = [i for i in members if self.actor_of[i] == a]
-                    ref = self.actors[a].evaluate.remote(sent.edge_refs[c], mine)
-                    edge_evals.append((c, ref, int(a)))
-        return edge_evals
-
-    def _fading(self, k: int, c: int, p: int, mine: list[int]) -> np.ndarray:
-        """Return the fading of each upload of ``mine`` (subnet c, period p)."""
-        sch, subch = self.edge_scheduling, self.round_subchannel
-        if sch is not None and subch is not None:  # the assigned subchannel's
-            key = sch.fading_key(k, p)
-            return np.array(
-                [sch.fading(key, i, sch.num_subchannels[c])[subch[i]] for i in mine]
-            )
-        seed = self.config.seed
-        return np.array(
-            [
-                rng_for(seed, "hier_fading", round=p, client=i).exponential(1.0)
-                for i in mine
-            ]
-        )
-
-    def _settle(
-        self,
-        plan: _Plan,
-        sent: _Sent,
-        *,
-        device_records: list[Any],
-        edge_records: list[dict[str, Any]],
-        edge_evals: list[tuple[int, Any]],
-    ) -> tuple[RoundResult, dict[str, Any]]:
-        """Turn the round's records into rows, ledger releases, edge rows, extras."""
-        topo = self.config.topology
-        trusted = self.topology.trusted
-        rows, energy, delay, refused = device_rows(
-            calls=sent.device_calls,
-            records=device_records,
-            fading_of=lambda c, p, mine: self._fading(plan.k, c, p, mine),
-            cost=self.cost,
-            subchannel=self.round_subchannel,
-            upload_count=self.local_update_count,
-            num_edges=len(self.edges),
-        )
-        hop_energy, hop_delay = self.cost.global_hop()
-        energy += hop_energy
-        delay += hop_delay
-        record_ledger(
-            ledger=self.uplink,
-            chosen=plan.chosen,
-            refused=refused,
-            trusted=trusted,
-            stds=plan.stds,
-            steps=[steps for _, steps in sent.periods],
-            local_at_global=topo.local_at_global,
-            equal_weights=topo.weighting == "equal",
-            num_train=self.num_train,
-            learning_rate=plan.eta,
-            grad_bound=topo.dp.grad_bound,
+        return make_plan(
+            k,
+            chosen,
+            subchannel=subchannel,
+            topo=self.config.topology,
+            interval=self.interval,
+            eta=self.learning_rate(k),
             dp_enabled=self.dp_enabled,
+            trusted=self.topology.trusted,
+            num_global=self.config.rounds,
+            sample_rate=self.sample_rate,
+            batch_size=self.config.algorithm.batch_size,
         )
-        if self.dp_enabled:
-            self.uplink.nominal_epsilon = topo.dp.epsilon * math.sqrt(
-                (plan.k + 1) / self.config.rounds
-            )
-        self.edge_rows += edge_rows(
-            k=plan.k,
-            trusted=trusted,
-            participants=plan.participants,
-            stds=plan.stds,
-            edge_records=edge_records,
-            edge_evals=edge_evals,
-            num_test=self.num_test,
-            energy=energy,
-            delay=delay,
-        )
-        self.steps_done += self.tau
-        extras = self._extras(plan, energy=energy, delay=delay)
-        if self.edge_scheduling is not None:
-            self.edge_scheduling.observe(plan.chosen, rows)
-        delivered = sorted(r["client"] for r in rows if r["delivered"])
-        return RoundResult(plan.k, rows, delivered), extras
 
-    def _extras(
-        self, plan: _Plan, *, energy: np.ndarray, delay: np.ndarray
-    ) -> dict[str, Any]:
-        """Return the round's ``rounds.parquet`` columns (τ_k, η_k, s, costs, σ)."""
-        trusted = self.topology.trusted
-        s_now, stds = plan.participants, plan.stds
-        nan = float("nan")
-        local_at_global = self.config.topology.local_at_global
-        return {
-            "tau": int(self.tau),
-            "local_period": int(self.period),
-            "num_local_aggregations": len(plan.segments) - 1 + int(local_at_global),
-            "eta": float(plan.eta),
-            "s_trusted_mean": float(s_now[trusted].mean()) if trusted.any() else nan,
-            "s_untrusted_mean": float(s_now[~trusted].mean())
-            if (~trusted).any()
-            else nan,
-            "energy_j": float(energy.sum()),
-            "latency_s": float(delay.sum()),
-            "sigma_device_local": float(stds.device_local.max()),
-            "sigma_device_global": float(stds.device_global.max()),
-            "sigma_edge_local": float(stds.edge_local.max()),
-            "sigma_edge_global": float(stds.edge_global.max()),
-            "beta_hat": float(self.beta_hat),
-            "steps_done": int(self.steps_done),
-        }
+    def _calls(self) -> RoundCalls:
+        """Return who this round calls (after the pool restored lost actors)."""
+        return RoundCalls(
+            topology=self.config.topology,
+            edges=self.edges,
+            cloud=self.cloud,
+            actors=self.actors,
+            actor_of=self.engine.actor_of,
+            trusted=self.topology.trusted,
+            subnets=self.topology.subnets,
+        )
+
+    def _settle(self, plan: Plan, records: RoundRecords) -> RoundResult:
+        """Turn the round's records into rows, ledger releases, edge rows, extras."""
+        rows, edges, extras = settle_round(
+            records,
+            topo=self.config.topology,
+            trusted=self.topology.trusted,
+            cost=self.cost,
+            fading_of=lambda c, p, mine: upload_fading(
+                self.edge_scheduling,
+                plan.subchannel,
+                seed=self.config.seed,
+                k=plan.k,
+                edge=c,
+                period=p,
+                devices=mine,
+            ),
+            interval=self.interval,
+            ledger=self.uplink,
+            num_train=self.engine.num_train,
+            num_test=self.engine.num_test,
+            dp_enabled=self.dp_enabled,
+            num_global=self.config.rounds,
+        )
+        self.edge_rows += edges
+        self.edge_scheduling.observe(plan.chosen, rows)
+        delivered = sorted(r["client"] for r in rows if r["delivered"])
+        return RoundResult(plan.k, rows, delivered, extras)
 
     # ------------------------------------------------------------------ control
     def _control(self, k: int, previous: Any, chosen: list[list[int]]) -> None:
         """Algorithm 1 lines 33–35: estimate β̂, then solve P for the next interval."""
-        cfg = self.config
-        topo = cfg.topology
+        topo = self.config.topology
         if topo.lr.mode == "theory":
-            self._estimate_smoothness(previous, chosen)
+            beta_hat = estimate_smoothness(
+                self.engine.pool, previous, self.global_ref, chosen
+            )
+            if beta_hat is not None:
+                self.interval.beta_hat = beta_hat
         if not topo.control.enabled:
             return
-        ctl = topo.control
-        dp = topo.dp
-        trusted = self.topology.trusted
-        sizes = self.topology.sizes
-        n = len(sizes)
-        e_dev = np.array(
-            [self.cost.expected_energy_j[list(m)].mean() for m in self.topology.subnets]
+        it = self.interval
+        it.tau, it.period, it.participants, it.control_refs = next_interval(
+            topo,
+            topology=self.topology,
+            cost=self.cost,
+            num_global=self.config.rounds,
+            model_dim=self.engine.dim,
+            sample_rate=self.sample_rate,
+            steps_done=self.interval.steps_done,
+            num_local=self.interval.num_local,
+            control_refs=self.interval.control_refs,
         )
-        t_dev = np.array(
-            [self.cost.expected_time_s[list(m)].mean() for m in self.topology.subnets]
-        )
-        hop_e, hop_d = self.cost.global_hop()
-        model_dim = ctl.model_dim or self.dim
-        eps = dp.epsilon / 2 if dp.strict_accounting else dp.epsilon
-        g = dp.grad_bound or 1.0
-        nu_scale = (
-            4
-            * model_dim
-            * self.sample_rate**2
-            * g**2
-            * math.log(1 / dp.delta)
-            / (n**2 * eps**2)
-        )
-        total_steps = cfg.rounds * topo.tau
-        base = ControlProblem(
-            trusted=trusted,
-            sizes=sizes,
-            energy_j=e_dev,
-            time_s=t_dev,
-            backhaul_energy_j=hop_e,
-            backhaul_delay_s=hop_d,
-            remaining_steps=max(1, total_steps - self.steps_done),
-            tau_max=ctl.tau_max,
-            num_local=self.num_local - int(topo.local_at_global),
-            nu_scale=nu_scale,
-            edge_constant=dp.edge_constant,
-            device_constant=dp.device_constant,
-            alpha_energy=ctl.alpha_energy,
-            alpha_delay=ctl.alpha_delay,
-            alpha_dp=ctl.alpha_dp,
-        )
-        if self.control_refs is None:  # normalisers at (τ_0, full s), k = 0
-            ref = base.__class__(**{**base.__dict__, "remaining_steps": total_steps})
-            e0, d0, nu0 = ref.terms(topo.tau, int(sizes.max()), int(sizes.max()))
-            if ctl.normalize_costs:
-                self.control_refs = (e0, d0, nu0)
-            else:
-                self.control_refs = (1.0, 1.0, nu0 / (e0 + d0))
-        e_ref, d_ref, nu_ref = self.control_refs
-        problem = base.__class__(
-            **{
-                **base.__dict__,
-                "energy_ref": e_ref,
-                "delay_ref": d_ref,
-                "nu_ref": nu_ref,
-            }
-        )
-        tau, s_t, s_u = solve(problem)
-        self.tau = int(tau)
-        self.period = max(1, self.tau // (problem.num_local + 1))
-        self.participants = np.where(trusted, s_t, s_u).astype(np.int64)
-
-    def _estimate_smoothness(self, previous: Any, chosen: list[list[int]]) -> None:
-        """Set β̂ to the largest smoothness estimate of up to 4 participants per actor."""
-        calls, called = [], []
-        for a, group in enumerate(self.groups):
-            part = [i for i in group if any(i in m for m in chosen)][:4]
-            if part:
-                calls.append(
-                    self.actors[a].smoothness.remote(previous, self.global_ref, part)
-                )
-                called.append(a)
-        values = [
-            v
-            for v in self.engine.pool.gather(calls, called)
-            if v is not None and v > 0  # None: the actor died
-        ]
-        if values:
-            self.beta_hat = float(max(values))
 
     # ------------------------------------------------------------------ eval
     def evaluate(self, engine: Any) -> list[EvalRow]:
-        """Evaluate the global model on every device's test split, by id.
-
-        Devices of an actor that fails during evaluation get NaN metrics.
-        """
-        pool = engine.pool
-        pool.restore_failed()
-        refs = [a.evaluate.remote(self.global_ref) for a in pool.actors]
-        batches = pool.gather(refs, list(range(len(pool.actors))))
-        nan = float("nan")
-        rows = []
-        for a, batch in enumerate(batches):
-            if batch is None:
-                batch = [
-                    {"client": c, "test_loss": nan, "test_acc": nan}
-                    for c in pool.groups[a]
-                ]
-            rows += batch
-        return sorted(rows, key=lambda r: r["client"])
+        """Evaluate the global model on every device's test split, by id."""
+        return evaluate_devices(engine.pool, self.global_ref)
 
     def local_updates(self, engine: Any) -> list[int]:
         """Return the number of local segments each device trained."""
-        return self.local_update_count.tolist()
+        return self.interval.local_update_count.tolist()
 
     # ------------------------------------------------------------------ Topology
     def num_units(self, engine: Any) -> int:
-        """One unit: the edges' participants are chosen inside the round."""
-        return 1
+        """One decision unit per edge."""
+        return len(self.topology.subnets)
 
     def observe(self, engine: Any, t: int) -> tuple[Observation, ...]:
-        """No observation: ``topology.scheduling`` decides inside the round."""
-        return ({},)
+        """Return each edge's observation (``rayfl.hierarchy.scheduling``)."""
+        return tuple(self.scheduling_observations(t))  # type: ignore[arg-type]
 
     def exhausted(self, engine: Any) -> bool:
         """Never: the hierarchy has no upload budget."""
         return False
 
     def round(self, engine: Any, t: int, decision: Decision) -> RoundResult:
-        """Run global round ``t`` (the decision is unused: see :meth:`observe`)."""
-        result, extras = self.run_global_round(t)
-        return RoundResult(t, result.rows, result.delivered, extras)
+        """Run global round ``t`` with one schedule per edge."""
+        result, _ = self.run_global_round(t, decision)
+        return result
 
     def summary(self, engine: Any) -> dict[str, Any]:
         """The hierarchy adds nothing to ``summary.json`` (edges.parquet holds it)."""
@@ -856,55 +473,19 @@ class HierarchicalRound:
         """Return the run state for a checkpoint (the engine adds ``global``)."""
         return {
             "ledger": self.uplink.state_dict(),
-            "schedule": {
-                "tau": self.tau,
-                "period": self.period,
-                "participants": self.participants.tolist(),
-                "steps_done": self.steps_done,
-                "period_index": self.period_index,
-                "beta_hat": self.beta_hat,
-                "control_refs": self.control_refs,
-                "local_update_count": self.local_update_count.tolist(),
-            },
+            "schedule": self.interval.state_dict(),
             "edge_rows": list(self.edge_rows),
-            **(
-                {"scheduling": self._scheduling_state()}
-                if self.edge_scheduling is not None
-                else {}
-            ),
+            "scheduling": self.edge_scheduling.state_dict(),
         }
-
-    def _scheduling_state(self) -> dict[str, Any]:
-        """The edge scheduling state, policies reduced to their plain-data attributes."""
-        assert self.edge_scheduling is not None
-        state = self.edge_scheduling.state_dict()
-        return {**state, "policies": [plain_attributes(p) for p in state["policies"]]}
 
     def load_state_dict(self, engine: Any, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (the engine restores ``global``)."""
         self.uplink.load_state_dict(state["ledger"])
-        s = state["schedule"]
-        self.tau, self.period = int(s["tau"]), int(s["period"])
-        self.participants = np.asarray(s["participants"], dtype=np.int64)
-        self.steps_done, self.period_index = (
-            int(s["steps_done"]),
-            int(s["period_index"]),
-        )
-        self.beta_hat = float(s["beta_hat"])
-        self.control_refs = s["control_refs"]
-        self.local_update_count = np.asarray(s["local_update_count"], dtype=np.int64)
+        self.interval.load_state_dict(state["schedule"])
         self.edge_rows = list(state["edge_rows"])
-        if self.edge_scheduling is not None and "scheduling" in state:
-            saved = state["scheduling"]
-            policies = self.edge_scheduling.policies  # rebuilt from the config
-            for policy, attributes in zip(policies, saved["policies"], strict=True):
-                restore_attributes(policy, attributes)
-            self.edge_scheduling.load_state_dict({**saved, "policies": policies})
+        self.edge_scheduling.load_state_dict(state["scheduling"])
 
     def close(self, engine: Any) -> None:
         """Kill the edges and the cloud (the engine closes the pool)."""
-        for edge in self.edges:
-            ray.kill(edge)
-        if hasattr(self, "cloud"):
-            ray.kill(self.cloud)
-        self.edges = []
+        if self.servers is not None:
+            self.servers.close()

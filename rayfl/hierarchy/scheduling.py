@@ -1,4 +1,4 @@
-"""Per-edge scheduling of the hierarchy through the flat env/policy interface.
+"""Per-edge bands of the hierarchy: observations, actions and S_c^k.
 
 Each edge server c owns its own uplink band of K_e orthogonal subchannels
 (``topology.scheduling.subchannels_per_edge``). At the start of global round k
@@ -6,9 +6,11 @@ the edge sees its subnet S_c = (d_0, …, d_{n_c−1}) (the subnet's device ids 
 ascending order) exactly as the flat :class:`envs.scheduling.WirelessFLEnv`
 sees its clients: an observation table with N = n_c rows and K = K_e
 subchannels, and it answers with the flat action ``MultiDiscrete([n_c + 1] *
-K_e)``. One registered policy instance per edge (``policies.POLICIES``) maps the
-observation to the action; :class:`envs.hierarchical.HierarchicalSchedulingEnv`
-exposes the same decision to an external agent as one concatenated action.
+K_e)``. Each edge is one decision unit of the engine: its decider (one
+registered policy per edge, ``rayfl.hierarchy.deciders``) turns the observation
+into the edge's schedule, which :meth:`EdgeScheduling.participants_of` maps to
+S_c^k; :class:`envs.hierarchical.HierarchicalSchedulingEnv` exposes the same
+decision to an external agent as one concatenated action.
 
 Mapping of an action onto the hierarchy:
 
@@ -58,27 +60,33 @@ Implementation details:
        fading of the subchannel the device was assigned; the subnet's uploads
        stay summed (TDMA accounting of spec §2.7) so the policy path and the
        uniform path are costed by the same formula.
-    4. Policy seeds: edge c's policy is ``reset(seed)`` with a seed from (seed,
-       "hier_policy", 0, c), so same seed ⇒ same decisions.
-    5. Actions are validated before use (shape (K_e,), integers in [0, n_c], a
-       device on at most one subchannel): a bad action raises ``ValueError``
-       naming the edge, the subchannel and the device. Policies that set
-       per-client controls (``uses_controls``) or read the flat engine
-       (``bind_system``) are refused with a clear error.
+    4. Actions and schedules are validated before use (shape (K_e,), integers
+       in [0, n_c], a device on at most one subchannel, devices of the edge's
+       subnet): a bad one raises ``ValueError`` naming the edge.
+    5. A decision without subchannels (the ``uniform`` policy's participants)
+       prices each upload with the fading keyed (seed, "hier_fading", period,
+       device) instead (:func:`upload_fading`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
+from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 
-__all__ = ["EdgeScheduling", "OBS_KEYS", "edge_spaces", "validate_action"]
+__all__ = [
+    "EdgeScheduling",
+    "OBS_KEYS",
+    "edge_spaces",
+    "upload_fading",
+    "validate_action",
+]
 
 #: Keys of each edge's observation, as the flat env's table.
 OBS_KEYS = (
@@ -184,7 +192,7 @@ def validate_action(
 
 
 class EdgeScheduling:
-    """The per-edge observations, policies and action → S_c^k mapping.
+    """The per-edge bands, observations and schedule → S_c^k mapping.
 
     Args:
         config: ``topology.scheduling``.
@@ -193,11 +201,8 @@ class EdgeScheduling:
         subnets: S_c per edge (device ids).
         distance_m: Device-edge distance of every device (I,).
         num_train: Training samples of every device (I,).
-        build_policies: Build the registered policies (False when an external
-            agent, e.g. the env, supplies the actions).
-
-    Raises:
-        ValueError: Unknown policy name, or a policy the hierarchy cannot drive.
+        needed_keys: Observation keys the deciders read; the costly ``loss``
+            and ``privacy_spent`` are filled only when listed.
     """
 
     def __init__(
@@ -209,7 +214,7 @@ class EdgeScheduling:
         subnets: Sequence[Sequence[int]],
         distance_m: npt.ArrayLike,
         num_train: npt.ArrayLike,
-        build_policies: bool = True,
+        needed_keys: Iterable[str] = OBS_KEYS,
     ) -> None:
         self.config = config
         self.seed = int(seed)
@@ -228,39 +233,11 @@ class EdgeScheduling:
             edge_spaces(len(s), k)
             for s, k in zip(self.subnets, self.num_subchannels, strict=True)
         ]
-        self.policies: list[Any] = []
-        #: Observation keys the policies read (costly ones are filled only then).
-        self.needed_keys: set[str] = set(OBS_KEYS)
-        if build_policies:
-            self._build_policies()
+        self.needed_keys: set[str] = set(needed_keys)
         self.reset()
 
-    def _build_policies(self) -> None:
-        from policies.registry import make_policy, policy_class
-
-        name = self.config.policy
-        cls = policy_class(name)  # ValueError listing the known names
-        if getattr(cls, "uses_controls", False) or callable(
-            getattr(cls, "bind_system", None)
-        ):
-            raise ValueError(
-                f"topology.scheduling.policy={name} sets per-client controls or reads "
-                "the flat engine (bind_system); the hierarchy drives policies that "
-                "act on the observation alone (e.g. random, round_robin, best_channel)"
-            )
-        self.policies = [
-            make_policy(name, space, **self.config.params) for space in self.spaces
-        ]
-        self.needed_keys = set().union(*(set(p.required_keys) for p in self.policies))
-
     def reset(self) -> None:
-        """Reseed the policies and clear the per-device history."""
-        for c, policy in enumerate(self.policies):
-            policy.reset(
-                seed=int(
-                    rng_for(self.seed, "hier_policy", client=c).integers(2**31 - 1)
-                )
-            )
+        """Clear the per-device history."""
         n = len(self.num_train)
         self.staleness = np.zeros(n)
         self.loss = np.full(n, np.nan)
@@ -338,49 +315,71 @@ class EdgeScheduling:
             )
         return out
 
-    def decide(self, observations: Sequence[Any]) -> list[npt.NDArray[np.int64]]:
-        """Return each edge policy's action for its observation."""
-        if not self.policies:
-            raise RuntimeError("no policies were built (external actions expected)")
-        return [
-            np.asarray(p(obs), dtype=np.int64)
-            for p, obs in zip(self.policies, observations, strict=True)
-        ]
+    def participants_of(
+        self, decision: Sequence[Schedule], caps: npt.ArrayLike
+    ) -> tuple[list[list[int]], dict[int, int] | None]:
+        """Map one schedule per edge to S_c^k and each participant's subchannel.
 
-    def to_participants(
-        self, actions: Sequence[Any], caps: npt.ArrayLike
-    ) -> tuple[list[list[int]], dict[int, int]]:
-        """Map per-edge actions to S_c^k and each participant's subchannel.
+        A device on a closed subchannel does not take part (detail 1); a
+        participants-only decision (no subchannels) may name at most o_c^k
+        devices of an edge.
 
         Args:
-            actions: One action per edge (validated here).
-            caps: s_c^k per edge (detail 1).
+            decision: One schedule per edge, global device ids.
+            caps: s_c^k per edge.
 
         Returns:
-            (S_c^k per edge as sorted device ids, {device id: subchannel of its edge}).
+            (S_c^k per edge as sorted ids, {device: subchannel of its edge}, or
+            None when the decision gives no subchannels).
 
         Raises:
-            ValueError: Wrong number of actions or an invalid action.
+            ValueError: Wrong number of schedules, a device outside its edge's
+                subnet, a subchannel outside the band, a participants-only
+                edge over o_c^k, or subchannels given for some devices only.
         """
-        if len(actions) != len(self.subnets):
+        if len(decision) != len(self.subnets):
             raise ValueError(
-                f"expected one action per edge ({len(self.subnets)}), got {len(actions)}"
+                f"expected one schedule per edge ({len(self.subnets)}), "
+                f"got {len(decision)}"
             )
+        assigned = {bool((s.subchannel >= 0).any()) for s in decision if len(s.clients)}
+        if len(assigned) > 1 or any(
+            (s.subchannel < 0).any() and (s.subchannel >= 0).any() for s in decision
+        ):
+            raise ValueError("give a subchannel to every scheduled device or to none")
         chosen: list[list[int]] = []
         subchannel: dict[int, int] = {}
-        for c, (members, action) in enumerate(zip(self.subnets, actions, strict=True)):
-            k_e = self.num_subchannels[c]
-            values = validate_action(
-                action, edge=c, num_devices=len(members), num_subchannels=k_e
-            )
-            open_k = self.open_subchannels(k_e, len(members), int(np.asarray(caps)[c]))
-            picked = {}
-            for k, j in enumerate(values[:open_k].tolist()):
-                if j < len(members):
-                    picked[int(members[j])] = k
+        for c, schedule in enumerate(decision):
+            picked = self._edge_participants(c, schedule, int(np.asarray(caps)[c]))
             chosen.append(sorted(picked))
-            subchannel.update(picked)
-        return chosen, subchannel
+            subchannel.update({i: k for i, k in picked.items() if k >= 0})
+        return chosen, (subchannel if assigned == {True} else None)
+
+    def _edge_participants(
+        self, c: int, schedule: Schedule, cap: int
+    ) -> dict[int, int]:
+        """Edge c's participants on open subchannels: {device: subchannel or -1}."""
+        members = self.subnets[c]
+        outside = sorted(set(schedule.clients.tolist()) - set(members.tolist()))
+        if outside:
+            raise ValueError(f"edge {c}: devices {outside} are not in its subnet")
+        k_e = self.num_subchannels[c]
+        bad = schedule.subchannel[schedule.subchannel >= k_e]
+        if bad.size:
+            raise ValueError(
+                f"edge {c}: subchannel {int(bad[0])} is not in 0..{k_e - 1}"
+            )
+        open_k = self.open_subchannels(k_e, len(members), cap)
+        pairs = zip(
+            schedule.clients.tolist(), schedule.subchannel.tolist(), strict=True
+        )
+        picked = {int(i): int(k) for i, k in pairs if k < open_k}
+        if len(picked) > open_k:
+            raise ValueError(
+                f"edge {c}: {len(picked)} devices take part; at most {open_k} may "
+                f"(s_c^k = {cap}, K_e = {k_e})"
+            )
+        return picked
 
     def observe(
         self, chosen: Sequence[Sequence[int]], rows: Sequence[dict[str, Any]]
@@ -395,15 +394,42 @@ class EdgeScheduling:
                 self.loss[int(r["client"])] = loss
 
     def state_dict(self) -> dict[str, Any]:
-        """Return the policies and histories (checkpoints)."""
+        """Return the per-device histories (checkpoints)."""
         return {
-            "policies": self.policies,
             "staleness": self.staleness.copy(),
             "loss": self.loss.copy(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
-        self.policies = list(state["policies"])
         self.staleness = np.asarray(state["staleness"], dtype=np.float64)
         self.loss = np.asarray(state["loss"], dtype=np.float64)
+
+
+def upload_fading(
+    scheduling: EdgeScheduling | None,
+    subchannel: dict[int, int] | None,
+    *,
+    seed: int,
+    k: int,
+    edge: int,
+    period: int,
+    devices: list[int],
+) -> npt.NDArray[np.float64]:
+    """Return abs(u)² of each upload of ``devices`` (edge c, local period p).
+
+    With a subchannel assignment, the fading of each device's subchannel
+    (detail 2); without one, one draw keyed (seed, "hier_fading", p, device).
+    """
+    if scheduling is not None and subchannel is not None:
+        key = scheduling.fading_key(k, period)
+        k_e = scheduling.num_subchannels[edge]
+        return np.array(
+            [scheduling.fading(key, i, k_e)[subchannel[i]] for i in devices]
+        )
+    return np.array(
+        [
+            rng_for(seed, "hier_fading", round=period, client=i).exponential(1.0)
+            for i in devices
+        ]
+    )

@@ -38,7 +38,8 @@ CFG = {
         "lr": {"mode": "constant"},
     },
 }
-NO_DECISION = (Schedule.of([]),)
+#: Every device in every round: edge 0 holds devices 0-1, edge 1 devices 2-3.
+EVERYONE = (Schedule.of([0, 1]), Schedule.of([2, 3]))
 
 
 @pytest.mark.slow
@@ -46,11 +47,11 @@ def test_a_restarted_device_actor_loses_that_round_only(ray_session):
     # Arrange: 4 devices on 2 actors (0-1, 2-3), every device in every round
     system = build_system(load_config(CFG))
     try:
-        system.run_round(0, NO_DECISION)
+        system.run_round(0, EVERYONE)
         # Act: kill the actor hosting devices 0 and 1 (Ray restarts it)
         ray.kill(system.actors[0], no_restart=False)
-        lost = system.run_round(1, NO_DECISION)
-        after = system.run_round(2, NO_DECISION)
+        lost = system.run_round(1, EVERYONE)
+        after = system.run_round(2, EVERYONE)
         evals = system.evaluate()
         counts = system.local_updates()
     finally:

@@ -3,6 +3,7 @@
 import itertools
 import math
 import pickle
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -13,31 +14,54 @@ import rayfl
 from policies.registry import make_policy
 from rayfl.config import load_config
 from rayfl.engine import build_system
+from rayfl.engine.deciders import PolicyDecider
+from rayfl.engine.loop import decide
 from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
+from rayfl.hierarchy.deciders import EdgeActions, check_edge_policy, edge_policies
 from rayfl.hierarchy.scheduling import EdgeScheduling, validate_action
+from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 
 SUBNETS = [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11]]
 DIST = np.linspace(10.0, 100.0, 12)
 
 
+class _Edges:
+    """The edges' bands and one decider per edge, as a run builds them."""
+
+    def __init__(self, policy, k_e, **kw):
+        cfg = HierSchedulingConfig(policy=policy, subchannels_per_edge=k_e, **kw)
+        self.sched = EdgeScheduling(
+            cfg,
+            cost=CostConfig(),
+            seed=3,
+            subnets=SUBNETS,
+            distance_m=DIST,
+            num_train=np.arange(12) + 10,
+        )
+        run = SimpleNamespace(
+            topology=SimpleNamespace(scheduling=cfg), seed=3, rounds=10
+        )
+        engine = SimpleNamespace(edge_scheduling=self.sched, dim=10)
+        self.deciders = [
+            PolicyDecider(policy, rules.to_schedule)
+            for policy, rules in edge_policies(run, engine)
+        ]
+
+    def step(self, k, caps=(5, 7)):
+        obs = self.sched.observations(k, 0, np.array(caps), upload_count=np.zeros(12))
+        decision = [d.decide(k, o) for d, o in zip(self.deciders, obs, strict=True)]
+        chosen, subch = self.sched.participants_of(decision, np.array(caps))
+        self.sched.observe(chosen, [])
+        return obs, chosen, subch
+
+
 def _sched(policy, k_e, **kw):
-    cfg = HierSchedulingConfig(policy=policy, subchannels_per_edge=k_e, **kw)
-    return EdgeScheduling(
-        cfg,
-        cost=CostConfig(),
-        seed=3,
-        subnets=SUBNETS,
-        distance_m=DIST,
-        num_train=np.arange(12) + 10,
-    )
+    return _Edges(policy, k_e, **kw)
 
 
-def _step(sched, k, caps=(5, 7)):
-    obs = sched.observations(k, 0, np.array(caps), upload_count=np.zeros(12))
-    chosen, subch = sched.to_participants(sched.decide(obs), np.array(caps))
-    sched.observe(chosen, [])
-    return obs, chosen, subch
+def _step(edges, k, caps=(5, 7)):
+    return edges.step(k, caps)
 
 
 def test_best_channel_picks_the_subnets_strongest_devices():
@@ -91,16 +115,20 @@ def test_random_policy_is_seeded_and_staleness_tracks_participation():
     last = picks[0][-1]
     for c, members in enumerate(SUBNETS):
         for i in members:
-            assert (a.staleness[i] == 0) == (i in last[c])
+            assert (a.sched.staleness[i] == 0) == (i in last[c])
 
 
 def test_checkpointed_policies_resume_the_same_decisions():
     a = _sched("round_robin", 2)
     _step(a, 0)
-    b = _sched("round_robin", 2)
-    b.load_state_dict(pickle.loads(pickle.dumps(a.state_dict())))
+    b = _sched("round_robin", 2)  # rebuilt from the config, then restored
+    b.sched.load_state_dict(pickle.loads(pickle.dumps(a.sched.state_dict())))
+    for mine, saved in zip(b.deciders, a.deciders, strict=True):
+        mine.load_state_dict(pickle.loads(pickle.dumps(saved.state_dict())))
     assert [_step(a, k)[1] for k in (1, 2)] == [_step(b, k)[1] for k in (1, 2)]
-    np.testing.assert_array_equal(a.staleness, b.staleness)
+    np.testing.assert_array_equal(a.sched.staleness, b.sched.staleness)
+    # the restored state matters: a fresh policy decides otherwise
+    assert _step(a, 3)[1] != _step(_sched("round_robin", 2), 3)[1]
 
 
 def test_controller_cap_closes_subchannels():
@@ -111,25 +139,60 @@ def test_controller_cap_closes_subchannels():
     assert [len(m) for m in chosen] == [2, 3]
 
 
+def test_uniform_draws_the_paper_choice_through_the_deciders():
+    # s_c^k below n_c: the uniform draw keyed (seed, "hier_participants", k, c)
+    edges, caps = _sched("uniform", None), (3, 4)
+    for k in range(3):
+        _, chosen, subch = _step(edges, k, caps)
+        for c, members in enumerate(SUBNETS):
+            rng = rng_for(3, "hier_participants", round=k, client=c)
+            drawn = rng.choice(members, size=caps[c], replace=False)
+            assert chosen[c] == sorted(int(i) for i in drawn)
+        assert subch is None  # participants only: no subchannel
+    # s_c^k = n_c: every device of the subnet
+    assert _step(edges, 3)[1] == SUBNETS
+
+
 def test_invalid_actions_raise_clear_errors():
-    sched = _sched("random", 2)
+    sched = _sched("random", 2).sched
     caps = np.array([5, 7])
-    ok = [np.array([0, 1]), np.array([7, 2])]
-    sched.to_participants(ok, caps)  # device 7 of subnet 1 = idle
+    rules = [
+        EdgeActions(c, m, 2, participants=False) for c, m in enumerate(sched.subnets)
+    ]
+    ok = [rules[0].to_schedule([0, 1])[0], rules[1].to_schedule([7, 2])[0]]
+    # device 7 of subnet 1 = idle on subchannel 0; local device 2 = id 7
+    assert sched.participants_of(ok, caps) == ([[0, 1], [7]], {0: 0, 1: 1, 7: 1})
     with pytest.raises(ValueError, match="edge 0: device 1 is on subchannels"):
-        sched.to_participants([np.array([1, 1]), ok[1]], caps)
+        rules[0].to_schedule(np.array([1, 1]))
     with pytest.raises(ValueError, match="edge 1: subchannel 0: device 8 is not in"):
-        sched.to_participants([ok[0], np.array([8, 0])], caps)
+        rules[1].to_schedule(np.array([8, 0]))
     with pytest.raises(ValueError, match="edge 0: action must be 2 integers"):
-        sched.to_participants([np.array([0, 1, 2]), ok[1]], caps)
+        rules[0].to_schedule(np.array([0, 1, 2]))
     with pytest.raises(ValueError, match="action must be 2 integers"):
         validate_action(np.array([0.0, 1.0]), edge=0, num_devices=5, num_subchannels=2)
-    with pytest.raises(ValueError, match="one action per edge"):
-        sched.to_participants([ok[0]], caps)
+    with pytest.raises(ValueError, match="edge 0: a participants action is 5 zeros"):
+        EdgeActions(0, sched.subnets[0], 2, participants=True).to_schedule(
+            [0, 2, 0, 0, 0]
+        )
+    with pytest.raises(ValueError, match="one schedule per edge"):
+        sched.participants_of([ok[0]], caps)
+    with pytest.raises(
+        ValueError, match=r"edge 0: devices \[7\] are not in its subnet"
+    ):
+        sched.participants_of([ok[1], ok[0]], caps)
+    with pytest.raises(ValueError, match="edge 0: subchannel 2 is not in 0..1"):
+        sched.participants_of([Schedule([0], subchannel=[2]), ok[1]], caps)
+    with pytest.raises(ValueError, match="edge 0: 3 devices take part; at most 2"):
+        sched.participants_of([Schedule.of([0, 1, 2]), Schedule.of([5])], caps)
+    with pytest.raises(ValueError, match="to every scheduled device or to none"):
+        sched.participants_of([Schedule.of([0]), ok[1]], caps)
     with pytest.raises(ValueError, match="unknown name 'nope'"):
         _sched("nope", 2)
-    with pytest.raises(ValueError, match="per-client controls"):
-        _sched("minmax", 2)
+    with pytest.raises(ValueError, match="minmax is meant for topology.kind=star"):
+        check_edge_policy("minmax")
+    with pytest.raises(ValueError, match="lyapunov is meant for topology.kind=star"):
+        check_edge_policy("lyapunov")
+    assert check_edge_policy("uniform").__name__ == "UniformPolicy"
     with pytest.raises(ValueError, match="policy=uniform takes none"):
         HierSchedulingConfig(params={"window": 3})
 
@@ -211,16 +274,18 @@ def system(env):
 
 
 def _run(system, scheduling, rounds=2):
+    """Run ``rounds`` rounds as the loop does: observe, one decider per edge, round."""
     system.reset(scheduling=scheduling)
+    deciders = [
+        PolicyDecider(policy, rules.to_schedule)
+        for policy, rules in edge_policies(system.config, system)
+    ]
+    assert system.num_units == len(deciders) == 2
     out = []
     for k in range(rounds):
-        obs = (
-            system.scheduling_observations(k)
-            if system.edge_scheduling is not None
-            else None
-        )
-        result, extras = system.run_global_round(k)
-        out.append((obs, result, extras))
+        obs = system.observe(k)
+        result = system.run_round(k, decide(system, deciders, k))
+        out.append((obs, result, result.extras))
     return out
 
 
@@ -315,7 +380,7 @@ def test_controller_caps_the_policy_path(system):
             control=True, scheduling=_tiny("best_channel", 3).topology.scheduling
         )
         system.run_global_round(0)
-        caps = system.participants.copy()  # s_c^1 chosen by Algorithm 1
+        caps = system.interval.participants.copy()  # s_c^1 chosen by Algorithm 1
         result, _ = system.run_global_round(1)
     finally:
         system.reset(control=False)

@@ -115,7 +115,9 @@ def test_edges_are_light_and_placed_with_their_devices(ray_session, tmp_path):
         )
         placement = system.placement()
         # the controller picked the next interval within its grid
-        assert 1 <= system.tau <= 6 and (system.participants >= 1).all()
+        assert (
+            1 <= system.interval.tau <= 6 and (system.interval.participants >= 1).all()
+        )
         assert extras["energy_j"] > 0 and len(result.rows) == 8
     finally:
         system.close()
