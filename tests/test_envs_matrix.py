@@ -66,7 +66,7 @@ FIELD = {
 }
 #: Policy parameters a tiny fedavg run needs (minmax defaults to pFedMe's controls).
 PARAMS = {"minmax": {"control_names": ["lr"]}}
-MODES = ("surrogate", pytest.param("emulate", marks=pytest.mark.slow))
+MODES = ("surrogate", "emulate")
 
 #: Declared pairs that cannot run: strict xfail, so fixing them fails the test.
 RUN_BUGS = {
@@ -84,18 +84,17 @@ REFUSAL_BUGS = {
 
 
 def _mark(
-    pairs: list[tuple[str, str]], bugs: dict[tuple[str, str], str], raises: type
+    cases: list[tuple[str, ...]], bugs: dict[tuple[str, str], str], raises: type
 ) -> list:
-    return [
-        pytest.param(
-            *pair,
-            id="-".join(pair),
-            marks=[pytest.mark.xfail(strict=True, raises=raises, reason=bugs[pair])]
-            if pair in bugs
-            else [],
-        )
-        for pair in pairs
-    ]
+    """``pytest.param`` of each case (name, topology, ...), known bugs xfailed."""
+    out = []
+    for case in cases:
+        marks = [pytest.mark.slow] if "emulate" in case else []
+        if case[:2] in bugs:
+            reason = bugs[case[:2]]
+            marks.append(pytest.mark.xfail(strict=True, raises=raises, reason=reason))
+        out.append(pytest.param(*case, id="-".join(case), marks=marks))
+    return out
 
 
 _ALL = [(name, topo) for name in sorted(POLICIES) for topo in TOPOLOGIES]
@@ -117,20 +116,28 @@ def _build(topology: str, mode: str, controls: bool) -> Any:
 
 
 class _Envs:
-    """One env per (topology, mode, controls), built on first use, closed at the end."""
+    """One env per (topology, mode, controls), built on first use, closed at the end.
 
-    def __init__(self) -> None:
+    With ``single`` only one env lives at a time: an emulate env holds the
+    session's CPUs, so a second one would wait for them forever.
+    """
+
+    def __init__(self, single: bool = False) -> None:
+        self.single = single
         self.made: dict[tuple[str, str, bool], Any] = {}
 
     def get(self, topology: str, mode: str, controls: bool = False) -> Any:
         key = (topology, mode, controls)
         if key not in self.made:
+            if self.single:
+                self.close()
             self.made[key] = _build(topology, mode, controls)
         return self.made[key]
 
     def close(self) -> None:
         for env in self.made.values():
             env.close()
+        self.made.clear()
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +149,7 @@ def surrogate_envs():
 
 @pytest.fixture(scope="module")
 def emulate_envs(ray_session):
-    made = _Envs()
+    made = _Envs(single=True)
     yield made
     made.close()
 
@@ -171,8 +178,30 @@ def _valid_first_sample(env: Any) -> None:
     raise AssertionError("no seed gives a valid first action")
 
 
+#: Envs that fail check_env: strict xfail, so fixing them fails the test.
+CHECK_BUGS = {
+    ("d2d", "emulate"): [
+        pytest.mark.xfail(
+            strict=True,
+            raises=AssertionError,
+            reason="D2DNeighbor-v0 emulate: info['rows'] holds float NaN "
+            "(test_acc/test_loss of every non-target row), which check_env's "
+            "data_equivalence finds unequal, so step determinism fails on info",
+        )
+    ]
+}
+#: (topology, controls, mode), grouped by mode so one emulate env lives at a time.
 CHECKED = [
-    pytest.param(topo, controls, id=f"{topo}{'-controls' if controls else ''}")
+    pytest.param(
+        topo,
+        controls,
+        mode,
+        id=f"{topo}{'-controls' if controls else ''}-{mode}",
+        marks=[pytest.mark.slow, *CHECK_BUGS.get((topo, mode), [])]
+        if mode == "emulate"
+        else [],
+    )
+    for mode in MODES
     for topo, controls in (
         ("star", False),
         ("star", True),
@@ -182,8 +211,7 @@ CHECKED = [
 ]
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(("topology", "controls"), CHECKED)
+@pytest.mark.parametrize(("topology", "controls", "mode"), CHECKED)
 def test_check_env(envs, topology, mode, controls):
     env = envs.get(topology, mode, controls)
     _valid_first_sample(env)
@@ -211,8 +239,16 @@ def _policy_driver(name: str, env: Any, topology: str, mode: str) -> Any:
     return lambda obs: policy_action(env, policies, obs)
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(("name", "topology"), _mark(DECLARED, RUN_BUGS, ValueError))
+#: (name, topology, mode), ordered by env so each emulate env is built once here.
+EPISODES = sorted(
+    ((name, topo, mode) for name, topo in DECLARED for mode in MODES),
+    key=lambda c: (c[2] == "emulate", c[1], _uses_controls(c[0]), c[0]),
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "topology", "mode"), _mark(EPISODES, RUN_BUGS, ValueError)
+)
 def test_policy_drives_a_short_episode(envs, name, topology, mode):
     env = envs.get(topology, mode, _uses_controls(name) and topology == "star")
     obs, _ = env.reset(seed=env.config.seed)  # the hierarchy rebuilds on a new seed
