@@ -6,7 +6,7 @@ takes models from — is a scheduling decision like the OFDMA one of
 observation of :mod:`rayfl.d2d.selection` (plus the previous round's EM mixture
 weights) and the same ``MultiDiscrete([N + 1] * F)`` action, so every policy of
 the ``policies`` registry (``channel_threshold``, ``random``, ``best_channel``,
-``random_neighbors``, a learned one) plugs in unchanged; :class:`BinaryNeighbors`
+``random_neighbors``, a learned one) plugs in unchanged; :class:`envs.d2d_rl.BinaryNeighbors`
 gives RL libraries a ``MultiBinary(N)`` action instead.
 
 Symbol table (spec seed_003 → code):
@@ -33,7 +33,7 @@ Implementation details:
     3. The emulate backend runs the real D2D engine (:mod:`rayfl.d2d.round`)
        (Ray actors, real data); a changed M_n goes through
        :meth:`~rayfl.d2d.round.D2DRound.set_selection`. The surrogate backend
-       trains nothing (:class:`D2DSurrogateDynamics`).
+       trains nothing (:class:`envs.surrogate_d2d.D2DSurrogateDynamics`).
     4. Rewards use the target's test split (the D2D system evaluates there, as
        the scheduling env's rewards do); the baseline of the first step's reward
        is the initial model's loss/accuracy on that split.
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,21 +52,18 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from envs.backends import BackendOwner
+from envs.d2d_backends import D2DEmulatedBackend
+from envs.surrogate_d2d import D2DSurrogateBackend
 from rayfl.config import RunConfig, load_config
 from rayfl.d2d.config import D2DTopologyConfig
-from rayfl.d2d.selection import D2DLayout, make_layout, selection_observation
-from rayfl.data.federated import FederatedData, build_federated
+from rayfl.d2d.selection import D2DLayout, selection_observation
+from rayfl.data.federated import FederatedData
 from rayfl.seeding import rng_for
 
 __all__ = [
     "DEFAULT_D2D_CONFIG",
     "D2D_REWARDS",
-    "BinaryNeighbors",
-    "D2DEmulatedBackend",
     "D2DNeighborEnv",
-    "D2DSurrogateBackend",
-    "D2DSurrogateDynamics",
-    "make_d2d_rl_env",
     "make_selection_policies",
     "policy_action",
 ]
@@ -90,309 +86,6 @@ DEFAULT_D2D_CONFIG: dict[str, Any] = {
 }
 
 D2D_REWARDS = ("loss_decrease", "accuracy_gain")
-_VECTOR_KEYS = ("eligible", "error_probability", "distance_m", "em_weight", "selected")
-
-
-# ---------------------------------------------------------------------- backends
-@dataclass
-class D2DOutcome:
-    """What one round returns to the env, per target.
-
-    Attributes:
-        test_loss: Target → loss of its reported model on its test split.
-        test_acc: Target → accuracy (NaN in surrogate mode).
-        delivered: Target → neighbors whose model arrived.
-        em_weight: Target → (N,) π over its neighbors (0 elsewhere).
-        rows: The system's per-client records (emulate), else [].
-    """
-
-    test_loss: dict[int, float]
-    test_acc: dict[int, float]
-    delivered: dict[int, list[int]]
-    em_weight: dict[int, npt.NDArray[np.float64]]
-    rows: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _pi_vector(num_nodes: int, neighbors: Sequence[int], pi: npt.ArrayLike) -> Any:
-    out = np.zeros(num_nodes)
-    if len(neighbors):
-        out[list(neighbors)] = np.asarray(pi, dtype=np.float64)
-    return out
-
-
-class D2DEmulatedBackend:
-    """Real pFedWN (or baseline) rounds of the D2D engine (:mod:`rayfl.d2d.round`).
-
-    Args:
-        config: The run config (``topology.kind == "d2d"``).
-        system: An existing system to drive (the runner's); the env then covers
-            exactly that run and cannot be reset to another seed.
-        data: A prebuilt federated dataset (kept across resets).
-    """
-
-    def __init__(
-        self,
-        config: RunConfig,
-        system: Any = None,
-        data: FederatedData | None = None,
-    ) -> None:
-        self.config = config
-        self.system = system
-        self.owned = system is None
-        self.fresh = system is not None
-        self.data = data if system is None else system.data
-
-    def restart(self, seed: int) -> D2DLayout:
-        """Start a run with ``seed`` (reuse an unstepped system of that seed)."""
-        from rayfl.engine import build_system
-
-        system = self.system
-        if system is not None and self.fresh and system.config.seed == seed:
-            return system.layout  # type: ignore[no-any-return]
-        if not self.owned:
-            raise RuntimeError(
-                "this env drives an external D2D engine (the runner's): it covers "
-                "one run and cannot be reset to a new episode"
-            )
-        self.close()
-        if self.data is None:
-            self.data = build_federated(self.config.data, seed=self.config.seed)
-        cfg = self.config.model_copy(update={"seed": int(seed)})
-        self.system = build_system(cfg, data=self.data)
-        self.fresh = True
-        return self.system.layout  # type: ignore[no-any-return]
-
-    def initial(
-        self, targets: Sequence[int]
-    ) -> tuple[dict[int, float], dict[int, float]]:
-        """Loss and accuracy of ω⁰ on each target's test split."""
-        from rayfl.learning.models import FlatModel, build_model
-        from rayfl.learning.train import evaluate
-
-        system = self.system
-        assert system is not None
-        cfg = system.config
-        model = FlatModel(
-            build_model(
-                cfg.model.kind,
-                input_shape=tuple(system.data.input_shape),
-                num_classes=system.data.num_classes,
-                hidden=cfg.model.hidden,
-            )
-        )
-        import ray
-
-        init = ray.get(system.init_ref)
-        loss, acc = {}, {}
-        for t in targets:
-            x, y = system.data.test(t)
-            loss[t], acc[t] = (float(v) for v in evaluate(model, init, x, y))
-        return loss, acc
-
-    def run(
-        self,
-        round: int,
-        selections: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]],
-    ) -> D2DOutcome:
-        """Set every target's M_n and run one real round."""
-        system = self.system
-        assert system is not None
-        self.fresh = False
-        for t, (neighbors, subchannel) in selections.items():
-            system.set_selection(t, neighbors, subchannel)
-        rows = system.run_round(round, system.decision()).rows
-        by_client = {int(r["client"]): r for r in rows}
-        delivered = {int(r["client"]) for r in rows if r["delivered"]}
-        n = system.num_clients
-        out = D2DOutcome({}, {}, {}, {}, rows)
-        for t in selections:
-            neighbors = system.selections[t].neighbors
-            out.test_loss[t] = float(by_client[t]["test_loss"])
-            out.test_acc[t] = float(by_client[t]["test_acc"])
-            out.delivered[t] = [m for m in neighbors if m in delivered]
-            out.em_weight[t] = _pi_vector(n, neighbors, system.em_weights(t))
-        return out
-
-    def close(self) -> None:
-        """Stop the system's actors if this backend built them."""
-        if self.owned and self.system is not None:
-            self.system.close()
-            self.system = None
-
-
-@dataclass
-class D2DSurrogateDynamics:
-    """Label-marginal surrogate of one target's personalized training (no Ray).
-
-    The target's model is summarised by its predictive label marginal ŷ_t, which
-    moves towards the label distribution of the data it is trained on:
-
-        p_t     = α q_n + (1 − α) Σ_{m ∈ D_t} π̃_m q_m     (eq. 1 on label marginals)
-        η_t     = c · S_t / (S_t + s_0),  S_t = n_n + (1 − α) Σ_{m ∈ D_t} n_m
-        ŷ_{t+1} = (1 − η_t) ŷ_t + η_t p_t,      loss_t = −Σ_y q_n(y) log ŷ_t(y)
-
-    where q_m is client m's train label histogram (smoothed), n_m its sample
-    count, D_t the neighbors whose model arrived, and π̃ the EM weights over them
-    (renormalised). π runs the pFedWN EM on label histograms — E step r_m(y) ∝
-    π_m q_m(y), M step π_m = Σ_y q_n(y) r_m(y) — ``em_steps`` steps per round.
-    More neighbors speed learning (η grows with S_t); neighbors whose labels
-    differ from the target's pull ŷ away from q_n unless EM down-weights them;
-    α = 1 is pure local training whatever M_n (as in the real system).
-
-    | symbol | code name | default |
-    |--------|-----------|---------|
-    | q_n | ``labels[n]`` | train label histogram + 1e-3, normalised |
-    | c | ``rate`` | 0.5 |
-    | s_0 | ``scale`` | mean n_m |
-
-    Args:
-        labels: (N, C) label distributions q_m.
-        sizes: (N,) train sample counts n_m.
-        target: n.
-        alpha: α of eq. 1.
-        em_steps: E/M steps per round.
-    """
-
-    labels: npt.NDArray[np.float64]
-    sizes: npt.NDArray[np.float64]
-    target: int
-    alpha: float
-    em_steps: int = 1
-    rate: float = 0.5
-
-    def __post_init__(self) -> None:
-        c = self.labels.shape[1]
-        self.scale = float(self.sizes.mean())
-        self.prediction = np.full(c, 1.0 / c)
-        self.neighbors: tuple[int, ...] = ()
-        self.pi = np.zeros(0)
-
-    def loss(self) -> float:
-        """Cross-entropy of ŷ_t on the target's label distribution."""
-        q = self.labels[self.target]
-        return float(-(q * np.log(self.prediction)).sum())
-
-    def set_neighbors(self, neighbors: tuple[int, ...]) -> None:
-        """New M_n: kept neighbors keep π, new ones get 1/abs(M_n) (as the system)."""
-        if neighbors == self.neighbors:
-            return
-        old = dict(zip(self.neighbors, self.pi.tolist(), strict=True))
-        pi = np.array([old.get(m, 1.0 / len(neighbors)) for m in neighbors])
-        self.pi = pi / pi.sum() if len(neighbors) else pi
-        self.neighbors = neighbors
-
-    def step(self, delivered: Sequence[int]) -> float:
-        """Advance one round with the arrived neighbors; return loss_{t+1}."""
-        q = self.labels
-        arrived = [self.neighbors.index(m) for m in delivered]
-        if len(arrived) >= 1 and len(self.neighbors) > 1:
-            idx = np.asarray(arrived)
-            mass = self.pi[idx].sum()
-            sub = self.pi[idx] / mass
-            qm = q[np.asarray(delivered)]
-            for _ in range(self.em_steps):
-                joint = sub[:, None] * qm
-                resp = joint / joint.sum(axis=0, keepdims=True)
-                sub = (resp * q[self.target][None, :]).sum(axis=1)
-            self.pi[idx] = mass * sub
-        mix = q[self.target].copy()
-        total = float(self.sizes[self.target])
-        if delivered:
-            w = self.pi[np.asarray(arrived)]
-            w = w / w.sum()
-            mix = self.alpha * mix + (1 - self.alpha) * (w @ q[np.asarray(delivered)])
-            total += (1 - self.alpha) * float(self.sizes[np.asarray(delivered)].sum())
-        eta = self.rate * total / (total + self.scale)
-        self.prediction = (1 - eta) * self.prediction + eta * mix
-        return self.loss()
-
-
-class D2DSurrogateBackend:
-    """Cheap dynamics: the real layout, P^err and link draws; no training.
-
-    Links: ``link_model: ideal`` delivers every model; otherwise each arrives
-    with probability 1 − P^err (draws from (seed, "d2d_surrogate", round t + 1,
-    target)). The learning is :class:`D2DSurrogateDynamics`, a model of pFedWN:
-    ``method: local`` uses no neighbor, and ``method: federated`` is modelled
-    as pFedWN too (the surrogate has no FedAvg dynamics).
-
-    Args:
-        config: The run config (``topology.kind == "d2d"``).
-        data: A prebuilt federated dataset (its train label histograms are used).
-    """
-
-    def __init__(self, config: RunConfig, data: FederatedData | None = None) -> None:
-        self.config = config
-        self.topology: D2DTopologyConfig = config.topology  # type: ignore[assignment]
-        data = (
-            data if data is not None else build_federated(config.data, seed=config.seed)
-        )
-        n, c = data.num_clients, data.num_classes
-        counts = np.zeros((n, c))
-        for m in range(n):
-            counts[m] = np.bincount(np.asarray(data.train(m)[1]), minlength=c)[:c]
-        self.sizes = counts.sum(axis=1)
-        smooth = counts + 1e-3
-        self.labels = smooth / smooth.sum(axis=1, keepdims=True)
-        self.num_nodes = n
-        self.seed = config.seed
-        self.layout: D2DLayout | None = None
-        self.dynamics: dict[int, D2DSurrogateDynamics] = {}
-        self.error: dict[int, npt.NDArray[np.float64]] = {}
-
-    def restart(self, seed: int) -> D2DLayout:
-        """New episode: layout from ``seed``, fresh surrogate state."""
-        self.seed = int(seed)
-        self.layout = make_layout(self.topology, self.num_nodes, seed=self.seed)
-        self.dynamics = {
-            t: D2DSurrogateDynamics(
-                self.labels,
-                self.sizes,
-                t,
-                self.topology.alpha,
-                self.topology.em_steps_per_round,
-            )
-            for t in self.layout.targets
-        }
-        return self.layout
-
-    def initial(
-        self, targets: Sequence[int]
-    ) -> tuple[dict[int, float], dict[int, float]]:
-        """Return the loss ln C of the uniform ŷ_0 and NaN accuracy per target."""
-        return (
-            {t: self.dynamics[t].loss() for t in targets},
-            {t: math.nan for t in targets},
-        )
-
-    def run(
-        self,
-        round: int,
-        selections: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]],
-    ) -> D2DOutcome:
-        """Advance every target by one surrogate round."""
-        out = D2DOutcome({}, {}, {}, {})
-        topo = self.topology
-        for t, (neighbors, _) in selections.items():
-            dyn = self.dynamics[t]
-            dyn.set_neighbors(tuple(sorted(neighbors)))
-            senders = [] if topo.method == "local" else list(dyn.neighbors)
-            if topo.link_model == "ideal":
-                delivered = senders
-            else:
-                error = self.error[t]
-                draws = rng_for(
-                    self.seed, "d2d_surrogate", round=round + 1, client=t
-                ).random(self.num_nodes)
-                delivered = [m for m in senders if draws[m] >= error[m]]
-            out.test_loss[t] = dyn.step(delivered)
-            out.test_acc[t] = math.nan
-            out.delivered[t] = delivered
-            out.em_weight[t] = _pi_vector(self.num_nodes, dyn.neighbors, dyn.pi)
-        return out
-
-    def close(self) -> None:
-        """Nothing to release."""
 
 
 # --------------------------------------------------------------------------- env
@@ -417,7 +110,7 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
     already emits (so ``channel_threshold`` is reused as is, and its action is
     the t = 0 selection bit for bit), and it carries the sub-channel each
     neighbor uses, which ``link_model: mc_sinr`` needs. RL libraries get the
-    ``MultiBinary(N)`` encoding from :class:`BinaryNeighbors`.
+    ``MultiBinary(N)`` encoding from :class:`envs.d2d_rl.BinaryNeighbors`.
     In all-targets mode the shape is (T, F).
 
     Invalid actions: entries outside 0..N or a wrong shape/dtype always raise
@@ -798,85 +491,3 @@ def policy_action(
         assignment = action["assignment"] if isinstance(action, dict) else action
         actions.append(np.asarray(assignment, dtype=np.int64))
     return np.stack(actions) if env.all_targets else actions[0]
-
-
-# ------------------------------------------------------------------------ RL
-class BinaryNeighbors(gym.ActionWrapper):
-    """Action = one bit per candidate (``MultiBinary(N)``, or (T, N)).
-
-    Decoding (the rule of ``channel_threshold`` after its threshold): the set
-    bits of eligible candidates are M_n; with more than F, the F of smallest
-    P^err are kept; the selected get distinct sub-channels by the Hungarian
-    matching on ``channel_gain``. A bit on the target itself is ignored. Every
-    ``MultiBinary`` sample is thus a valid selection, which random exploration
-    and RL libraries need.
-    """
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        base: D2DNeighborEnv = env.unwrapped  # type: ignore[assignment]
-        self.base = base
-        shape = (
-            (base.num_nodes, base.num_nodes) if base.all_targets else (base.num_nodes,)
-        )
-        self.action_space = spaces.MultiBinary(shape)
-        self.last_obs: dict[str, Any] | None = None
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        """Reset and keep the raw observation (decoding reads it)."""
-        obs, info = self.env.reset(**kwargs)
-        self.last_obs = obs
-        return obs, info
-
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """Step with the selection decoded from the bits."""
-        obs, reward, terminated, truncated, info = self.env.step(self.action(action))
-        self.last_obs = obs
-        return obs, float(reward), terminated, truncated, info
-
-    def action(self, action: Any) -> npt.NDArray[np.int64]:
-        """Turn bits into the env's ``MultiDiscrete`` assignment."""
-        from policies.assignment import assign_subchannels
-
-        if self.last_obs is None:
-            raise RuntimeError("call reset() before step()")
-        bits = np.asarray(action)
-        if bits.shape != self.action_space.shape or np.any((bits != 0) & (bits != 1)):
-            raise ValueError(
-                f"action must be 0/1 of shape {self.action_space.shape}, got {action!r}"
-            )
-        base = self.base
-        rows = bits.reshape(len(base.targets), base.num_nodes)
-        out = []
-        for i, row in enumerate(rows):
-            obs = base.target_observation(self.last_obs, i)
-            error = np.asarray(obs["error_probability"], dtype=np.float64)
-            chosen = np.flatnonzero((row == 1) & (obs["eligible"] > 0.5))
-            chosen = chosen[np.argsort(error[chosen], kind="stable")]
-            out.append(
-                assign_subchannels(
-                    obs["channel_gain"],
-                    chosen[: base.num_subchannels],
-                    idle=base.num_nodes,
-                )
-            )
-        return np.stack(out) if base.all_targets else out[0]
-
-
-def make_d2d_rl_env(
-    config: str | Path | Mapping[str, Any] | RunConfig | None = None,
-    *,
-    mode: str = "surrogate",
-    reward: str = "loss_decrease",
-    neighbor_cost: float = 0.0,
-    overrides: list[str] | Mapping[str, Any] = (),
-) -> gym.Env:
-    """``FlattenObservation(BinaryNeighbors(D2DNeighborEnv(...)))``: Box in, MultiBinary out."""
-    env = D2DNeighborEnv(
-        config,
-        mode=mode,
-        reward=reward,
-        neighbor_cost=neighbor_cost,
-        overrides=overrides,
-    )
-    return gym.wrappers.FlattenObservation(BinaryNeighbors(env))

@@ -3,8 +3,10 @@
 Each step is one global round k of H2FDP (devices → edge servers → cloud,
 ``rayfl.hierarchy``): the agent picks, for every edge c, which devices of the
 subnet S_c upload on which of edge c's K_e subchannels, then the interval runs
-on the real engine (Ray actors train, edges aggregate and add their DP noise,
-the cloud averages). The per-edge decision is exactly the flat
+on the real engine (``mode="emulate"``: Ray actors train, edges aggregate and
+add their DP noise, the cloud averages) or on the per-edge loss recursion of
+``envs.surrogate_hierarchical`` (``mode="surrogate"``: no actors, same spaces,
+cost model and privacy ledger). The per-edge decision is exactly the flat
 :class:`envs.scheduling.WirelessFLEnv`'s (same observation table, same action
 rule), so a flat policy drives one edge and an RL agent drives all of them
 through the concatenated action.
@@ -26,9 +28,11 @@ env's table for the subnet (keys ``channel_gain`` (n_c, K_e) dB, ``loss``,
 ``eligible``, ``round``; see ``rayfl.hierarchy.scheduling``).
 
 ## Rewards
-``accuracy`` (default): global test accuracy after the round (evaluates every
-step); ``energy``: −energy of the round's uploads and backhaul (J);
-``latency``: −delay of the round (s, spec §2.7 accounting).
+``accuracy`` (emulate default): global test accuracy after the round
+(evaluates every step; emulate mode only); ``loss`` (surrogate default): −the
+test-size weighted mean of the devices' test losses; ``energy``: −energy of the
+round's uploads and backhaul (J); ``latency``: −delay of the round (s, §2.7
+accounting).
 
 ## Episode End
 Truncation after ``config.rounds`` global rounds.
@@ -37,7 +41,8 @@ Truncation after ``config.rounds`` global rounds.
 | parameter | type | default | description |
 |---|---|---|---|
 | config | path, mapping or RunConfig | – | a run config with ``topology.kind: hierarchical`` |
-| reward | str | "accuracy" | one of ``REWARDS`` |
+| mode | str | "emulate" | "emulate" (real training on Ray) or "surrogate" |
+| reward | str or None | None | one of ``REWARDS``; None: accuracy (emulate) or loss (surrogate) |
 | overrides | list or mapping | () | config overrides ``key.path=value`` |
 
 ``topology.scheduling.subchannels_per_edge`` sets K_e (None: n_c); its
@@ -63,7 +68,7 @@ from rayfl.metrics import round_summary
 
 __all__ = ["REWARDS", "HierarchicalSchedulingEnv"]
 
-REWARDS = ("accuracy", "energy", "latency")
+REWARDS = ("accuracy", "loss", "energy", "latency")
 
 
 class HierarchicalSchedulingEnv(gym.Env):
@@ -74,12 +79,22 @@ class HierarchicalSchedulingEnv(gym.Env):
     def __init__(
         self,
         config: str | Path | Mapping[str, Any] | RunConfig,
-        reward: str = "accuracy",
+        reward: str | None = None,
         overrides: Sequence[str] | Mapping[str, Any] = (),
+        mode: str = "emulate",
     ) -> None:
+        if mode not in ("emulate", "surrogate"):
+            raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
+        if reward is None:
+            reward = "accuracy" if mode == "emulate" else "loss"
         if reward not in REWARDS:
             raise ValueError(
                 f"reward must be one of {', '.join(REWARDS)}; got {reward!r}"
+            )
+        if reward == "accuracy" and mode == "surrogate":
+            raise ValueError(
+                "reward='accuracy' needs mode='emulate' (the surrogate has no "
+                "accuracy); use reward='loss'"
             )
         cfg = load_config(config, overrides)
         if not isinstance(cfg.topology, HierTopologyConfig):
@@ -90,6 +105,7 @@ class HierarchicalSchedulingEnv(gym.Env):
         self.config: RunConfig = cfg
         self.topology_config: HierTopologyConfig = cfg.topology
         self.reward_kind = reward
+        self.mode = mode
         topo = build_topology(cfg.topology, cfg.data.num_clients, cfg.seed)
         k_e = cfg.topology.scheduling.subchannels_per_edge
         self.sizes = [len(s) for s in topo.subnets]
@@ -142,18 +158,13 @@ class HierarchicalSchedulingEnv(gym.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Start over from w⁰ (``seed`` replaces the config seed: rebuilds the actors)."""
+        """Start over from w⁰ (``seed`` replaces the config seed: rebuilds the dynamics)."""
         super().reset(seed=seed)
-        from rayfl.engine import Engine
-        from rayfl.hierarchy.round import HierarchicalRound
-
         if seed is not None and int(seed) != self.config.seed:
             self.close()
             self.config = self.config.model_copy(update={"seed": int(seed)})
         if self.system is None:
-            self.system = Engine(
-                self.config, strategy=HierarchicalRound(external_actions=True)
-            )
+            self.system = self._build()
         else:
             self.system.reset(scheduling=self.topology_config.scheduling)
         self.round = 0
@@ -174,12 +185,13 @@ class HierarchicalSchedulingEnv(gym.Env):
             "energy_j": extras["energy_j"],
             "latency_s": extras["latency_s"],
         }
-        if self.reward_kind == "accuracy":
-            acc = round_summary(self.system.evaluate(), self.system.num_test)[
-                "global_acc"
-            ]
-            info["global_acc"] = acc
-            reward = float(acc)
+        if self.reward_kind in ("accuracy", "loss"):
+            info.update(self._global_metrics())
+            reward = (
+                float(info["global_acc"])
+                if self.reward_kind == "accuracy"
+                else -float(info["global_loss"])
+            )
         elif self.reward_kind == "energy":
             reward = -float(extras["energy_j"])
         else:
@@ -187,6 +199,24 @@ class HierarchicalSchedulingEnv(gym.Env):
         self.round += 1
         truncated = self.round >= self.config.rounds
         return self._obs(), reward, False, truncated, info
+
+    def _build(self) -> Any:
+        """The round's dynamics: the engine (emulate) or the surrogate."""
+        if self.mode == "surrogate":
+            from envs.surrogate_hierarchical import HierarchicalSurrogate
+
+            return HierarchicalSurrogate(self.config)
+        from rayfl.engine import Engine
+        from rayfl.hierarchy.round import HierarchicalRound
+
+        return Engine(self.config, strategy=HierarchicalRound(external_actions=True))
+
+    def _global_metrics(self) -> dict[str, float]:
+        """Global test accuracy and loss after the round (no accuracy in surrogate)."""
+        if self.mode == "surrogate":
+            return {"global_loss": self.system.global_loss()}
+        summary = round_summary(self.system.evaluate(), self.system.num_test)
+        return {k: float(summary[k]) for k in ("global_acc", "global_loss")}
 
     def close(self) -> None:
         """Stop the engine's actors."""

@@ -9,14 +9,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401  (registers the env ids)
-from envs.d2d import (
-    BinaryNeighbors,
-    D2DNeighborEnv,
-    D2DSurrogateDynamics,
-    make_d2d_rl_env,
-    make_selection_policies,
-    policy_action,
-)
+from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
+from envs.d2d_rl import BinaryNeighbors, make_d2d_rl_env
+from envs.surrogate_d2d import D2DSurrogateDynamics
 from rayfl.d2d.selection import make_layout, select_neighbors, selection_observation
 from rayfl.data.federated import build_federated
 

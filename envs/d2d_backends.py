@@ -1,0 +1,148 @@
+"""What a ``D2DNeighbor-v0`` round returns, and the real system behind emulate mode.
+
+:class:`D2DOutcome` is what both backends return per round;
+:class:`D2DEmulatedBackend` drives the D2D engine (:mod:`rayfl.d2d.round`, Ray
+actors, real data). The surrogate backend is :mod:`envs.surrogate_d2d`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rayfl.config import RunConfig
+from rayfl.d2d.selection import D2DLayout
+from rayfl.data.federated import FederatedData, build_federated
+
+__all__ = ["D2DEmulatedBackend", "D2DOutcome", "pi_vector"]
+
+
+@dataclass
+class D2DOutcome:
+    """What one round returns to the env, per target.
+
+    Attributes:
+        test_loss: Target → loss of its reported model on its test split.
+        test_acc: Target → accuracy (NaN in surrogate mode).
+        delivered: Target → neighbors whose model arrived.
+        em_weight: Target → (N,) π over its neighbors (0 elsewhere).
+        rows: The system's per-client records (emulate), else [].
+    """
+
+    test_loss: dict[int, float]
+    test_acc: dict[int, float]
+    delivered: dict[int, list[int]]
+    em_weight: dict[int, npt.NDArray[np.float64]]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def pi_vector(num_nodes: int, neighbors: Sequence[int], pi: npt.ArrayLike) -> Any:
+    """Return π over all N nodes: ``pi`` at ``neighbors``, 0 elsewhere."""
+    out = np.zeros(num_nodes)
+    if len(neighbors):
+        out[list(neighbors)] = np.asarray(pi, dtype=np.float64)
+    return out
+
+
+class D2DEmulatedBackend:
+    """Real pFedWN (or baseline) rounds of the D2D engine (:mod:`rayfl.d2d.round`).
+
+    Args:
+        config: The run config (``topology.kind == "d2d"``).
+        system: An existing system to drive (the runner's); the env then covers
+            exactly that run and cannot be reset to another seed.
+        data: A prebuilt federated dataset (kept across resets).
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        system: Any = None,
+        data: FederatedData | None = None,
+    ) -> None:
+        self.config = config
+        self.system = system
+        self.owned = system is None
+        self.fresh = system is not None
+        self.data = data if system is None else system.data
+
+    def restart(self, seed: int) -> D2DLayout:
+        """Start a run with ``seed`` (reuse an unstepped system of that seed)."""
+        from rayfl.engine import build_system
+
+        system = self.system
+        if system is not None and self.fresh and system.config.seed == seed:
+            return system.layout  # type: ignore[no-any-return]
+        if not self.owned:
+            raise RuntimeError(
+                "this env drives an external D2D engine (the runner's): it covers "
+                "one run and cannot be reset to a new episode"
+            )
+        self.close()
+        if self.data is None:
+            self.data = build_federated(self.config.data, seed=self.config.seed)
+        cfg = self.config.model_copy(update={"seed": int(seed)})
+        self.system = build_system(cfg, data=self.data)
+        self.fresh = True
+        return self.system.layout  # type: ignore[no-any-return]
+
+    def initial(
+        self, targets: Sequence[int]
+    ) -> tuple[dict[int, float], dict[int, float]]:
+        """Loss and accuracy of ω⁰ on each target's test split."""
+        from rayfl.learning.models import FlatModel, build_model
+        from rayfl.learning.train import evaluate
+
+        system = self.system
+        assert system is not None
+        cfg = system.config
+        model = FlatModel(
+            build_model(
+                cfg.model.kind,
+                input_shape=tuple(system.data.input_shape),
+                num_classes=system.data.num_classes,
+                hidden=cfg.model.hidden,
+            )
+        )
+        import ray
+
+        init = ray.get(system.init_ref)
+        loss, acc = {}, {}
+        for t in targets:
+            x, y = system.data.test(t)
+            loss[t], acc[t] = (float(v) for v in evaluate(model, init, x, y))
+        return loss, acc
+
+    def run(
+        self,
+        round: int,
+        selections: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]],
+    ) -> D2DOutcome:
+        """Set every target's M_n and run one real round."""
+        system = self.system
+        assert system is not None
+        self.fresh = False
+        for t, (neighbors, subchannel) in selections.items():
+            system.set_selection(t, neighbors, subchannel)
+        rows = system.run_round(round, system.decision()).rows
+        by_client = {int(r["client"]): r for r in rows}
+        delivered = {int(r["client"]) for r in rows if r["delivered"]}
+        n = system.num_clients
+        out = D2DOutcome({}, {}, {}, {}, rows)
+        for t in selections:
+            neighbors = system.selections[t].neighbors
+            out.test_loss[t] = float(by_client[t]["test_loss"])
+            out.test_acc[t] = float(by_client[t]["test_acc"])
+            out.delivered[t] = [m for m in neighbors if m in delivered]
+            out.em_weight[t] = pi_vector(n, neighbors, system.em_weights(t))
+        return out
+
+    def close(self) -> None:
+        """Stop the system's actors if this backend built them."""
+        if self.owned and self.system is not None:
+            self.system.close()
+            self.system = None
