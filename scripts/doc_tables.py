@@ -116,6 +116,8 @@ class Spec:
 
 def _cell(values: list[float], fmt: str) -> str:
     finite = [v for v in values if math.isfinite(v)]
+    if all(math.isnan(v) for v in values):  # a quantity this row does not have
+        return "–"
     if len(finite) != len(values):
         return "n/a (non-finite)"
     mean = statistics.fmean(finite)
@@ -170,7 +172,10 @@ def render(spec: Spec, root: Path = ROOT) -> list[str]:
             )
         if len(seeds) != len(members):
             raise TableError(f"{spec.csv}: row {key!r} repeats a seed")
-        cells = [_cell([float(r[c]) for r in members], fmt) for c, _, fmt in spec.cols]
+        cells = [
+            _cell([float(r[c] or "nan") for r in members], fmt)
+            for c, _, fmt in spec.cols
+        ]
         lines.append("| " + " | ".join([*names[key], str(len(seeds)), *cells]) + " |")
     return lines
 

@@ -101,3 +101,19 @@ def test_check_reports_a_typed_table_in_a_strict_page(
     assert "README.md: line 3: a table outside" in capsys.readouterr().out
     readme.write_text(f"# rayfl\n\n{STATIC}\n")
     assert doc_tables.main(["--check", str(readme), str(page)]) == 0
+
+
+def test_an_empty_csv_cell_is_a_dash_and_a_partly_empty_one_is_flagged(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "run.py").write_text("")
+    (tmp_path / "r.csv").write_text(
+        "policy,seed,acc,bits\na,0,0.5,\na,1,0.6,\na,2,0.7,\nb,0,0.5,1\nb,1,0.6,\nb,2,0.7,3\n"
+    )
+    spec = doc_tables.Spec.parse(
+        'csv="r.csv" by="policy" cols="acc:accuracy:.2f, bits:bits:.1f" '
+        'cmd="python run.py --seeds 0 1 2"'
+    )
+    rows = doc_tables.render(spec, tmp_path)
+    assert rows[2] == "| a | 3 | 0.60 ± 0.10 | – |"
+    assert rows[3] == "| b | 3 | 0.60 ± 0.10 | n/a (non-finite) |"
