@@ -63,7 +63,6 @@ __all__ = [
     "TOPOLOGIES",
     "TOPOLOGY_KEYS",
     "TOPOLOGY_PARTS",
-    "ControlSpec",
     "Field",
     "LinkConstants",
     "Observation",
@@ -413,23 +412,6 @@ class TrainingConstants:
 
 
 @dataclass(frozen=True)
-class ControlSpec:
-    """One per-client control the algorithm declares (a ``controls`` column).
-
-    Attributes:
-        name: Column name, e.g. ``"sparsity"``.
-        low: Smallest allowed value.
-        high: Largest allowed value.
-        default: Value used when no policy sets it.
-    """
-
-    name: str
-    low: float
-    high: float
-    default: float
-
-
-@dataclass(frozen=True)
 class SystemContext:
     """What a policy may know about the run beyond the observation.
 
@@ -448,7 +430,6 @@ class SystemContext:
         link: Link constants, or None with ideal links.
         privacy: Privacy constants.
         training: Local-training constants.
-        controls: The algorithm's per-client controls, in column order.
         selection_epsilon: ε of the D2D channel-threshold selection, or None.
 
     Example:
@@ -467,7 +448,6 @@ class SystemContext:
     link: LinkConstants | None = None
     privacy: PrivacyConstants = field(default_factory=PrivacyConstants)
     training: TrainingConstants = field(default_factory=TrainingConstants)
-    controls: tuple[ControlSpec, ...] = ()
     selection_epsilon: float | None = None
 
     def __post_init__(self) -> None:
