@@ -222,32 +222,6 @@ def _on_round(bar: Any) -> Any:
     return update
 
 
-def _summary_writer(
-    cfg: RunConfig, system: Any, log: RunLog, bar: Any, started: float, setup_s: float
-) -> Callable[[RunProgress], None]:
-    """Return the ``terminal_status`` callback writing summary.json and extras."""
-
-    def write_summary(progress: RunProgress) -> None:
-        if bar is not None:
-            bar.close()
-        doc = summary_document(
-            system,
-            log.round_rows,
-            name=cfg.name,
-            status=progress.status,
-            error=progress.error,
-            setup_s=setup_s,
-            total_s=time.perf_counter() - started,
-        )
-        log.flush(doc)
-        if progress.status == "completed":
-            system.write_extra(log.run_dir)
-        else:  # best effort: the summary already says what went wrong
-            query(lambda: system.write_extra(log.run_dir))
-
-    return write_summary
-
-
 def _build_d2d(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
     """Return a D2D run's engine, one decider per target and the loop settings."""
     from rayfl.d2d.deciders import selection_deciders
@@ -263,25 +237,35 @@ def _build_d2d(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
     )
 
 
-def _d2d_summary_writer(
+def _summary_writer(
     cfg: RunConfig, system: Any, log: RunLog, bar: Any, started: float, setup_s: float
 ) -> Callable[[RunProgress], None]:
-    """Return the ``terminal_status`` callback writing a D2D run's summary.json."""
+    """Return the ``terminal_status`` callback writing summary.json (and extras).
+
+    A D2D run's summary is its own (``rayfl.d2d.records``: ``target_acc_max``,
+    the selection report) and has no extra files.
+    """
     from rayfl.d2d.records import summary_document as d2d_summary
+
+    d2d = cfg.topology.kind == "d2d"
 
     def write_summary(progress: RunProgress) -> None:
         if bar is not None:
             bar.close()
-        total_s = time.perf_counter() - started
-        doc = d2d_summary(
-            system,
-            log.round_rows,
-            name=cfg.name,
-            status=progress.status,
-            error=progress.error,
-            total_s=total_s,
-        )
-        log.flush(doc)
+        common = {
+            "name": cfg.name,
+            "status": progress.status,
+            "error": progress.error,
+            "total_s": time.perf_counter() - started,
+        }
+        if d2d:
+            log.flush(d2d_summary(system, log.round_rows, **common))
+            return
+        log.flush(summary_document(system, log.round_rows, setup_s=setup_s, **common))
+        if progress.status == "completed":
+            system.write_extra(log.run_dir)
+        else:  # best effort: the summary already says what went wrong
+            query(lambda: system.write_extra(log.run_dir))
 
     return write_summary
 
@@ -306,8 +290,7 @@ def _run(
         if bar is not None and start:
             bar.update(start)
         setup_s = time.perf_counter() - started
-        writer = _d2d_summary_writer if d2d else _summary_writer
-        write = writer(cfg, system, log, bar, started, setup_s)
+        write = _summary_writer(cfg, system, log, bar, started, setup_s)
         with terminal_status(log.run_dir, write) as progress:
             if checkpoint is not None:
                 progress.resume_from = start
