@@ -47,6 +47,7 @@ from rayfl.config import RunConfig
 from rayfl.data.federated import build_federated
 from rayfl.hierarchy.accounting import record_ledger
 from rayfl.hierarchy.cost import CostModel
+from rayfl.hierarchy.deciders import edge_schedules
 from rayfl.hierarchy.dp import ObserverLedger, stream_stds
 from rayfl.hierarchy.round import segments
 from rayfl.hierarchy.scheduling import EdgeScheduling
@@ -122,7 +123,6 @@ class HierarchicalSurrogate:
             subnets=subnets,
             distance_m=self.topology.distance_m,
             num_train=self.num_train,
-            build_policies=False,
         )
         self.ledger = ObserverLedger(
             len(self.num_train), delta=topo.dp.delta, strict=topo.dp.strict_accounting
@@ -196,8 +196,8 @@ class HierarchicalSurrogate:
         cfg = self.config
         topo = cfg.topology
         trusted = self.topology.trusted
-        chosen, subchannel = self.scheduling.to_participants(
-            actions, self.topology.sizes
+        chosen, subchannel = self.scheduling.participants_of(
+            edge_schedules(self.scheduling, actions), self.topology.sizes
         )
         s_now = np.array([len(m) for m in chosen], dtype=np.int64)
         eta = self.learning_rate(k)

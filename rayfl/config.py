@@ -195,7 +195,7 @@ class RunConfig(_Section):
         D2D runs check ``topology.policy``.
         Unknown names are refused earlier, by the fields' own validators.
         """
-        from rayfl.registry import check_params, check_policy
+        from rayfl.registry import check_params, check_policy, policy_class
 
         kind = self.topology.kind
         if kind == "flat":
@@ -217,6 +217,12 @@ class RunConfig(_Section):
             field = "topology.scheduling.policy"
             name = self.topology.scheduling.policy
             check_policy(name, topology="hierarchical", field=field)
+            if getattr(policy_class(name), "uses_controls", False):
+                raise ValueError(
+                    f"{field}={name} sets per-client controls; the hierarchy drives "
+                    "policies that act on the observation alone (e.g. random, "
+                    "round_robin, best_channel)"
+                )
             check_params(
                 name,
                 self.topology.scheduling.params,

@@ -59,7 +59,7 @@ from rayfl.hierarchy.accounting import RoundRecords, settle_round
 from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.control import estimate_smoothness, learning_rate, next_interval
 from rayfl.hierarchy.cost import CostModel
-from rayfl.hierarchy.deciders import EdgeActions, edge_policies
+from rayfl.hierarchy.deciders import edge_policies, edge_schedules
 from rayfl.hierarchy.device import DeviceActor, evaluate_devices
 from rayfl.hierarchy.dp import ObserverLedger
 from rayfl.hierarchy.interval import Interval
@@ -277,19 +277,8 @@ class HierarchicalRound:
         """Return round k's decision: given, an env's actions, or the own policies'."""
         if actions is not None and all(isinstance(a, Schedule) for a in actions):
             return tuple(actions)
-        sch = self.edge_scheduling
         if actions is not None:  # one flat-env action per edge
-            if len(actions) != len(sch.subnets):
-                raise ValueError(
-                    f"expected one action per edge ({len(sch.subnets)}), "
-                    f"got {len(actions)}"
-                )
-            return tuple(
-                EdgeActions(c, m, k_e, participants=False).to_schedule(a)[0]
-                for c, (m, k_e, a) in enumerate(
-                    zip(sch.subnets, sch.num_subchannels, actions, strict=True)
-                )
-            )
+            return edge_schedules(self.edge_scheduling, actions)
         if self._policies is None:
             self._policies = edge_policies(self.config, self.engine)
         observations = self.scheduling_observations(k)
