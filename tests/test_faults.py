@@ -61,14 +61,24 @@ def test_killed_actor_mid_round_loses_that_round_only(ray_session, tmp_path):
     assert result.summary["local_updates"] == [5, 5, 6, 6]
 
 
-def test_system_restores_state_after_restart(ray_session):
+def test_an_actor_restarted_before_the_next_call_refuses_it_until_restored(ray_session):
+    # Ray may finish the restart before the driver's next call reaches the actor;
+    # that call must not run on the restarted actor's empty state.
     cfg = load_config(CFG, {"algorithm.local_steps": 1})
     system = FLSystem(cfg)
     try:
         everyone = Schedule.of(np.arange(4))
         system.run_round(0, everyone)
         ray.kill(system.actors[1], no_restart=False)
-        result = system.run_round(1, everyone)  # actor 1 is dead or restarting
+        deadline = time.monotonic() + 60
+        while True:  # wait until the restart has completed
+            try:
+                ray.get(system.actors[1].ping.remote(), timeout=5)
+                break
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                assert time.monotonic() < deadline, "the actor did not restart"
+                time.sleep(0.2)
+        result = system.run_round(1, everyone)
         assert result.delivered == [0, 1]
         system.run_round(2, everyone)
         assert system.local_updates() == [3, 3, 2, 2]

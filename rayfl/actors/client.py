@@ -16,6 +16,7 @@ import ray
 import torch
 
 from rayfl.actors.messages import Uploads
+from rayfl.actors.restart import mark_restarted, needs_state, state_restored
 from rayfl.actors.setup import ActorSetup
 from rayfl.actors.shared_data import SharedData
 from rayfl.actors.state import ClientStateStore
@@ -47,6 +48,7 @@ class ClientHost:
         self, data: FederatedData | SharedData, clients: list[int], setup: ActorSetup
     ) -> None:
         torch.set_num_threads(1)
+        mark_restarted(self)
         if isinstance(data, SharedData):
             data = data.get()
         self.data = data
@@ -88,6 +90,7 @@ class ClientHost:
             )
         return self._client_stages[std]
 
+    @needs_state
     def train(
         self,
         round: int,
@@ -241,6 +244,7 @@ class ClientHost:
             rejected=tuple(int(clients[i]) for i in range(len(clients)) if i not in ok),
         )
 
+    @needs_state
     def evaluate(
         self, global_vector: npt.NDArray[np.float32], clients: list[int] | None = None
     ) -> list[dict[str, float]]:
@@ -297,7 +301,9 @@ class ClientHost:
         self.state = ClientStateStore(self.clients)
         self.algorithm.bind(privacy=setup.privacy, seed=setup.seed)
         self._client_stages = {}
+        state_restored(self)
 
+    @needs_state
     def get_state(self) -> dict[int, dict[str, Any]]:
         """Return the per-client state (for checkpoints), ``{client: {name: value}}``."""
         return self.state.export()
@@ -305,6 +311,7 @@ class ClientHost:
     def set_state(self, state: dict[int, dict[str, Any]]) -> None:
         """Restore per-client state saved by :meth:`get_state`."""
         self.state.load(state)
+        state_restored(self)
 
     def state_nbytes(self) -> int:
         """Bytes of client state held by this actor (memory reports)."""

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 import ray
 
+from rayfl.actors.restart import StateLost
 from rayfl.actors.shared_data import share_data
 from rayfl.data.federated import FederatedData
 from rayfl.resources import (
@@ -199,15 +200,16 @@ class ActorPool:
             refs: One object ref per call.
             actor_ids: The actor each ref was submitted to.
         """
+        lost = (ray.exceptions.RayActorError, StateLost)
         try:
             return list(ray.get(refs))
-        except ray.exceptions.RayActorError:
+        except lost:
             pass
         out = []
         for ref, a in zip(refs, actor_ids, strict=True):  # failure path only
             try:
                 out.append(ray.get(ref))
-            except ray.exceptions.RayActorError:
+            except lost:  # dead, or restarted and not yet given its state back
                 out.append(None)
                 self.to_restore.add(a)
         return out

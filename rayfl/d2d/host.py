@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from rayfl.actors.client import ClientHost
 from rayfl.actors.cloud import REJECT_NON_FINITE, LinkOutcome, ServerHost
 from rayfl.actors.messages import Uploads
+from rayfl.actors.restart import needs_state
 from rayfl.actors.setup import ActorSetup
 from rayfl.algorithms.pfedwn import aggregate_target, em_step
 from rayfl.learning.train import evaluate
@@ -70,6 +71,7 @@ class D2DClientHost(ClientHost):
         state["local_updates"] = state.get("local_updates", 0) + 1
         return result.vector, {"train_loss": result.train_loss}
 
+    @needs_state
     def train_models(
         self, round: int, clients: list[int], key: str, init: Vector
     ) -> tuple[list[dict[str, float]], dict[int, Vector]]:

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 from rayfl.actors.client import ClientHost
 from rayfl.actors.cloud import REJECT_NON_FINITE
+from rayfl.actors.restart import needs_state
 from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.privacy.clip import clip_by_l2_norm
 from rayfl.seeding import rng_for
@@ -42,6 +43,7 @@ __all__ = ["DeviceActor", "DeviceHost", "evaluate_devices"]
 class DeviceHost(ClientHost):
     """``ClientHost`` with the hierarchy's segment training (see module doc)."""
 
+    @needs_state
     def train_segment(
         self,
         period: int,
