@@ -19,6 +19,7 @@ environment variable ``RAYFL_DEBUG=1`` prints the full traceback as well.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -117,22 +118,19 @@ def _parse_seeds(text: str) -> list[int]:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rayfl.compare import compare, compare_algorithms
 
-    if args.algorithms:
-        names = [a.strip() for a in args.algorithms.split(",") if a.strip()]
-        table, out = compare_algorithms(args.config, names, args.overrides)
-        print(
-            table.drop(columns=["run_dir"]).to_string(
-                index=False, float_format=lambda v: f"{v:.4g}"
-            )
-        )
-        print(f"\ncomparison directory: {out}")
-        return 0
-    if not args.policies:
+    names = [n.strip() for n in (args.algorithms or args.policies or "").split(",")]
+    names = [n for n in names if n]
+    if not names:
         print("rayfl compare: give --policies or --algorithms", file=sys.stderr)
         return 2
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    if args.fast and not args.seeds:
-        print("rayfl compare: --fast needs --seeds", file=sys.stderr)
+    if args.policies and args.algorithms:
+        print(
+            "rayfl compare: give --policies or --algorithms, not both", file=sys.stderr
+        )
+        return 2
+    if (args.fast or args.csv) and not args.seeds:
+        flag = "--fast" if args.fast else "--csv"
+        print(f"rayfl compare: {flag} needs --seeds", file=sys.stderr)
         return 2
     if args.seeds:
         from rayfl.compare import markdown_table
@@ -140,12 +138,23 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
         seeds = _parse_seeds(args.seeds)
         summary, out = compare_seeds(
-            args.config, policies, seeds, args.overrides, fast=args.fast
+            args.config,
+            names,
+            seeds,
+            args.overrides,
+            fast=args.fast,
+            algorithms=bool(args.algorithms),
         )
         print(markdown_table(pretty_summary(summary)))
+        if args.csv:
+            csv = Path(args.csv)
+            csv.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(out / "table_all.csv", csv)
+            print(f"\nper-seed table: {csv}")
         print(f"\ncomparison directory: {out}")
         return 0
-    table, out = compare(args.config, policies, args.overrides)
+    run = compare_algorithms if args.algorithms else compare
+    table, out = run(args.config, names, args.overrides)
     print(
         table.drop(columns=["run_dir"]).to_string(
             index=False, float_format=lambda v: f"{v:.4g}"
@@ -294,6 +303,12 @@ def _add_compare(sub: Any) -> None:
         help="with --seeds: run every policy on one FL system per seed (actors "
         "restarted, not rebuilt) and keep only the final metrics; same numbers "
         "as full runs, no run directories",
+    )
+    p.add_argument(
+        "--csv",
+        default=None,
+        help="with --seeds: also copy the per-seed table (one row per seed and "
+        "policy or algorithm) to this CSV file",
     )
     p.set_defaults(func=_cmd_compare)
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from rayfl.compare import compare, markdown_table
+from rayfl.compare import compare, compare_algorithms, markdown_table
 from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.results import atomic_write, make_run_dir
 from rayfl.session import RaySession
@@ -46,8 +46,16 @@ PLOTTED = (
 )
 
 
+def _label(table: pd.DataFrame) -> str:
+    """The column naming a compared variant: ``policy`` or ``algorithm``."""
+    return "policy" if "policy" in table.columns else "algorithm"
+
+
 def summarise(table: pd.DataFrame) -> pd.DataFrame:
     """Return mean and std over seeds of every numeric column, per policy.
+
+    The variants are named by the ``policy`` column, or by ``algorithm`` when
+    the table has no ``policy`` column (``rayfl compare --algorithms``).
 
     Example:
         >>> t = pd.DataFrame({"policy": ["a", "a"], "seed": [0, 1], "x": [1.0, 3.0]})
@@ -57,9 +65,10 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
     numeric = [
         c
         for c in table.columns
-        if c not in ("policy", "seed") and pd.api.types.is_numeric_dtype(table[c])
+        if c not in ("policy", "algorithm", "seed")
+        and pd.api.types.is_numeric_dtype(table[c])
     ]
-    grouped = table.groupby("policy", sort=False)
+    grouped = table.groupby(_label(table), sort=False)
     out = grouped["seed"].count().rename("seeds").to_frame()
     for column in numeric:
         out[f"{column}_mean"] = grouped[column].mean()
@@ -74,22 +83,28 @@ def compare_seeds(
     overrides: Sequence[str] | Mapping[str, Any] = (),
     *,
     fast: bool = False,
+    algorithms: bool = False,
 ) -> tuple[pd.DataFrame, Path]:
     """Run ``rayfl compare`` for each seed; return the summary and its directory.
 
     Args:
         config: The run config (a ``wireless`` section for ``fast``).
-        policies: ``--policies`` entries (``name[:key=value...]``).
+        policies: ``--policies`` entries (``name[:key=value...]``), or
+            ``algorithm.kind`` names with ``algorithms``.
         seeds: Config seeds, one comparison each.
         overrides: Config overrides for every run.
         fast: Run the policies on one FL system per seed (:func:`fast_table`)
             instead of one full run per (policy, seed).
+        algorithms: Compare FL algorithms (:func:`rayfl.compare.compare_algorithms`,
+            ``rayfl compare --algorithms``) instead of policies.
 
     Raises:
-        ValueError: If ``seeds`` is empty.
+        ValueError: If ``seeds`` is empty, or for ``fast`` with ``algorithms``.
     """
     if not seeds:
         raise ValueError("compare --seeds needs at least one seed")
+    if fast and algorithms:
+        raise ValueError("compare --fast compares policies, not --algorithms")
     extra = (
         dict(overrides)
         if isinstance(overrides, Mapping)
@@ -103,8 +118,9 @@ def compare_seeds(
         if fast:
             tables.append(fast_table(base, policies, seeds))
         else:
+            run = compare_algorithms if algorithms else compare
             for seed in seeds:
-                table, _ = compare(
+                table, _ = run(
                     base, policies, {"seed": int(seed), "output.dir": str(out)}
                 )
                 tables.append(table.assign(seed=int(seed)))
@@ -226,7 +242,7 @@ def _fast_episode(env: Any, cfg: RunConfig, seed: int) -> dict[str, Any]:
 
 def pretty_summary(summary: pd.DataFrame) -> pd.DataFrame:
     """Return ``metric: "mean ± std"`` columns for the markdown table."""
-    out = summary[["policy", "seeds"]].copy()
+    out = summary[[_label(summary), "seeds"]].copy()
     for column in summary.columns:
         if column.endswith("_mean"):
             name = column[: -len("_mean")]
@@ -252,7 +268,7 @@ def _plot(summary: pd.DataFrame, path: Path) -> None:
     colors = [f"C{i}" for i in range(len(summary))]
     for ax, (column, label) in zip(axes, metrics, strict=True):
         ax.bar(
-            summary["policy"],
+            summary[_label(summary)],
             summary[f"{column}_mean"],
             yerr=summary[f"{column}_std"].fillna(0.0),
             capsize=4,

@@ -57,3 +57,62 @@ def test_round_summary_reports_personalized_mean_worst10_and_jain():
     assert out["eval_jain_acc"] == pytest.approx(jain)
     glob = round_summary([{"test_acc": v, "test_loss": 1.0} for v in acc], [1] * 12)
     assert glob["eval_worst10_acc"] == pytest.approx((a[0] + a[1]) / 2)
+
+
+def test_seeds_with_algorithms_runs_each_seed_and_writes_the_csv(monkeypatch, tmp_path):
+    """``--algorithms`` with ``--seeds`` ran only the config's seed before."""
+    import pandas as pd
+
+    import rayfl.compare_seeds as seeds_mod
+    from rayfl.cli import main
+
+    calls = []
+
+    def fake(base, names, overrides):
+        calls.append(overrides["seed"])
+        acc = {"fedavg": 0.5, "ditto": 0.9}
+        rows = [
+            {"algorithm": a, "final_acc": acc[a] + overrides["seed"] / 100}
+            for a in names
+        ]
+        return pd.DataFrame(rows).assign(run_dir="x"), None
+
+    monkeypatch.setattr(seeds_mod, "compare_algorithms", fake)
+    monkeypatch.setattr(
+        seeds_mod, "RaySession", lambda *_: type("S", (), {"close": lambda s: None})()
+    )
+    csv = tmp_path / "out" / "per_seed.csv"
+    code = main(
+        [
+            "compare",
+            str(_write(tmp_path)),
+            "--algorithms",
+            "fedavg,ditto",
+            "--seeds",
+            "0,1,2",
+            "--csv",
+            str(csv),
+            f"output.dir={tmp_path}",
+        ]
+    )
+    assert code == 0 and calls == [0, 1, 2]
+    table = pd.read_csv(csv)
+    assert sorted(table.seed) == [0, 0, 1, 1, 2, 2]
+    summary = seeds_mod.summarise(table).set_index("algorithm")
+    assert summary.loc["ditto", "seeds"] == 3
+    assert summary.loc["ditto", "final_acc_mean"] == pytest.approx(0.91)
+
+
+def test_fast_refuses_algorithms():
+    import rayfl.compare_seeds as seeds_mod
+
+    with pytest.raises(ValueError, match="--fast compares policies"):
+        seeds_mod.compare_seeds(CFG, ["fedavg"], [0], fast=True, algorithms=True)
+
+
+def _write(tmp_path):
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(CFG))
+    return path
