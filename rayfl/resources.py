@@ -39,6 +39,9 @@ __all__ = [
 
 ACTOR_BASE_BYTES = 400 * 2**20
 
+#: This process's live reservations: placement group id → (group, CPUs).
+_HELD: dict[Any, tuple[Any, float]] = {}
+
 
 class ResourceError(RuntimeError):
     """The requested run cannot fit the cluster; the message says what to change."""
@@ -153,12 +156,15 @@ def reserve_cpus(
         The ready placement group; release it with :func:`release_cpus`.
 
     Raises:
-        ResourceError: If the CPUs are not free within ``timeout_s``.
+        ResourceError: If the CPUs are not free within ``timeout_s``, or at once
+            when this process's own reservations (another run or env it has not
+            closed) leave the cluster too few CPUs: waiting could never end.
     """
     import ray
     from ray.util.placement_group import placement_group
 
     total = num_actors * cpus_per_actor
+    _refuse_self_deadlock(total, float(ray.cluster_resources().get("CPU", 0.0)))
     pg = placement_group([{"CPU": cpus_per_actor}] * num_actors, strategy="SPREAD")
     started = time.monotonic()
     reported = -math.inf
@@ -169,6 +175,7 @@ def reserve_cpus(
         )
         ready, _ = ray.wait([pg.ready()], timeout=step)
         if ready:
+            _HELD[pg.id] = (pg, total)
             return pg
         waited = time.monotonic() - started
         if timeout_s is not None and waited >= timeout_s:
@@ -194,9 +201,37 @@ def release_cpus(pg: Any) -> None:
     import ray
     from ray.util.placement_group import remove_placement_group
 
+    if pg is not None:
+        _HELD.pop(pg.id, None)
     if pg is not None and ray.is_initialized():
         with contextlib.suppress(Exception):  # already removed, or cluster gone
             remove_placement_group(pg)
+
+
+def _refuse_self_deadlock(total: float, cluster_cpus: float) -> None:
+    """Raise if this process's own reservations keep ``total`` CPUs from fitting.
+
+    While this process waits it cannot release what it holds, so if the cluster
+    without those CPUs is too small the wait could only end by timing out.
+    """
+    from ray.util import placement_group_table
+
+    for key, (pg, _) in list(_HELD.items()):  # drop groups of an earlier session
+        try:
+            alive = placement_group_table(pg).get("state") == "CREATED"
+        except Exception:  # noqa: BLE001 - unknown to this cluster
+            alive = False
+        if not alive:
+            del _HELD[key]
+    held = sum(cpus for _, cpus in _HELD.values())
+    if held > 0 and total > cluster_cpus - held + 1e-9:
+        raise ResourceError(
+            f"this process already holds {held:g} of the cluster's "
+            f"{cluster_cpus:g} CPUs for another run or env that is still open, "
+            f"so {total:g} more can never be free while it waits. Close the "
+            "other one first (env.close(), or leave its `with` block), or give "
+            "Ray more CPUs (ray.num_cpus)"
+        )
 
 
 def placed(pg: Any, index: int) -> Any:

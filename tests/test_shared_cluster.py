@@ -15,9 +15,12 @@ from rayfl.resources import ResourceError, release_cpus, reserve_cpus
 
 def test_reservation_waits_with_a_message_then_times_out(ray_session, capsys):
     import ray
+    from ray.util.placement_group import placement_group, remove_placement_group
 
     total = ray.cluster_resources()["CPU"]
-    held = reserve_cpus(int(total), 1.0, timeout_s=60)  # every CPU of the cluster
+    # another run holds every CPU (a group this process did not reserve)
+    other = placement_group([{"CPU": 1.0}] * int(total))
+    ray.get(other.ready(), timeout=60)
     try:
         started = time.monotonic()
         with pytest.raises(ResourceError, match=r"ray\.reserve_timeout_s"):
@@ -27,10 +30,33 @@ def test_reservation_waits_with_a_message_then_times_out(ray_session, capsys):
         assert "rayfl: waiting for 1 CPUs on the cluster" in out
         assert "0 of" in out  # says how many are free
     finally:
-        release_cpus(held)
+        remove_placement_group(other)
     again = reserve_cpus(1, 1.0, timeout_s=60)  # released: it fits now, silently
     release_cpus(again)
     assert "waiting" not in capsys.readouterr().out
+
+
+def test_waiting_on_this_process_own_reservation_fails_at_once(ray_session, capsys):
+    """Two open emulate envs in one 2-CPU session: the second used to wait 600 s."""
+    import ray
+
+    total = ray.cluster_resources()["CPU"]
+    held = reserve_cpus(int(total), 1.0, timeout_s=60)  # this process, every CPU
+    try:
+        started = time.monotonic()
+        with pytest.raises(ResourceError, match="this process already holds"):
+            reserve_cpus(1, 1.0, timeout_s=600.0, poll_s=0.5, report_every_s=0.0)
+        assert time.monotonic() - started < 5
+        assert "waiting" not in capsys.readouterr().out
+    finally:
+        release_cpus(held)
+    # a part of the cluster held by this process still leaves room for the rest
+    half = reserve_cpus(1, 1.0, timeout_s=60)
+    try:
+        if total >= 2:
+            release_cpus(reserve_cpus(int(total) - 1, 1.0, timeout_s=60))
+    finally:
+        release_cpus(half)
 
 
 @pytest.mark.parametrize("bad", ["0", "-5", ".inf"])
