@@ -1,10 +1,12 @@
-"""PEDPFL at equal ledger ε (docs/h2fdp/equal_privacy.csv) against the oracle.
+"""PEDPFL and HFL-DP at equal ledger ε (docs/h2fdp/equal_privacy.csv) against the oracle.
 
-The oracle (``tests.privacy.test_oracle.oracle_epsilon``) builds its own
-dp-accounting events: a PEDPFL device makes one release per global round, a
-step of τ SGD steps clipped to η·τ·G, so z = σ/(2η·τ·G) and K_g releases at
-q = 1. The σ checked here are the code path's (``stream_stds``) and the ones the
-run recorded (``sigma_device_global_r0``).
+The oracle (``tests.privacy.test_oracle``) builds its own dp-accounting events.
+A PEDPFL device makes one release per global round, a step of τ SGD steps
+clipped to η·τ·G: z = σ/(2η·τ·G), K_g releases at q = 1. An HFL-DP device
+makes τ/m releases per global round (τ/m − 1 local, one global), each a step of
+m SGD steps clipped to η·m·G: z = σ/(2η·m·G), both streams seen by its
+untrusted edge. The σ checked are the code path's (``stream_stds``) and the
+ones the runs recorded (``sigma_device_*_r0``).
 """
 
 from __future__ import annotations
@@ -15,16 +17,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from dp_accounting import ComposedDpEvent, rdp
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
 from rayfl.config import load_config
 from rayfl.hierarchy.dp import stream_stds
-from tests.privacy.test_oracle import oracle_epsilon
+from tests.privacy.test_oracle import _event, oracle_epsilon
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "docs" / "h2fdp" / "equal_privacy.csv"
 LABEL = "pedpfl (equal ledger ε)"
+HFL_LABEL = "hfl_dp (equal ledger ε)"
 ROUNDS = 50
 
 
@@ -77,6 +81,8 @@ def test_table_has_three_seeds_and_targets_from_the_controlled_run() -> None:
         ctrl = d.loc["h2fdp_ctrl", "epsilon_max"]
         assert d.loc[LABEL, "target_epsilon"] == pytest.approx(ctrl, rel=1e-12)
         assert d.loc[LABEL, "calibration"] == "accountant"
+        assert d.loc[HFL_LABEL, "target_epsilon"] == pytest.approx(ctrl, rel=1e-12)
+        assert d.loc[HFL_LABEL, "calibration"] == "closed_form"
         assert d.loc[LABEL, "rounds"] == ROUNDS
     assert sorted(t["seed"].unique()) == [0, 1, 2]
 
@@ -128,3 +134,40 @@ def test_recorded_sigma_gives_the_recorded_ledger_epsilon() -> None:
         else:  # eq. 15 at nominal ε spends far more than it names
             assert row.epsilon_max > 100 * row.eps
     assert pedpfl["sigma_device_global_r0"].notna().all()
+
+
+def _hfl_dp_oracle(cfg, sigma_local: float, sigma_global: float) -> float:
+    topo = cfg.topology
+    sensitivity = 2 * topo.lr.gamma * topo.local_period * topo.dp.grad_bound
+    per_round = topo.tau // topo.local_period  # segments of m steps
+    accountant = rdp.RdpAccountant()
+    accountant.compose(
+        ComposedDpEvent(
+            [
+                _event(sigma_local / sensitivity, ROUNDS * (per_round - 1)),
+                _event(sigma_global / sensitivity, ROUNDS),
+            ]
+        )
+    )
+    return float(accountant.get_epsilon(topo.dp.delta))
+
+
+def test_hfl_dp_recorded_sigma_gives_the_recorded_ledger_epsilon() -> None:
+    t = _table()
+    hfl = t[t["method"] == "hfl_dp"]
+    assert len(hfl) == 6
+    cfg = load_config(ROOT / "examples" / "h2fdp_fmnist.yaml", [f"rounds={ROUNDS}"])
+    assert cfg.topology.tau % cfg.topology.local_period == 0
+    for row in hfl.itertuples():
+        eps = _hfl_dp_oracle(
+            cfg, float(row.sigma_device_local_r0), float(row.sigma_device_global_r0)
+        )
+        assert row.epsilon_max == pytest.approx(eps, rel=1e-6), row.variant
+    for seed, d in hfl.groupby("seed"):
+        d = d.set_index("variant")
+        eq, nominal = d.loc[HFL_LABEL], d.loc["hfl_dp"]
+        assert eq["epsilon_max"] == pytest.approx(eq["target_epsilon"], rel=5e-4), seed
+        # eq. 15 kept: both streams' σ scale by nominal ε / scaled ε
+        for col in ("sigma_device_local_r0", "sigma_device_global_r0"):
+            ratio = eq[col] / nominal[col]
+            assert ratio == pytest.approx(nominal["eps"] / eq["eps"], rel=1e-9)
