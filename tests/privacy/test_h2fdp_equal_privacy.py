@@ -171,3 +171,24 @@ def test_hfl_dp_recorded_sigma_gives_the_recorded_ledger_epsilon() -> None:
         for col in ("sigma_device_local_r0", "sigma_device_global_r0"):
             ratio = eq[col] / nominal[col]
             assert ratio == pytest.approx(nominal["eps"] / eq["eps"], rel=1e-9)
+
+
+@pytest.mark.parametrize("target", [50.0, 2957.4])
+def test_scaled_nominal_epsilon_meets_the_target_for_two_streams(target) -> None:
+    """150 local and 50 global releases, z ∝ 1/ε (eq. 15): the scaling holds."""
+    from tests.test_examples import _script
+
+    mod = _script("reproduce_h2fdp")
+    delta = 1e-5
+
+    def ledger(epsilon: float) -> float:
+        accountant = rdp.RdpAccountant()
+        accountant.compose(
+            ComposedDpEvent([_event(4.0 / epsilon, 150), _event(2.0 / epsilon, 50)])
+        )
+        return float(accountant.get_epsilon(delta))
+
+    run = pd.Series({"eps": 32.0, "epsilon_max": ledger(32.0)})
+    eps = mod._scaled_epsilon(run, target, delta)
+    assert ledger(eps) == pytest.approx(target, rel=5e-4)
+    assert abs(eps - 32.0) > 1.0  # the targets are far from the run's ε
