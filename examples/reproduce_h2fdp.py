@@ -21,6 +21,10 @@ Outputs (in ``--out``):
   energy / delay, τ_k, s_c^k, η_k, noise stds, accuracy at evaluated rounds.
 - ``table.md`` (mean ± std over seeds), ``accuracy_vs_rounds.png`` and
   ``energy_delay.png``.
+- with ``--equal-privacy`` (after the sweep, same ``--out``) only
+  ``equal_privacy.csv``: PEDPFL and HFL-DP with their noise set for the ledger
+  ε of the same seed's H2FDP with control, next to that run and to HFL-DP and
+  PEDPFL at nominal ε (see ``equal_privacy``).
 
 Re-running with the same ``--out`` skips every (seed, variant) already in
 ``curves.csv`` at the same ``--rounds``, so a sweep can be extended by seeds or
@@ -32,6 +36,9 @@ when the sweep has them (same seed ⇒ the same run), so they are not run twice.
 Run (as in docs/reproductions/h2fdp.md):
     python examples/reproduce_h2fdp.py --rounds 50 --seeds 0 1 2 \
         --eps 0.5 1 2 8 32 128 --control-eps 32 --out docs/h2fdp
+PEDPFL and HFL-DP at equal ledger ε (writes equal_privacy.csv):
+    python examples/reproduce_h2fdp.py --rounds 50 --seeds 0 1 2 \
+        --equal-privacy --out docs/h2fdp --override ray.num_cpus=1
 Smaller:
     python examples/reproduce_h2fdp.py --rounds 30 --eps 1 --fractions 0 1
 """
@@ -52,6 +59,7 @@ from rayfl.config import load_config
 from rayfl.engine import Engine, build_system
 from rayfl.hierarchy.topology import build_topology
 from rayfl.metrics import round_summary
+from rayfl.privacy.gaussian import accountant_noise_multiplier
 from rayfl.session import RaySession
 
 PAPER_FIG5 = {  # F-MNIST reductions of H2FDP(ctrl) vs each baseline (spec §7)
@@ -59,6 +67,9 @@ PAPER_FIG5 = {  # F-MNIST reductions of H2FDP(ctrl) vs each baseline (spec §7)
     "delay": {"h2fdp": 24.9, "hfl_dp": 43.2, "pedpfl": 51.3},
 }
 CONTROL_METHODS = ("h2fdp_ctrl", "h2fdp_noctrl", "hfl_dp", "pedpfl")
+EQUAL_BASELINES = ("h2fdp_ctrl", "hfl_dp", "pedpfl")  # rows of equal_privacy.csv
+PEDPFL_EQUAL = "pedpfl (equal ledger ε)"
+HFL_DP_EQUAL = "hfl_dp (equal ledger ε)"
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,13 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-control", action="store_true", help="skip Fig. 5 runs")
     p.add_argument("--no-pedpfl", action="store_true")
     p.add_argument("--skip-sweep", action="store_true", help="only the Fig. 5 runs")
+    p.add_argument(
+        "--equal-privacy",
+        action="store_true",
+        help="only run PEDPFL and HFL-DP with their noise set for the ledger ε of "
+        "the same seed's H2FDP with control (read from the curves.csv in --out); "
+        "writes equal_privacy.csv there",
+    )
     p.add_argument("--out", default="runs/reproduce_h2fdp")
     p.add_argument("--override", nargs="*", default=[], help="key=value overrides")
     return p.parse_args(argv)
@@ -333,6 +351,9 @@ def main(argv: list[str] | None = None) -> None:
     """Run the missing (seed, variant) pairs and write the CSVs, table and plots."""
     args = _args(argv)
     logging.getLogger("absl").setLevel(logging.ERROR)  # dp-accounting's RDP chatter
+    if args.equal_privacy:
+        equal_privacy(args)
+        return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     overrides = [f"rounds={args.rounds}", "topology.edge_eval=false", *args.override]
@@ -417,23 +438,139 @@ def _seed(
         finally:
             system.close()
     if any(v.method == "pedpfl" for v in todo):
-        ped = load_config(
-            args.config,
-            [
-                *overrides,
-                f"seed={seed}",
-                "topology.baseline=pedpfl",
-                f"topology.dp.epsilon={args.control_eps}",
-            ],
-        )
-        system = build_system(ped)
-        try:
-            v = next(v for v in todo if v.method == "pedpfl")
-            rows = _run(system, v, seed, args.rounds, args.eval_every)
-            curves = _save(curves, rows, out)
-        finally:
-            system.close()
+        v = next(v for v in todo if v.method == "pedpfl")
+        curves = _save(curves, _pedpfl(args, overrides, seed, v), out)
     return curves
+
+
+def _pedpfl(
+    args: argparse.Namespace,
+    overrides: list[str],
+    seed: int,
+    v: Variant,
+    extra: tuple[str, ...] = (),
+) -> list[dict]:
+    """Run PEDPFL (its own one-aggregator system) at ε = ``v.eps``."""
+    cfg = load_config(
+        args.config,
+        [
+            *overrides,
+            f"seed={seed}",
+            "topology.baseline=pedpfl",
+            f"topology.dp.epsilon={v.eps!r}",
+            *extra,
+        ],
+    )
+    system = build_system(cfg)
+    try:
+        return _run(system, v, seed, args.rounds, args.eval_every)
+    finally:
+        system.close()
+
+
+def equal_privacy(args: argparse.Namespace) -> pd.DataFrame:
+    """Run PEDPFL and HFL-DP at the ledger ε of H2FDP with control, per seed.
+
+    The target is the worst-observer ledger ε of the seed's ``h2fdp_ctrl`` run
+    in ``--out``/curves.csv. PEDPFL: ``dp.calibration: accountant`` sets its
+    noise so that its ledger reaches the target over its ``--rounds``
+    releases. HFL-DP keeps eq. 15 at a scaled nominal ε (``_scaled_epsilon``).
+    Writes ``equal_privacy.csv``: the new runs next to the ``h2fdp_ctrl``,
+    ``hfl_dp`` and ``pedpfl`` rows of the same seed (re-summarised from
+    curves.csv, with ``sigma_device_global_r0``), ``target_epsilon`` (the
+    seed's H2FDP(ctrl) ledger ε) and ``calibration``. Runs already in the file
+    are skipped.
+
+    Returns:
+        The ``equal_privacy.csv`` table.
+    """
+    out = Path(args.out)
+    overrides = [f"rounds={args.rounds}", "topology.edge_eval=false", *args.override]
+    cfg = load_config(args.config, overrides)
+    seeds = args.seeds if args.seeds is not None else [cfg.seed]
+    curves = pd.read_csv(out / "curves.csv")
+    curves = curves[
+        (curves["rounds"] == args.rounds) & curves["variant"].isin(EQUAL_BASELINES)
+    ]
+    path = out / "equal_privacy.csv"
+    table = pd.read_csv(path) if path.exists() else pd.DataFrame()
+    session = None
+    try:
+        for seed in seeds:
+            have = (
+                set()
+                if table.empty
+                else set(table.loc[table["seed"] == seed, "variant"])
+            )
+            if {PEDPFL_EQUAL, HFL_DP_EQUAL} <= have:
+                continue
+            base = curves[curves["seed"] == seed]
+            known = summarise(base, args.target_acc).set_index("variant")
+            target = float(known.loc["h2fdp_ctrl", "epsilon_max"])
+            session = session or _session(cfg)
+            runs = [] if have else [base]
+            if PEDPFL_EQUAL not in have:
+                v = Variant(PEDPFL_EQUAL, "pedpfl", target, 0.0)
+                extra = ("topology.dp.calibration=accountant",)
+                runs.append(pd.DataFrame(_pedpfl(args, overrides, seed, v, extra)))
+            if HFL_DP_EQUAL not in have:
+                eps = _scaled_epsilon(
+                    known.loc["hfl_dp"], target, cfg.topology.dp.delta
+                )
+                v = Variant(HFL_DP_EQUAL, "hfl_dp", eps, 0.0)
+                runs.append(pd.DataFrame(_hierarchical(args, overrides, seed, v)))
+            both = pd.concat(runs, ignore_index=True)
+            rows = summarise(both, args.target_acc, args.low_target_acc)
+            first = both.groupby("variant", sort=False)["sigma_device_global"].first()
+            rows["sigma_device_global_r0"] = rows["variant"].map(first)
+            rows["target_epsilon"] = target
+            rows["calibration"] = np.where(
+                rows["variant"] == PEDPFL_EQUAL, "accountant", "closed_form"
+            )
+            table = pd.concat([table, rows], ignore_index=True)
+            table.sort_values("seed", kind="stable").to_csv(
+                path, index=False, na_rep="nan"
+            )
+    finally:
+        if session is not None:
+            session.close()
+    return table
+
+
+def _scaled_epsilon(run: pd.Series, target: float, delta: float) -> float:
+    """Nominal ε at which eq. 15 gives ``run``'s variant the ledger ε ``target``.
+
+    Every release is recorded at q = 1, so a client's composed releases are one
+    Gaussian mechanism whose z satisfies 1/z² = Σ 1/z_i² (their RDP curves add),
+    and its ledger ε depends on that z alone. eq. 15 makes every z_i ∝ 1/ε, so
+    the nominal ε scales by z(ledger ε of ``run``) / z(``target``).
+
+    Args:
+        run: A ``results.csv`` row of a run without control (``eps``,
+            ``epsilon_max``).
+        target: Ledger ε wanted.
+        delta: δ of the ledger.
+    """
+
+    def z(epsilon: float) -> float:
+        return accountant_noise_multiplier(
+            epsilon=epsilon, delta=delta, sample_rate=1.0, steps=1
+        )
+
+    return float(run["eps"]) * z(float(run["epsilon_max"])) / z(target)
+
+
+def _hierarchical(
+    args: argparse.Namespace, overrides: list[str], seed: int, v: Variant
+) -> list[dict]:
+    """Run one hierarchical variant on a fresh system."""
+    cfg = load_config(args.config, [*overrides, f"seed={seed}"])
+    system = build_system(cfg)
+    try:
+        _reset(system, cfg, v)
+        return _run(system, v, seed, args.rounds, args.eval_every)
+    finally:
+        system.close()
 
 
 def _md(df: pd.DataFrame, index: bool = True, fmt: str = "{:.4g}") -> str:
