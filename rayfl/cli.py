@@ -19,7 +19,6 @@ environment variable ``RAYFL_DEBUG=1`` prints the full traceback as well.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -147,9 +146,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         )
         print(markdown_table(pretty_summary(summary)))
         if args.csv:
+            import pandas as pd
+
             csv = Path(args.csv)
             csv.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(out / "table_all.csv", csv)
+            table = pd.read_csv(out / "table_all.csv")
+            table.drop(columns=["run_dir"], errors="ignore").to_csv(csv, index=False)
             print(f"\nper-seed table: {csv}")
         print(f"\ncomparison directory: {out}")
         return 0
@@ -307,8 +309,8 @@ def _add_compare(sub: Any) -> None:
     p.add_argument(
         "--csv",
         default=None,
-        help="with --seeds: also copy the per-seed table (one row per seed and "
-        "policy or algorithm) to this CSV file",
+        help="with --seeds: also write the per-seed table (one row per seed and "
+        "policy or algorithm, without the run directories) to this CSV file",
     )
     p.set_defaults(func=_cmd_compare)
 

@@ -36,13 +36,26 @@ from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.results import atomic_write, make_run_dir
 from rayfl.session import RaySession
 
-__all__ = ["PLOTTED", "compare_seeds", "fast_table", "pretty_summary", "summarise"]
+__all__ = [
+    "PLOTTED",
+    "PLOTTED_ALGORITHMS",
+    "compare_seeds",
+    "fast_table",
+    "pretty_summary",
+    "summarise",
+]
 
 #: Metrics drawn in the bar plot (column of ``rayfl compare``, label).
 PLOTTED = (
     ("final_acc", "final global accuracy"),
     ("max_test_loss", "max client test loss"),
     ("jain_train_loss", "Jain's index (train losses)"),
+)
+#: Metrics drawn for ``--algorithms``: the clients' personalized test accuracy.
+PLOTTED_ALGORITHMS = (
+    ("mean_personal_acc", "mean personalized accuracy"),
+    ("worst10_personal_acc", "worst-10 % personalized accuracy"),
+    ("jain_personal_acc", "Jain's index (personalized accuracy)"),
 )
 
 
@@ -259,7 +272,8 @@ def _plot(summary: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    metrics = [(c, label) for c, label in PLOTTED if f"{c}_mean" in summary]
+    plotted = PLOTTED if _label(summary) == "policy" else PLOTTED_ALGORITHMS
+    metrics = [(c, label) for c, label in plotted if f"{c}_mean" in summary]
     if not metrics:
         return
     path.parent.mkdir(parents=True, exist_ok=True)

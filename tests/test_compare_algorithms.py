@@ -98,6 +98,7 @@ def test_seeds_with_algorithms_runs_each_seed_and_writes_the_csv(monkeypatch, tm
     assert code == 0 and calls == [0, 1, 2]
     table = pd.read_csv(csv)
     assert sorted(table.seed) == [0, 0, 1, 1, 2, 2]
+    assert "run_dir" not in table.columns
     summary = seeds_mod.summarise(table).set_index("algorithm")
     assert summary.loc["ditto", "seeds"] == 3
     assert summary.loc["ditto", "final_acc_mean"] == pytest.approx(0.91)
