@@ -3,9 +3,9 @@
 :func:`evaluate_policies` scores the learned policy and the baselines on the
 same episode seeds (10000 + i) and data partitions; :func:`write_evaluation`
 writes ``evaluation.csv`` / ``evaluation.md``; :func:`plot_training` draws
-``plots/learning_curve.png`` and ``plots/evaluation.png``. The star env and the
-policies are found by name through :mod:`rayfl.registry`, so this module
-imports neither ``envs`` nor ``policies``.
+``plots/learning_curve.png`` and ``plots/evaluation.png``. The env (the star's,
+or the D2D one for a D2D config) and the policies are found by name through
+:mod:`rayfl.registry`, so this module imports neither ``envs`` nor ``policies``.
 """
 
 from __future__ import annotations
@@ -57,9 +57,10 @@ def evaluate_policies(
     from rayfl.compare import sort_by_policy
 
     run_episode = load("envs.episode:run_episode")
-    star_env = load(ENVS["star"])
-
     rl = cfg.rl or RLConfig()
+    d2d = cfg.topology.kind == "d2d"
+    make_env = load(ENVS["d2d" if d2d else "star"])
+    reward = load("envs.rl:D2D_REWARDS")[rl.reward] if d2d else rl.reward
     names = list(rl.baselines if baselines is None else baselines)
     seeds = list(
         partition_seeds
@@ -77,10 +78,10 @@ def evaluate_policies(
         if not mine:
             continue
         env = gym.wrappers.TimeLimit(
-            star_env(
+            make_env(
                 cfg.model_copy(update={"seed": int(partition)}),
                 mode=mode or rl.mode,
-                reward=rl.reward,
+                reward=reward,
             ),
             max_episode_steps=cfg.rounds,
         )
