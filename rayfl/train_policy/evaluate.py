@@ -58,10 +58,9 @@ def evaluate_policies(
 
     run_episode = load("envs.episode:run_episode")
     rl = cfg.rl or RLConfig()
-    d2d = cfg.topology.kind == "d2d"
-    make_env = load(ENVS["d2d" if d2d else "star"])
-    reward = load("envs.rl:D2D_REWARDS")[rl.reward] if d2d else rl.reward
-    names = list(rl.baselines if baselines is None else baselines)
+    make_env, reward = load(ENVS["star"]), rl.reward
+    if cfg.topology.kind == "d2d":
+        make_env, reward = load(ENVS["d2d"]), load("envs.rl:D2D_REWARDS")[reward]
     seeds = list(
         partition_seeds
         if partition_seeds is not None
@@ -69,7 +68,7 @@ def evaluate_policies(
     )
     if not seeds:
         raise ValueError("partition_seeds must name at least one partition")
-    policies = [(n, {}) for n in names]
+    policies = [(n, {}) for n in (rl.baselines if baselines is None else baselines)]
     if checkpoint is not None:
         policies.insert(0, ("learned", {"checkpoint": str(checkpoint)}))
     rows = []

@@ -10,23 +10,12 @@ import pandas as pd
 import pytest
 
 from rayfl.train_policy import rllib_available
+from tests.d2d.test_d2d_round import BASE
 
 TINY_D2D = {
+    **BASE,
     "name": "tiny-d2d",
-    "seed": 3,
-    "rounds": 3,
-    "data": {
-        "dataset": "digits",
-        "num_clients": 6,
-        "partition": "dirichlet",
-        "alpha": 0.5,
-        "min_partition_size": 30,
-    },
-    "model": {"kind": "mlp", "hidden": [16]},
-    "algorithm": {"kind": "fedavg", "lr": 0.1, "batch_size": 16},
     "topology": {"kind": "d2d", "target": 0, "num_subchannels": 2},
-    "ray": {"num_cpus": 2},
-    "output": {"progress": False, "plots": False},
     "rl": {
         "train_batch_size": 24,
         "minibatch_size": 12,
