@@ -55,9 +55,9 @@ from envs.d2d_backends import D2DEmulatedBackend
 from envs.surrogate_d2d import D2DSurrogateBackend
 from rayfl.config import RunConfig, load_config
 from rayfl.d2d.config import D2DTopologyConfig
-from rayfl.d2d.deciders import decode_assignment
 from rayfl.d2d.selection import (
     D2DLayout,
+    decode_assignment,
     record_round,
     round_observation,
     selection_observation,

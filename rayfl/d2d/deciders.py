@@ -11,17 +11,17 @@ neighbor twice is dropped, a neighbor keeping its lowest sub-channel (the env's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from rayfl.d2d.selection import target_policy
+from rayfl.d2d.selection import decode_assignment, target_policy
 from rayfl.schedule import Schedule
 from rayfl.system import Decider, Observation
 
-__all__ = ["RepeatDecider", "decode_assignment", "selection_deciders", "to_schedule"]
+__all__ = ["RepeatDecider", "selection_deciders", "to_schedule"]
 
 
 class RepeatDecider:
@@ -42,45 +42,6 @@ class RepeatDecider:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Nothing to restore."""
-
-
-def decode_assignment(
-    action: Any, eligible: npt.NDArray[np.bool_]
-) -> tuple[dict[int, int], list[tuple[int, int]]]:
-    """Return a target's chosen neighbors (client → sub-channel) and the dropped entries.
-
-    Args:
-        action: (F,) ints, the neighbor on each sub-channel (N = idle), or a
-            dict with that array under ``"assignment"``.
-        eligible: (N,) the candidates G_n (every client but the target).
-
-    Returns:
-        Client → its (lowest) sub-channel, and the (sub-channel, client)
-        entries dropped: a non-candidate or a repeat.
-
-    Raises:
-        ValueError: For an entry outside 0..N.
-
-    Example:
-        >>> decode_assignment(np.array([2, 0, 2, 3]), np.array([0, 1, 1], bool))
-        ({2: 0}, [(1, 0), (2, 2)])
-    """
-    if isinstance(action, Mapping):
-        action = action["assignment"]
-    n = len(eligible)
-    values = np.asarray(action).reshape(-1).tolist()
-    if any(not 0 <= int(s) <= n for s in values):
-        raise ValueError(f"action entries must be in 0..{n} ({n} = idle), got {values}")
-    chosen: dict[int, int] = {}
-    dropped: list[tuple[int, int]] = []
-    for sub, s in enumerate(int(v) for v in values):
-        if s == n:
-            continue
-        if not eligible[s] or s in chosen:
-            dropped.append((sub, s))
-            continue
-        chosen[s] = sub
-    return chosen, dropped
 
 
 def to_schedule(

@@ -62,6 +62,7 @@ from rayfl.wireless.d2d_error import error_probabilities_to_target, thermal_nois
 __all__ = [
     "D2DLayout",
     "Selection",
+    "decode_assignment",
     "make_layout",
     "pi_vector",
     "record_round",
@@ -240,15 +241,7 @@ def select_neighbors(
             seed=seed,
             round=0,
         )
-        action = policy(obs)
-        assignment = np.asarray(
-            action["assignment"] if isinstance(action, dict) else action
-        )
-        chosen = {
-            int(s): f
-            for f, s in enumerate(assignment.tolist())
-            if s < n and s != target
-        }
+        chosen, _ = decode_assignment(policy(obs), first["eligible"] > 0.5)
         neighbors = tuple(sorted(chosen))
         out.append(
             Selection(target, neighbors, tuple(chosen[s] for s in neighbors), error)
@@ -313,6 +306,45 @@ def reselect(
     return Selection(
         old.target, new, tuple(int(f) for _, f in pairs), old.error_probability
     )
+
+
+def decode_assignment(
+    action: Any, eligible: npt.NDArray[np.bool_]
+) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    """Return a target's chosen neighbors (client → sub-channel) and the dropped entries.
+
+    Args:
+        action: (F,) ints, the neighbor on each sub-channel (N = idle), or a
+            dict with that array under ``"assignment"``.
+        eligible: (N,) the candidates G_n (every client but the target).
+
+    Returns:
+        Client → its (lowest) sub-channel, and the (sub-channel, client)
+        entries dropped: a non-candidate or a repeat.
+
+    Raises:
+        ValueError: For an entry outside 0..N.
+
+    Example:
+        >>> decode_assignment(np.array([2, 0, 2, 3]), np.array([0, 1, 1], bool))
+        ({2: 0}, [(1, 0), (2, 2)])
+    """
+    if isinstance(action, Mapping):
+        action = action["assignment"]
+    n = len(eligible)
+    values = np.asarray(action).reshape(-1).tolist()
+    if any(not 0 <= int(s) <= n for s in values):
+        raise ValueError(f"action entries must be in 0..{n} ({n} = idle), got {values}")
+    chosen: dict[int, int] = {}
+    dropped: list[tuple[int, int]] = []
+    for sub, s in enumerate(int(v) for v in values):
+        if s == n:
+            continue
+        if not eligible[s] or s in chosen:
+            dropped.append((sub, s))
+            continue
+        chosen[s] = sub
+    return chosen, dropped
 
 
 def pi_vector(
