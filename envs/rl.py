@@ -187,6 +187,17 @@ class BinaryNeighbors(_Decoder):
         return np.stack(out) if base.all_targets else out[0]
 
 
+class _TargetInfo(gym.Wrapper):
+    """Single-target D2D info without the target keys (vector envs want str keys)."""
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Step; ``info[key][target]`` becomes ``info[key]``."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        (target,) = self.env.unwrapped.targets
+        info = {k: v[target] if isinstance(v, dict) else v for k, v in info.items()}
+        return obs, reward, terminated, truncated, info
+
+
 class DataPartitions(gym.Wrapper):
     """Episodes on several federated data partitions, one after another.
 
@@ -360,7 +371,8 @@ def make_rl_env(
                 "make_rl_env needs one D2D target (topology.target: an id or "
                 "random), got topology.target=all"
             )
-        return D2DNeighborEnv(run_config, mode=mode, reward=D2D_REWARDS[reward])
+        env = D2DNeighborEnv(run_config, mode=mode, reward=D2D_REWARDS[reward])
+        return _TargetInfo(env)
 
     inner: gym.Env = (
         make(cfg)
