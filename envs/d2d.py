@@ -3,11 +3,11 @@
 Step 1 of pFedWN (spec seed_003 §2.4) — which neighbors M_n a target client n
 takes models from — is a scheduling decision like the OFDMA one of
 :class:`envs.scheduling.WirelessFLEnv`. This env exposes it per round, with the
-observation of :mod:`rayfl.d2d.selection` (plus the previous round's EM mixture
-weights) and the same ``MultiDiscrete([N + 1] * F)`` action, so every policy of
-the ``policies`` registry (``channel_threshold``, ``random``, ``best_channel``,
-``random_neighbors``, a learned one) plugs in unchanged; :class:`envs.d2d_rl.BinaryNeighbors`
-gives RL libraries a ``MultiBinary(N)`` action instead.
+observation of :func:`rayfl.d2d.selection.round_observation` (the engine's own)
+and the same ``MultiDiscrete([N + 1] * F)`` action, so every policy of the
+``policies`` registry (``channel_threshold``, ``random``, ``best_channel``,
+``random_neighbors``, ``learned``) plugs in unchanged; :mod:`envs.rl` gives RL
+libraries score or ``MultiBinary(N)`` actions instead.
 
 Symbol table (spec seed_003 → code):
 
@@ -21,11 +21,10 @@ Symbol table (spec seed_003 → code):
 | α | ``topology.alpha`` |
 
 Implementation details:
-    1. Round 0's observation is exactly :func:`rayfl.d2d.selection.selection_observation`
-       (the CCM draw), so a policy's first action here equals what
-       :func:`rayfl.d2d.selection.select_neighbors` selects for the same layout
-       and seed; round t ≥ 1 shows a fresh fading draw from (seed, "d2d_csi",
-       round t, target) — the CSI measured before the round's transmissions.
+    1. Round 0's observation is the one :func:`rayfl.d2d.selection.select_neighbors`
+       gives the policy (the CCM draw), so a policy's first action here equals
+       its t = 0 selection for the same layout and seed; round t ≥ 1 shows a
+       fresh fading draw from (seed, "d2d_csi", round t, target).
     2. All-targets mode (``topology.target: all``): one step is one round of
        every target; every observation key and the action get a leading target
        axis (T = N). :meth:`D2DNeighborEnv.target_observation` slices one target,
@@ -56,9 +55,17 @@ from envs.d2d_backends import D2DEmulatedBackend
 from envs.surrogate_d2d import D2DSurrogateBackend
 from rayfl.config import RunConfig, load_config
 from rayfl.d2d.config import D2DTopologyConfig
-from rayfl.d2d.selection import D2DLayout, selection_observation
+from rayfl.d2d.selection import (
+    D2DLayout,
+    decode_assignment,
+    record_round,
+    round_observation,
+    selection_observation,
+    selection_spaces,
+    target_policy,
+)
 from rayfl.data.federated import FederatedData
-from rayfl.seeding import rng_for
+from rayfl.observation import ObservationTracker
 
 __all__ = [
     "DEFAULT_D2D_CONFIG",
@@ -110,7 +117,7 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
     already emits (so ``channel_threshold`` is reused as is, and its action is
     the t = 0 selection bit for bit), and it carries the sub-channel each
     neighbor uses, which ``link_model: mc_sinr`` needs. RL libraries get the
-    ``MultiBinary(N)`` encoding from :class:`envs.d2d_rl.BinaryNeighbors`.
+    ``MultiBinary(N)`` encoding from :class:`envs.rl.BinaryNeighbors`.
     In all-targets mode the shape is (T, F).
 
     Invalid actions: entries outside 0..N or a wrong shape/dtype always raise
@@ -121,17 +128,10 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
     sub-channel, client). ``action_masks()`` gives the valid choices per entry.
 
     ## Observation Space
-    A ``Dict`` of float32 arrays (leading T axis in all-targets mode):
-
-    | key | shape | meaning | unit | low | high |
-    |-----|-------|---------|------|-----|------|
-    | channel_gain | (N, F) | P ĥ² h̃_f² of link s → target this round (−1000 for the target) | dB | -inf | inf |
-    | eligible | (N,) | 1 for the neighbors G_n (every node but the target) | – | 0 | 1 |
-    | error_probability | (N,) | analytic P_s^err (1 for the target) | – | 0 | 1 |
-    | distance_m | (N,) | distance to the target | m | 0 | inf |
-    | em_weight | (N,) | π_m after the previous round (0 if not a neighbor) | – | 0 | 1 |
-    | selected | (N,) | 1 for last round's M_n | – | 0 | 1 |
-    | round | (1,) | round index t | – | 0 | inf |
+    A ``Dict`` of float32 arrays, the keys ``TOPOLOGY_KEYS["d2d"]`` of
+    :mod:`rayfl.observation` (leading T axis in all-targets mode), built by
+    :func:`rayfl.d2d.selection.round_observation`, whose table gives the
+    meaning of each key (rows: the N nodes; the target's row is ineligible).
 
     ## Rewards
     ``loss_decrease`` (default): mean over targets of the decrease of the
@@ -143,8 +143,8 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
     ``step`` returns ``neighbors`` and ``subchannel`` (target → the decoded
     M_n and sub-channels), ``delivered`` (target → models that arrived),
     ``test_loss``, ``test_acc`` (target → value; ``test_acc`` is None in
-    surrogate mode), ``ignored`` (repaired entries) and ``rows`` (the D2D
-    system's per-client records in emulate mode, what the runner logs).
+    surrogate mode) and ``ignored`` (repaired entries). The D2D system's
+    per-client records of the last round are ``env.backend.rows`` (emulate).
 
     ## Starting State
     A layout and target(s) from the episode seed (``make_layout``), ω⁰ from the
@@ -225,7 +225,7 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
         target = self.topology.target
         self.all_targets = target == "all"
         lead: tuple[int, ...] = (n,) if self.all_targets else ()
-        self.target_spaces = _spaces(n, f, ())
+        self.target_spaces = selection_spaces(n, f)
         self.observation_space, self.action_space = _spaces(n, f, lead)
         self._system = system
         self._data = data
@@ -273,7 +273,7 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
         if isinstance(self._backend, D2DSurrogateBackend):
             self._backend.error = self._error
         self._em = {t: np.zeros(n) for t in self.targets}
-        self._selected = {t: np.zeros(n) for t in self.targets}
+        self._history = {t: ObservationTracker(n) for t in self.targets}
         self._loss, self._acc = self._backend.initial(self.targets)
         self.round = 0
         return self._get_obs(), {"round": 0, "targets": list(self.targets)}
@@ -294,8 +294,13 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
                 gains.append(outcome.test_acc[t] - self._acc[t])
             sizes.append(len(selections[t][0]))
             self._em[t] = outcome.em_weight[t]
-            self._selected[t] = np.zeros(self.num_nodes)
-            self._selected[t][list(selections[t][0])] = 1.0
+            record_round(
+                self._history[t],
+                target=t,
+                chosen=selections[t][0],
+                arrived=outcome.delivered[t],
+                train_loss=outcome.train_loss,
+            )
         self._loss.update(outcome.test_loss)
         self._acc.update(outcome.test_acc)
         reward = float(np.mean(gains)) - self.neighbor_cost * float(np.mean(sizes))
@@ -309,7 +314,6 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
             "test_loss": dict(outcome.test_loss),
             "test_acc": dict(outcome.test_acc) if self.mode == "emulate" else None,
             "ignored": ignored,
-            "rows": outcome.rows,
         }
         return self._get_obs(), reward, False, truncated, info
 
@@ -336,36 +340,23 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
         return {k: v[index] for k, v in obs.items()}
 
     def _get_obs(self) -> dict[str, npt.NDArray[np.float32]]:
-        assert self.layout is not None
-        per = [self._target_obs(t) for t in self.targets]
+        assert self.layout is not None and self._backend is not None
+        per = [
+            round_observation(
+                self.layout,
+                self._base[t],
+                self._history[t],
+                self._em[t],
+                self.topology,
+                data_size=self._backend.data_size,
+                seed=self.episode_seed,
+                round=self.round,
+            )
+            for t in self.targets
+        ]
         if not self.all_targets:
             return per[0]
         return {k: np.stack([p[k] for p in per]) for k in per[0]}
-
-    def _target_obs(self, target: int) -> dict[str, npt.NDArray[np.float32]]:
-        assert self.layout is not None
-        base = self._base[target]
-        gain = base["channel_gain"]
-        if self.round > 0:
-            topo = self.topology
-            rng = rng_for(self.episode_seed, "d2d_csi", round=self.round, client=target)
-            fading = rng.exponential(
-                topo.rayleigh_factor, size=(self.num_nodes, topo.num_subchannels)
-            )
-            received = topo.tx_power_w * self.layout.path_gain[:, target, None] * fading
-            with np.errstate(divide="ignore"):
-                gain_db = 10.0 * np.log10(received)
-            gain_db[target] = -1e3
-            gain = gain_db.astype(np.float32)
-        return {
-            "channel_gain": gain.copy(),
-            "eligible": base["eligible"].copy(),
-            "error_probability": base["error_probability"].copy(),
-            "distance_m": base["distance_m"].copy(),
-            "em_weight": np.clip(self._em[target], 0.0, 1.0).astype(np.float32),
-            "selected": self._selected[target].astype(np.float32),
-            "round": np.array([self.round], dtype=np.float32),
-        }
 
     def decode(
         self, action: Any
@@ -393,33 +384,23 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
                 f"action must be integers of shape {shape} (the neighbor on each "
                 f"sub-channel, {n} = idle), got {action!r}"
             )
-        if np.any((values < 0) | (values > n)):
-            bad = values[(values < 0) | (values > n)]
-            raise ValueError(
-                f"action entries must be in 0..{n} ({n} = idle), got {bad.tolist()}"
-            )
         rows = values.reshape(len(self.targets), f)
         out: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
         ignored: list[tuple[int, int, int]] = []
         for t, row in zip(self.targets, rows, strict=True):
-            chosen: dict[int, int] = {}
-            for sub, s in enumerate(row.tolist()):
-                if s == n:
-                    continue
-                if s == t or s in chosen:
-                    why = (
-                        "is the target itself"
-                        if s == t
-                        else f"is already on sub-channel {chosen[s]}"
-                    )
-                    if self.invalid_action == "raise":
-                        raise ValueError(
-                            f"target {t}, sub-channel {sub}: client {s} {why} "
-                            "(invalid_action='raise')"
-                        )
-                    ignored.append((t, sub, s))
-                    continue
-                chosen[s] = sub
+            chosen, dropped = decode_assignment(row, np.arange(n) != t)
+            if dropped and self.invalid_action == "raise":
+                sub, s = dropped[0]
+                why = (
+                    "is the target itself"
+                    if s == t
+                    else f"is already on sub-channel {chosen[s]}"
+                )
+                raise ValueError(
+                    f"target {t}, sub-channel {sub}: client {s} {why} "
+                    "(invalid_action='raise')"
+                )
+            ignored += [(t, sub, s) for sub, s in dropped]
             neighbors = tuple(sorted(chosen))
             out[t] = (neighbors, tuple(chosen[s] for s in neighbors))
         return out, ignored
@@ -428,21 +409,21 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
 def _spaces(
     n: int, f: int, lead: tuple[int, ...]
 ) -> tuple[spaces.Dict, spaces.MultiDiscrete]:
-    inf = np.float32(np.inf)
-    vec = lead + (n,)
-    obs = spaces.Dict(
-        {
-            "channel_gain": spaces.Box(-inf, inf, lead + (n, f), np.float32),
-            "eligible": spaces.Box(0.0, 1.0, vec, np.float32),
-            "error_probability": spaces.Box(0.0, 1.0, vec, np.float32),
-            "distance_m": spaces.Box(0.0, inf, vec, np.float32),
-            "em_weight": spaces.Box(0.0, 1.0, vec, np.float32),
-            "selected": spaces.Box(0.0, 1.0, vec, np.float32),
-            "round": spaces.Box(0.0, inf, lead + (1,), np.float32),
-        }
+    """The target's spaces of :func:`selection_spaces`, with a leading ``lead`` axis."""
+    obs, action = selection_spaces(n, f)
+    if not lead:
+        return obs, action
+    boxes = {
+        k: spaces.Box(
+            np.broadcast_to(box.low, lead + box.shape),
+            np.broadcast_to(box.high, lead + box.shape),
+            dtype=np.float32,
+        )
+        for k, box in obs.spaces.items()
+    }
+    return spaces.Dict(boxes), spaces.MultiDiscrete(
+        np.full(lead + (f,), n + 1, dtype=np.int64)
     )
-    action = spaces.MultiDiscrete(np.full(lead + (f,), n + 1, dtype=np.int64))
-    return obs, action
 
 
 # ------------------------------------------------------------------- policies
@@ -451,34 +432,24 @@ def make_selection_policies(
     name: str | None = None,
     params: Mapping[str, Any] | None = None,
 ) -> list[Any]:
-    """One policy per target for ``env``, built and seeded as ``select_neighbors`` does.
+    """One policy per target of a reset ``env`` (:func:`rayfl.d2d.selection.target_policy`).
 
     Args:
         env: A reset env (its targets and episode seed are used).
-        name: A name in ``policies.POLICIES`` (default ``topology.policy``).
-        params: Policy parameters (default ``topology.policy_params``);
-            ``channel_threshold`` gets ``epsilon=topology.epsilon`` unless given.
-
-    Returns:
-        Policies in the order of ``env.targets``; each is reset with the seed
-        (episode seed, "policy", client = target), as at t = 0 in
-        :func:`rayfl.d2d.selection.select_neighbors`.
+        name: A registered policy (default ``topology.policy``).
+        params: Its parameters (default ``topology.policy_params``).
     """
-    from policies import make_policy
-
-    topo = env.topology
-    name = topo.policy if name is None else name
-    kwargs = dict(topo.policy_params if params is None else params)
-    if name == "channel_threshold":
-        kwargs.setdefault("epsilon", topo.epsilon)
-    out = []
-    for t in env.targets:
-        policy = make_policy(name, env.target_spaces, **kwargs)
-        policy.reset(
-            seed=int(rng_for(env.episode_seed, "policy", client=t).integers(2**31))
+    return [
+        target_policy(
+            env.topology,
+            env.num_nodes,
+            target=t,
+            seed=env.episode_seed,
+            name=name,
+            params=params,
         )
-        out.append(policy)
-    return out
+        for t in env.targets
+    ]
 
 
 def policy_action(

@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from rayfl.config import RunConfig
-from rayfl.d2d.selection import D2DLayout
+from rayfl.d2d.selection import D2DLayout, pi_vector
 from rayfl.data.federated import FederatedData, build_federated
 
-__all__ = ["D2DEmulatedBackend", "D2DOutcome", "pi_vector"]
+__all__ = ["D2DEmulatedBackend", "D2DOutcome"]
 
 
 @dataclass
@@ -30,22 +30,14 @@ class D2DOutcome:
         test_acc: Target → accuracy (NaN in surrogate mode).
         delivered: Target → neighbors whose model arrived.
         em_weight: Target → (N,) π over its neighbors (0 elsewhere).
-        rows: The system's per-client records (emulate), else [].
+        train_loss: Client → train loss of the round (clients that trained).
     """
 
     test_loss: dict[int, float]
     test_acc: dict[int, float]
     delivered: dict[int, list[int]]
     em_weight: dict[int, npt.NDArray[np.float64]]
-    rows: list[dict[str, Any]] = field(default_factory=list)
-
-
-def pi_vector(num_nodes: int, neighbors: Sequence[int], pi: npt.ArrayLike) -> Any:
-    """Return π over all N nodes: ``pi`` at ``neighbors``, 0 elsewhere."""
-    out = np.zeros(num_nodes)
-    if len(neighbors):
-        out[list(neighbors)] = np.asarray(pi, dtype=np.float64)
-    return out
+    train_loss: dict[int, float] = field(default_factory=dict)
 
 
 class D2DEmulatedBackend:
@@ -69,6 +61,7 @@ class D2DEmulatedBackend:
         self.owned = system is None
         self.fresh = system is not None
         self.data = data if system is None else system.data
+        self.rows: list[dict[str, Any]] = []
 
     def restart(self, seed: int) -> D2DLayout:
         """Start a run with ``seed`` (reuse an unstepped system of that seed)."""
@@ -89,6 +82,12 @@ class D2DEmulatedBackend:
         self.system = build_system(cfg, data=self.data)
         self.fresh = True
         return self.system.layout  # type: ignore[no-any-return]
+
+    @property
+    def data_size(self) -> npt.NDArray[np.int64]:
+        """(N,) train samples per client."""
+        assert self.system is not None
+        return self.system.data.num_train  # type: ignore[no-any-return]
 
     def initial(
         self, targets: Sequence[int]
@@ -122,22 +121,23 @@ class D2DEmulatedBackend:
         round: int,
         selections: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]],
     ) -> D2DOutcome:
-        """Set every target's M_n and run one real round."""
+        """Set every target's M_n and run one real round (its rows: ``self.rows``)."""
         system = self.system
         assert system is not None
         self.fresh = False
         for t, (neighbors, subchannel) in selections.items():
             system.set_selection(t, neighbors, subchannel)
-        rows = system.run_round(round, system.decision()).rows
+        self.rows = rows = system.run_round(round, system.decision()).rows
         by_client = {int(r["client"]): r for r in rows}
-        delivered = {int(r["client"]) for r in rows if r["delivered"]}
         n = system.num_clients
-        out = D2DOutcome({}, {}, {}, {}, rows)
+        out = D2DOutcome(
+            {}, {}, {}, {}, {c: r["train_loss"] for c, r in by_client.items()}
+        )
         for t in selections:
             neighbors = system.selections[t].neighbors
             out.test_loss[t] = float(by_client[t]["test_loss"])
             out.test_acc[t] = float(by_client[t]["test_acc"])
-            out.delivered[t] = [m for m in neighbors if m in delivered]
+            out.delivered[t] = list(system.arrived[t])
             out.em_weight[t] = pi_vector(n, neighbors, system.em_weights(t))
         return out
 

@@ -1,6 +1,8 @@
-"""The scheduling env as a flat RL problem: per-client features in, scores out.
+"""The scheduling envs as a flat RL problem: per-client features in, scores out.
 
-``make_rl_env`` stacks, around :class:`envs.scheduling.WirelessFLEnv`:
+``make_rl_env`` stacks, around :class:`envs.scheduling.WirelessFLEnv` (or
+:class:`envs.d2d.D2DNeighborEnv` for a ``topology.kind: d2d`` config with one
+target: the rows are the candidate neighbors, K = F sub-channels):
 
 1. ``TimeLimit(config.rounds)``: an episode is one FL run (truncation);
 2. :class:`HungarianTopK`: the action is a ``Box(N)`` of client scores; the K
@@ -30,11 +32,17 @@ Why this encoding (issue 11, "Encodings"):
       and all heuristics use the same rule, so the comparison isolates *who*
       is scheduled.
 
+:class:`BinaryNeighbors` is the other D2D encoding, one bit per candidate
+(``MultiBinary(N)``).
+
 Implementation details:
     1. Only the ranking of the scores matters: finite values outside [−1, 1]
        are accepted (RLlib samples Gaussian scores unclipped), NaN raises.
     2. ``power``: the max level (like the heuristics); ``controls``: the
        algorithm's configured values.
+    3. D2D rewards: ``min_max_loss`` trains on the D2D env's
+       ``loss_decrease`` (the target's loss drop per round),
+       ``accuracy_gain`` on its own; the other star rewards do not exist there.
 """
 
 from __future__ import annotations
@@ -48,38 +56,57 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
+from envs.d2d import D2DNeighborEnv
 from envs.scheduling import WirelessFLEnv
 from policies.assignment import assign_subchannels
 from policies.features import NUM_FEATURES, client_features
 from policies.learned import select_top_k
-from rayfl.config import RunConfig
+from rayfl.config import RunConfig, load_config
+from rayfl.observation import unit_shape
 from rayfl.seeding import rng_for
 
-__all__ = ["ClientFeatures", "DataPartitions", "HungarianTopK", "make_rl_env"]
+__all__ = [
+    "D2D_REWARDS",
+    "BinaryNeighbors",
+    "ClientFeatures",
+    "DataPartitions",
+    "HungarianTopK",
+    "make_rl_env",
+]
 
 
-class HungarianTopK(gym.ActionWrapper):
-    """Action = one score per client; schedule the top K by the Hungarian rule."""
+#: The D2D env's reward for each ``rl.reward`` it has a form of.
+D2D_REWARDS = {"min_max_loss": "loss_decrease", "accuracy_gain": "accuracy_gain"}
+
+
+class _Decoder(gym.ActionWrapper):
+    """An action wrapper whose decoding reads the last raw observation."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        base = env.unwrapped
-        self.num_clients = int(base.num_clients)
-        self.num_subchannels = int(base.num_subchannels)
-        self.action_space = spaces.Box(-1.0, 1.0, (self.num_clients,), np.float32)
         self.last_obs: dict[str, Any] | None = None
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        """Reset and keep the raw observation (gains and eligibility decode actions)."""
+        """Reset and keep the raw observation (decoding reads it)."""
         obs, info = self.env.reset(**kwargs)
         self.last_obs = obs
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """Step with the schedule decoded from the scores."""
+        """Step with the decoded action."""
         obs, reward, terminated, truncated, info = self.env.step(self.action(action))
         self.last_obs = obs
-        return obs, reward, terminated, truncated, info
+        return obs, float(reward), terminated, truncated, info
+
+
+class HungarianTopK(_Decoder):
+    """Action = one score per client; schedule the top K by the Hungarian rule."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        n, k = unit_shape(env.observation_space)
+        self.num_clients, self.num_subchannels = n, int(k or 0)
+        self.action_space = spaces.Box(-1.0, 1.0, (n,), np.float32)
 
     def action(self, action: npt.ArrayLike) -> Any:
         """Turn (N,) scores into the env's assignment (K,)."""
@@ -105,7 +132,7 @@ class ClientFeatures(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        n = int(env.unwrapped.num_clients)
+        n = unit_shape(env.observation_space)[0]
         self.observation_space = spaces.Box(
             -np.inf, np.inf, (n, NUM_FEATURES), np.float32
         )
@@ -113,6 +140,62 @@ class ClientFeatures(gym.ObservationWrapper):
     def observation(self, observation: Any) -> npt.NDArray[np.float32]:
         """Return ``client_features(observation)``."""
         return client_features(observation)
+
+
+class BinaryNeighbors(_Decoder):
+    """D2D action = one bit per candidate (``MultiBinary(N)``, or (T, N)).
+
+    Decoding (the rule of ``channel_threshold`` after its threshold): the set
+    bits of eligible candidates are M_n; with more than F, the F of smallest
+    P^err are kept; the selected get distinct sub-channels by the Hungarian
+    matching on ``channel_gain``. A bit on the target itself is ignored. Every
+    ``MultiBinary`` sample is thus a valid selection, which random exploration
+    and RL libraries need.
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.base: D2DNeighborEnv = env.unwrapped  # type: ignore[assignment]
+        n = self.base.num_nodes
+        self.action_space = spaces.MultiBinary(
+            (n, n) if self.base.all_targets else (n,)
+        )
+
+    def action(self, action: Any) -> npt.NDArray[np.int64]:
+        """Turn bits into the env's ``MultiDiscrete`` assignment."""
+        if self.last_obs is None:
+            raise RuntimeError("call reset() before step()")
+        bits = np.asarray(action)
+        if bits.shape != self.action_space.shape or np.any((bits != 0) & (bits != 1)):
+            raise ValueError(
+                f"action must be 0/1 of shape {self.action_space.shape}, got {action!r}"
+            )
+        base = self.base
+        out = []
+        for i, row in enumerate(bits.reshape(len(base.targets), base.num_nodes)):
+            obs = base.target_observation(self.last_obs, i)
+            error = np.asarray(obs["error_probability"], dtype=np.float64)
+            chosen = np.flatnonzero((row == 1) & (obs["eligible"] > 0.5))
+            chosen = chosen[np.argsort(error[chosen], kind="stable")]
+            out.append(
+                assign_subchannels(
+                    obs["channel_gain"],
+                    chosen[: base.num_subchannels],
+                    idle=base.num_nodes,
+                )
+            )
+        return np.stack(out) if base.all_targets else out[0]
+
+
+class _TargetInfo(gym.Wrapper):
+    """Single-target D2D info without the target keys (vector envs want str keys)."""
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Step; ``info[key][target]`` becomes ``info[key]``."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        (target,) = self.env.unwrapped.targets
+        info = {k: v[target] if isinstance(v, dict) else v for k, v in info.items()}
+        return obs, reward, terminated, truncated, info
 
 
 class DataPartitions(gym.Wrapper):
@@ -147,7 +230,8 @@ class DataPartitions(gym.Wrapper):
            fit raises instead of waiting forever for the actors.
 
     Args:
-        make: Builds the base env of one config (a ``WirelessFLEnv``).
+        make: Builds the base env of one config (``WirelessFLEnv`` or
+            ``D2DNeighborEnv``).
         config: The run config; ``seed`` is replaced per partition.
         seeds: Partition seeds (≥ 1).
         every: Episodes per partition before moving on (≥ 1).
@@ -254,9 +338,10 @@ def make_rl_env(
     """Build the wrapped scheduling env (module docstring).
 
     Args:
-        config: Run config of the FL system (as for ``WirelessFLEnv``).
+        config: Run config of the FL system (star or single-target D2D).
         mode: ``"surrogate"`` or ``"emulate"``.
-        reward: One of ``envs.scheduling.REWARDS``.
+        reward: One of ``envs.scheduling.REWARDS`` (D2D: implementation
+            detail 3).
         reward_scale: Multiplies every reward (1 = unchanged).
         overrides: Config overrides ``key.path=value``.
         partition_seeds: Train on these data partitions in turn
@@ -266,18 +351,37 @@ def make_rl_env(
 
     Returns:
         The env: ``Box(N, F)`` observations, ``Box(N)`` actions.
+
+    Raises:
+        ValueError: For a D2D config with ``topology.target: all`` or a reward
+            the D2D env has no form of.
     """
-    base = WirelessFLEnv(config, mode=mode, reward=reward, overrides=overrides)
-    inner: gym.Env = base
-    if partition_seeds is not None:
-        inner = DataPartitions(
-            lambda cfg: WirelessFLEnv(cfg, mode=mode, reward=reward),
-            base.config,
-            partition_seeds,
-            every=partition_every,
-            offset=partition_offset,
+    cfg = load_config(config, overrides)
+
+    def make(run_config: RunConfig) -> gym.Env:
+        if run_config.topology.kind != "d2d":
+            return WirelessFLEnv(run_config, mode=mode, reward=reward)
+        if reward not in D2D_REWARDS:
+            raise ValueError(
+                f"rl.reward={reward} has no D2D form; use "
+                f"{' or '.join(D2D_REWARDS)} on topology.kind=d2d"
+            )
+        if run_config.topology.target == "all":  # type: ignore[union-attr]
+            raise ValueError(
+                "make_rl_env needs one D2D target (topology.target: an id or "
+                "random), got topology.target=all"
+            )
+        env = D2DNeighborEnv(run_config, mode=mode, reward=D2D_REWARDS[reward])
+        return _TargetInfo(env)
+
+    inner: gym.Env = (
+        make(cfg)
+        if partition_seeds is None
+        else DataPartitions(
+            make, cfg, partition_seeds, every=partition_every, offset=partition_offset
         )
-    env: gym.Env = gym.wrappers.TimeLimit(inner, max_episode_steps=base.config.rounds)
+    )
+    env: gym.Env = gym.wrappers.TimeLimit(inner, max_episode_steps=cfg.rounds)
     env = ClientFeatures(HungarianTopK(env))
     if reward_scale != 1.0:
         env = gym.wrappers.TransformReward(env, lambda r: reward_scale * r)

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from envs.d2d_backends import D2DOutcome, pi_vector
+from envs.d2d_backends import D2DOutcome
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
-from rayfl.d2d.selection import D2DLayout, make_layout
+from rayfl.d2d.selection import D2DLayout, make_layout, pi_vector
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.seeding import rng_for
 
@@ -113,7 +113,9 @@ class D2DSurrogateBackend:
     with probability 1 − P^err (draws from (seed, "d2d_surrogate", round t + 1,
     target)). The learning is :class:`D2DSurrogateDynamics`, a model of pFedWN:
     ``method: local`` uses no neighbor, and ``method: federated`` is modelled
-    as pFedWN too (the surrogate has no FedAvg dynamics).
+    as pFedWN too (the surrogate has no FedAvg dynamics). Train losses: a
+    sending neighbor's local model is the same dynamics with α = 1 (pure local
+    training), stepped each round it sends; a target reports its own loss.
 
     Args:
         config: The run config (``topology.kind == "d2d"``).
@@ -137,6 +139,7 @@ class D2DSurrogateBackend:
         self.seed = config.seed
         self.layout: D2DLayout | None = None
         self.dynamics: dict[int, D2DSurrogateDynamics] = {}
+        self.local: dict[int, D2DSurrogateDynamics] = {}
         self.error: dict[int, npt.NDArray[np.float64]] = {}
 
     def restart(self, seed: int) -> D2DLayout:
@@ -153,7 +156,16 @@ class D2DSurrogateBackend:
             )
             for t in self.layout.targets
         }
+        self.local = {
+            m: D2DSurrogateDynamics(self.labels, self.sizes, m, 1.0)
+            for m in range(self.num_nodes)
+        }
         return self.layout
+
+    @property
+    def data_size(self) -> npt.NDArray[np.float64]:
+        """(N,) train samples per client."""
+        return self.sizes
 
     def initial(
         self, targets: Sequence[int]
@@ -172,6 +184,9 @@ class D2DSurrogateBackend:
         """Advance every target by one surrogate round."""
         out = D2DOutcome({}, {}, {}, {})
         topo = self.topology
+        if topo.method != "local":
+            senders = sorted({m for ms, _ in selections.values() for m in ms})
+            out.train_loss = {m: self.local[m].step([]) for m in senders}
         for t, (neighbors, _) in selections.items():
             dyn = self.dynamics[t]
             dyn.set_neighbors(tuple(sorted(neighbors)))
@@ -184,7 +199,7 @@ class D2DSurrogateBackend:
                     self.seed, "d2d_surrogate", round=round + 1, client=t
                 ).random(self.num_nodes)
                 delivered = [m for m in senders if draws[m] >= error[m]]
-            out.test_loss[t] = dyn.step(delivered)
+            out.test_loss[t] = out.train_loss[t] = dyn.step(delivered)
             out.test_acc[t] = math.nan
             out.delivered[t] = delivered
             out.em_weight[t] = pi_vector(self.num_nodes, dyn.neighbors, dyn.pi)

@@ -210,7 +210,7 @@ class LearnedPolicy(Policy):
         [0, 2]
     """
 
-    topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
+    topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical", "d2d"})
 
     required_keys = (
         "channel_gain",

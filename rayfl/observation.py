@@ -24,7 +24,7 @@ read from it.
 
 The first eight are the *core* keys (:data:`CORE_KEYS`), the last four the
 device-to-device *extras* (:data:`EXTRA_KEYS`). :data:`TOPOLOGY_KEYS` lists what
-each topology fills today and :data:`TOPOLOGY_PARTS` which action parts it can
+each topology fills and :data:`TOPOLOGY_PARTS` which action parts it can
 take; a policy that reads only keys a topology fills runs there.
 
 :class:`SystemContext` is what a policy may know beyond the observation (model
@@ -159,14 +159,13 @@ EXTRA_KEYS: tuple[str, ...] = (
 #: The topologies (values of ``topology.kind``).
 TOPOLOGIES: tuple[str, ...] = ("star", "hierarchical", "d2d")
 
-#: Keys each topology's observation holds today. The D2D per-round target
-#: observation has no loss/uploads/privacy/staleness/data-size rows yet (its
-#: t = 0 selection sees channel_gain, eligible, error_probability and
-#: distance_m only).
+#: Keys each topology's observation holds. A D2D target's rows are its
+#: candidate neighbors (:func:`rayfl.d2d.selection.round_observation`); there
+#: ``privacy_spent`` is always 0 (no differential privacy in D2D runs).
 TOPOLOGY_KEYS: dict[str, tuple[str, ...]] = {
     "star": CORE_KEYS,
     "hierarchical": CORE_KEYS,
-    "d2d": ("channel_gain", "eligible", "round", *EXTRA_KEYS),
+    "d2d": (*CORE_KEYS, *EXTRA_KEYS),
 }
 
 #: The parts an action may have: a client set without subchannels

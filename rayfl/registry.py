@@ -22,10 +22,10 @@ parameters (``scheduler.params``) against its constructor's keyword arguments
 Example:
     >>> policy_class("best_channel").__name__
     'BestChannelPolicy'
-    >>> check_policy("learned", topology="d2d")
+    >>> check_policy("minmax", topology="d2d")
     Traceback (most recent call last):
     ...
-    ValueError: scheduler.policy=learned reads 'loss', which only topology.kind=star or hierarchical observe; got d2d
+    ValueError: scheduler.policy=minmax is meant for topology.kind=star; got d2d
 """
 
 from __future__ import annotations

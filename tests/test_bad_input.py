@@ -146,8 +146,8 @@ POLICY_REFUSALS = {
         "has no parameter 'cursor'",
     ),
     "star-policy-in-d2d": (
-        {"topology": {"kind": "d2d", "policy": "learned"}},
-        "topology.policy=learned reads 'loss'",
+        {"topology": {"kind": "d2d", "policy": "minmax"}},
+        "topology.policy=minmax is meant for topology.kind=star",
     ),
     "bad-d2d-params": (
         {"topology": {"kind": "d2d", "policy_params": {"epsilon": "small"}}},

@@ -179,17 +179,7 @@ def _valid_first_sample(env: Any) -> None:
 
 
 #: Envs that fail check_env: strict xfail, so fixing them fails the test.
-CHECK_BUGS = {
-    ("d2d", "emulate"): [
-        pytest.mark.xfail(
-            strict=True,
-            raises=AssertionError,
-            reason="D2DNeighbor-v0 emulate: info['rows'] holds float NaN "
-            "(test_acc/test_loss of every non-target row), which check_env's "
-            "data_equivalence finds unequal, so step determinism fails on info",
-        )
-    ]
-}
+CHECK_BUGS: dict[tuple[str, str], list[Any]] = {}
 #: (topology, controls, mode), grouped by mode so one emulate env lives at a time.
 CHECKED = [
     pytest.param(

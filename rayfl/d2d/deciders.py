@@ -11,16 +11,14 @@ neighbor twice is dropped, a neighbor keeping its lowest sub-channel (the env's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from gymnasium import spaces
 
-from rayfl.observation import TOPOLOGY_KEYS, observation_space
+from rayfl.d2d.selection import decode_assignment, target_policy
 from rayfl.schedule import Schedule
-from rayfl.seeding import rng_for
 from rayfl.system import Decider, Observation
 
 __all__ = ["RepeatDecider", "selection_deciders", "to_schedule"]
@@ -52,60 +50,23 @@ def to_schedule(
     """Turn one target's action into its neighbors M_n (ascending) and sub-channels.
 
     Args:
-        action: (F,) ints, the neighbor on each sub-channel (N = idle), or a
-            dict with that array under ``"assignment"``.
-        eligible: (N,) the candidates G_n (every client but the target).
+        action: As for :func:`decode_assignment`.
+        eligible: (N,) the candidates G_n.
 
     Returns:
         The schedule and the ignored clients (the target, or a repeat).
-
-    Raises:
-        ValueError: For an entry outside 0..N.
 
     Example:
         >>> s, ignored = to_schedule(np.array([2, 0, 2, 3]), np.array([0, 1, 1], bool))
         >>> s.clients.tolist(), s.subchannel.tolist(), ignored
         ([2], [0], [0, 2])
     """
-    if isinstance(action, Mapping):
-        action = action["assignment"]
-    n = len(eligible)
-    values = np.asarray(action).reshape(-1).tolist()
-    if any(not 0 <= int(s) <= n for s in values):
-        raise ValueError(f"action entries must be in 0..{n} ({n} = idle), got {values}")
-    chosen: dict[int, int] = {}
-    ignored: list[int] = []
-    for sub, s in enumerate(int(v) for v in values):
-        if s == n:
-            continue
-        if not eligible[s] or s in chosen:
-            ignored.append(s)
-            continue
-        chosen[s] = sub
+    chosen, dropped = decode_assignment(action, eligible)
     neighbors = sorted(chosen)
     return Schedule(
         np.asarray(neighbors, dtype=np.int64),
         np.asarray([chosen[s] for s in neighbors], dtype=np.int64),
-    ), ignored
-
-
-def _policy(system: Any, target: int) -> Any:
-    """``topology.policy`` for one target, reset as :func:`select_neighbors` does."""
-    from rayfl.registry import make_policy
-
-    topo = system.config.topology
-    n, f = system.num_clients, topo.num_subchannels
-    spaces_ = (
-        observation_space(TOPOLOGY_KEYS["d2d"], n, f),
-        spaces.MultiDiscrete(np.full(f, n + 1, dtype=np.int64)),
-    )
-    params = dict(topo.policy_params)
-    if topo.policy == "channel_threshold":
-        params.setdefault("epsilon", topo.epsilon)
-    policy = make_policy(topo.policy, spaces_, **params)
-    seed = rng_for(system.config.seed, "policy", client=target).integers(2**31)
-    policy.reset(seed=int(seed))
-    return policy
+    ), [s for _, s in dropped]
 
 
 def selection_deciders(
@@ -119,5 +80,9 @@ def selection_deciders(
             (``rayfl.engine.deciders.PolicyDecider``).
     """
     if system.config.topology.selection_via == "env":
-        return [policy_decider(_policy(system, t), to_schedule) for t in system.targets]
+        topo, seed, n = system.config.topology, system.config.seed, system.num_clients
+        return [
+            policy_decider(target_policy(topo, n, target=t, seed=seed), to_schedule)
+            for t in system.targets
+        ]
     return [RepeatDecider(schedule) for schedule in system.decision()]

@@ -70,19 +70,15 @@ from rayfl.d2d.records import client_rows, selection_report
 from rayfl.d2d.selection import (
     Selection,
     make_layout,
+    pi_vector,
+    record_round,
     reselect,
     round_observation,
     select_neighbors,
     selection_observation,
 )
-from rayfl.d2d.snapshot import (
-    distinct_refs,
-    pack_globals,
-    pack_sources,
-    snapshot_actors,
-    unpack_globals,
-    unpack_sources,
-)
+from rayfl.d2d.snapshot import distinct_refs, load_state, save_state, snapshot_actors
+from rayfl.observation import ObservationTracker
 from rayfl.schedule import Schedule
 from rayfl.system import Decision, EvalRow, Observation, RoundResult
 
@@ -128,15 +124,21 @@ class D2DRound:
         self.topology: D2DTopologyConfig = cfg.topology
         self.init_ref = engine.global_ref
         self.layout = make_layout(self.topology, engine.num_clients, seed=cfg.seed)
+        self.data_size = engine.data.num_train
         self.selections: dict[int, Selection] = {
             s.target: s
-            for s in select_neighbors(self.layout, self.topology, seed=cfg.seed)
+            for s in select_neighbors(
+                self.layout, self.topology, seed=cfg.seed, data_size=self.data_size
+            )
         }
         self.targets = list(self.layout.targets)
         self.first_obs: dict[int, Observation] = {}  # t = 0, made by observe
+        n = engine.num_clients
+        self.history = {t: ObservationTracker(n) for t in self.targets}
+        self.arrived: dict[int, list[int]] = {t: [] for t in self.targets}
         self.em = {t: EMState(self.selections[t].neighbors) for t in self.targets}
         # Federated baselines: each target's group and its global model ref.
-        self.members = {t: self._members(t) for t in self.targets}
+        self.members = {t: self.members_of(t) for t in self.targets}
         self.global_refs = {t: self.init_ref for t in self.targets}
         # Last ref that carried each (target, neighbor) model (on_loss: stale).
         self.last_source: dict[tuple[int, int], Any] = {}
@@ -153,11 +155,10 @@ class D2DRound:
         return len(self.targets)
 
     def observe(self, engine: Any, t: int) -> tuple[Observation, ...]:
-        """Return each target's selection observation before round ``t``.
+        """Return each target's observation before round ``t``.
 
-        The keys of ``D2DNeighbor-v0``: round 0 is the t = 0 selection
-        observation; later rounds draw fresh fading and show last round's M_n
-        and π.
+        :func:`rayfl.d2d.selection.round_observation`, the observation of
+        ``D2DNeighbor-v0``.
         """
         seed = engine.config.seed
         if not self.first_obs:
@@ -169,9 +170,16 @@ class D2DRound:
             round_observation(
                 self.layout,
                 self.first_obs[target],
-                self.selections[target],
-                self.em_weights(target) if t > 0 else None,
+                self.history[target],
+                pi_vector(
+                    engine.num_clients,
+                    self.selections[target].neighbors,
+                    self.em_weights(target),
+                )
+                if t > 0
+                else None,
                 self.topology,
+                data_size=self.data_size,
                 seed=seed,
                 round=t,
             )
@@ -201,6 +209,15 @@ class D2DRound:
                 tuple(int(f) for f in schedule.subchannel),
             )
         rows = self.run_method_round(t)
+        train_loss = {int(r["client"]): r["train_loss"] for r in rows}
+        for target in self.targets:
+            record_round(
+                self.history[target],
+                target=target,
+                chosen=self.selections[target].neighbors,
+                arrived=self.arrived[target],
+                train_loss=train_loss,
+            )
         return RoundResult(t, rows, [int(r["client"]) for r in rows if r["delivered"]])
 
     def exhausted(self, engine: Any) -> bool:
@@ -225,7 +242,8 @@ class D2DRound:
     def close(self, engine: Any) -> None:
         """Nothing to kill beyond the pool (the engine closes it)."""
 
-    def _members(self, target: int) -> list[int]:
+    def members_of(self, target: int) -> list[int]:
+        """Return ``target``'s group of a federated baseline (``participants``)."""
         if self.topology.participants == "all":
             return list(range(self.engine.num_clients))
         return sorted({target, *self.selections[target].neighbors})
@@ -271,6 +289,7 @@ class D2DRound:
             arrived[t] = [m for m in neighbors if ok[m] and m not in lost]
             for m in arrived[t]:
                 self.last_source[(t, m)] = refs[m]
+        self.arrived = arrived
         self._em_round(round, arrived, local_only=local_only)
         target_rows = self._targets_round(round, arrived, local_only=local_only)
         self._after_round()
@@ -366,6 +385,7 @@ class D2DRound:
             links=lambda t, senders: self.deliveries(round, t, senders),
             personalized=algorithm.personalized_downloads,
         )
+        self.arrived = arrived
         self._after_round()
         senders = sorted({m for t in self.targets for m in self.members[t] if m != t})
         return self._rows(round, target_rows, records, arrived, senders, set())
@@ -422,76 +442,19 @@ class D2DRound:
         self.em[target] = self.em[target].reselect(
             old.neighbors, self.selections[target].neighbors
         )
-        self.members[target] = self._members(target)
+        self.members[target] = self.members_of(target)
 
     def selection_report(self) -> dict[str, Any]:
         """Return the layout, each target's neighbors, P^err and EM trajectory."""
         return selection_report(self.layout, self.selections, self.em, self.members)
 
     def state_dict(self, engine: Any) -> dict[str, Any]:
-        """Return the run's state as plain data, for a checkpoint (pulls models).
-
-        Keys: ``clients`` (every client's models and counters, from the actors),
-        ``servers`` (the group servers of FedAMP/APPLE, by target), ``group_global``
-        (each target's global model of a federated baseline), ``em`` (π, its
-        trajectory, log-likelihoods, frozen flag and convergence round per
-        target), ``selections`` (M_n and sub-channels per target, which
-        ``selection_via: env`` changes) and ``last_source`` (the last model
-        received from each neighbor, reused with ``on_loss: stale``).
-        Size: :mod:`rayfl.d2d.snapshot`.
-        """
-        assert engine.pool is not None
-        states = ray.get([a.get_state.remote() for a in engine.pool.actors])
-        return {
-            "clients": {int(c): v for s in states for c, v in s["clients"].items()},
-            "servers": {int(t): v for s in states for t, v in s["servers"].items()},
-            "group_global": pack_globals(self.global_refs),
-            "em": {t: self.em[t].state_dict() for t in self.targets},
-            "selections": {
-                t: {
-                    "neighbors": list(self.selections[t].neighbors),
-                    "subchannel": list(self.selections[t].subchannel),
-                }
-                for t in self.targets
-            },
-            "last_source": pack_sources(self.last_source, engine.dim),
-        }
+        """Return the run's state as plain data (:func:`~rayfl.d2d.snapshot.save_state`)."""
+        return save_state(self, engine)
 
     def load_state_dict(self, engine: Any, state: dict[str, Any]) -> None:
-        """Restore a :meth:`state_dict` (the packing may differ from the saved run).
-
-        Models go back to the actors hosting their clients; the driver-side
-        models are put into the object store again, one ref per saved group.
-        """
-        assert engine.pool is not None
-        clients, servers = state["clients"], state["servers"]
-        ray.get(
-            [
-                actor.set_state.remote(
-                    {
-                        "clients": {c: clients[c] for c in group if c in clients},
-                        "servers": {t: servers[t] for t in group if t in servers},
-                    }
-                )
-                for actor, group in zip(
-                    engine.pool.actors, engine.pool.groups, strict=True
-                )
-            ]
-        )
-        self.global_refs = unpack_globals(state["group_global"])
-        self.em = {int(t): EMState.from_state(em) for t, em in state["em"].items()}
-        for t, sel in state["selections"].items():
-            self.selections[int(t)] = reselect(
-                self.selections[int(t)],
-                tuple(sel["neighbors"]),
-                tuple(sel["subchannel"]),
-                num_clients=engine.num_clients,
-            )
-            self.members[int(t)] = self._members(int(t))
-        self.last_source = unpack_sources(state["last_source"])
-        snapshot_actors(
-            engine.pool, max_actor_restarts=engine.config.ray.max_actor_restarts
-        )
+        """Restore a :meth:`state_dict` (:func:`~rayfl.d2d.snapshot.load_state`)."""
+        load_state(self, engine, state)
 
     def em_weights(self, target: int) -> npt.NDArray[np.float64]:
         """Return the current π of ``target`` over its selected neighbors."""

@@ -4,15 +4,24 @@ The channel-measurement stage (CCM, Fig. 3 of pFedWN) at t = 0: nodes are placed
 the path-loss gains and the analytic error probabilities P_s^err of every link
 s → target are computed (:mod:`rayfl.wireless.d2d_error`), and a scheduling
 policy (``policies``, default ``channel_threshold``) picks the selected
-neighbors M_n from the observation below, through the same ``policy(obs) ->
-action`` interface as the OFDMA scheduling env.
+neighbors M_n from the target's observation, through the same ``policy(obs) ->
+action`` interface as the OFDMA scheduling env. The observation has the keys
+``TOPOLOGY_KEYS["d2d"]`` of :mod:`rayfl.observation`, one row per node:
 
 | key | shape | meaning | unit |
 |-----|-------|---------|------|
 | channel_gain | (N, F) | P ĥ² h̃_f² of link s → target on sub-channel f (one fading draw) | dB |
 | eligible | (N,) | 1 for the neighbors G_n (every node but the target) | – |
+| loss | (N,) | last train loss of s whose model reached the target (the target: its own) | nats |
+| upload_count | (N,) | rounds the model of s reached the target | count |
+| privacy_spent | (N,) | always 0 (no differential privacy in D2D runs) | ε |
+| staleness | (N,) | rounds since the model of s last reached the target | rounds |
+| data_size | (N,) | train samples of s | samples |
+| round | (1,) | round index t | – |
 | error_probability | (N,) | analytic P_s^err (1 for the target) | – |
 | distance_m | (N,) | distance to the target (0 for the target) | m |
+| em_weight | (N,) | π_s after the previous round (0 if not a neighbor) | – |
+| selected | (N,) | 1 for last round's M_n | – |
 
 Action: ``MultiDiscrete([N + 1] * F)``, entry f is the neighbor sending on
 sub-channel f or N (idle); the selected neighbors are the non-idle entries.
@@ -23,11 +32,15 @@ Implementation details:
        target is drawn from the same generator after the positions.
     2. The CCM fading draw of ``channel_gain`` comes from (seed, "d2d_link",
        round 0, client = target); per-round link draws use round t + 1.
-    3. Selection happens once, at t = 0 (spec §2.4).
+    3. Selection happens once, at t = 0 (spec §2.4), unless
+       ``selection_via: env`` asks the policy every round.
+    4. ``loss`` is 0 until a row's first model arrives; a neighbor that trained
+       but whose model was lost keeps its last loss (the target never saw it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +49,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.observation import TOPOLOGY_KEYS, ObservationTracker, observation_space
 from rayfl.seeding import rng_for
 from rayfl.wireless.d2d import (
     d2d_gain_linear,
@@ -48,12 +62,16 @@ from rayfl.wireless.d2d_error import error_probabilities_to_target, thermal_nois
 __all__ = [
     "D2DLayout",
     "Selection",
+    "decode_assignment",
     "make_layout",
+    "pi_vector",
+    "record_round",
     "reselect",
     "round_observation",
     "select_neighbors",
     "selection_observation",
     "selection_spaces",
+    "target_policy",
 ]
 
 
@@ -122,28 +140,21 @@ def make_layout(topology: D2DTopologyConfig, num_nodes: int, *, seed: int) -> D2
 def selection_spaces(
     num_nodes: int, num_subchannels: int
 ) -> tuple[spaces.Dict, spaces.MultiDiscrete]:
-    """Return the (observation_space, action_space) of the selection decision."""
-    inf = np.inf
-    observation_space = spaces.Dict(
-        {
-            "channel_gain": spaces.Box(
-                -inf, inf, (num_nodes, num_subchannels), np.float32
-            ),
-            "eligible": spaces.Box(0.0, 1.0, (num_nodes,), np.float32),
-            "error_probability": spaces.Box(0.0, 1.0, (num_nodes,), np.float32),
-            "distance_m": spaces.Box(0.0, inf, (num_nodes,), np.float32),
-        }
+    """Return the (observation_space, action_space) of one target's decision."""
+    return (
+        observation_space(TOPOLOGY_KEYS["d2d"], num_nodes, num_subchannels),
+        spaces.MultiDiscrete(np.full(num_subchannels, num_nodes + 1, dtype=np.int64)),
     )
-    return observation_space, spaces.MultiDiscrete([num_nodes + 1] * num_subchannels)
 
 
 def selection_observation(
     layout: D2DLayout, target: int, topology: D2DTopologyConfig, *, seed: int
 ) -> tuple[dict[str, npt.NDArray[np.float32]], npt.NDArray[np.float64]]:
-    """Build the selection observation of ``target`` (module table).
+    """Build the CCM part of ``target``'s t = 0 observation.
 
     Returns:
-        The observation and the float64 error probabilities (N,).
+        ``channel_gain``, ``eligible``, ``error_probability`` and ``distance_m``
+        (module table), and the float64 error probabilities (N,).
     """
     error = error_probabilities_to_target(
         layout.path_gain,
@@ -157,22 +168,34 @@ def selection_observation(
         interference_var=topology.interference_var,
         pdf=topology.fading_pdf,
     )
-    n, f = layout.num_nodes, topology.num_subchannels
-    rng = rng_for(seed, "d2d_link", round=0, client=target)
-    fading = rng.exponential(topology.rayleigh_factor, size=(n, f))
-    received = topology.tx_power_w * layout.path_gain[:, target, None] * fading
-    with np.errstate(divide="ignore"):
-        gain_db = 10.0 * np.log10(received)
-    gain_db[target] = -1e3  # the target does not send to itself
+    n = layout.num_nodes
     eligible = np.ones(n, dtype=np.float32)
     eligible[target] = 0.0
     obs = {
-        "channel_gain": gain_db.astype(np.float32),
+        "channel_gain": _gain_db(
+            layout, topology, target, rng_for(seed, "d2d_link", client=target)
+        ),
         "eligible": eligible,
         "error_probability": error.astype(np.float32),
         "distance_m": layout.distances_m[:, target].astype(np.float32),
     }
     return obs, error
+
+
+def _gain_db(
+    layout: D2DLayout,
+    topology: D2DTopologyConfig,
+    target: int,
+    rng: np.random.Generator,
+) -> npt.NDArray[np.float32]:
+    """(N, F) P ĥ² h̃_f² [dB] of every link s → target, one Rayleigh draw from ``rng``."""
+    shape = (layout.num_nodes, topology.num_subchannels)
+    fading = rng.exponential(topology.rayleigh_factor, size=shape)
+    received = topology.tx_power_w * layout.path_gain[:, target, None] * fading
+    with np.errstate(divide="ignore"):
+        gain_db = 10.0 * np.log10(received)
+    gain_db[target] = -1e3  # the target does not send to itself
+    return gain_db.astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -193,38 +216,69 @@ class Selection:
 
 
 def select_neighbors(
-    layout: D2DLayout, topology: D2DTopologyConfig, *, seed: int
+    layout: D2DLayout,
+    topology: D2DTopologyConfig,
+    *,
+    seed: int,
+    data_size: npt.ArrayLike | None = None,
 ) -> list[Selection]:
-    """Run the selection policy for every target (once, at t = 0).
+    """Run the selection policy of every target (:func:`target_policy`) at t = 0.
 
-    The policy is looked up in the ``policies`` registry (imported lazily:
-    rayfl does not depend on ``policies`` at module level, DESIGN.md).
+    ``data_size`` is the (N,) train sizes the observation shows (None: 0).
     """
-    from policies import make_policy
-
-    spaces_ = selection_spaces(layout.num_nodes, topology.num_subchannels)
-    params: dict[str, Any] = dict(topology.policy_params)
-    if topology.policy == "channel_threshold":
-        params.setdefault("epsilon", topology.epsilon)
-    policy = make_policy(topology.policy, spaces_, **params)
+    n = layout.num_nodes
     out = []
     for target in layout.targets:
-        policy.reset(seed=int(rng_for(seed, "policy", client=target).integers(2**31)))
-        obs, error = selection_observation(layout, target, topology, seed=seed)
-        action = policy(obs)
-        assignment = np.asarray(
-            action["assignment"] if isinstance(action, dict) else action
+        policy = target_policy(topology, n, target=target, seed=seed)
+        first, error = selection_observation(layout, target, topology, seed=seed)
+        obs = round_observation(
+            layout,
+            first,
+            ObservationTracker(n),
+            None,
+            topology,
+            data_size=np.zeros(n) if data_size is None else data_size,
+            seed=seed,
+            round=0,
         )
-        chosen = {
-            int(s): f
-            for f, s in enumerate(assignment.tolist())
-            if s < layout.num_nodes and s != target
-        }
+        chosen, _ = decode_assignment(policy(obs), first["eligible"] > 0.5)
         neighbors = tuple(sorted(chosen))
         out.append(
             Selection(target, neighbors, tuple(chosen[s] for s in neighbors), error)
         )
     return out
+
+
+def target_policy(
+    topology: D2DTopologyConfig,
+    num_nodes: int,
+    *,
+    target: int,
+    seed: int,
+    name: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> Any:
+    """Build a target's selection policy, reset from (seed, "policy", target).
+
+    Args:
+        topology: The D2D topology section.
+        num_nodes: N.
+        target: The target n.
+        seed: The run (episode) seed.
+        name: A registered policy (default ``topology.policy``).
+        params: Its parameters (default ``topology.policy_params``);
+            ``channel_threshold`` gets ``epsilon=topology.epsilon`` unless given.
+    """
+    from rayfl.registry import make_policy
+
+    name = topology.policy if name is None else name
+    kwargs = dict(topology.policy_params if params is None else params)
+    if name == "channel_threshold":
+        kwargs.setdefault("epsilon", topology.epsilon)
+    spaces_ = selection_spaces(num_nodes, topology.num_subchannels)
+    policy = make_policy(name, spaces_, **kwargs)
+    policy.reset(seed=int(rng_for(seed, "policy", client=target).integers(2**31)))
+    return policy
 
 
 def reselect(
@@ -254,55 +308,135 @@ def reselect(
     )
 
 
+def decode_assignment(
+    action: Any, eligible: npt.NDArray[np.bool_]
+) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    """Return a target's chosen neighbors (client → sub-channel) and the dropped entries.
+
+    Args:
+        action: (F,) ints, the neighbor on each sub-channel (N = idle), or a
+            dict with that array under ``"assignment"``.
+        eligible: (N,) the candidates G_n (every client but the target).
+
+    Returns:
+        Client → its (lowest) sub-channel, and the (sub-channel, client)
+        entries dropped: a non-candidate or a repeat.
+
+    Raises:
+        ValueError: For an entry outside 0..N.
+
+    Example:
+        >>> decode_assignment(np.array([2, 0, 2, 3]), np.array([0, 1, 1], bool))
+        ({2: 0}, [(1, 0), (2, 2)])
+    """
+    if isinstance(action, Mapping):
+        action = action["assignment"]
+    n = len(eligible)
+    values = np.asarray(action).reshape(-1).tolist()
+    if any(not 0 <= int(s) <= n for s in values):
+        raise ValueError(f"action entries must be in 0..{n} ({n} = idle), got {values}")
+    chosen: dict[int, int] = {}
+    dropped: list[tuple[int, int]] = []
+    for sub, s in enumerate(int(v) for v in values):
+        if s == n:
+            continue
+        if not eligible[s] or s in chosen:
+            dropped.append((sub, s))
+            continue
+        chosen[s] = sub
+    return chosen, dropped
+
+
+def pi_vector(
+    num_nodes: int, neighbors: Sequence[int], pi: npt.ArrayLike
+) -> npt.NDArray[np.float64]:
+    """Return π over all N nodes: ``pi`` at ``neighbors``, 0 elsewhere.
+
+    Example:
+        >>> pi_vector(4, [1, 3], [0.25, 0.75]).tolist()
+        [0.0, 0.25, 0.0, 0.75]
+    """
+    out = np.zeros(num_nodes)
+    if len(neighbors):
+        out[list(neighbors)] = np.asarray(pi, dtype=np.float64)
+    return out
+
+
+def record_round(
+    history: ObservationTracker,
+    *,
+    target: int,
+    chosen: Sequence[int],
+    arrived: Sequence[int],
+    train_loss: Mapping[int, float],
+) -> None:
+    """Record one finished round in ``target``'s per-row history.
+
+    Args:
+        history: The target's tracker (N rows).
+        target: The target n.
+        chosen: M_n of the round.
+        arrived: Neighbors whose model reached the target.
+        train_loss: Client → train loss of the round (NaN or missing: none);
+            only the target's own and the arrived ones are kept.
+    """
+    keep = (target, *arrived)
+    losses = {int(c): float(train_loss[c]) for c in keep if c in train_loss}
+    history.update(list(chosen), list(arrived), losses)
+
+
 def round_observation(
     layout: D2DLayout,
-    first: dict[str, npt.NDArray[np.float32]],
-    selection: Selection,
-    em_weight: npt.NDArray[np.float64] | None,
+    first: Mapping[str, npt.NDArray[np.float32]],
+    history: ObservationTracker,
+    em_weight: npt.ArrayLike | None,
     topology: D2DTopologyConfig,
     *,
+    data_size: npt.ArrayLike,
     seed: int,
     round: int,
 ) -> dict[str, npt.NDArray[np.float32]]:
-    """Return a target's selection observation before round ``round``.
+    """Return a target's observation before round ``round`` (module table).
 
-    Round 0 shows ``first`` (:func:`selection_observation`) with no π and no
-    previous M_n; later rounds a fresh fading draw from (seed, "d2d_csi",
-    round, target), the CSI measured before the round's transmissions, with
-    the previous round's M_n and π. The keys of ``D2DNeighbor-v0``.
+    Round 0 shows the CCM draw of ``first`` (:func:`selection_observation`);
+    later rounds a fresh fading draw from (seed, "d2d_csi", round, target), the
+    CSI measured before the round's transmissions. Used by the engine
+    (:meth:`rayfl.d2d.round.D2DRound.observe`) and by ``D2DNeighbor-v0``.
 
     Args:
         layout: The run's layout.
-        first: The target's t = 0 observation.
-        selection: The target's current selection M_n.
-        em_weight: π over M_n after the previous round (None at round 0).
+        first: The target's :func:`selection_observation`.
+        history: The target's tracker (:func:`record_round`).
+        em_weight: (N,) π after the previous round (None: 0).
         topology: The D2D topology section.
+        data_size: (N,) train samples per node.
         seed: The run seed.
         round: Round index t.
     """
-    target, n = selection.target, layout.num_nodes
-    gain = first["channel_gain"]
-    pi, selected = np.zeros(n), np.zeros(n)
-    if round > 0:
-        rng = rng_for(seed, "d2d_csi", round=round, client=target)
-        fading = rng.exponential(
-            topology.rayleigh_factor, size=(n, topology.num_subchannels)
+    target, n = int(np.argmin(first["eligible"])), layout.num_nodes  # ineligible
+    gain = (
+        _gain_db(
+            layout,
+            topology,
+            target,
+            rng_for(seed, "d2d_csi", round=round, client=target),
         )
-        received = topology.tx_power_w * layout.path_gain[:, target, None] * fading
-        with np.errstate(divide="ignore"):
-            gain_db = 10.0 * np.log10(received)
-        gain_db[target] = -1e3
-        gain = gain_db.astype(np.float32)
-        neighbors = list(selection.neighbors)
-        if em_weight is not None:
-            pi[neighbors] = em_weight
-        selected[neighbors] = 1.0
+        if round > 0
+        else first["channel_gain"]
+    )
+    pi = np.zeros(n) if em_weight is None else np.asarray(em_weight, np.float64)
+    tracked = history.fields()
     return {
-        "channel_gain": gain.copy(),
+        "channel_gain": np.array(gain, dtype=np.float32),
         "eligible": first["eligible"].copy(),
+        "loss": tracked["loss"],
+        "upload_count": tracked["upload_count"],
+        "privacy_spent": np.zeros(n, dtype=np.float32),
+        "staleness": tracked["staleness"],
+        "data_size": np.asarray(data_size, dtype=np.float32).copy(),
+        "round": np.array([round], dtype=np.float32),
         "error_probability": first["error_probability"].copy(),
         "distance_m": first["distance_m"].copy(),
         "em_weight": np.clip(pi, 0.0, 1.0).astype(np.float32),
-        "selected": selected.astype(np.float32),
-        "round": np.array([round], dtype=np.float32),
+        "selected": tracked["selected"],
     }

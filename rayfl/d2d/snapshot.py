@@ -20,11 +20,16 @@ import numpy as np
 import numpy.typing as npt
 import ray
 
+from rayfl.d2d.em import EMState
+from rayfl.d2d.selection import reselect
+
 __all__ = [
     "distinct_refs",
+    "load_state",
     "pack_globals",
     "pack_sources",
     "pull_distinct",
+    "save_state",
     "snapshot_actors",
     "unpack_globals",
     "unpack_sources",
@@ -139,3 +144,72 @@ def snapshot_actors(pool: Any, *, max_actor_restarts: int) -> None:
     ray.wait(refs, num_returns=len(refs), fetch_local=False)
     for a, ref in enumerate(refs):
         pool.remember_state(a, ref)
+
+
+def save_state(strategy: Any, engine: Any) -> dict[str, Any]:
+    """Return a D2D run's state as plain data, for a checkpoint (pulls models).
+
+    Keys: ``clients`` (every client's models and counters, from the actors),
+    ``servers`` (the group servers of FedAMP/APPLE, by target), ``group_global``
+    (each target's global model of a federated baseline), ``em`` (π, its
+    trajectory, log-likelihoods, frozen flag and convergence round per
+    target), ``selections`` (M_n and sub-channels per target, which
+    ``selection_via: env`` changes), ``last_source`` (the last model
+    received from each neighbor, reused with ``on_loss: stale``) and
+    ``history`` (each target's observation history).
+    Size: see the module docstring.
+    """
+    assert engine.pool is not None
+    states = ray.get([a.get_state.remote() for a in engine.pool.actors])
+    return {
+        "clients": {int(c): v for s in states for c, v in s["clients"].items()},
+        "servers": {int(t): v for s in states for t, v in s["servers"].items()},
+        "group_global": pack_globals(strategy.global_refs),
+        "em": {t: strategy.em[t].state_dict() for t in strategy.targets},
+        "selections": {
+            t: {
+                "neighbors": list(strategy.selections[t].neighbors),
+                "subchannel": list(strategy.selections[t].subchannel),
+            }
+            for t in strategy.targets
+        },
+        "last_source": pack_sources(strategy.last_source, engine.dim),
+        "history": {t: strategy.history[t].state_dict() for t in strategy.targets},
+    }
+
+
+def load_state(strategy: Any, engine: Any, state: dict[str, Any]) -> None:
+    """Restore a :func:`save_state` into ``strategy`` (any actor packing).
+
+    Models go back to the actors hosting their clients; the driver-side
+    models are put into the object store again, one ref per saved group.
+    """
+    assert engine.pool is not None
+    clients, servers = state["clients"], state["servers"]
+    ray.get(
+        [
+            actor.set_state.remote(
+                {
+                    "clients": {c: clients[c] for c in group if c in clients},
+                    "servers": {t: servers[t] for t in group if t in servers},
+                }
+            )
+            for actor, group in zip(engine.pool.actors, engine.pool.groups, strict=True)
+        ]
+    )
+    strategy.global_refs = unpack_globals(state["group_global"])
+    strategy.em = {int(t): EMState.from_state(em) for t, em in state["em"].items()}
+    for t, sel in state["selections"].items():
+        strategy.selections[int(t)] = reselect(
+            strategy.selections[int(t)],
+            tuple(sel["neighbors"]),
+            tuple(sel["subchannel"]),
+            num_clients=engine.num_clients,
+        )
+        strategy.members[int(t)] = strategy.members_of(int(t))
+    strategy.last_source = unpack_sources(state["last_source"])
+    for t, history in state.get("history", {}).items():
+        strategy.history[int(t)].load_state_dict(history)
+    snapshot_actors(
+        engine.pool, max_actor_restarts=engine.config.ray.max_actor_restarts
+    )

@@ -3,9 +3,9 @@
 :func:`evaluate_policies` scores the learned policy and the baselines on the
 same episode seeds (10000 + i) and data partitions; :func:`write_evaluation`
 writes ``evaluation.csv`` / ``evaluation.md``; :func:`plot_training` draws
-``plots/learning_curve.png`` and ``plots/evaluation.png``. The star env and the
-policies are found by name through :mod:`rayfl.registry`, so this module
-imports neither ``envs`` nor ``policies``.
+``plots/learning_curve.png`` and ``plots/evaluation.png``. The env (the star's,
+or the D2D one for a D2D config) and the policies are found by name through
+:mod:`rayfl.registry`, so this module imports neither ``envs`` nor ``policies``.
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ def evaluate_policies(
     from rayfl.compare import sort_by_policy
 
     run_episode = load("envs.episode:run_episode")
-    star_env = load(ENVS["star"])
-
     rl = cfg.rl or RLConfig()
-    names = list(rl.baselines if baselines is None else baselines)
+    make_env, reward = load(ENVS["star"]), rl.reward
+    if cfg.topology.kind == "d2d":
+        make_env, reward = load(ENVS["d2d"]), load("envs.rl:D2D_REWARDS")[reward]
     seeds = list(
         partition_seeds
         if partition_seeds is not None
@@ -68,7 +68,7 @@ def evaluate_policies(
     )
     if not seeds:
         raise ValueError("partition_seeds must name at least one partition")
-    policies = [(n, {}) for n in names]
+    policies = [(n, {}) for n in (rl.baselines if baselines is None else baselines)]
     if checkpoint is not None:
         policies.insert(0, ("learned", {"checkpoint": str(checkpoint)}))
     rows = []
@@ -77,10 +77,10 @@ def evaluate_policies(
         if not mine:
             continue
         env = gym.wrappers.TimeLimit(
-            star_env(
+            make_env(
                 cfg.model_copy(update={"seed": int(partition)}),
                 mode=mode or rl.mode,
-                reward=rl.reward,
+                reward=reward,
             ),
             max_episode_steps=cfg.rounds,
         )

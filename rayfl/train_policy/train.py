@@ -1,5 +1,8 @@
 """``rayfl train-policy``: PPO (RLlib, new API stack) on the scheduling env.
 
+The star's ``WirelessFL-v0`` or, for a ``topology.kind: d2d`` config with one
+target, ``D2DNeighbor-v0`` (the candidate neighbors are the rows).
+
 Read top to bottom (STYLE §17): config → env → networks → training loop (log,
 checkpoint) → export → evaluation against the heuristics → plots.
 
@@ -232,7 +235,7 @@ def train_policy(
             "mode": rl.mode,
             "reward": rl.reward,
             "num_clients": cfg.data.num_clients,
-            "num_subchannels": cfg.wireless.num_subchannels,  # type: ignore[union-attr]
+            "num_subchannels": (cfg.wireless or cfg.topology).num_subchannels,  # type: ignore[union-attr]
             "config": cfg.name,
         }
         placement = _record_placement(algo, run_dir)
@@ -266,8 +269,11 @@ def _training_config(
         cfg = load_config(run_dir / "config.yaml", overrides)
     else:
         cfg = load_config(config, overrides)
-    if cfg.wireless is None:
-        raise ValueError("rayfl train-policy needs a config with a `wireless` section")
+    if cfg.wireless is None and cfg.topology.kind != "d2d":
+        raise ValueError(
+            "rayfl train-policy needs a config with a `wireless` section "
+            "or topology.kind: d2d"
+        )
     return cfg.model_copy(update={"rl": cfg.rl or RLConfig()})
 
 

@@ -79,7 +79,8 @@ def test_emulated_env_with_changing_neighbors(ray_session):
             # Assert: the round used exactly the selected neighbors
             neighbors = info["neighbors"][0]
             chosen.append(tuple(neighbors))
-            selected = sorted(r["client"] for r in info["rows"] if r["selected"])
+            rows = env.backend.rows
+            selected = sorted(r["client"] for r in rows if r["selected"])
             assert selected == neighbors
             acc = info["test_acc"][0]
             assert reward == pytest.approx(acc - previous, abs=1e-12)

@@ -65,10 +65,33 @@ def test_to_schedule_repairs_actions_like_the_env():
         to_schedule(np.array([7, 0, 0]), np.ones(6, bool))
 
 
+class _History:
+    """Oracle of a target's history rows, from the rows a D2D round returns."""
+
+    def __init__(self, n):
+        self.loss, self.uploads, self.staleness = np.zeros(n), np.zeros(n), np.zeros(n)
+
+    def add(self, rows, target):
+        arrived = [r["client"] for r in rows if r["delivered"]]  # one target
+        for r in rows:
+            if r["client"] in (target, *arrived) and np.isfinite(r["train_loss"]):
+                self.loss[r["client"]] = r["train_loss"]
+        self.staleness += 1
+        self.staleness[arrived] = 0
+        self.uploads[arrived] += 1
+        return arrived
+
+
 def test_observation_and_decisions_equal_the_env_path(ray_session):
     # Arrange: the env path (policies stepping D2DNeighbor-v0 on one engine)...
     cfg = load_config(
-        BASE, ["topology.selection_via=env", "topology.policy=random_neighbors"]
+        BASE,
+        [
+            "topology.selection_via=env",
+            "topology.policy=random_neighbors",
+            "topology.link_model=bernoulli",
+            "rounds=4",
+        ],
     )
     observations, chosen, env_rows = [], [], []
     with build_system(cfg) as other:
@@ -79,14 +102,21 @@ def test_observation_and_decisions_equal_the_env_path(ray_session):
             observations.append(obs)
             obs, _, _, _, info = env.step(policy_action(env, policies, obs))
             chosen.append(info["neighbors"][0])
-            env_rows.append(info["rows"])
+            env_rows.append(env.backend.rows)
     assert any(chosen), "random_neighbors should select someone"
     # ...and the engine's own deciders on a fresh engine (one at a time: 2 CPUs)
     with build_system(cfg) as system:
         deciders = selection_deciders(system, PolicyDecider)
+        history, arrivals = _History(6), 0
         for t in range(cfg.rounds):
             # Act
             mine = system.observe(t)[0]
+            # Assert: the history rows are the records of the rounds before t
+            np.testing.assert_array_equal(mine["loss"], history.loss.astype(np.float32))
+            np.testing.assert_array_equal(mine["upload_count"], history.uploads)
+            np.testing.assert_array_equal(mine["staleness"], history.staleness)
+            np.testing.assert_array_equal(mine["data_size"], system.data.num_train)
+            assert not mine["privacy_spent"].any()
             decision = decide(system, deciders, t)
             result = system.run_round(t, decision)
             # Assert: same observation, same M_n, same rows
@@ -95,6 +125,8 @@ def test_observation_and_decisions_equal_the_env_path(ray_session):
                 np.testing.assert_array_equal(mine[key], value, err_msg=key)
             assert decision[0].clients.tolist() == chosen[t]
             _assert_same_rows(result.rows, env_rows[t])
+            arrivals += len(history.add(result.rows, target=0))
+    assert 0 < arrivals < sum(len(c) for c in chosen), "some models lost, some not"
 
 
 def test_restart_equals_a_fresh_engine_of_that_seed(ray_session):

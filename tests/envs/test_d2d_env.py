@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401  (registers the env ids)
 from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
-from envs.d2d_rl import BinaryNeighbors, make_d2d_rl_env
+from envs.rl import BinaryNeighbors
 from envs.surrogate_d2d import D2DSurrogateDynamics
 from rayfl.d2d.selection import make_layout, select_neighbors, selection_observation
 from rayfl.data.federated import build_federated
@@ -46,7 +46,9 @@ def small_env(data, *overrides, **kwargs):
 def test_check_env_raw_all_targets_and_flattened(data):
     check_env(small_env(data), skip_render_check=True)
     check_env(small_env(data, "topology.target=all"), skip_render_check=True)
-    flat = make_d2d_rl_env(SMALL, overrides=["topology.target=all"])
+    flat = gym.wrappers.FlattenObservation(
+        BinaryNeighbors(small_env(data, "topology.target=all"))
+    )
     check_env(flat, skip_render_check=True)
     assert isinstance(flat.observation_space, gym.spaces.Box)
     assert flat.action_space == gym.spaces.MultiBinary((6, 6))

@@ -79,10 +79,9 @@ def test_declared_topologies_run_and_the_others_are_refused_in_one_line(name, to
 
 def test_messages_name_the_missing_key_or_part():
     with pytest.raises(ValueError) as error:
-        check_policy("learned", topology="d2d")
+        check_policy("minmax", topology="d2d")
     assert str(error.value) == (
-        "scheduler.policy=learned reads 'loss', which only "
-        "topology.kind=star or hierarchical observe; got d2d"
+        "scheduler.policy=minmax is meant for topology.kind=star; got d2d"
     )
     with pytest.raises(ValueError) as error:
         check_policy("uniform", topology="d2d")
