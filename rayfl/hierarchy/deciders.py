@@ -4,8 +4,9 @@ Each edge c is a decision unit (``HierarchicalRound.num_units`` = C). Its policy
 is ``topology.scheduling.policy`` (default ``uniform``), built by
 ``rayfl.registry.make_policy`` for the edge's spaces
 (``rayfl.hierarchy.scheduling.edge_spaces``) with the run's
-``SystemContext`` (``unit`` = c). :class:`EdgeActions` turns the policy's action
-into the edge's schedule, with global device ids:
+``SystemContext`` (``unit`` = c; ``link``: the device→edge constants of
+``topology.cost``, :func:`edge_link`). :class:`EdgeActions` turns the policy's
+action into the edge's schedule, with global device ids:
 
 | policy's action part | action space | schedule of edge c |
 |---|---|---|
@@ -35,12 +36,18 @@ import numpy as np
 import numpy.typing as npt
 
 from rayfl.hierarchy.scheduling import validate_action
-from rayfl.observation import SystemContext
+from rayfl.observation import LinkConstants, SystemContext
 from rayfl.registry import check_policy, make_policy, policy_class
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 
-__all__ = ["EdgeActions", "check_edge_policy", "edge_policies", "policy_seed"]
+__all__ = [
+    "EdgeActions",
+    "check_edge_policy",
+    "edge_link",
+    "edge_policies",
+    "policy_seed",
+]
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,20 @@ def check_edge_policy(name: str) -> type:
     return policy_class(name)
 
 
+def edge_link(cost: Any) -> LinkConstants:
+    """Return the link constants of a device→edge uplink (``topology.cost``).
+
+    One subchannel is W = ``bandwidth_hz`` wide; there is no downlink or
+    compute term in the hierarchy's cost model, so those fields stay None.
+    """
+    return LinkConstants(
+        bandwidth_hz=float(cost.bandwidth_hz),
+        noise_psd_dbm_hz=float(cost.noise_psd_dbm_hz),
+        tx_power_dbm=float(cost.tx_power_dbm),
+        bits_per_element=int(cost.bits_per_param),
+    )
+
+
 def policy_seed(seed: int, edge: int) -> int:
     """Return the ``reset`` seed of edge ``edge``'s policy (detail 1)."""
     return int(rng_for(seed, "hier_policy", client=edge).integers(2**31 - 1))
@@ -137,7 +158,8 @@ def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
     """Return one (policy, action rules) pair per edge, policies reset.
 
     Args:
-        config: The run config (``topology.scheduling``, ``seed``, ``rounds``).
+        config: The run config (``topology.scheduling``, ``topology.cost``,
+            ``seed``, ``rounds``).
         system: The hierarchical engine (its ``edge_scheduling`` gives the
             subnets, K_e and spaces; ``dim`` the model size).
 
@@ -149,6 +171,7 @@ def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
     scheduling = config.topology.scheduling
     participants = "assignment" not in check_edge_policy(scheduling.policy).action_parts
     edges = system.edge_scheduling
+    link = edge_link(config.topology.cost)
     out = []
     for c, (members, (observation_space, assignment_space)) in enumerate(
         zip(edges.subnets, edges.spaces, strict=True)
@@ -160,6 +183,7 @@ def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
             model_dim=int(system.dim),
             unit=c,
             num_units=len(edges.subnets),
+            link=link,
         )
         action_space = (
             spaces.MultiBinary(len(members)) if participants else assignment_space

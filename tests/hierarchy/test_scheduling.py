@@ -40,7 +40,9 @@ class _Edges:
             num_train=np.arange(12) + 10,
         )
         run = SimpleNamespace(
-            topology=SimpleNamespace(scheduling=cfg), seed=3, rounds=10
+            topology=SimpleNamespace(scheduling=cfg, cost=CostConfig()),
+            seed=3,
+            rounds=10,
         )
         engine = SimpleNamespace(edge_scheduling=self.sched, dim=10)
         self.deciders = [
@@ -190,8 +192,7 @@ def test_invalid_actions_raise_clear_errors():
         _sched("nope", 2)
     with pytest.raises(ValueError, match="minmax is meant for topology.kind=star"):
         check_edge_policy("minmax")
-    with pytest.raises(ValueError, match="lyapunov is meant for topology.kind=star"):
-        check_edge_policy("lyapunov")
+    assert check_edge_policy("lyapunov").__name__ == "LyapunovPolicy"
     assert check_edge_policy("uniform").__name__ == "UniformPolicy"
     with pytest.raises(ValueError, match="policy=uniform takes none"):
         HierSchedulingConfig(params={"window": 3})
@@ -394,3 +395,60 @@ def test_controller_caps_the_policy_path(system):
 def test_hierarchy_refuses_the_flat_scheduler_field():
     with pytest.raises(ValueError, match="topology.scheduling.policy"):
         build_system(load_config({**TINY, "scheduler": {"policy": "random"}}))
+
+
+def _drift_plus_penalty_choice(obs, fairness, delay_queue, cost, dim):
+    """Brute-force argmin of J = Σ (Q_i − V p̂_i) + Q^de·max d_i, V = 50 (sorted rows).
+
+    Dense uploads (s = 1) at full power over every (device, subchannel) pairing;
+    d_i = 33·M / R_i (the payload 32·M plus M index bits) with R_i from
+    ``topology.cost``'s W, N_0 and p_i on the observed gain.
+    """
+    gain_w = 10 ** (obs["channel_gain"].astype(float) / 10)
+    noise_w = 10 ** ((cost.noise_psd_dbm_hz - 30) / 10) * cost.bandwidth_hz
+    power_w = 10 ** ((cost.tx_power_dbm - 30) / 10)
+    delay = 33 * dim / (cost.bandwidth_hz * np.log2(1 + power_w * gain_w / noise_w))
+    size = obs["data_size"].astype(float)
+    weight = fairness - 50 * size / (2 * size.mean())
+    n, k = gain_w.shape
+    _, rows = min(
+        (
+            sum(weight[list(pair)])
+            + delay_queue * max(delay[i, s] for s, i in enumerate(pair)),
+            sorted(pair),
+        )
+        for pair in itertools.permutations(range(n), k)
+    )
+    return rows
+
+
+def test_lyapunov_runs_per_edge_on_the_cost_models_links(system):
+    system.reset(scheduling=_tiny("lyapunov").topology.scheduling)
+    pairs = edge_policies(system.config, system)
+    deciders = [PolicyDecider(p, rules.to_schedule) for p, rules in pairs]
+    cost, dim = system.config.topology.cost, system.dim
+    subnets = [list(range(4)), list(range(4, 8))]
+    queues = [(np.zeros(4), 0.0)] * 2  # Q_i and Q^de before round 0
+    for k in range(2):
+        obs = system.observe(k)
+        result = system.run_round(k, decide(system, deciders, k))
+        for c, ((policy, _), members) in enumerate(zip(pairs, subnets, strict=True)):
+            fairness, delay_queue = queues[c]
+            np.testing.assert_allclose(policy.fairness_queue_values, fairness)
+            assert policy.delay_queue_value == pytest.approx(delay_queue, rel=1e-6)
+            rows = [r for r in result.rows if r["client"] in members]
+            chosen = sorted(r["client"] - members[0] for r in rows)
+            oracle = _drift_plus_penalty_choice(
+                obs[c], fairness, delay_queue, cost, dim
+            )
+            assert chosen == oracle, (k, c)
+            # the round's delay in the policy's model, from the cost model's rows
+            # (two uploads of 32·M bits per row; the policy adds M index bits)
+            delay_s = 33 / 32 * max(r["latency_s"] / 2 for r in rows)
+            assert policy._last[2] == pytest.approx(delay_s, rel=1e-6)  # float32 gains
+            # the queue rule for the next decision: β_i = K_e / n_c = 1/2
+            scheduled = np.isin(np.arange(4), chosen)
+            queues[c] = (
+                np.maximum(fairness + scheduled - 0.5, 0.0),
+                max(delay_queue + delay_s - policy.d_avg_s, 0.0),
+            )
