@@ -16,8 +16,10 @@ through the concatenated action.
 order, concatenated. Entry Σ_{c'<c} K_e(c') + k is edge c's subchannel k; value
 j < n_c means device d_j (the j-th smallest id of S_c) uploads on it, n_c means
 idle. :meth:`HierarchicalSchedulingEnv.split_action` and
-:meth:`~HierarchicalSchedulingEnv.join_actions` convert. A device named twice
-in a block, a value outside [0, n_c] or a wrong length raises ``ValueError``.
+:meth:`~HierarchicalSchedulingEnv.join_actions` convert. A value outside
+[0, n_c] or a wrong length raises ``ValueError``; a device named on several
+subchannels of its block keeps the lowest one, the others idle (the repair of
+``WirelessFL-v0`` and ``D2DNeighbor-v0``), so every sample of the space steps.
 Under adaptive control the edge opens only min(K_e, s_c^k) subchannels; a device
 on a closed one does not upload (``rayfl.hierarchy.scheduling`` detail 1).
 

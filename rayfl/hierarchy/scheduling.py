@@ -61,8 +61,9 @@ Implementation details:
        stay summed (TDMA accounting of spec §2.7) so the policy path and the
        uniform path are costed by the same formula.
     4. Actions and schedules are validated before use (shape (K_e,), integers
-       in [0, n_c], a device on at most one subchannel, devices of the edge's
-       subnet): a bad one raises ``ValueError`` naming the edge.
+       in [0, n_c], devices of the edge's subnet): a bad one raises
+       ``ValueError`` naming the edge. A device an action puts on several
+       subchannels keeps the lowest one, the others idle (as the star env).
     5. A decision without subchannels (the ``uniform`` policy's participants)
        prices each upload with the fading keyed (seed, "hier_fading", period,
        device) instead (:func:`upload_fading`).
@@ -135,7 +136,7 @@ def edge_spaces(num_devices: int, num_subchannels: int) -> tuple[Any, Any]:
 def validate_action(
     action: Any, *, edge: int, num_devices: int, num_subchannels: int
 ) -> npt.NDArray[np.int64]:
-    """Return edge ``edge``'s action as a (K_e,) int64 array, or raise.
+    """Return edge ``edge``'s action as a (K_e,) int64 array, repeats idled, or raise.
 
     Args:
         action: The action (array-like, or a ``Dict`` action with
@@ -145,17 +146,17 @@ def validate_action(
         num_devices: n_c.
         num_subchannels: K_e.
 
+    A device on several subchannels keeps the lowest one; the others become
+    idle (n_c), as ``WirelessFL-v0`` repairs a client named twice.
+
     Raises:
-        ValueError: Wrong shape or dtype, a device id outside [0, n_c], or a device
-            on two subchannels.
+        ValueError: Wrong shape or dtype, or a device id outside [0, n_c].
 
     Example:
         >>> validate_action([2, 0], edge=0, num_devices=3, num_subchannels=2).tolist()
         [2, 0]
-        >>> validate_action([0, 0], edge=1, num_devices=3, num_subchannels=2)
-        Traceback (most recent call last):
-        ...
-        ValueError: edge 1: device 0 is on subchannels [0, 1]; at most one allowed
+        >>> validate_action([0, 1, 0], edge=1, num_devices=3, num_subchannels=3).tolist()
+        [0, 1, 3]
     """
     if isinstance(action, dict):
         extra = sorted(set(action) - {"assignment"})
@@ -181,14 +182,9 @@ def validate_action(
             f"edge {edge}: subchannel {s}: device {int(values[s])} is not in "
             f"0..{num_devices} ({num_devices} = idle)"
         )
-    used = values[values < num_devices]
-    ids, counts = np.unique(used, return_counts=True)
-    for j in ids[counts > 1].tolist():
-        where = np.flatnonzero(values == j).tolist()
-        raise ValueError(
-            f"edge {edge}: device {j} is on subchannels {where}; at most one allowed"
-        )
-    return values
+    first = np.zeros(values.shape, dtype=bool)
+    first[np.unique(values, return_index=True)[1]] = True  # lowest subchannel
+    return np.where(first, values, num_devices)
 
 
 class EdgeScheduling:

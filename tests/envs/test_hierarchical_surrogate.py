@@ -9,6 +9,7 @@ import pytest
 
 from envs.hierarchical import HierarchicalSchedulingEnv
 from rayfl.hierarchy.cost import uplink_rate_bps
+from rayfl.hierarchy.deciders import edge_schedules
 from rayfl.hierarchy.dp import stream_stds
 from rayfl.seeding import rng_for
 from rayfl.wireless.units import dbm_to_w
@@ -182,3 +183,37 @@ def test_surrogate_refuses_accuracy_and_the_controller():
     )
     with pytest.raises(ValueError, match="does not model topology.control"):
         env.reset()
+
+
+def test_every_sample_of_the_action_space_steps():
+    # a device on several subchannels of its edge keeps the lowest one, the
+    # others idle: the repair of WirelessFL-v0 and D2DNeighbor-v0
+    env = _env()
+    env.reset(seed=0)
+    env.action_space.seed(3)
+    subnets = env.system.scheduling.subnets
+    repeats = 0
+    for _ in range(40):
+        action = env.action_space.sample()
+        expected, kept = [], []
+        for c, block in enumerate(env.split_action(action)):
+            first = {}
+            for k, j in enumerate(block.tolist()):
+                if j < env.sizes[c]:
+                    repeats += j in first
+                    first.setdefault(j, k)
+            expected += [int(subnets[c][j]) for j in first]
+            kept.append(sorted(first.items()))
+        schedules = edge_schedules(env.system.scheduling, env.split_action(action))
+        for schedule, members, pairs in zip(schedules, subnets, kept, strict=True):
+            got = sorted(
+                (int(np.searchsorted(members, i)), int(k))
+                for i, k in zip(schedule.clients, schedule.subchannel, strict=True)
+            )
+            assert got == pairs
+        _, reward, _, truncated, info = env.step(action)
+        assert info["scheduled"] == sorted(expected)
+        assert np.isfinite(reward)
+        if truncated:
+            env.reset()
+    assert repeats >= 5  # the samples named devices twice

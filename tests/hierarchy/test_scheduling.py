@@ -164,8 +164,10 @@ def test_invalid_actions_raise_clear_errors():
     ok = [rules[0].to_schedule([0, 1])[0], rules[1].to_schedule([7, 2])[0]]
     # device 7 of subnet 1 = idle on subchannel 0; local device 2 = id 7
     assert sched.participants_of(ok, caps) == ([[0, 1], [7]], {0: 0, 1: 1, 7: 1})
-    with pytest.raises(ValueError, match="edge 0: device 1 is on subchannels"):
-        rules[0].to_schedule(np.array([1, 1]))
+    # a device on two subchannels keeps the lowest one (the star env's repair)
+    repaired, ignored = rules[1].to_schedule(np.array([1, 1]))
+    assert repaired.clients.tolist() == [6] and repaired.subchannel.tolist() == [0]
+    assert ignored == []
     with pytest.raises(ValueError, match="edge 1: subchannel 0: device 8 is not in"):
         rules[1].to_schedule(np.array([8, 0]))
     with pytest.raises(ValueError, match="edge 0: action must be 2 integers"):
@@ -366,8 +368,6 @@ def test_env_maps_the_concatenated_action_onto_edges(env):
     assert reward == -info["energy_j"] < 0 and not terminated and not truncated
     with pytest.raises(ValueError, match="4 entries"):
         env.step(np.array([0, 1, 2]))
-    with pytest.raises(ValueError, match="edge 1: device 2 is on subchannels"):
-        env.step(np.array([0, 1, 2, 2]))
     # a flat policy drives one edge of the env unchanged
     policies = [make_policy("best_channel", space) for space in env.edge_spaces]
     actions = [p(env.edge_observation(obs, c)) for c, p in enumerate(policies)]
