@@ -100,29 +100,6 @@ class EdgeActions:
         return Schedule(self.members[values[on]], subchannel=on), []
 
 
-def edge_schedules(scheduling: Any, actions: Any) -> tuple[Schedule, ...]:
-    """One schedule per edge from one flat-env action per edge (HierarchicalFL-v0).
-
-    Args:
-        scheduling: The run's :class:`~rayfl.hierarchy.scheduling.EdgeScheduling`.
-        actions: One assignment action per edge.
-
-    Raises:
-        ValueError: A wrong number of actions, or a malformed one.
-    """
-    if len(actions) != len(scheduling.subnets):
-        raise ValueError(
-            f"expected one action per edge ({len(scheduling.subnets)}), "
-            f"got {len(actions)}"
-        )
-    return tuple(
-        EdgeActions(c, m, k_e, participants=False).to_schedule(a)[0]
-        for c, (m, k_e, a) in enumerate(
-            zip(scheduling.subnets, scheduling.num_subchannels, actions, strict=True)
-        )
-    )
-
-
 def check_edge_policy(name: str) -> type:
     """Return policy ``name``'s class, or raise if it is not declared for the hierarchy.
 

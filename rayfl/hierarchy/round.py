@@ -37,8 +37,8 @@ Implementation details:
        observation (``rayfl.hierarchy.scheduling``) and the decision holds its
        schedule, made by its policy (``rayfl.hierarchy.deciders``; ``uniform``
        by default, the paper's seeded choice of s_c^k devices); an assigned
-       subchannel's fading prices the upload. ``run_global_round(k, actions)``
-       also takes an env's per-edge actions (``external_actions=True``).
+       subchannel's fading prices the upload. ``run_global_round(k, schedules)``
+       also takes an env's per-edge schedules (``external_actions=True``).
     6. Attributes the engine does not define (``run_global_round``, ``reset``,
        ``edges``, ``cost``, ``interval``...) are readable on the engine itself.
 """
@@ -59,7 +59,7 @@ from rayfl.hierarchy.accounting import RoundRecords, settle_round
 from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.control import estimate_smoothness, learning_rate, next_interval
 from rayfl.hierarchy.cost import CostModel
-from rayfl.hierarchy.deciders import edge_policies, edge_schedules
+from rayfl.hierarchy.deciders import edge_policies
 from rayfl.hierarchy.device import DeviceActor, evaluate_devices
 from rayfl.hierarchy.dp import ObserverLedger
 from rayfl.hierarchy.interval import Interval
@@ -68,7 +68,6 @@ from rayfl.hierarchy.servers import Servers
 from rayfl.hierarchy.submit import Plan, RoundCalls, make_plan, segments
 from rayfl.hierarchy.topology import build_topology
 from rayfl.registry import policy_class
-from rayfl.schedule import Schedule
 from rayfl.system import Decision, EvalRow, Observation, RoundResult, initial_vector
 
 __all__ = ["HierarchicalRound", "segments"]
@@ -274,11 +273,9 @@ class HierarchicalRound:
         )
 
     def _decision(self, k: int, actions: Sequence[Any] | None) -> Decision:
-        """Return round k's decision: given, an env's actions, or the own policies'."""
-        if actions is not None and all(isinstance(a, Schedule) for a in actions):
+        """Return round k's decision: the given schedules, or the own policies'."""
+        if actions is not None:
             return tuple(actions)
-        if actions is not None:  # one flat-env action per edge
-            return edge_schedules(self.edge_scheduling, actions)
         if self._policies is None:
             self._policies = edge_policies(self.config, self.engine)
         observations = self.scheduling_observations(k)
@@ -294,10 +291,10 @@ class HierarchicalRound:
 
         Args:
             k: Global round index.
-            actions: The decision (one ``Schedule`` per edge, the engine's), one
-                flat-env action per edge (``rayfl.hierarchy.deciders``), or None:
-                ``topology.scheduling.policy`` decides, one instance per edge
-                built for this round's caller (scripts).
+            actions: The decision (one ``Schedule`` per edge: the engine's, or
+                an env's agent's through ``rayfl.hierarchy.deciders.EdgeActions``),
+                or None: ``topology.scheduling.policy`` decides, one instance per
+                edge built for this round's caller (scripts).
 
         Returns:
             The per-device rows (as the flat engine's) and the round's extras

@@ -316,9 +316,9 @@ class EdgeScheduling:
     ) -> tuple[list[list[int]], dict[int, int] | None]:
         """Map one schedule per edge to S_c^k and each participant's subchannel.
 
-        A device on a closed subchannel does not take part (detail 1); a
-        participants-only decision (no subchannels) may name at most o_c^k
-        devices of an edge.
+        A device on a closed subchannel does not take part (detail 1); of a
+        participants-only decision (no subchannels) an edge keeps its o_c^k
+        lowest ids, as the star keeps its first K participants.
 
         Args:
             decision: One schedule per edge, global device ids.
@@ -330,8 +330,8 @@ class EdgeScheduling:
 
         Raises:
             ValueError: Wrong number of schedules, a device outside its edge's
-                subnet, a subchannel outside the band, a participants-only
-                edge over o_c^k, or subchannels given for some devices only.
+                subnet, a subchannel outside the band, more devices on open
+                subchannels than o_c^k, or subchannels given for some devices only.
         """
         if len(decision) != len(self.subnets):
             raise ValueError(
@@ -370,6 +370,8 @@ class EdgeScheduling:
             schedule.clients.tolist(), schedule.subchannel.tolist(), strict=True
         )
         picked = {int(i): int(k) for i, k in pairs if k < open_k}
+        if (schedule.subchannel < 0).all():  # participants: the lowest ids
+            picked = dict(sorted(picked.items())[:open_k])
         if len(picked) > open_k:
             raise ValueError(
                 f"edge {c}: {len(picked)} devices take part; at most {open_k} may "

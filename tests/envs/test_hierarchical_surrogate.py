@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 
 from envs.hierarchical import HierarchicalSchedulingEnv
+from policies.registry import make_policy
 from rayfl.hierarchy.cost import uplink_rate_bps
-from rayfl.hierarchy.deciders import edge_schedules
 from rayfl.hierarchy.dp import stream_stds
 from rayfl.seeding import rng_for
 from rayfl.wireless.units import dbm_to_w
@@ -204,7 +205,10 @@ def test_every_sample_of_the_action_space_steps():
                     first.setdefault(j, k)
             expected += [int(subnets[c][j]) for j in first]
             kept.append(sorted(first.items()))
-        schedules = edge_schedules(env.system.scheduling, env.split_action(action))
+        blocks = env.split_action(action)
+        schedules = [
+            r.to_schedule(a)[0] for r, a in zip(env.rules, blocks, strict=True)
+        ]
         for schedule, members, pairs in zip(schedules, subnets, kept, strict=True):
             got = sorted(
                 (int(np.searchsorted(members, i)), int(k))
@@ -217,3 +221,26 @@ def test_every_sample_of_the_action_space_steps():
         if truncated:
             env.reset()
     assert repeats >= 5  # the samples named devices twice
+
+
+def test_participants_action_for_a_device_set_policy():
+    # MultiBinary(Σ n_c); an edge keeps its K_e = 2 lowest marked devices
+    env = _env(participants=True)
+    assert env.action_space == spaces.MultiBinary(8)
+    assert [a for _, a in env.edge_spaces] == [spaces.MultiBinary(4)] * 2
+    obs, _ = env.reset(seed=0)
+    subnets = env.system.scheduling.subnets
+    policies = [make_policy("uniform", sp) for sp in env.edge_spaces]
+    for c, policy in enumerate(policies):
+        policy.reset(seed=c)
+    action = env.join_actions(
+        [p(env.edge_observation(obs, c)) for c, p in enumerate(policies)]
+    )
+    assert [int(b.sum()) for b in env.split_action(action)] == [2, 2]
+    _, _, _, _, info = env.step(action)
+    marked = [
+        subnets[c][b.astype(bool)] for c, b in enumerate(env.split_action(action))
+    ]
+    assert info["scheduled"] == sorted(np.concatenate(marked).tolist())
+    _, _, _, _, info = env.step(np.ones(8, dtype=np.int8))
+    assert info["scheduled"] == sorted([*subnets[0][:2], *subnets[1][:2]])

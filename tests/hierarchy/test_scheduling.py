@@ -187,7 +187,10 @@ def test_invalid_actions_raise_clear_errors():
     with pytest.raises(ValueError, match="edge 0: subchannel 2 is not in 0..1"):
         sched.participants_of([Schedule([0], subchannel=[2]), ok[1]], caps)
     with pytest.raises(ValueError, match="edge 0: 3 devices take part; at most 2"):
-        sched.participants_of([Schedule.of([0, 1, 2]), Schedule.of([5])], caps)
+        sched.participants_of([Schedule([0, 1, 2], subchannel=[0, 1, 1]), ok[1]], caps)
+    # a device set keeps the edge's o_c^k = K_e lowest ids (the star's first K)
+    chosen, _ = sched.participants_of([Schedule.of([4, 0, 2]), Schedule.of([5])], caps)
+    assert chosen == [[0, 2], [5]]
     with pytest.raises(ValueError, match="to every scheduled device or to none"):
         sched.participants_of([Schedule.of([0]), ok[1]], caps)
     with pytest.raises(ValueError, match="unknown name 'nope'"):
