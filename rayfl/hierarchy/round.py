@@ -68,7 +68,7 @@ from rayfl.hierarchy.servers import Servers
 from rayfl.hierarchy.submit import Plan, RoundCalls, make_plan, segments
 from rayfl.hierarchy.topology import build_topology
 from rayfl.registry import policy_class
-from rayfl.system import Decision, EvalRow, Observation, RoundResult, initial_vector
+from rayfl.system import Decision, EvalRow, Observation, RoundResult
 
 __all__ = ["HierarchicalRound", "segments"]
 
@@ -202,11 +202,11 @@ class HierarchicalRound:
         control: bool | None = None,
         scheduling: HierSchedulingConfig | None = None,
     ) -> None:
-        """Start over from w⁰ on the same actors and data (sweeps, tests).
+        """Change the config, then :meth:`restart` with the same seed (sweeps, tests).
 
         A sweep over trust, ε or control reuses the actors (start-up dominates
-        small runs); batches and noise are redrawn from the same keys, so the
-        same seed gives the run of a fresh system with that config.
+        small runs); w⁰, batches and noise are redrawn from the same keys, so
+        the same seed gives the run of a fresh system with that config.
 
         Args:
             trusted: New trust flags per edge (N,), or None to keep.
@@ -220,16 +220,11 @@ class HierarchicalRound:
             epsilon=epsilon, control=control, scheduling=scheduling
         )
         self.engine.config = self.config.model_copy(update={"topology": topo})
-        if scheduling is not None:
-            self._build_scheduling()
         if trusted is not None:
             self.topology = replace(self.topology, trusted=np.asarray(trusted, bool))
         if dp_enabled is not None:
             self.dp_enabled = bool(dp_enabled)
-        data = self.engine.data
-        vector = initial_vector(self.config, tuple(data.input_shape), data.num_classes)
-        self.global_ref = ray.put(vector)
-        self._reset_schedule()
+        self.engine.restart(self.config.seed)  # w⁰, the edges' seed, the bands
 
     def _reset_schedule(self) -> None:
         topo, n = self.config.topology, self.engine.num_clients
