@@ -72,7 +72,6 @@ from gymnasium import spaces
 from rayfl.config import RunConfig, load_config
 from rayfl.hierarchy.config import TopologyConfig as HierTopologyConfig
 from rayfl.hierarchy.deciders import EdgeActions
-from rayfl.hierarchy.scheduling import edge_spaces
 from rayfl.hierarchy.topology import build_topology
 from rayfl.metrics import round_summary
 
@@ -122,16 +121,13 @@ class HierarchicalSchedulingEnv(gym.Env):
         self.sizes = [len(s) for s in topo.subnets]
         self.num_subchannels = [int(k_e or n) for n in self.sizes]
         #: Each edge's action rules and (observation, action) spaces.
-        self.rules: list[EdgeActions] = []
-        self.edge_spaces: list[tuple[Any, Any]] = []
-        for c, (members, k) in enumerate(
-            zip(topo.subnets, self.num_subchannels, strict=True)
-        ):
-            ids = np.sort(np.asarray(members, dtype=np.int64))
-            self.rules.append(EdgeActions(c, ids, k, participants))
-            obs, assignment = edge_spaces(len(ids), k)
-            action = spaces.MultiBinary(len(ids)) if participants else assignment
-            self.edge_spaces.append((obs, action))
+        self.rules = [
+            EdgeActions(c, np.sort(np.asarray(m, dtype=np.int64)), k, participants)
+            for c, (m, k) in enumerate(
+                zip(topo.subnets, self.num_subchannels, strict=True)
+            )
+        ]
+        self.edge_spaces = [rules.spaces() for rules in self.rules]
         self.observation_space = spaces.Dict(
             {f"edge_{c}": obs for c, (obs, _) in enumerate(self.edge_spaces)}
         )

@@ -5,8 +5,8 @@ is ``topology.scheduling.policy`` (default ``uniform``), built by
 ``rayfl.registry.make_policy`` for the edge's spaces
 (``rayfl.hierarchy.scheduling.edge_spaces``) with the run's
 ``SystemContext`` (``unit`` = c; ``link``: the device→edge constants of
-``topology.cost``, :func:`edge_link`). :class:`EdgeActions` turns the policy's
-action into the edge's schedule, with global device ids:
+``topology.cost``, with no downlink or compute term). :class:`EdgeActions`
+turns the policy's action into the edge's schedule, with global device ids:
 
 | policy's action part | action space | schedule of edge c |
 |---|---|---|
@@ -35,19 +35,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rayfl.hierarchy.scheduling import validate_action
+from rayfl.hierarchy.scheduling import edge_spaces, validate_action
 from rayfl.observation import LinkConstants, SystemContext
 from rayfl.registry import check_policy, make_policy, policy_class
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 
-__all__ = [
-    "EdgeActions",
-    "check_edge_policy",
-    "edge_link",
-    "edge_policies",
-    "policy_seed",
-]
+__all__ = ["EdgeActions", "check_edge_policy", "edge_policies", "policy_seed"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +66,14 @@ class EdgeActions:
     members: npt.NDArray[np.int64]
     num_subchannels: int
     participants: bool
+
+    def spaces(self) -> tuple[Any, Any]:
+        """Return the edge's (observation, action) spaces (the table above)."""
+        from gymnasium import spaces
+
+        n = len(self.members)
+        observation, assignment = edge_spaces(n, self.num_subchannels)
+        return observation, spaces.MultiBinary(n) if self.participants else assignment
 
     def to_schedule(
         self, action: Any, eligible: npt.NDArray[np.bool_] | None = None
@@ -112,20 +114,6 @@ def check_edge_policy(name: str) -> type:
     return policy_class(name)
 
 
-def edge_link(cost: Any) -> LinkConstants:
-    """Return the link constants of a device→edge uplink (``topology.cost``).
-
-    One subchannel is W = ``bandwidth_hz`` wide; there is no downlink or
-    compute term in the hierarchy's cost model, so those fields stay None.
-    """
-    return LinkConstants(
-        bandwidth_hz=float(cost.bandwidth_hz),
-        noise_psd_dbm_hz=float(cost.noise_psd_dbm_hz),
-        tx_power_dbm=float(cost.tx_power_dbm),
-        bits_per_element=int(cost.bits_per_param),
-    )
-
-
 def policy_seed(seed: int, edge: int) -> int:
     """Return the ``reset`` seed of edge ``edge``'s policy (detail 1)."""
     return int(rng_for(seed, "hier_policy", client=edge).integers(2**31 - 1))
@@ -138,21 +126,24 @@ def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
         config: The run config (``topology.scheduling``, ``topology.cost``,
             ``seed``, ``rounds``).
         system: The hierarchical engine (its ``edge_scheduling`` gives the
-            subnets, K_e and spaces; ``dim`` the model size).
+            subnets and K_e; ``dim`` the model size).
 
     Raises:
         ValueError: A policy the hierarchy cannot drive, or bad parameters.
     """
-    from gymnasium import spaces
-
     scheduling = config.topology.scheduling
     participants = "assignment" not in check_edge_policy(scheduling.policy).action_parts
     edges = system.edge_scheduling
-    link = edge_link(config.topology.cost)
+    cost = config.topology.cost
+    link = LinkConstants(
+        bandwidth_hz=cost.bandwidth_hz,
+        noise_psd_dbm_hz=cost.noise_psd_dbm_hz,
+        tx_power_dbm=cost.tx_power_dbm,
+        bits_per_element=cost.bits_per_param,
+    )
     out = []
-    for c, (members, (observation_space, assignment_space)) in enumerate(
-        zip(edges.subnets, edges.spaces, strict=True)
-    ):
+    for c, members in enumerate(edges.subnets):
+        rules = EdgeActions(c, members, edges.num_subchannels[c], participants)
         context = SystemContext(
             topology="hierarchical",
             seed=config.seed,
@@ -162,16 +153,9 @@ def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
             num_units=len(edges.subnets),
             link=link,
         )
-        action_space = (
-            spaces.MultiBinary(len(members)) if participants else assignment_space
-        )
         policy = make_policy(
-            scheduling.policy,
-            (observation_space, action_space),
-            context=context,
-            **scheduling.params,
+            scheduling.policy, rules.spaces(), context=context, **scheduling.params
         )
         policy.reset(seed=policy_seed(config.seed, c))
-        rules = EdgeActions(c, members, edges.num_subchannels[c], participants)
         out.append((policy, rules))
     return out

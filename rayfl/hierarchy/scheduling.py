@@ -78,6 +78,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
+from rayfl.observation import observation_space
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 
@@ -116,20 +117,7 @@ def edge_spaces(num_devices: int, num_subchannels: int) -> tuple[Any, Any]:
     from gymnasium import spaces
 
     n, k = int(num_devices), int(num_subchannels)
-    inf = np.float32(np.inf)
-    vec = spaces.Box(0.0, inf, shape=(n,), dtype=np.float32)
-    obs = spaces.Dict(
-        {
-            "channel_gain": spaces.Box(-inf, inf, shape=(n, k), dtype=np.float32),
-            "loss": vec,
-            "upload_count": vec,
-            "privacy_spent": vec,
-            "staleness": vec,
-            "data_size": vec,
-            "eligible": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32),
-            "round": spaces.Box(0.0, inf, shape=(1,), dtype=np.float32),
-        }
-    )
+    obs = observation_space(OBS_KEYS, n, k)  # the engine's schema
     return obs, spaces.MultiDiscrete(np.full(k, n + 1, dtype=np.int64))
 
 
@@ -225,10 +213,6 @@ class EdgeScheduling:
         self.num_train = np.asarray(num_train, dtype=np.float64)
         k_e = config.subchannels_per_edge
         self.num_subchannels = [int(k_e or len(s)) for s in self.subnets]
-        self.spaces = [
-            edge_spaces(len(s), k)
-            for s, k in zip(self.subnets, self.num_subchannels, strict=True)
-        ]
         self.needed_keys: set[str] = set(needed_keys)
         self.reset()
 
