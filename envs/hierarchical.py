@@ -16,8 +16,16 @@ through the concatenated action.
 order, concatenated. Entry Σ_{c'<c} K_e(c') + k is edge c's subchannel k; value
 j < n_c means device d_j (the j-th smallest id of S_c) uploads on it, n_c means
 idle. :meth:`HierarchicalSchedulingEnv.split_action` and
-:meth:`~HierarchicalSchedulingEnv.join_actions` convert. A device named twice
-in a block, a value outside [0, n_c] or a wrong length raises ``ValueError``.
+:meth:`~HierarchicalSchedulingEnv.join_actions` convert. A value outside
+[0, n_c] or a wrong length raises ``ValueError``; a device named on several
+subchannels of its block keeps the lowest one, the others idle (the repair of
+``WirelessFL-v0`` and ``D2DNeighbor-v0``), so every sample of the space steps.
+
+With ``participants=True`` (for a policy that picks a device set only, e.g.
+``uniform``) the action is ``MultiBinary(Σ_c n_c)`` instead: edge c's block
+marks the devices of S_c (row j = d_j) that upload, without subchannels (each
+upload priced as the uniform path's); an edge keeps its o_c^k lowest marked ids
+(o_c^k = K_e without adaptive control), the others are ignored.
 Under adaptive control the edge opens only min(K_e, s_c^k) subchannels; a device
 on a closed one does not upload (``rayfl.hierarchy.scheduling`` detail 1).
 
@@ -44,6 +52,7 @@ Truncation after ``config.rounds`` global rounds.
 | mode | str | "emulate" | "emulate" (real training on Ray) or "surrogate" |
 | reward | str or None | None | one of ``REWARDS``; None: accuracy (emulate) or loss (surrogate) |
 | overrides | list or mapping | () | config overrides ``key.path=value`` |
+| participants | bool | False | a device-set action ``MultiBinary(Σ_c n_c)`` instead of the assignment |
 
 ``topology.scheduling.subchannels_per_edge`` sets K_e (None: n_c); its
 ``policy`` is ignored (the agent decides).
@@ -62,7 +71,7 @@ from gymnasium import spaces
 
 from rayfl.config import RunConfig, load_config
 from rayfl.hierarchy.config import TopologyConfig as HierTopologyConfig
-from rayfl.hierarchy.scheduling import edge_spaces
+from rayfl.hierarchy.deciders import EdgeActions
 from rayfl.hierarchy.topology import build_topology
 from rayfl.metrics import round_summary
 
@@ -82,6 +91,7 @@ class HierarchicalSchedulingEnv(gym.Env):
         reward: str | None = None,
         overrides: Sequence[str] | Mapping[str, Any] = (),
         mode: str = "emulate",
+        participants: bool = False,
     ) -> None:
         if mode not in ("emulate", "surrogate"):
             raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
@@ -110,23 +120,26 @@ class HierarchicalSchedulingEnv(gym.Env):
         k_e = cfg.topology.scheduling.subchannels_per_edge
         self.sizes = [len(s) for s in topo.subnets]
         self.num_subchannels = [int(k_e or n) for n in self.sizes]
-        per_edge = [
-            edge_spaces(n, k)
-            for n, k in zip(self.sizes, self.num_subchannels, strict=True)
+        #: Each edge's action rules and (observation, action) spaces.
+        self.rules = [
+            EdgeActions(c, np.sort(np.asarray(m, dtype=np.int64)), k, participants)
+            for c, (m, k) in enumerate(
+                zip(topo.subnets, self.num_subchannels, strict=True)
+            )
         ]
-        self.edge_spaces = per_edge
+        self.edge_spaces = [rules.spaces() for rules in self.rules]
         self.observation_space = spaces.Dict(
-            {f"edge_{c}": obs for c, (obs, _) in enumerate(per_edge)}
+            {f"edge_{c}": obs for c, (obs, _) in enumerate(self.edge_spaces)}
         )
-        self.action_space = spaces.MultiDiscrete(
-            np.concatenate(
-                [
-                    np.full(k, n + 1)
-                    for n, k in zip(self.sizes, self.num_subchannels, strict=True)
-                ]
-            ).astype(np.int64)
+        blocks = self.sizes if participants else self.num_subchannels
+        self.action_space: spaces.Space[Any] = (
+            spaces.MultiBinary(sum(self.sizes))
+            if participants
+            else spaces.MultiDiscrete(
+                np.concatenate([a.nvec for _, a in self.edge_spaces]).astype(np.int64)
+            )
         )
-        self._offsets = np.cumsum([0, *self.num_subchannels])
+        self._offsets = np.cumsum([0, *blocks])
         self.system: Any = None
         self.round = 0
 
@@ -136,8 +149,8 @@ class HierarchicalSchedulingEnv(gym.Env):
         values = np.asarray(action)
         if values.shape != (int(self._offsets[-1]),):
             raise ValueError(
-                f"action must have {int(self._offsets[-1])} entries (Σ_c K_e), "
-                f"got shape {values.shape}"
+                f"action must have {int(self._offsets[-1])} entries (one block "
+                f"per edge), got shape {values.shape}"
             )
         return [
             values[self._offsets[c] : self._offsets[c + 1]]
@@ -176,9 +189,11 @@ class HierarchicalSchedulingEnv(gym.Env):
         """Run one global round with the per-edge schedules of ``action``."""
         if self.system is None:
             raise RuntimeError("call reset() before step()")
-        result, extras = self.system.run_global_round(
-            self.round, self.split_action(action)
-        )
+        schedules = [
+            rules.to_schedule(a)[0]
+            for rules, a in zip(self.rules, self.split_action(action), strict=True)
+        ]
+        result, extras = self.system.run_global_round(self.round, schedules)
         info: dict[str, Any] = {
             "round": self.round,
             "scheduled": sorted(int(r["client"]) for r in result.rows),

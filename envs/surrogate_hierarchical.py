@@ -20,7 +20,7 @@ Uploads are error-free (Shannon-rate links): no channel term.
 
 Energy and delay of every upload and of the backhaul come from
 :class:`rayfl.hierarchy.cost.CostModel` with the fading of the assigned
-subchannel, and the observer ledger records the same releases as the engine
+subchannel (of the device for a device-set action, as the engine), and the observer ledger records the same releases as the engine
 (``rayfl.hierarchy.accounting.record_ledger``), so the observation table has
 the emulate mode's meaning.
 
@@ -47,12 +47,12 @@ from rayfl.config import RunConfig
 from rayfl.data.federated import build_federated
 from rayfl.hierarchy.accounting import record_ledger
 from rayfl.hierarchy.cost import CostModel
-from rayfl.hierarchy.deciders import edge_schedules
 from rayfl.hierarchy.dp import ObserverLedger, stream_stds
 from rayfl.hierarchy.round import segments
-from rayfl.hierarchy.scheduling import EdgeScheduling
+from rayfl.hierarchy.scheduling import EdgeScheduling, upload_fading
 from rayfl.hierarchy.topology import build_topology
 from rayfl.rl.config import RLConfig
+from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 
 __all__ = ["HierarchicalSurrogate", "SurrogateRound"]
@@ -190,14 +190,14 @@ class HierarchicalSurrogate:
 
     # ---------------------------------------------------------------- round
     def run_global_round(
-        self, k: int, actions: Sequence[Any]
+        self, k: int, schedules: Sequence[Schedule]
     ) -> tuple[SurrogateRound, dict[str, Any]]:
-        """Run interval k with the per-edge ``actions``; return (result, extras)."""
+        """Run interval k with one schedule per edge; return (result, extras)."""
         cfg = self.config
         topo = cfg.topology
         trusted = self.topology.trusted
         chosen, subchannel = self.scheduling.participants_of(
-            edge_schedules(self.scheduling, actions), self.topology.sizes
+            schedules, self.topology.sizes
         )
         s_now = np.array([len(m) for m in chosen], dtype=np.int64)
         eta = self.learning_rate(k)
@@ -259,7 +259,7 @@ class HierarchicalSurrogate:
                 "client": i,
                 "train_loss": loss_sum[i] / len(self.segments),
                 "delivered": True,
-                "subchannel": subchannel[i],
+                **({} if subchannel is None else {"subchannel": subchannel[i]}),
             }
             for i in sorted(loss_sum)
         ]
@@ -268,16 +268,25 @@ class HierarchicalSurrogate:
         return SurrogateRound(rows), extras
 
     def _upload_cost(
-        self, k: int, p: int, c: int, members: list[int], subchannel: dict[int, int]
+        self,
+        k: int,
+        p: int,
+        c: int,
+        members: list[int],
+        subchannel: dict[int, int] | None,
     ) -> tuple[float, float]:
         """Return (energy_j, delay_s) of subnet c's uploads in period p."""
         if not members:
             return 0.0, 0.0
-        sch = self.scheduling
-        key = sch.fading_key(k, p)
-        fading = [
-            sch.fading(key, i, sch.num_subchannels[c])[subchannel[i]] for i in members
-        ]
+        fading = upload_fading(
+            self.scheduling,
+            subchannel,
+            seed=self.config.seed,
+            k=k,
+            edge=c,
+            period=p,
+            devices=members,
+        )
         time_s, energy_j = self.cost.uploads(members, fading)
         self.upload_count[members] += 1
         return self.cost.local_cost(time_s, energy_j)

@@ -39,6 +39,8 @@ Implementation details:
        (``context=``): abs(w), the link and CPU constants, τ·abs(b) and β_i (T̂_i
        of the ledger's accountant, eq. 12), each only where the parameter was
        left at its default; without β_i from either, β_i = min(1, N/abs(Û)).
+       On the hierarchy each edge's link is ``topology.cost``'s (no downlink,
+       no compute term) and the sparsity is not sent (no ``controls``).
     4. Powers are quantised down to the env's L levels P^max·(l+1)/L.
     5. Clients outside Û keep their queue values frozen.
     6. Large systems only (more than ``max_candidates`` available clients, never
@@ -154,7 +156,7 @@ class LyapunovPolicy(Policy):
             filled from it (:meth:`apply_context`).
     """
 
-    topologies: ClassVar[frozenset[str]] = frozenset({"star"})
+    topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
     optional_parts: ClassVar[frozenset[str]] = frozenset({"power", "controls"})
 
     required_keys: ClassVar[tuple[str, ...]] = ("channel_gain", "eligible", "data_size")

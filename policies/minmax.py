@@ -61,7 +61,9 @@ Implementation details:
        sets ρ = 0 in Θ_L and Φ_n (the "Proposed with error-free channel" run,
        together with ``wireless.effects: none``); KM still uses the real ρ.
     6. Without a ``controls`` entry in the action space (e.g. the contract
-       tests, or a runner env without controls) only steps 1-2 act.
+       tests, or a runner env without controls) only steps 1-2 act. The
+       hierarchy has no per-device controls, so minmax is meant for the star
+       only; ``non_adjustment`` (steps 1-2) runs on each edge.
     7. The last solution (ρ, Θ_L, η_F, ε_F, η_P, λ, Φ, max Φ) is kept in
        ``last_solution`` for logging the bound (spec §8 "bound bookkeeping").
 """

@@ -4,8 +4,9 @@ Each edge c is a decision unit (``HierarchicalRound.num_units`` = C). Its policy
 is ``topology.scheduling.policy`` (default ``uniform``), built by
 ``rayfl.registry.make_policy`` for the edge's spaces
 (``rayfl.hierarchy.scheduling.edge_spaces``) with the run's
-``SystemContext`` (``unit`` = c). :class:`EdgeActions` turns the policy's action
-into the edge's schedule, with global device ids:
+``SystemContext`` (``unit`` = c; ``link``: the device→edge constants of
+``topology.cost``, with no downlink or compute term). :class:`EdgeActions`
+turns the policy's action into the edge's schedule, with global device ids:
 
 | policy's action part | action space | schedule of edge c |
 |---|---|---|
@@ -34,8 +35,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rayfl.hierarchy.scheduling import validate_action
-from rayfl.observation import SystemContext
+from rayfl.hierarchy.scheduling import edge_spaces, validate_action
+from rayfl.observation import LinkConstants, SystemContext
 from rayfl.registry import check_policy, make_policy, policy_class
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
@@ -66,6 +67,14 @@ class EdgeActions:
     num_subchannels: int
     participants: bool
 
+    def spaces(self) -> tuple[Any, Any]:
+        """Return the edge's (observation, action) spaces (the table above)."""
+        from gymnasium import spaces
+
+        n = len(self.members)
+        observation, assignment = edge_spaces(n, self.num_subchannels)
+        return observation, spaces.MultiBinary(n) if self.participants else assignment
+
     def to_schedule(
         self, action: Any, eligible: npt.NDArray[np.bool_] | None = None
     ) -> tuple[Schedule, list[int]]:
@@ -93,29 +102,6 @@ class EdgeActions:
         return Schedule(self.members[values[on]], subchannel=on), []
 
 
-def edge_schedules(scheduling: Any, actions: Any) -> tuple[Schedule, ...]:
-    """One schedule per edge from one flat-env action per edge (HierarchicalFL-v0).
-
-    Args:
-        scheduling: The run's :class:`~rayfl.hierarchy.scheduling.EdgeScheduling`.
-        actions: One assignment action per edge.
-
-    Raises:
-        ValueError: A wrong number of actions, or a malformed one.
-    """
-    if len(actions) != len(scheduling.subnets):
-        raise ValueError(
-            f"expected one action per edge ({len(scheduling.subnets)}), "
-            f"got {len(actions)}"
-        )
-    return tuple(
-        EdgeActions(c, m, k_e, participants=False).to_schedule(a)[0]
-        for c, (m, k_e, a) in enumerate(
-            zip(scheduling.subnets, scheduling.num_subchannels, actions, strict=True)
-        )
-    )
-
-
 def check_edge_policy(name: str) -> type:
     """Return policy ``name``'s class, or raise if it is not declared for the hierarchy.
 
@@ -137,22 +123,27 @@ def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
     """Return one (policy, action rules) pair per edge, policies reset.
 
     Args:
-        config: The run config (``topology.scheduling``, ``seed``, ``rounds``).
+        config: The run config (``topology.scheduling``, ``topology.cost``,
+            ``seed``, ``rounds``).
         system: The hierarchical engine (its ``edge_scheduling`` gives the
-            subnets, K_e and spaces; ``dim`` the model size).
+            subnets and K_e; ``dim`` the model size).
 
     Raises:
         ValueError: A policy the hierarchy cannot drive, or bad parameters.
     """
-    from gymnasium import spaces
-
     scheduling = config.topology.scheduling
     participants = "assignment" not in check_edge_policy(scheduling.policy).action_parts
     edges = system.edge_scheduling
+    cost = config.topology.cost
+    link = LinkConstants(
+        bandwidth_hz=cost.bandwidth_hz,
+        noise_psd_dbm_hz=cost.noise_psd_dbm_hz,
+        tx_power_dbm=cost.tx_power_dbm,
+        bits_per_element=cost.bits_per_param,
+    )
     out = []
-    for c, (members, (observation_space, assignment_space)) in enumerate(
-        zip(edges.subnets, edges.spaces, strict=True)
-    ):
+    for c, members in enumerate(edges.subnets):
+        rules = EdgeActions(c, members, edges.num_subchannels[c], participants)
         context = SystemContext(
             topology="hierarchical",
             seed=config.seed,
@@ -160,17 +151,11 @@ def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
             model_dim=int(system.dim),
             unit=c,
             num_units=len(edges.subnets),
-        )
-        action_space = (
-            spaces.MultiBinary(len(members)) if participants else assignment_space
+            link=link,
         )
         policy = make_policy(
-            scheduling.policy,
-            (observation_space, action_space),
-            context=context,
-            **scheduling.params,
+            scheduling.policy, rules.spaces(), context=context, **scheduling.params
         )
         policy.reset(seed=policy_seed(config.seed, c))
-        rules = EdgeActions(c, members, edges.num_subchannels[c], participants)
         out.append((policy, rules))
     return out

@@ -37,8 +37,8 @@ Implementation details:
        observation (``rayfl.hierarchy.scheduling``) and the decision holds its
        schedule, made by its policy (``rayfl.hierarchy.deciders``; ``uniform``
        by default, the paper's seeded choice of s_c^k devices); an assigned
-       subchannel's fading prices the upload. ``run_global_round(k, actions)``
-       also takes an env's per-edge actions (``external_actions=True``).
+       subchannel's fading prices the upload. ``run_global_round(k, schedules)``
+       also takes an env's per-edge schedules (``external_actions=True``).
     6. Attributes the engine does not define (``run_global_round``, ``reset``,
        ``edges``, ``cost``, ``interval``...) are readable on the engine itself.
 """
@@ -59,7 +59,7 @@ from rayfl.hierarchy.accounting import RoundRecords, settle_round
 from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.control import estimate_smoothness, learning_rate, next_interval
 from rayfl.hierarchy.cost import CostModel
-from rayfl.hierarchy.deciders import edge_policies, edge_schedules
+from rayfl.hierarchy.deciders import edge_policies
 from rayfl.hierarchy.device import DeviceActor, evaluate_devices
 from rayfl.hierarchy.dp import ObserverLedger
 from rayfl.hierarchy.interval import Interval
@@ -68,8 +68,7 @@ from rayfl.hierarchy.servers import Servers
 from rayfl.hierarchy.submit import Plan, RoundCalls, make_plan, segments
 from rayfl.hierarchy.topology import build_topology
 from rayfl.registry import policy_class
-from rayfl.schedule import Schedule
-from rayfl.system import Decision, EvalRow, Observation, RoundResult, initial_vector
+from rayfl.system import Decision, EvalRow, Observation, RoundResult
 
 __all__ = ["HierarchicalRound", "segments"]
 
@@ -203,11 +202,11 @@ class HierarchicalRound:
         control: bool | None = None,
         scheduling: HierSchedulingConfig | None = None,
     ) -> None:
-        """Start over from w⁰ on the same actors and data (sweeps, tests).
+        """Change the config, then :meth:`restart` with the same seed (sweeps, tests).
 
         A sweep over trust, ε or control reuses the actors (start-up dominates
-        small runs); batches and noise are redrawn from the same keys, so the
-        same seed gives the run of a fresh system with that config.
+        small runs); w⁰, batches and noise are redrawn from the same keys, so
+        the same seed gives the run of a fresh system with that config.
 
         Args:
             trusted: New trust flags per edge (N,), or None to keep.
@@ -221,16 +220,11 @@ class HierarchicalRound:
             epsilon=epsilon, control=control, scheduling=scheduling
         )
         self.engine.config = self.config.model_copy(update={"topology": topo})
-        if scheduling is not None:
-            self._build_scheduling()
         if trusted is not None:
             self.topology = replace(self.topology, trusted=np.asarray(trusted, bool))
         if dp_enabled is not None:
             self.dp_enabled = bool(dp_enabled)
-        data = self.engine.data
-        vector = initial_vector(self.config, tuple(data.input_shape), data.num_classes)
-        self.global_ref = ray.put(vector)
-        self._reset_schedule()
+        self.engine.restart(self.config.seed)  # w⁰, the edges' seed, the bands
 
     def _reset_schedule(self) -> None:
         topo, n = self.config.topology, self.engine.num_clients
@@ -274,11 +268,9 @@ class HierarchicalRound:
         )
 
     def _decision(self, k: int, actions: Sequence[Any] | None) -> Decision:
-        """Return round k's decision: given, an env's actions, or the own policies'."""
-        if actions is not None and all(isinstance(a, Schedule) for a in actions):
+        """Return round k's decision: the given schedules, or the own policies'."""
+        if actions is not None:
             return tuple(actions)
-        if actions is not None:  # one flat-env action per edge
-            return edge_schedules(self.edge_scheduling, actions)
         if self._policies is None:
             self._policies = edge_policies(self.config, self.engine)
         observations = self.scheduling_observations(k)
@@ -294,10 +286,10 @@ class HierarchicalRound:
 
         Args:
             k: Global round index.
-            actions: The decision (one ``Schedule`` per edge, the engine's), one
-                flat-env action per edge (``rayfl.hierarchy.deciders``), or None:
-                ``topology.scheduling.policy`` decides, one instance per edge
-                built for this round's caller (scripts).
+            actions: The decision (one ``Schedule`` per edge: the engine's, or
+                an env's agent's through ``rayfl.hierarchy.deciders.EdgeActions``),
+                or None: ``topology.scheduling.policy`` decides, one instance per
+                edge built for this round's caller (scripts).
 
         Returns:
             The per-device rows (as the flat engine's) and the round's extras

@@ -61,8 +61,9 @@ Implementation details:
        stay summed (TDMA accounting of spec §2.7) so the policy path and the
        uniform path are costed by the same formula.
     4. Actions and schedules are validated before use (shape (K_e,), integers
-       in [0, n_c], a device on at most one subchannel, devices of the edge's
-       subnet): a bad one raises ``ValueError`` naming the edge.
+       in [0, n_c], devices of the edge's subnet): a bad one raises
+       ``ValueError`` naming the edge. A device an action puts on several
+       subchannels keeps the lowest one, the others idle (as the star env).
     5. A decision without subchannels (the ``uniform`` policy's participants)
        prices each upload with the fading keyed (seed, "hier_fading", period,
        device) instead (:func:`upload_fading`).
@@ -77,6 +78,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
+from rayfl.observation import observation_space
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 
@@ -115,27 +117,14 @@ def edge_spaces(num_devices: int, num_subchannels: int) -> tuple[Any, Any]:
     from gymnasium import spaces
 
     n, k = int(num_devices), int(num_subchannels)
-    inf = np.float32(np.inf)
-    vec = spaces.Box(0.0, inf, shape=(n,), dtype=np.float32)
-    obs = spaces.Dict(
-        {
-            "channel_gain": spaces.Box(-inf, inf, shape=(n, k), dtype=np.float32),
-            "loss": vec,
-            "upload_count": vec,
-            "privacy_spent": vec,
-            "staleness": vec,
-            "data_size": vec,
-            "eligible": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32),
-            "round": spaces.Box(0.0, inf, shape=(1,), dtype=np.float32),
-        }
-    )
+    obs = observation_space(OBS_KEYS, n, k)  # the engine's schema
     return obs, spaces.MultiDiscrete(np.full(k, n + 1, dtype=np.int64))
 
 
 def validate_action(
     action: Any, *, edge: int, num_devices: int, num_subchannels: int
 ) -> npt.NDArray[np.int64]:
-    """Return edge ``edge``'s action as a (K_e,) int64 array, or raise.
+    """Return edge ``edge``'s action as a (K_e,) int64 array, repeats idled, or raise.
 
     Args:
         action: The action (array-like, or a ``Dict`` action with
@@ -145,17 +134,17 @@ def validate_action(
         num_devices: n_c.
         num_subchannels: K_e.
 
+    A device on several subchannels keeps the lowest one; the others become
+    idle (n_c), as ``WirelessFL-v0`` repairs a client named twice.
+
     Raises:
-        ValueError: Wrong shape or dtype, a device id outside [0, n_c], or a device
-            on two subchannels.
+        ValueError: Wrong shape or dtype, or a device id outside [0, n_c].
 
     Example:
         >>> validate_action([2, 0], edge=0, num_devices=3, num_subchannels=2).tolist()
         [2, 0]
-        >>> validate_action([0, 0], edge=1, num_devices=3, num_subchannels=2)
-        Traceback (most recent call last):
-        ...
-        ValueError: edge 1: device 0 is on subchannels [0, 1]; at most one allowed
+        >>> validate_action([0, 1, 0], edge=1, num_devices=3, num_subchannels=3).tolist()
+        [0, 1, 3]
     """
     if isinstance(action, dict):
         extra = sorted(set(action) - {"assignment"})
@@ -181,14 +170,9 @@ def validate_action(
             f"edge {edge}: subchannel {s}: device {int(values[s])} is not in "
             f"0..{num_devices} ({num_devices} = idle)"
         )
-    used = values[values < num_devices]
-    ids, counts = np.unique(used, return_counts=True)
-    for j in ids[counts > 1].tolist():
-        where = np.flatnonzero(values == j).tolist()
-        raise ValueError(
-            f"edge {edge}: device {j} is on subchannels {where}; at most one allowed"
-        )
-    return values
+    first = np.zeros(values.shape, dtype=bool)
+    first[np.unique(values, return_index=True)[1]] = True  # lowest subchannel
+    return np.where(first, values, num_devices)
 
 
 class EdgeScheduling:
@@ -229,10 +213,6 @@ class EdgeScheduling:
         self.num_train = np.asarray(num_train, dtype=np.float64)
         k_e = config.subchannels_per_edge
         self.num_subchannels = [int(k_e or len(s)) for s in self.subnets]
-        self.spaces = [
-            edge_spaces(len(s), k)
-            for s, k in zip(self.subnets, self.num_subchannels, strict=True)
-        ]
         self.needed_keys: set[str] = set(needed_keys)
         self.reset()
 
@@ -320,9 +300,9 @@ class EdgeScheduling:
     ) -> tuple[list[list[int]], dict[int, int] | None]:
         """Map one schedule per edge to S_c^k and each participant's subchannel.
 
-        A device on a closed subchannel does not take part (detail 1); a
-        participants-only decision (no subchannels) may name at most o_c^k
-        devices of an edge.
+        A device on a closed subchannel does not take part (detail 1); of a
+        participants-only decision (no subchannels) an edge keeps its o_c^k
+        lowest ids, as the star keeps its first K participants.
 
         Args:
             decision: One schedule per edge, global device ids.
@@ -334,8 +314,8 @@ class EdgeScheduling:
 
         Raises:
             ValueError: Wrong number of schedules, a device outside its edge's
-                subnet, a subchannel outside the band, a participants-only
-                edge over o_c^k, or subchannels given for some devices only.
+                subnet, a subchannel outside the band, more devices on open
+                subchannels than o_c^k, or subchannels given for some devices only.
         """
         if len(decision) != len(self.subnets):
             raise ValueError(
@@ -374,6 +354,8 @@ class EdgeScheduling:
             schedule.clients.tolist(), schedule.subchannel.tolist(), strict=True
         )
         picked = {int(i): int(k) for i, k in pairs if k < open_k}
+        if (schedule.subchannel < 0).all():  # participants: the lowest ids
+            picked = dict(sorted(picked.items())[:open_k])
         if len(picked) > open_k:
             raise ValueError(
                 f"edge {c}: {len(picked)} devices take part; at most {open_k} may "

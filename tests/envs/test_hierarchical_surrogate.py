@@ -6,8 +6,10 @@ import math
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 
 from envs.hierarchical import HierarchicalSchedulingEnv
+from policies.registry import make_policy
 from rayfl.hierarchy.cost import uplink_rate_bps
 from rayfl.hierarchy.dp import stream_stds
 from rayfl.seeding import rng_for
@@ -182,3 +184,63 @@ def test_surrogate_refuses_accuracy_and_the_controller():
     )
     with pytest.raises(ValueError, match="does not model topology.control"):
         env.reset()
+
+
+def test_every_sample_of_the_action_space_steps():
+    # a device on several subchannels of its edge keeps the lowest one, the
+    # others idle: the repair of WirelessFL-v0 and D2DNeighbor-v0
+    env = _env()
+    env.reset(seed=0)
+    env.action_space.seed(3)
+    subnets = env.system.scheduling.subnets
+    repeats = 0
+    for _ in range(40):
+        action = env.action_space.sample()
+        expected, kept = [], []
+        for c, block in enumerate(env.split_action(action)):
+            first = {}
+            for k, j in enumerate(block.tolist()):
+                if j < env.sizes[c]:
+                    repeats += j in first
+                    first.setdefault(j, k)
+            expected += [int(subnets[c][j]) for j in first]
+            kept.append(sorted(first.items()))
+        blocks = env.split_action(action)
+        schedules = [
+            r.to_schedule(a)[0] for r, a in zip(env.rules, blocks, strict=True)
+        ]
+        for schedule, members, pairs in zip(schedules, subnets, kept, strict=True):
+            got = sorted(
+                (int(np.searchsorted(members, i)), int(k))
+                for i, k in zip(schedule.clients, schedule.subchannel, strict=True)
+            )
+            assert got == pairs
+        _, reward, _, truncated, info = env.step(action)
+        assert info["scheduled"] == sorted(expected)
+        assert np.isfinite(reward)
+        if truncated:
+            env.reset()
+    assert repeats >= 5  # the samples named devices twice
+
+
+def test_participants_action_for_a_device_set_policy():
+    # MultiBinary(Σ n_c); an edge keeps its K_e = 2 lowest marked devices
+    env = _env(participants=True)
+    assert env.action_space == spaces.MultiBinary(8)
+    assert [a for _, a in env.edge_spaces] == [spaces.MultiBinary(4)] * 2
+    obs, _ = env.reset(seed=0)
+    subnets = env.system.scheduling.subnets
+    policies = [make_policy("uniform", sp) for sp in env.edge_spaces]
+    for c, policy in enumerate(policies):
+        policy.reset(seed=c)
+    action = env.join_actions(
+        [p(env.edge_observation(obs, c)) for c, p in enumerate(policies)]
+    )
+    assert [int(b.sum()) for b in env.split_action(action)] == [2, 2]
+    _, _, _, _, info = env.step(action)
+    marked = [
+        subnets[c][b.astype(bool)] for c, b in enumerate(env.split_action(action))
+    ]
+    assert info["scheduled"] == sorted(np.concatenate(marked).tolist())
+    _, _, _, _, info = env.step(np.ones(8, dtype=np.int8))
+    assert info["scheduled"] == sorted([*subnets[0][:2], *subnets[1][:2]])
