@@ -309,6 +309,22 @@ class ObservationTracker:
         self.selected[:] = 0
         self.selected[np.asarray(chosen, dtype=np.int64).reshape(-1)] = 1
 
+    def record(
+        self, rows: Sequence[Mapping[str, Any]], delivered: Sequence[int]
+    ) -> None:
+        """Record one round from its rows (``client``, ``delivered``, ``train_loss``).
+
+        Args:
+            rows: One record per scheduled row.
+            delivered: Rows whose update arrived.
+        """
+        losses = {
+            int(r["client"]): r.get("train_loss", math.nan)
+            for r in rows
+            if r.get("delivered")
+        }
+        self.update([int(r["client"]) for r in rows], delivered, losses)
+
     def fields(self) -> dict[str, F32]:
         """Return the tracked keys as float32 observation entries."""
         return {
@@ -330,10 +346,14 @@ class ObservationTracker:
     def load_state_dict(self, state: Mapping[str, Sequence[float]]) -> None:
         """Restore a :meth:`state_dict`.
 
+        Keys missing from ``state`` keep their values.
+
         Raises:
             ValueError: If a length differs from N.
         """
         for name in ("loss", "staleness", "upload_count", "selected"):
+            if name not in state:
+                continue
             values = np.asarray(state[name], dtype=np.float64)
             if values.shape != self.loss.shape:
                 raise ValueError(
