@@ -21,7 +21,7 @@ from rayfl.config import RunConfig, load_config
 from rayfl.metrics import jain_index
 from rayfl.observation import TOPOLOGY_KEYS, observation_space
 from rayfl.schedule import Schedule
-from rayfl.star.actions import StarActions
+from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.units import power_levels_w
 
@@ -71,6 +71,10 @@ class WirelessFLEnv(BackendOwner, gym.Env):
     keeps the lowest-indexed one (the others idle); a client that is not
     eligible (privacy budget or T0 spent) is ignored (reported in
     ``info["ignored"]``); ``action_masks()`` gives the valid choices.
+    With ``participants=True`` (for a policy that picks a client set only, e.g.
+    ``all``) the action is ``MultiBinary(N)`` instead: the i-th chosen client by
+    id gets subchannel i at maximum power; ineligible clients and those past the
+    K-th are ignored.
 
     ## Observation Space
     A ``Dict`` of float32 arrays:
@@ -109,6 +113,7 @@ class WirelessFLEnv(BackendOwner, gym.Env):
     | mode | str | "emulate" | "emulate" (real training on Ray) or "surrogate" |
     | reward | str | "min_max_loss" | one of ``REWARDS`` |
     | controls | bool | False | expose the algorithm's per-client controls |
+    | participants | bool | False | a client-set action ``MultiBinary(N)`` instead of the assignment |
     | overrides | list or mapping | () | config overrides ``key.path=value`` |
 
     ## Version History
@@ -124,6 +129,7 @@ class WirelessFLEnv(BackendOwner, gym.Env):
         reward: str = "min_max_loss",
         controls: bool = False,
         overrides: list[str] | Mapping[str, Any] = (),
+        participants: bool = False,
     ) -> None:
         if mode not in ("emulate", "surrogate"):
             raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
@@ -172,8 +178,13 @@ class WirelessFLEnv(BackendOwner, gym.Env):
                     ),
                     (n, 1),
                 )
+        self.participants = StarParticipants(n, k) if participants else None
         self.action_space = (
-            spaces.Dict({"assignment": assignment, **parts}) if parts else assignment
+            spaces.MultiBinary(n)
+            if participants
+            else spaces.Dict({"assignment": assignment, **parts})
+            if parts
+            else assignment
         )
         self.observation_space = observation_space(TOPOLOGY_KEYS["star"], n, k)
         self._backend: EmulatedBackend | SurrogateBackend | None = None
@@ -267,7 +278,8 @@ class WirelessFLEnv(BackendOwner, gym.Env):
         }
 
     def _to_schedule(self, action: Any) -> tuple[Schedule, list[int]]:
-        return StarActions.of(self).to_schedule(action, self._eligible())
+        rules = self.participants or StarActions.of(self)
+        return rules.to_schedule(action, self._eligible())
 
     def _reward(self, outcome: Outcome) -> float:
         kind = self.reward_kind

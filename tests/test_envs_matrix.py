@@ -70,8 +70,6 @@ MODES = ("surrogate", "emulate")
 
 #: Declared pairs that cannot run: strict xfail, so fixing them fails the test.
 RUN_BUGS = {
-    ("all", "star"): "WirelessFL-v0 offers only the 'assignment' action part; "
-    "the participants-only policy 'all' is refused by make_policy",
     ("uniform", "hierarchical"): "HierarchicalFL-v0 offers only the 'assignment' "
     "action part; the participants-only policy 'uniform' is refused by make_policy",
 }
@@ -106,17 +104,23 @@ def _uses_controls(name: str) -> bool:
     return bool(getattr(policy_class(name), "uses_controls", False))
 
 
-def _build(topology: str, mode: str, controls: bool) -> Any:
+def _participants_only(name: str) -> bool:
+    return "assignment" not in policy_class(name).action_parts
+
+
+def _build(topology: str, mode: str, controls: bool, participants: bool) -> Any:
     config = CONFIGS[topology]
     if topology == "star":
-        return WirelessFLEnv(config, mode=mode, controls=controls)
+        return WirelessFLEnv(
+            config, mode=mode, controls=controls, participants=participants
+        )
     if topology == "hierarchical":
         return HierarchicalSchedulingEnv(config, mode=mode)
     return D2DNeighborEnv(config, mode=mode)
 
 
 class _Envs:
-    """One env per (topology, mode, controls), built on first use, closed at the end.
+    """One env per (topology, mode, controls, participants), built on first use.
 
     With ``single`` only one env lives at a time: an emulate env holds the
     session's CPUs, so a second one would wait for them forever.
@@ -124,14 +128,16 @@ class _Envs:
 
     def __init__(self, single: bool = False) -> None:
         self.single = single
-        self.made: dict[tuple[str, str, bool], Any] = {}
+        self.made: dict[tuple[str, str, bool, bool], Any] = {}
 
-    def get(self, topology: str, mode: str, controls: bool = False) -> Any:
-        key = (topology, mode, controls)
+    def get(
+        self, topology: str, mode: str, controls: bool = False, participants=False
+    ) -> Any:
+        key = (topology, mode, controls, participants)
         if key not in self.made:
             if self.single:
                 self.close()
-            self.made[key] = _build(topology, mode, controls)
+            self.made[key] = _build(topology, mode, controls, participants)
         return self.made[key]
 
     def close(self) -> None:
@@ -242,7 +248,13 @@ def _policy_driver(name: str, env: Any, topology: str, mode: str) -> Any:
 #: (name, topology, mode), ordered by env so each emulate env is built once here.
 EPISODES = sorted(
     ((name, topo, mode) for name, topo in DECLARED for mode in MODES),
-    key=lambda c: (c[2] == "emulate", c[1], _uses_controls(c[0]), c[0]),
+    key=lambda c: (
+        c[2] == "emulate",
+        c[1],
+        _uses_controls(c[0]),
+        _participants_only(c[0]),
+        c[0],
+    ),
 )
 
 
@@ -250,7 +262,10 @@ EPISODES = sorted(
     ("name", "topology", "mode"), _mark(EPISODES, RUN_BUGS, ValueError)
 )
 def test_policy_drives_a_short_episode(envs, name, topology, mode):
-    env = envs.get(topology, mode, _uses_controls(name) and topology == "star")
+    star = topology == "star"
+    env = envs.get(
+        topology, mode, _uses_controls(name) and star, _participants_only(name) and star
+    )
     obs, _ = env.reset(seed=env.config.seed)  # the hierarchy rebuilds on a new seed
     act = _policy_driver(name, env, topology, mode)
     for _ in range(2):
