@@ -29,6 +29,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     ValidationError,
     model_validator,
 )
@@ -37,9 +38,10 @@ from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_nam
 from rayfl.compression.config import CompressionConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
+from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
 from rayfl.learning.config import ModelConfig
-from rayfl.names import UnknownNameError, unknown_name_message
+from rayfl.names import UnknownNameError, policy_names, unknown_name_message
 from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.rl.config import RLConfig
@@ -78,6 +80,69 @@ TopologyConfig = Annotated[
     Field(discriminator="kind"),
 ]
 """The ``topology`` section: a discriminated union on ``kind`` (default flat)."""
+
+
+#: The topology fields that name the policy as aliases of ``scheduler.policy`` /
+#: ``scheduler.params``: kind → (parent section or None, policy key, params key).
+_POLICY_ALIASES: dict[str, tuple[str | None, str, str]] = {
+    "hierarchical": ("scheduling", "policy", "params"),
+    "d2d": (None, "policy", "policy_params"),
+}
+_DEFAULT_POLICY = {
+    "hierarchical": HierSchedulingConfig.model_fields["policy"].default,
+    "d2d": D2DTopologyConfig.model_fields["policy"].default,
+}
+
+
+def _plain(section: Any) -> Any:
+    """A section given as a model, as its dict (a dict or anything else: as is)."""
+    return section.model_dump() if isinstance(section, BaseModel) else section
+
+
+def _one_policy_field(data: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
+    """Give ``scheduler.policy/params`` and the topology's alias fields one value.
+
+    A value given in one place is copied to the other (``scheduler.policy: all``,
+    the star's default, yields to an alias; with neither, the topology's default
+    policy). Returns the data and the policy and params fields the user wrote.
+
+    Raises:
+        ValueError: If the two places name different policies or parameters.
+    """
+    fields = ("scheduler.policy", "scheduler.params")
+    topology, scheduler = _plain(data.get("topology")), _plain(data.get("scheduler"))
+    scheduler = {} if scheduler is None else scheduler
+    kind = topology.get("kind") if isinstance(topology, dict) else None
+    if kind not in _POLICY_ALIASES or not isinstance(scheduler, dict):
+        return data, *fields
+    parent, policy_key, params_key = _POLICY_ALIASES[kind]
+    holder = topology if parent is None else _plain(topology.get(parent, {}))
+    if not isinstance(holder, dict):
+        return data, *fields
+    prefix = f"topology.{parent}." if parent else "topology."
+    new = {"policy": scheduler.get("policy"), "params": scheduler.get("params")}
+    old = {"policy": holder.get(policy_key), "params": holder.get(params_key)}
+    if new["policy"] == "all" and old["policy"]:  # the star's default, not a choice
+        new["policy"] = None
+    names = {"policy": prefix + policy_key, "params": prefix + params_key}
+    if any(n and n not in policy_names() for n in (new["policy"], old["policy"])):
+        return data, *fields  # the field that names it says so, once
+    for key in ("policy", "params"):
+        if new[key] and old[key] and new[key] != old[key]:
+            raise ValueError(
+                f"scheduler.{key}={new[key]} and {names[key]}={old[key]} disagree: "
+                f"give scheduler.{key} only"
+            )
+    policy = new["policy"] or old["policy"] or _DEFAULT_POLICY[kind]
+    params = new["params"] or old["params"] or {}
+    holder = {**holder, policy_key: policy, params_key: params}
+    topology = holder if parent is None else {**topology, parent: holder}
+    scheduler = {**scheduler, "policy": policy, "params": params}
+    return (
+        {**data, "topology": topology, "scheduler": scheduler},
+        fields[0] if new["policy"] else names["policy"],
+        fields[1] if new["params"] else names["params"],
+    )
 
 
 class RunConfig(_Section):
@@ -133,6 +198,19 @@ class RunConfig(_Section):
         "values, e.g. {privacy.epsilon: [1, 4, null]}; empty = one run.",
     )
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _policy_fields(
+        cls, data: Any, handler: ModelWrapValidatorHandler[RunConfig]
+    ) -> RunConfig:
+        """One policy field: map the aliases, validate, then check the policy."""
+        fields = ("scheduler.policy", "scheduler.params")
+        if isinstance(data, dict):
+            data, *fields = _one_policy_field(data)
+        cfg = handler(data)
+        cfg._check_policy(*fields)
+        return cfg
+
     @model_validator(mode="after")
     def _check_cross(self) -> RunConfig:
         k = self.scheduler.clients_per_round
@@ -148,7 +226,6 @@ class RunConfig(_Section):
             from rayfl.d2d.config import check_d2d_run
 
             check_d2d_run(self)
-        self._check_policy()
         if self.model.kind == "cnn" and self.data.dataset == "synthetic":
             raise ValueError(
                 "model.kind=cnn needs image data; data.dataset=synthetic is a 60-dim "
@@ -170,19 +247,13 @@ class RunConfig(_Section):
                 "topology.kind=hierarchical has its own DP (topology.dp): set "
                 "privacy.mechanism=none and no compression"
             )
-        if self.scheduler.policy != "all":
-            raise ValueError(
-                "topology.kind=hierarchical schedules each edge with "
-                "topology.scheduling.policy (per-edge subchannels); leave "
-                f"scheduler.policy at 'all' (got {self.scheduler.policy!r})"
-            )
         if self.wireless is not None:
             raise ValueError(
                 "topology.kind=hierarchical uses topology.cost for the device→edge "
                 "links; remove the `wireless` section"
             )
 
-    def _check_policy(self) -> None:
+    def _check_policy(self, field: str, params_field: str) -> None:
         """The scheduling policy fits the topology, and its params fit the policy.
 
         Star runs (``topology.kind=flat``): without a ``wireless`` section only
@@ -191,17 +262,16 @@ class RunConfig(_Section):
         the env's subchannel assignment (plus power levels when
         ``wireless.power_levels > 1`` and per-client controls when
         ``scheduler.controls`` is set or the policy ``uses_controls``).
-        Hierarchical runs check ``topology.scheduling.policy`` the same way, and
-        D2D runs check ``topology.policy``.
+        Hierarchical and D2D runs check the policy against their topology; the
+        messages name ``field`` / ``params_field``, the fields the user wrote.
         Unknown names are refused earlier, by the fields' own validators.
         """
         from rayfl.registry import check_params, check_policy, policy_class
 
-        kind = self.topology.kind
+        kind, policy = self.topology.kind, self.scheduler.policy
         if kind == "flat":
             from rayfl.scheduler_config import BUILTIN_POLICIES
 
-            policy = self.scheduler.policy
             check_policy(policy, topology="star")  # meant for the star at all?
             if self.wireless is None and policy not in BUILTIN_POLICIES:
                 raise ValueError(
@@ -210,37 +280,18 @@ class RunConfig(_Section):
                     f"{', '.join(BUILTIN_POLICIES)})"
                 )
             check_policy(policy, topology="star", parts=self._star_parts())
-            check_params(policy, self.scheduler.params)
-        elif kind == "d2d":
-            self._check_d2d_policy()
-        elif kind == "hierarchical" and self.topology.scheduling.uses_policy:
-            field = "topology.scheduling.policy"
-            name = self.topology.scheduling.policy
-            check_policy(name, topology="hierarchical", field=field)
-            if getattr(policy_class(name), "uses_controls", False):
-                raise ValueError(
-                    f"{field}={name} sets per-client controls; the hierarchy drives "
-                    "policies that act on the observation alone (e.g. random, "
-                    "round_robin, best_channel)"
-                )
-            check_params(
-                name,
-                self.topology.scheduling.params,
-                field="topology.scheduling.params",
-                policy_field=field,
+        else:
+            check_policy(policy, topology=kind, field=field)
+        if kind == "hierarchical" and getattr(
+            policy_class(policy), "uses_controls", False
+        ):
+            raise ValueError(
+                f"{field}={policy} sets per-client controls; the hierarchy drives "
+                "policies that act on the observation alone (e.g. random, "
+                "round_robin, best_channel)"
             )
-
-    def _check_d2d_policy(self) -> None:
-        """``topology.policy`` fits the D2D topology (its keys and action parts)."""
-        from rayfl.registry import check_params, check_policy
-
-        topology = self.topology
-        check_policy(topology.policy, topology="d2d", field="topology.policy")
         check_params(
-            topology.policy,
-            topology.policy_params,
-            field="topology.policy_params",
-            policy_field="topology.policy",
+            policy, self.scheduler.params, field=params_field, policy_field=field
         )
 
     def _star_parts(self) -> set[str]:
@@ -301,6 +352,33 @@ def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
             node[part] = child
         node = child
     node[path[-1]] = value
+
+
+def _override_policy(tree: dict[str, Any], keys: Iterable[str]) -> None:
+    """An override of the policy (or its params) in one place drops the other place.
+
+    So ``scheduler.policy=X`` replaces a policy the source names in its alias field
+    (and the other way round) instead of disagreeing with it.
+    """
+    topology = tree.get("topology")
+    kind = topology.get("kind") if isinstance(topology, dict) else None
+    if kind not in _POLICY_ALIASES:
+        return
+    parent, *aliases = _POLICY_ALIASES[kind]
+    holder = topology if parent is None else topology.get(parent)
+    scheduler = tree.get("scheduler")
+    for new, old in zip(("policy", "params"), aliases, strict=True):
+        alias = f"topology.{parent}.{old}" if parent else f"topology.{old}"
+        given = {p for p in (f"scheduler.{new}", alias) if _touches(keys, p)}
+        if given == {alias}:
+            if isinstance(scheduler, dict):
+                scheduler.pop(new, None)
+        elif given and isinstance(holder, dict):
+            holder.pop(old, None)
+
+
+def _touches(keys: Iterable[str], path: str) -> bool:
+    return any(k == path or k.startswith(f"{path}.") for k in keys)
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str] | None:
@@ -399,6 +477,7 @@ def load_config(
         overrides = parse_overrides(overrides)
     for key, value in overrides.items():
         _set_path(tree, [p for p in key.split(".") if p], value)
+    _override_policy(tree, overrides)
     try:
         return RunConfig.model_validate(tree)
     except ValidationError as e:

@@ -31,11 +31,14 @@ class SchedulerConfig(BaseModel):
 
     policy: str = Field(
         "all",
-        description="Scheduling policy name: `all` (every eligible client every "
-        "round), `random` or `round_robin` work with or without a `wireless` "
-        "section; every other name in policies.POLICIES assigns subchannels and "
-        "needs one. A policy meant for another topology (e.g. `uniform`, "
-        "`channel_threshold`) is refused at validation.",
+        description="Scheduling policy name, for every topology: star runs take "
+        "`all` (default: every eligible client every round), `random` or "
+        "`round_robin` with or without a `wireless` section, and every other star "
+        "policy in policies.POLICIES with one; hierarchical runs default to "
+        "`uniform` (alias topology.scheduling.policy), D2D runs to "
+        "`channel_threshold` (alias topology.policy). A policy meant for another "
+        "topology is refused at validation; naming two different policies here "
+        "and in the alias is an error.",
     )
     clients_per_round: int | None = Field(
         None,
@@ -47,7 +50,8 @@ class SchedulerConfig(BaseModel):
         default_factory=dict,
         description="Keyword arguments of the policy's constructor (e.g. "
         "{window: 20} for proportional_fair); names and types are checked "
-        "against it when the config is validated.",
+        "against it when the config is validated. Aliases: "
+        "topology.scheduling.params (hierarchical), topology.policy_params (D2D).",
     )
     controls: bool = Field(
         False,
