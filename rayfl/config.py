@@ -41,11 +41,16 @@ from rayfl.data.config import DataConfig
 from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
 from rayfl.learning.config import ModelConfig
-from rayfl.names import UnknownNameError, policy_names, unknown_name_message
+from rayfl.names import UnknownNameError, unknown_name_message
 from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.rl.config import RLConfig
-from rayfl.scheduler_config import SchedulerConfig
+from rayfl.scheduler_config import (
+    PolicyAlias,
+    SchedulerConfig,
+    one_policy_field,
+    override_policy,
+)
 from rayfl.session_config import RayConfig
 from rayfl.wireless.config import WirelessConfig
 
@@ -82,67 +87,21 @@ TopologyConfig = Annotated[
 """The ``topology`` section: a discriminated union on ``kind`` (default flat)."""
 
 
-#: The topology fields that name the policy as aliases of ``scheduler.policy`` /
-#: ``scheduler.params``: kind → (parent section or None, policy key, params key).
-_POLICY_ALIASES: dict[str, tuple[str | None, str, str]] = {
-    "hierarchical": ("scheduling", "policy", "params"),
-    "d2d": (None, "policy", "policy_params"),
+#: Where each topology still names its policy (aliases of ``scheduler.policy/params``).
+_POLICY_ALIASES: dict[str, PolicyAlias] = {
+    "hierarchical": PolicyAlias(
+        "scheduling",
+        "policy",
+        "params",
+        HierSchedulingConfig.model_fields["policy"].default,
+    ),
+    "d2d": PolicyAlias(
+        None,
+        "policy",
+        "policy_params",
+        D2DTopologyConfig.model_fields["policy"].default,
+    ),
 }
-_DEFAULT_POLICY = {
-    "hierarchical": HierSchedulingConfig.model_fields["policy"].default,
-    "d2d": D2DTopologyConfig.model_fields["policy"].default,
-}
-
-
-def _plain(section: Any) -> Any:
-    """A section given as a model, as its dict (a dict or anything else: as is)."""
-    return section.model_dump() if isinstance(section, BaseModel) else section
-
-
-def _one_policy_field(data: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
-    """Give ``scheduler.policy/params`` and the topology's alias fields one value.
-
-    A value given in one place is copied to the other (``scheduler.policy: all``,
-    the star's default, yields to an alias; with neither, the topology's default
-    policy). Returns the data and the policy and params fields the user wrote.
-
-    Raises:
-        ValueError: If the two places name different policies or parameters.
-    """
-    fields = ("scheduler.policy", "scheduler.params")
-    topology, scheduler = _plain(data.get("topology")), _plain(data.get("scheduler"))
-    scheduler = {} if scheduler is None else scheduler
-    kind = topology.get("kind") if isinstance(topology, dict) else None
-    if kind not in _POLICY_ALIASES or not isinstance(scheduler, dict):
-        return data, *fields
-    parent, policy_key, params_key = _POLICY_ALIASES[kind]
-    holder = topology if parent is None else _plain(topology.get(parent, {}))
-    if not isinstance(holder, dict):
-        return data, *fields
-    prefix = f"topology.{parent}." if parent else "topology."
-    new = {"policy": scheduler.get("policy"), "params": scheduler.get("params")}
-    old = {"policy": holder.get(policy_key), "params": holder.get(params_key)}
-    if new["policy"] == "all" and old["policy"]:  # the star's default, not a choice
-        new["policy"] = None
-    names = {"policy": prefix + policy_key, "params": prefix + params_key}
-    if any(n and n not in policy_names() for n in (new["policy"], old["policy"])):
-        return data, *fields  # the field that names it says so, once
-    for key in ("policy", "params"):
-        if new[key] and old[key] and new[key] != old[key]:
-            raise ValueError(
-                f"scheduler.{key}={new[key]} and {names[key]}={old[key]} disagree: "
-                f"give scheduler.{key} only"
-            )
-    policy = new["policy"] or old["policy"] or _DEFAULT_POLICY[kind]
-    params = new["params"] or old["params"] or {}
-    holder = {**holder, policy_key: policy, params_key: params}
-    topology = holder if parent is None else {**topology, parent: holder}
-    scheduler = {**scheduler, "policy": policy, "params": params}
-    return (
-        {**data, "topology": topology, "scheduler": scheduler},
-        fields[0] if new["policy"] else names["policy"],
-        fields[1] if new["params"] else names["params"],
-    )
 
 
 class RunConfig(_Section):
@@ -206,7 +165,7 @@ class RunConfig(_Section):
         """One policy field: map the aliases, validate, then check the policy."""
         fields = ("scheduler.policy", "scheduler.params")
         if isinstance(data, dict):
-            data, *fields = _one_policy_field(data)
+            data, *fields = one_policy_field(data, _POLICY_ALIASES)
         cfg = handler(data)
         cfg._check_policy(*fields)
         return cfg
@@ -354,33 +313,6 @@ def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
     node[path[-1]] = value
 
 
-def _override_policy(tree: dict[str, Any], keys: Iterable[str]) -> None:
-    """An override of the policy (or its params) in one place drops the other place.
-
-    So ``scheduler.policy=X`` replaces a policy the source names in its alias field
-    (and the other way round) instead of disagreeing with it.
-    """
-    topology = tree.get("topology")
-    kind = topology.get("kind") if isinstance(topology, dict) else None
-    if kind not in _POLICY_ALIASES:
-        return
-    parent, *aliases = _POLICY_ALIASES[kind]
-    holder = topology if parent is None else topology.get(parent)
-    scheduler = tree.get("scheduler")
-    for new, old in zip(("policy", "params"), aliases, strict=True):
-        alias = f"topology.{parent}.{old}" if parent else f"topology.{old}"
-        given = {p for p in (f"scheduler.{new}", alias) if _touches(keys, p)}
-        if given == {alias}:
-            if isinstance(scheduler, dict):
-                scheduler.pop(new, None)
-        elif given and isinstance(holder, dict):
-            holder.pop(old, None)
-
-
-def _touches(keys: Iterable[str], path: str) -> bool:
-    return any(k == path or k.startswith(f"{path}.") for k in keys)
-
-
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str] | None:
     model: Any = RunConfig
     for part in loc[:-1]:
@@ -477,7 +409,7 @@ def load_config(
         overrides = parse_overrides(overrides)
     for key, value in overrides.items():
         _set_path(tree, [p for p in key.split(".") if p], value)
-    _override_policy(tree, overrides)
+    override_policy(tree, overrides, _POLICY_ALIASES)
     try:
         return RunConfig.model_validate(tree)
     except ValidationError as e:
