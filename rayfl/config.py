@@ -225,7 +225,12 @@ class RunConfig(_Section):
         messages name ``field`` / ``params_field``, the fields the user wrote.
         Unknown names are refused earlier, by the fields' own validators.
         """
-        from rayfl.registry import check_params, check_policy, policy_class
+        from rayfl.registry import (
+            check_params,
+            check_policy,
+            policy_class,
+            policy_parameters,
+        )
 
         kind, policy = self.topology.kind, self.scheduler.policy
         if kind == "flat":
@@ -239,6 +244,13 @@ class RunConfig(_Section):
                     f"{', '.join(BUILTIN_POLICIES)})"
                 )
             check_policy(policy, topology="star", parts=self._star_parts())
+            if "clients_per_round" in self.scheduler.params and (
+                "clients_per_round" in policy_parameters(policy)
+            ):  # the field would win
+                raise ValueError(
+                    "scheduler.params.clients_per_round: set scheduler.clients_per_round "
+                    f"instead (it decides k for scheduler.policy={policy})"
+                )
         else:
             check_policy(policy, topology=kind, field=field)
         if kind == "hierarchical" and getattr(

@@ -188,3 +188,16 @@ def test_scheduler_policy_refuses_another_topologys_policy_in_one_line(
     assert len(lines) == 1 and lines[0].startswith(
         f"  scheduler.policy={name} {reason}"
     )
+
+
+@pytest.mark.parametrize("policy", ["all", "random", "round_robin"])
+@pytest.mark.parametrize("wireless", [None, {"num_subchannels": 2}])
+def test_clients_per_round_in_the_params_is_refused_for_the_field(policy, wireless):
+    config = {"wireless": wireless, "scheduler": {"policy": policy}}
+    assert load_config(config, {"scheduler.clients_per_round": 1})
+    with pytest.raises(ConfigError) as error:
+        load_config(config, {"scheduler.params": {"clients_per_round": 1}})
+    assert str(error.value).splitlines()[1:] == [
+        "  scheduler.params.clients_per_round: set scheduler.clients_per_round "
+        f"instead (it decides k for scheduler.policy={policy})"
+    ]
