@@ -312,12 +312,7 @@ class ObservationTracker:
     def record(
         self, rows: Sequence[Mapping[str, Any]], delivered: Sequence[int]
     ) -> None:
-        """Record one round from its rows (``client``, ``delivered``, ``train_loss``).
-
-        Args:
-            rows: One record per scheduled row.
-            delivered: Rows whose update arrived.
-        """
+        """Record one round from its rows (``client``, ``delivered``, ``train_loss``)."""
         losses = {
             int(r["client"]): r.get("train_loss", math.nan)
             for r in rows
@@ -346,14 +341,10 @@ class ObservationTracker:
     def load_state_dict(self, state: Mapping[str, Sequence[float]]) -> None:
         """Restore a :meth:`state_dict`.
 
-        Keys missing from ``state`` keep their values.
-
         Raises:
             ValueError: If a length differs from N.
         """
         for name in ("loss", "staleness", "upload_count", "selected"):
-            if name not in state:
-                continue
             values = np.asarray(state[name], dtype=np.float64)
             if values.shape != self.loss.shape:
                 raise ValueError(

@@ -141,9 +141,6 @@ def test_tracker_records_a_round_from_its_rows():
     assert tracker.loss.tolist() == [0.5, 2.0, 3.0, 4.0]
     assert tracker.staleness.tolist() == [0, 0, 1, 0]
     assert tracker.selected.tolist() == [1, 1, 1, 1]
-    old = {"loss": [9.0, 9.0, 9.0, 9.0], "staleness": [4, 4, 4, 4]}
-    tracker.load_state_dict(old)  # a checkpoint without uploads or selection
-    assert tracker.loss.tolist() == [9.0] * 4 and tracker.selected.tolist() == [1] * 4
 
 
 def test_context_is_frozen_checked_and_keys_its_draws():

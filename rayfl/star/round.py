@@ -369,7 +369,10 @@ class StarRound:
         self.uplink.ledger.load_state_dict(state["ledger"])
         if "tracker" in state:
             self.tracker = ObservationTracker(engine.num_clients)
-            self.tracker.load_state_dict(state["tracker"])
+            # a checkpoint of older versions holds loss and staleness only
+            self.tracker.load_state_dict(
+                {**self.tracker.state_dict(), **state["tracker"]}
+            )
         if "server" in state:
             ray.get(self.cloud.set_state.remote(state["server"]))
 
