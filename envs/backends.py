@@ -24,7 +24,6 @@ from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.star import star_observation
 from rayfl.uplink import UplinkModel
-from rayfl.wireless.channel import ChannelState
 from rayfl.wireless.modulation import element_error_probability
 
 __all__ = ["BackendOwner", "EmulatedBackend", "Outcome", "SurrogateBackend"]
@@ -171,10 +170,6 @@ class SurrogateBackend:
 
     def close(self) -> None:
         """Nothing to release."""
-
-    def channel_state(self, round: int) -> ChannelState | None:
-        """Return round ``round``'s channel realisation."""
-        return self.uplink.channel_state(round)
 
 
 class BackendOwner:
