@@ -1,8 +1,9 @@
 """The two dynamics behind the scheduling env: the real engine, or a surrogate.
 
 Both expose the same small interface to :class:`envs.scheduling.WirelessFLEnv`:
-``restart(seed)``, ``channel_state(t)``, ``eligible()``, ``upload_count()``,
-``epsilon()``, ``run(t, schedule) -> Outcome`` and ``close()``.
+``restart(seed)``, ``observe(t)`` (the engine's star observation,
+:func:`rayfl.star.star_observation`), ``uplink``, ``data_size``,
+``run(t, schedule) -> Outcome`` and ``close()``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from envs.surrogate import SurrogateDynamics
 from rayfl.compression.payload import payload_size_bits
 from rayfl.config import RunConfig
 from rayfl.data.federated import FederatedData, build_federated
+from rayfl.observation import Observation, ObservationTracker
 from rayfl.rl.config import RLConfig
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
+from rayfl.star import star_observation
 from rayfl.uplink import UplinkModel
-from rayfl.wireless.channel import ChannelState
 from rayfl.wireless.modulation import element_error_probability
 
 __all__ = ["BackendOwner", "EmulatedBackend", "Outcome", "SurrogateBackend"]
@@ -68,11 +70,13 @@ class EmulatedBackend:
         """The system's uplink model (channel, ledger)."""
         return self.system.uplink
 
-    def restart(self, seed: int) -> npt.NDArray[np.float64]:
-        """Start a new run with ``seed``; return each client's initial train loss."""
+    def restart(self, seed: int) -> None:
+        """Start a new run with ``seed`` (the first observation evaluates the clients)."""
         self.system.restart(seed)
-        evals = self.system.evaluate()
-        return np.array([e["eval_train_loss"] for e in evals], dtype=np.float64)
+
+    def observe(self, round: int) -> Observation:
+        """Return the engine's star observation of round ``round``."""
+        return self.system.observe(round)[0]
 
     def run(self, round: int, schedule: Schedule) -> Outcome:
         """Run one real round and evaluate every client."""
@@ -107,8 +111,8 @@ class SurrogateBackend:
         self.dim = ModelSpec.of(module).dim
         self.restart(config.seed)
 
-    def restart(self, seed: int) -> npt.NDArray[np.float64]:
-        """Start a new episode with ``seed``; return the initial losses."""
+    def restart(self, seed: int) -> None:
+        """Start a new episode with ``seed``."""
         self.config = self.config.model_copy(update={"seed": int(seed)})
         self.uplink = UplinkModel(self.config, num_train=self.data_size)
         comp = self.config.compression
@@ -129,7 +133,13 @@ class SurrogateBackend:
             recency_weight=rl.surrogate_recency,
             recency_scale=rl.surrogate_recency_rounds,
         )
-        return self.dynamics.client_loss()
+        self.tracker = ObservationTracker(
+            len(self.data_size), self.dynamics.client_loss()
+        )
+
+    def observe(self, round: int) -> Observation:
+        """Return the star observation of round ``round`` (as the engine builds it)."""
+        return star_observation(self.uplink, self.tracker, self.data_size, round)
 
     def run(self, round: int, schedule: Schedule) -> Outcome:
         """Advance the surrogate by one round."""
@@ -155,14 +165,11 @@ class SurrogateBackend:
             row["train_loss"] = obs_loss.get(c, float("nan"))
             rows.append(row)
         loss = self.dynamics.client_loss()
+        self.tracker.record(rows, sorted(obs_loss))
         return Outcome(rows, sorted(obs_loss), loss, np.full(len(loss), np.nan))
 
     def close(self) -> None:
         """Nothing to release."""
-
-    def channel_state(self, round: int) -> ChannelState | None:
-        """Return round ``round``'s channel realisation."""
-        return self.uplink.channel_state(round)
 
 
 class BackendOwner:

@@ -19,8 +19,9 @@ from envs.backends import (
 )
 from rayfl.config import RunConfig, load_config
 from rayfl.metrics import jain_index
+from rayfl.observation import TOPOLOGY_KEYS, observation_space
 from rayfl.schedule import Schedule
-from rayfl.star.actions import StarActions
+from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.units import power_levels_w
 
@@ -44,16 +45,6 @@ DEFAULT_CONFIG: dict[str, Any] = {
 }
 
 REWARDS = ("min_max_loss", "accuracy_gain", "jain", "latency", "energy")
-_OBS_KEYS = (
-    "channel_gain",
-    "loss",
-    "upload_count",
-    "privacy_spent",
-    "staleness",
-    "data_size",
-    "eligible",
-    "round",
-)
 
 
 class WirelessFLEnv(BackendOwner, gym.Env):
@@ -80,6 +71,10 @@ class WirelessFLEnv(BackendOwner, gym.Env):
     keeps the lowest-indexed one (the others idle); a client that is not
     eligible (privacy budget or T0 spent) is ignored (reported in
     ``info["ignored"]``); ``action_masks()`` gives the valid choices.
+    With ``participants=True`` (for a policy that picks a client set only, e.g.
+    ``all``) the action is ``MultiBinary(N)`` instead: the i-th chosen client by
+    id gets subchannel i at maximum power; ineligible clients and those past the
+    K-th are ignored.
 
     ## Observation Space
     A ``Dict`` of float32 arrays:
@@ -118,6 +113,7 @@ class WirelessFLEnv(BackendOwner, gym.Env):
     | mode | str | "emulate" | "emulate" (real training on Ray) or "surrogate" |
     | reward | str | "min_max_loss" | one of ``REWARDS`` |
     | controls | bool | False | expose the algorithm's per-client controls |
+    | participants | bool | False | a client-set action ``MultiBinary(N)`` instead of the assignment |
     | overrides | list or mapping | () | config overrides ``key.path=value`` |
 
     ## Version History
@@ -133,6 +129,7 @@ class WirelessFLEnv(BackendOwner, gym.Env):
         reward: str = "min_max_loss",
         controls: bool = False,
         overrides: list[str] | Mapping[str, Any] = (),
+        participants: bool = False,
     ) -> None:
         if mode not in ("emulate", "surrogate"):
             raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
@@ -181,23 +178,15 @@ class WirelessFLEnv(BackendOwner, gym.Env):
                     ),
                     (n, 1),
                 )
+        self.participants = StarParticipants(n, k) if participants else None
         self.action_space = (
-            spaces.Dict({"assignment": assignment, **parts}) if parts else assignment
+            spaces.MultiBinary(n)
+            if participants
+            else spaces.Dict({"assignment": assignment, **parts})
+            if parts
+            else assignment
         )
-        inf = np.float32(np.inf)
-        vec = spaces.Box(0.0, inf, shape=(n,), dtype=np.float32)
-        self.observation_space = spaces.Dict(
-            {
-                "channel_gain": spaces.Box(-inf, inf, shape=(n, k), dtype=np.float32),
-                "loss": vec,
-                "upload_count": vec,
-                "privacy_spent": vec,
-                "staleness": vec,
-                "data_size": vec,
-                "eligible": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32),
-                "round": spaces.Box(0.0, inf, shape=(1,), dtype=np.float32),
-            }
-        )
+        self.observation_space = observation_space(TOPOLOGY_KEYS["star"], n, k)
         self._backend: EmulatedBackend | SurrogateBackend | None = None
         self.round = 0
         self.last_outcome: Outcome | None = None
@@ -226,11 +215,8 @@ class WirelessFLEnv(BackendOwner, gym.Env):
                 if self.mode == "emulate"
                 else SurrogateBackend(cfg)
             )
-        initial_loss = self._backend.restart(episode_seed)
-        n = self.num_clients
+        self._backend.restart(episode_seed)
         self.round = 0
-        self._loss = np.asarray(initial_loss, dtype=np.float64)
-        self._staleness = np.zeros(n)
         self._mean_acc = float("nan")
         self.last_outcome = None
         return self._get_obs(), self._get_info()
@@ -244,11 +230,6 @@ class WirelessFLEnv(BackendOwner, gym.Env):
         schedule, ignored = self._to_schedule(action)
         outcome = self._backend.run(self.round, schedule)
         self.last_outcome = outcome
-        for row in outcome.rows:
-            if row.get("delivered") and np.isfinite(row.get("train_loss", np.nan)):
-                self._loss[int(row["client"])] = row["train_loss"]
-        self._staleness += 1
-        self._staleness[outcome.delivered] = 0
         reward = self._reward(outcome)
         self.round += 1
         obs = self._get_obs()
@@ -270,22 +251,7 @@ class WirelessFLEnv(BackendOwner, gym.Env):
 
     def _get_obs(self) -> dict[str, npt.NDArray[np.float32]]:
         assert self._backend is not None
-        uplink = self._backend.uplink
-        state = uplink.channel_state(self.round)
-        eps, _ = uplink.epsilons(evaluate=True)
-        n = self.num_clients
-        return {
-            "channel_gain": np.asarray(state.gain_db, dtype=np.float32),
-            "loss": np.maximum(self._loss, 0).astype(np.float32),
-            "upload_count": uplink.upload_count().astype(np.float32),
-            "privacy_spent": (
-                np.zeros(n) if eps is None else np.minimum(eps, 3e38)
-            ).astype(np.float32),
-            "staleness": self._staleness.astype(np.float32),
-            "data_size": self._backend.data_size.astype(np.float32),
-            "eligible": self._eligible().astype(np.float32),
-            "round": np.array([self.round], dtype=np.float32),
-        }
+        return dict(self._backend.observe(self.round))
 
     def _get_info(self) -> dict[str, Any]:
         out = self.last_outcome
@@ -312,7 +278,8 @@ class WirelessFLEnv(BackendOwner, gym.Env):
         }
 
     def _to_schedule(self, action: Any) -> tuple[Schedule, list[int]]:
-        return StarActions.of(self).to_schedule(action, self._eligible())
+        rules = self.participants or StarActions.of(self)
+        return rules.to_schedule(action, self._eligible())
 
     def _reward(self, outcome: Outcome) -> float:
         kind = self.reward_kind

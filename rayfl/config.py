@@ -29,6 +29,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     ValidationError,
     model_validator,
 )
@@ -37,13 +38,19 @@ from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_nam
 from rayfl.compression.config import CompressionConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
+from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
 from rayfl.learning.config import ModelConfig
 from rayfl.names import UnknownNameError, unknown_name_message
 from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.rl.config import RLConfig
-from rayfl.scheduler_config import SchedulerConfig
+from rayfl.scheduler_config import (
+    PolicyAlias,
+    SchedulerConfig,
+    one_policy_field,
+    override_policy,
+)
 from rayfl.session_config import RayConfig
 from rayfl.wireless.config import WirelessConfig
 
@@ -78,6 +85,23 @@ TopologyConfig = Annotated[
     Field(discriminator="kind"),
 ]
 """The ``topology`` section: a discriminated union on ``kind`` (default flat)."""
+
+
+#: Where each topology still names its policy (aliases of ``scheduler.policy/params``).
+_POLICY_ALIASES: dict[str, PolicyAlias] = {
+    "hierarchical": PolicyAlias(
+        "scheduling",
+        "policy",
+        "params",
+        HierSchedulingConfig.model_fields["policy"].default,
+    ),
+    "d2d": PolicyAlias(
+        None,
+        "policy",
+        "policy_params",
+        D2DTopologyConfig.model_fields["policy"].default,
+    ),
+}
 
 
 class RunConfig(_Section):
@@ -133,6 +157,19 @@ class RunConfig(_Section):
         "values, e.g. {privacy.epsilon: [1, 4, null]}; empty = one run.",
     )
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _policy_fields(
+        cls, data: Any, handler: ModelWrapValidatorHandler[RunConfig]
+    ) -> RunConfig:
+        """One policy field: map the aliases, validate, then check the policy."""
+        fields = ("scheduler.policy", "scheduler.params")
+        if isinstance(data, dict):
+            data, *fields = one_policy_field(data, _POLICY_ALIASES)
+        cfg = handler(data)
+        cfg._check_policy(*fields)
+        return cfg
+
     @model_validator(mode="after")
     def _check_cross(self) -> RunConfig:
         k = self.scheduler.clients_per_round
@@ -148,7 +185,6 @@ class RunConfig(_Section):
             from rayfl.d2d.config import check_d2d_run
 
             check_d2d_run(self)
-        self._check_policy()
         if self.model.kind == "cnn" and self.data.dataset == "synthetic":
             raise ValueError(
                 "model.kind=cnn needs image data; data.dataset=synthetic is a 60-dim "
@@ -170,19 +206,13 @@ class RunConfig(_Section):
                 "topology.kind=hierarchical has its own DP (topology.dp): set "
                 "privacy.mechanism=none and no compression"
             )
-        if self.scheduler.policy != "all":
-            raise ValueError(
-                "topology.kind=hierarchical schedules each edge with "
-                "topology.scheduling.policy (per-edge subchannels); leave "
-                f"scheduler.policy at 'all' (got {self.scheduler.policy!r})"
-            )
         if self.wireless is not None:
             raise ValueError(
                 "topology.kind=hierarchical uses topology.cost for the device→edge "
                 "links; remove the `wireless` section"
             )
 
-    def _check_policy(self) -> None:
+    def _check_policy(self, field: str, params_field: str) -> None:
         """The scheduling policy fits the topology, and its params fit the policy.
 
         Star runs (``topology.kind=flat``): without a ``wireless`` section only
@@ -191,17 +221,21 @@ class RunConfig(_Section):
         the env's subchannel assignment (plus power levels when
         ``wireless.power_levels > 1`` and per-client controls when
         ``scheduler.controls`` is set or the policy ``uses_controls``).
-        Hierarchical runs check ``topology.scheduling.policy`` the same way, and
-        D2D runs check ``topology.policy``.
+        Hierarchical and D2D runs check the policy against their topology; the
+        messages name ``field`` / ``params_field``, the fields the user wrote.
         Unknown names are refused earlier, by the fields' own validators.
         """
-        from rayfl.registry import check_params, check_policy, policy_class
+        from rayfl.registry import (
+            check_params,
+            check_policy,
+            policy_class,
+            policy_parameters,
+        )
 
-        kind = self.topology.kind
+        kind, policy = self.topology.kind, self.scheduler.policy
         if kind == "flat":
             from rayfl.scheduler_config import BUILTIN_POLICIES
 
-            policy = self.scheduler.policy
             check_policy(policy, topology="star")  # meant for the star at all?
             if self.wireless is None and policy not in BUILTIN_POLICIES:
                 raise ValueError(
@@ -210,37 +244,25 @@ class RunConfig(_Section):
                     f"{', '.join(BUILTIN_POLICIES)})"
                 )
             check_policy(policy, topology="star", parts=self._star_parts())
-            check_params(policy, self.scheduler.params)
-        elif kind == "d2d":
-            self._check_d2d_policy()
-        elif kind == "hierarchical" and self.topology.scheduling.uses_policy:
-            field = "topology.scheduling.policy"
-            name = self.topology.scheduling.policy
-            check_policy(name, topology="hierarchical", field=field)
-            if getattr(policy_class(name), "uses_controls", False):
+            if "clients_per_round" in self.scheduler.params and (
+                "clients_per_round" in policy_parameters(policy)
+            ):  # the field would win
                 raise ValueError(
-                    f"{field}={name} sets per-client controls; the hierarchy drives "
-                    "policies that act on the observation alone (e.g. random, "
-                    "round_robin, best_channel)"
+                    "scheduler.params.clients_per_round: set scheduler.clients_per_round "
+                    f"instead (it decides k for scheduler.policy={policy})"
                 )
-            check_params(
-                name,
-                self.topology.scheduling.params,
-                field="topology.scheduling.params",
-                policy_field=field,
+        else:
+            check_policy(policy, topology=kind, field=field)
+        if kind == "hierarchical" and getattr(
+            policy_class(policy), "uses_controls", False
+        ):
+            raise ValueError(
+                f"{field}={policy} sets per-client controls; the hierarchy drives "
+                "policies that act on the observation alone (e.g. random, "
+                "round_robin, best_channel)"
             )
-
-    def _check_d2d_policy(self) -> None:
-        """``topology.policy`` fits the D2D topology (its keys and action parts)."""
-        from rayfl.registry import check_params, check_policy
-
-        topology = self.topology
-        check_policy(topology.policy, topology="d2d", field="topology.policy")
         check_params(
-            topology.policy,
-            topology.policy_params,
-            field="topology.policy_params",
-            policy_field="topology.policy",
+            policy, self.scheduler.params, field=params_field, policy_field=field
         )
 
     def _star_parts(self) -> set[str]:
@@ -399,6 +421,7 @@ def load_config(
         overrides = parse_overrides(overrides)
     for key, value in overrides.items():
         _set_path(tree, [p for p in key.split(".") if p], value)
+    override_policy(tree, overrides, _POLICY_ALIASES)
     try:
         return RunConfig.model_validate(tree)
     except ValidationError as e:

@@ -308,6 +308,17 @@ class ObservationTracker:
         self.selected[:] = 0
         self.selected[np.asarray(chosen, dtype=np.int64).reshape(-1)] = 1
 
+    def record(
+        self, rows: Sequence[Mapping[str, Any]], delivered: Sequence[int]
+    ) -> None:
+        """Record one round from its rows (``client``, ``delivered``, ``train_loss``)."""
+        losses = {
+            int(r["client"]): r.get("train_loss", math.nan)
+            for r in rows
+            if r.get("delivered")
+        }
+        self.update([int(r["client"]) for r in rows], delivered, losses)
+
     def fields(self) -> dict[str, F32]:
         """Return the tracked keys as float32 observation entries."""
         return {

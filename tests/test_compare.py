@@ -67,14 +67,14 @@ def test_policy_entries_carry_their_own_parameters():
     base = load_config(
         {
             "wireless": {"num_subchannels": 2},
-            "scheduler": {"params": {"clients_per_round": 1}},
+            "scheduler": {"policy": "proportional_fair", "params": {"window": 3}},
         }
     )
     assert policy_variant(base, "random") == ("random", {"scheduler.policy": "random"})
     name, extra = policy_variant(base, "learned:checkpoint=runs/x:temperature=0.5")
     assert name == "learned"
     assert extra["scheduler.params"] == {
-        "clients_per_round": 1,
+        "window": 3,
         "checkpoint": "runs/x",
         "temperature": 0.5,
     }

@@ -112,3 +112,92 @@ def test_bench_example_matches_the_benchmark_workload():
     for key in ("rounds",):
         a.pop(key), b.pop(key)
     assert a == b
+
+
+_HIER = {
+    "data": {"num_clients": 8},
+    "topology": {"kind": "hierarchical", "num_edges": 2, "tau": 3, "local_period": 3},
+}
+_D2D = {"data": {"num_clients": 6}, "topology": {"kind": "d2d", "target": 0}}
+
+
+#: (base, alias fields, a policy + params, another policy, the topology's default)
+_ALIASES = {
+    "hierarchical": (
+        _HIER,
+        ("topology.scheduling.policy", "topology.scheduling.params"),
+        ("proportional_fair", {"window": 5}),
+        "round_robin",
+        "uniform",
+    ),
+    "d2d": (
+        _D2D,
+        ("topology.policy", "topology.policy_params"),
+        ("channel_threshold", {"epsilon": 0.3}),
+        "random_neighbors",
+        "channel_threshold",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("base", "aliases", "chosen", "other", "default"),
+    _ALIASES.values(),
+    ids=_ALIASES.keys(),
+)
+def test_scheduler_policy_and_its_topology_alias_are_one_field(
+    base, aliases, chosen, other, default
+):
+    (alias, alias_params), (name, params) = aliases, chosen
+    new = load_config(base, {"scheduler.policy": name, "scheduler.params": params})
+    old = load_config(base, {alias: name, alias_params: params})
+    assert new == old  # the engine reads the alias, policies read scheduler.policy
+    assert (new.scheduler.policy, new.scheduler.params) == (name, params)
+    assert load_config(new) == new  # a resolved config round-trips
+    assert load_config(base).scheduler.policy == default
+    # an override in one place replaces the policy the source names in the other
+    swapped = load_config(new, {alias: other, alias_params: {}})
+    assert (swapped.scheduler.policy, swapped.scheduler.params) == (other, {})
+    back = load_config(old, {"scheduler.policy": other, "scheduler.params": {}})
+    assert back == swapped
+    both = old.to_dict()
+    both["scheduler"]["policy"] = other
+    with pytest.raises(ConfigError) as error:
+        load_config(both)
+    assert str(error.value).splitlines()[1:] == [
+        f"  scheduler.policy={other} and {alias}={name} disagree: "
+        "give scheduler.policy only"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("base", "name", "reason"),
+    [
+        (_HIER, "all", "is meant for topology.kind=star; got hierarchical"),
+        (_D2D, "uniform", "needs action part 'participants'; topology.kind=d2d offers"),
+        (RunConfig().to_dict(), "uniform", "is meant for topology.kind=hierarchical"),
+    ],
+    ids=["all-hierarchical", "uniform-d2d", "uniform-star"],
+)
+def test_scheduler_policy_refuses_another_topologys_policy_in_one_line(
+    base, name, reason
+):
+    with pytest.raises(ConfigError) as error:
+        load_config(base, {"scheduler.policy": name})
+    _, *lines = str(error.value).splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"  scheduler.policy={name} {reason}"
+    )
+
+
+@pytest.mark.parametrize("policy", ["all", "random", "round_robin"])
+@pytest.mark.parametrize("wireless", [None, {"num_subchannels": 2}])
+def test_clients_per_round_in_the_params_is_refused_for_the_field(policy, wireless):
+    config = {"wireless": wireless, "scheduler": {"policy": policy}}
+    assert load_config(config, {"scheduler.clients_per_round": 1})
+    with pytest.raises(ConfigError) as error:
+        load_config(config, {"scheduler.params": {"clients_per_round": 1}})
+    assert str(error.value).splitlines()[1:] == [
+        "  scheduler.params.clients_per_round: set scheduler.clients_per_round "
+        f"instead (it decides k for scheduler.policy={policy})"
+    ]

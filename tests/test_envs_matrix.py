@@ -69,16 +69,9 @@ PARAMS = {"minmax": {"control_names": ["lr"]}}
 MODES = ("surrogate", "emulate")
 
 #: Declared pairs that cannot run: strict xfail, so fixing them fails the test.
-RUN_BUGS = {
-    ("all", "star"): "WirelessFL-v0 offers only the 'assignment' action part; "
-    "the participants-only policy 'all' is refused by make_policy",
-}
+RUN_BUGS: dict[tuple[str, str], str] = {}
 #: Undeclared pairs whose refusal is not check_policy's one-line reason.
-REFUSAL_BUGS = {
-    (name, topo): f"{FIELD[topo]}'s own validator answers 'unknown name {name!r}' "
-    "with the allowed list (two lines), not the topology reason"
-    for name, topo in (("all", "hierarchical"), ("all", "d2d"), ("uniform", "d2d"))
-}
+REFUSAL_BUGS: dict[tuple[str, str], str] = {}
 
 
 def _mark(
@@ -111,7 +104,9 @@ def _participants_only(name: str) -> bool:
 def _build(topology: str, mode: str, controls: bool, participants: bool) -> Any:
     config = CONFIGS[topology]
     if topology == "star":
-        return WirelessFLEnv(config, mode=mode, controls=controls)
+        return WirelessFLEnv(
+            config, mode=mode, controls=controls, participants=participants
+        )
     if topology == "hierarchical":
         return HierarchicalSchedulingEnv(config, mode=mode, participants=participants)
     return D2DNeighborEnv(config, mode=mode)
@@ -230,12 +225,12 @@ EPISODES = sorted(
     ("name", "topology", "mode"), _mark(EPISODES, RUN_BUGS, ValueError)
 )
 def test_policy_drives_a_short_episode(envs, name, topology, mode):
-    hierarchical = topology == "hierarchical"
+    star = topology == "star"
     env = envs.get(
         topology,
         mode,
-        _uses_controls(name) and topology == "star",
-        _participants_only(name) and hierarchical,
+        _uses_controls(name) and star,
+        _participants_only(name) and topology in ("star", "hierarchical"),
     )
     obs, _ = env.reset(seed=env.config.seed)  # the hierarchy rebuilds on a new seed
     act = _policy_driver(name, env, topology, mode)

@@ -94,7 +94,7 @@ def test_sampled_observations_fit_their_space():
 
 
 def test_tracker_follows_the_scheduling_env_rule():
-    # Oracle: the star env's own update (envs/scheduling.py step): the loss of a
+    # Oracle: the star's rule (formerly the env's own update): the loss of a
     # delivered client with a finite train loss is replaced, staleness +1, 0 on delivery.
     rng = np.random.default_rng(0)
     n = 6
@@ -127,6 +127,20 @@ def test_tracker_state_round_trips_and_checks_lengths():
     assert restored.state_dict() == tracker.state_dict()
     with pytest.raises(ValueError, match="'loss' has 2 rows, expected 3"):
         restored.load_state_dict({**tracker.state_dict(), "loss": [1.0, 2.0]})
+
+
+def test_tracker_records_a_round_from_its_rows():
+    tracker = ObservationTracker(4, initial_loss=[1.0, 2.0, 3.0, 4.0])
+    rows = [
+        {"client": 0, "delivered": True, "train_loss": 0.5},
+        {"client": 1, "delivered": True, "train_loss": float("nan")},
+        {"client": 2, "delivered": False, "train_loss": 0.1},
+        {"client": 3, "delivered": True},  # an actor lost mid-round: no loss
+    ]
+    tracker.record(rows, [0, 1, 3])
+    assert tracker.loss.tolist() == [0.5, 2.0, 3.0, 4.0]
+    assert tracker.staleness.tolist() == [0, 0, 1, 0]
+    assert tracker.selected.tolist() == [1, 1, 1, 1]
 
 
 def test_context_is_frozen_checked_and_keys_its_draws():

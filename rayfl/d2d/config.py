@@ -104,10 +104,13 @@ class D2DTopologyConfig(BaseModel):
     policy: str = Field(
         "channel_threshold",
         description="Neighbor-selection policy (a name in policies.POLICIES) used "
-        "through the D2D selection observation; see rayfl.d2d.selection.",
+        "through the D2D selection observation; see rayfl.d2d.selection. Another "
+        "name for scheduler.policy (give one of the two).",
     )
     policy_params: dict[str, Any] = Field(
-        default_factory=dict, description="Extra keyword arguments of the policy."
+        default_factory=dict,
+        description="Extra keyword arguments of the policy; another name for "
+        "scheduler.params.",
     )
     selection_via: Literal["once", "env"] = Field(
         "once",
@@ -150,7 +153,8 @@ class D2DTopologyConfig(BaseModel):
     def _check(self) -> D2DTopologyConfig:
         from rayfl.names import check_name, policy_names
 
-        check_name("topology.policy", self.policy, policy_names(builtin=False))
+        # whether the policy fits D2D is RunConfig's one-line check
+        check_name("topology.policy", self.policy, policy_names())
         if isinstance(self.target, int) and self.target < 0:
             raise ValueError(
                 f"topology.target must be >= 0, 'random' or 'all', got {self.target}"

@@ -211,7 +211,7 @@ class HierSchedulingConfig(_Section):
         "uniform",
         description="uniform (seeded uniform choice, the paper's) or a name in "
         "policies.POLICIES (e.g. random, round_robin, best_channel), one instance per "
-        "edge.",
+        "edge. Another name for scheduler.policy (give one of the two).",
     )
     subchannels_per_edge: int | None = Field(
         None,
@@ -222,7 +222,8 @@ class HierSchedulingConfig(_Section):
     )
     params: dict[str, Any] = Field(
         default_factory=dict,
-        description="Keyword arguments of the policy (as scheduler.params).",
+        description="Keyword arguments of the policy; another name for "
+        "scheduler.params.",
     )
     frequency_selective: bool = Field(
         True,
@@ -242,8 +243,8 @@ class HierSchedulingConfig(_Section):
             raise ValueError("topology.scheduling.policy must be a non-empty name")
         from rayfl.names import check_name, policy_names
 
-        allowed = ["uniform", *policy_names(builtin=False)]
-        check_name("topology.scheduling.policy", self.policy, allowed)
+        # whether the policy fits the hierarchy is RunConfig's one-line check
+        check_name("topology.scheduling.policy", self.policy, policy_names())
         if self.policy == "uniform" and self.params:
             raise ValueError(
                 "topology.scheduling.params are policy arguments; policy=uniform "

@@ -1,5 +1,5 @@
 """The star topology: N clients, one cloud, one wireless uplink (``StarRound``)."""
 
-from rayfl.star.round import StarRound, StarTracker
+from rayfl.star.round import StarRound, star_observation
 
-__all__ = ["StarRound", "StarTracker"]
+__all__ = ["StarRound", "star_observation"]

@@ -177,10 +177,24 @@ class StarParticipants:
     def to_schedule(
         self, action: Any, eligible: npt.NDArray[np.bool_]
     ) -> tuple[Schedule, list[int]]:
-        """Return the schedule of the client set ``action`` and its ineligible clients."""
-        chosen = np.flatnonzero(np.asarray(action).reshape(-1))
+        """Return the schedule of the client set ``action`` and the clients it ignores.
+
+        Ignored: ineligible clients, then (with K subchannels) the chosen clients
+        past the K-th by id, which get no subchannel.
+
+        Raises:
+            ValueError: Unless ``action`` is N zeros and ones.
+        """
+        flags = np.asarray(action).reshape(-1)
+        if flags.shape != (self.num_clients,) or not np.isin(flags, (0, 1)).all():
+            raise ValueError(
+                f"participants must be {self.num_clients} zeros or ones, got {action!r}"
+            )
+        chosen = np.flatnonzero(flags)
         ignored = [int(c) for c in chosen if not eligible[c]]
         chosen = chosen[eligible[chosen]]
         if not self.num_subchannels:
             return Schedule.of(chosen), ignored
+        ignored += chosen[self.num_subchannels :].tolist()
+        chosen = chosen[: self.num_subchannels]
         return Schedule(chosen, subchannel=np.arange(len(chosen))), ignored

@@ -12,13 +12,13 @@ One round (DESIGN.md "One round, as data flows"):
 
 The star has one decision unit (all clients); its observation is the scheduling
 env's (channel gain, last delivered train loss, uploads, ε spent, staleness,
-data size, eligibility, round), kept by :class:`StarTracker`.
+data size, eligibility, round), built by :func:`star_observation` from a
+:class:`rayfl.observation.ObservationTracker`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,40 +31,46 @@ from rayfl.actors.cloud import REJECT_ACTOR_LOST, CloudServer
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
 from rayfl.algorithms.registry import algorithm_class, make_algorithm
+from rayfl.observation import ObservationTracker
 from rayfl.schedule import Schedule
 from rayfl.system import Decision, EvalRow, Observation, RoundResult
 from rayfl.uplink import UplinkModel
 
-__all__ = ["StarRound", "StarTracker"]
+__all__ = ["StarRound", "star_observation"]
 
 
-@dataclass
-class StarTracker:
-    """Per-client history the star's observation reads (the env's formulas).
+def star_observation(
+    uplink: UplinkModel,
+    tracker: ObservationTracker,
+    data_size: npt.ArrayLike,
+    t: int,
+) -> Observation:
+    """Return the star's observation of round ``t`` (its eight core keys).
 
-    Attributes:
-        loss: Last delivered local training loss (initially each client's
-            evaluated train loss); None until the first observation.
-        staleness: Rounds since each client's last delivered update.
+    The engine's star round and the scheduling env (both modes) read this.
+
+    Args:
+        uplink: Channel and ledger (gain, uploads, ε spent, eligibility).
+        tracker: Each client's last delivered train loss and staleness.
+        data_size: (N,) training samples of each client.
+        t: Round index.
     """
-
-    loss: npt.NDArray[np.float64] | None = None
-    staleness: npt.NDArray[np.float64] | None = None
-
-    def start(self, initial_loss: npt.NDArray[np.float64]) -> None:
-        """Begin tracking from the clients' initial losses."""
-        self.loss = np.asarray(initial_loss, dtype=np.float64)
-        self.staleness = np.zeros(len(self.loss))
-
-    def update(self, result: RoundResult) -> None:
-        """Record one round: delivered losses, staleness (no-op before start)."""
-        if self.loss is None or self.staleness is None:
-            return
-        for row in result.rows:
-            if row.get("delivered") and np.isfinite(row.get("train_loss", np.nan)):
-                self.loss[int(row["client"])] = row["train_loss"]
-        self.staleness += 1
-        self.staleness[result.delivered] = 0
+    state = uplink.channel_state(t)
+    eps, _ = uplink.epsilons(evaluate=True)
+    tracked = tracker.fields()
+    data_size = np.asarray(data_size)
+    return {
+        "channel_gain": np.asarray(state.gain_db, dtype=np.float32),
+        "loss": tracked["loss"],
+        "upload_count": uplink.upload_count().astype(np.float32),
+        "privacy_spent": (
+            np.zeros(len(data_size)) if eps is None else np.minimum(eps, 3e38)
+        ).astype(np.float32),
+        "staleness": tracked["staleness"],
+        "data_size": data_size.astype(np.float32),
+        "eligible": uplink.eligible().astype(np.float32),
+        "round": np.array([t], dtype=np.float32),
+    }
 
 
 class StarRound:
@@ -78,7 +84,8 @@ class StarRound:
     kind: ClassVar[str] = "star"
 
     def __init__(self) -> None:
-        self.tracker = StarTracker()
+        #: The clients' history; started by the first :meth:`observe`.
+        self.tracker: ObservationTracker | None = None
 
     # ------------------------------------------------------------------ build
     def build(self, engine: Any) -> None:
@@ -104,7 +111,7 @@ class StarRound:
         self.personalized = algorithm_class(cfg.algorithm).personalized_downloads
         # Driver-side instance: only its flags are read (downlink, unscheduled).
         self.algorithm = make_algorithm(cfg.algorithm)
-        self.tracker = StarTracker()
+        self.tracker = None
         return ActorSetup(
             config=cfg,
             input_shape=tuple(engine.data.input_shape),
@@ -137,29 +144,12 @@ class StarRound:
 
         The first call evaluates every client once for the initial losses.
         """
-        if self.tracker.loss is None:
+        if self.tracker is None:
             evals = self.evaluate(engine)
-            self.tracker.start(
-                np.array([e["eval_train_loss"] for e in evals], dtype=np.float64)
+            self.tracker = ObservationTracker(
+                engine.num_clients, [e["eval_train_loss"] for e in evals]
             )
-        assert self.tracker.loss is not None and self.tracker.staleness is not None
-        uplink = self.uplink
-        state = uplink.channel_state(t)
-        eps, _ = uplink.epsilons(evaluate=True)
-        n = engine.num_clients
-        obs = {
-            "channel_gain": np.asarray(state.gain_db, dtype=np.float32),
-            "loss": np.maximum(self.tracker.loss, 0).astype(np.float32),
-            "upload_count": uplink.upload_count().astype(np.float32),
-            "privacy_spent": (
-                np.zeros(n) if eps is None else np.minimum(eps, 3e38)
-            ).astype(np.float32),
-            "staleness": self.tracker.staleness.astype(np.float32),
-            "data_size": engine.num_train.astype(np.float32),
-            "eligible": uplink.eligible().astype(np.float32),
-            "round": np.array([t], dtype=np.float32),
-        }
-        return (obs,)
+        return (star_observation(self.uplink, self.tracker, engine.num_train, t),)
 
     def exhausted(self, engine: Any) -> bool:
         """Return True when a T0 cap is set and no client may upload any more."""
@@ -200,7 +190,8 @@ class StarRound:
         rows = self._rows(t, schedule, records, link_rows, server, lost, down_bits)
         self.uplink.record_releases([c for c in schedule.clients if int(c) not in lost])
         result = RoundResult(t, rows, sorted(set(server["delivered"])))
-        self.tracker.update(result)
+        if self.tracker is not None:
+            self.tracker.record(rows, result.delivered)
         return result
 
     def _actor_extras(
@@ -366,11 +357,8 @@ class StarRound:
             "clients": engine.client_states(),
             "ledger": self.uplink.ledger.state_dict(),
         }
-        if self.tracker.loss is not None:
-            out["tracker"] = {
-                "loss": self.tracker.loss,
-                "staleness": self.tracker.staleness,
-            }
+        if self.tracker is not None:
+            out["tracker"] = self.tracker.state_dict()
         if self.personalized:
             out["server"] = ray.get(self.cloud.get_state.remote())
         return out
@@ -380,9 +368,10 @@ class StarRound:
         engine.set_client_states(state["clients"])
         self.uplink.ledger.load_state_dict(state["ledger"])
         if "tracker" in state:
-            self.tracker.start(state["tracker"]["loss"])
-            self.tracker.staleness = np.asarray(
-                state["tracker"]["staleness"], dtype=np.float64
+            self.tracker = ObservationTracker(engine.num_clients)
+            # a checkpoint of older versions holds loss and staleness only
+            self.tracker.load_state_dict(
+                {**self.tracker.state_dict(), **state["tracker"]}
             )
         if "server" in state:
             ray.get(self.cloud.set_state.remote(state["server"]))

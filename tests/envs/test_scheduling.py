@@ -140,3 +140,19 @@ def test_emulate_mode_passes_env_checker_and_trains():
         assert rewards[-1] > rewards[0]  # max test loss falls as FedAvg trains
     finally:
         env.close()
+
+
+def test_participants_action_is_a_client_set_on_the_first_subchannels():
+    env = WirelessFLEnv(mode="surrogate", participants=True)
+    check_env(env, skip_render_check=True)
+    n = env.num_clients
+    assert env.num_subchannels == 4 and env.action_space == gym.spaces.MultiBinary(n)
+    env.reset(seed=0)
+    chosen = np.zeros(n, dtype=np.int8)
+    chosen[[1, 2, 4, 6, 9]] = 1  # five clients, four subchannels
+    obs, _, _, _, info = env.step(chosen)
+    assert info["scheduled"] == [1, 2, 4, 6] and info["ignored"] == [9]
+    assert env.backend.uplink.upload_count().nonzero()[0].tolist() == [1, 2, 4, 6]
+    assert obs["staleness"][9] == 1 and obs["round"][0] == 1
+    with pytest.raises(ValueError, match=f"participants must be {n} zeros or ones"):
+        env.step(np.full(n, 2))

@@ -13,7 +13,6 @@ import envs  # noqa: F401 - registers HierarchicalFL-v0
 import rayfl
 from policies.registry import make_policy
 from rayfl.config import load_config
-from rayfl.engine import build_system
 from rayfl.engine.deciders import PolicyDecider
 from rayfl.engine.loop import decide
 from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
@@ -395,9 +394,9 @@ def test_controller_caps_the_policy_path(system):
     assert {r["subchannel"] for r in result.rows} <= {0, 1, 2}
 
 
-def test_hierarchy_refuses_the_flat_scheduler_field():
-    with pytest.raises(ValueError, match="topology.scheduling.policy"):
-        build_system(load_config({**TINY, "scheduler": {"policy": "random"}}))
+def test_scheduler_policy_names_the_hierarchys_policy():
+    cfg = load_config({**TINY, "scheduler": {"policy": "random"}})
+    assert cfg.topology.scheduling.policy == "random"  # what the edges' deciders read
 
 
 def _drift_plus_penalty_choice(obs, fairness, delay_queue, cost, dim):
