@@ -57,7 +57,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from envs.d2d import D2DNeighborEnv
-from envs.scheduling import WirelessFLEnv
+from envs.scheduling import DEFAULT_CONFIG, WirelessFLEnv
 from policies.assignment import assign_subchannels
 from policies.features import NUM_FEATURES, client_features
 from policies.learned import select_top_k
@@ -338,7 +338,8 @@ def make_rl_env(
     """Build the wrapped scheduling env (module docstring).
 
     Args:
-        config: Run config of the FL system (star or single-target D2D).
+        config: Run config of the FL system (star or single-target D2D;
+            None: the star env's ``DEFAULT_CONFIG``).
         mode: ``"surrogate"`` or ``"emulate"``.
         reward: One of ``envs.scheduling.REWARDS`` (D2D: implementation
             detail 3).
@@ -356,7 +357,7 @@ def make_rl_env(
         ValueError: For a D2D config with ``topology.target: all`` or a reward
             the D2D env has no form of.
     """
-    cfg = load_config(config, overrides)
+    cfg = load_config(DEFAULT_CONFIG if config is None else config, overrides)
 
     def make(run_config: RunConfig) -> gym.Env:
         if run_config.topology.kind != "d2d":

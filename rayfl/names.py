@@ -122,21 +122,12 @@ def check_name(field: str, name: str, allowed: Iterable[str]) -> str:
     return name
 
 
-def policy_names(*, builtin: bool = True) -> list[str]:
-    """Return every valid ``scheduler.policy`` name, sorted.
+def policy_names() -> list[str]:
+    """Return every valid policy name, sorted.
 
     The names of the one policy registry (:data:`rayfl.registry.POLICIES`,
     including policies registered at run time with ``register_policy``).
-
-    Args:
-        builtin: Include the rules that choose a client set only
-            (:data:`rayfl.registry.PARTICIPANT_RULES`: ``all``, ``uniform``);
-            False for fields that need a subchannel assignment, e.g. a D2D
-            neighbour-selection policy.
     """
-    from rayfl.registry import PARTICIPANT_RULES, registered_names
+    from rayfl.registry import registered_names
 
-    names = registered_names()
-    if builtin:
-        return names
-    return [name for name in names if name not in PARTICIPANT_RULES]
+    return registered_names()

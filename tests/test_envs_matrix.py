@@ -192,9 +192,6 @@ def _policy_driver(name: str, env: Any, topology: str, mode: str) -> Any:
     params = PARAMS.get(name, {})
     if topology == "star":
         policy = make_policy(name, env, **params)
-        bind = getattr(policy, "bind_system", None)
-        if callable(bind):  # run constants: the engine, or the surrogate's own
-            bind(env.backend.system if mode == "emulate" else env.backend)
         policy.reset(seed=1)
         return policy
     if topology == "hierarchical":

@@ -96,8 +96,6 @@ def test_policy_names_are_the_one_registry():
     names = policy_names()
     assert names == sorted(REGISTRY)
     assert {"all", "random", "round_robin", "uniform"} <= set(names)
-    # fields that need a subchannel assignment leave out the client-set rules
-    assert policy_names(builtin=False) == sorted(set(names) - {"all", "uniform"})
     # a policy registered at run time is accepted at once
     register_policy("my_test_policy", "policies.random:RandomPolicy")
     try:
