@@ -37,15 +37,15 @@ from rayfl.runner import run
 BASE = Path(__file__).with_name("pfedwn_d2d.yaml")
 POLICIES = {
     "channel_threshold (once, t = 0)": [
-        "topology.policy=channel_threshold",
+        "scheduler.policy=channel_threshold",
         "topology.selection_via=once",
     ],
     "channel_threshold (env, every round)": [
-        "topology.policy=channel_threshold",
+        "scheduler.policy=channel_threshold",
         "topology.selection_via=env",
     ],
     "random_neighbors p = 0.5 (env, every round)": [
-        "topology.policy=random_neighbors",
+        "scheduler.policy=random_neighbors",
         "topology.selection_via=env",
     ],
 }

@@ -44,7 +44,7 @@ from rayfl.learning.config import ModelConfig
 from rayfl.names import UnknownNameError, unknown_name_message
 from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
-from rayfl.rl.config import RLConfig
+from rayfl.rl.config import RLConfig, check_rl_run
 from rayfl.scheduler_config import (
     PolicyAlias,
     SchedulerConfig,
@@ -197,6 +197,7 @@ class RunConfig(_Section):
             )
         if self.topology.kind == "hierarchical":
             self._check_hierarchical()
+        check_rl_run(self)
         return self
 
     def _check_hierarchical(self) -> None:

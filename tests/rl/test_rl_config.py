@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -27,3 +29,43 @@ def test_partition_fields_are_checked():
     with pytest.raises(ValidationError):
         RLConfig(partition_every=0)
     assert RLConfig(partition_seeds=[100, 101]).partition_seeds == [100, 101]
+
+
+_DATA = {"dataset": "digits", "num_clients": 6, "partition": "iid"}
+_D2D = {"data": _DATA, "topology": {"kind": "d2d", "target": 0}, "rl": {}}
+
+
+def test_the_rl_section_is_checked_against_the_topology():
+    from rayfl.config import ConfigError, load_config
+
+    assert load_config(_D2D).rl is not None  # one target, D2D rewards: fine
+    example = Path(__file__).resolve().parents[2] / "examples" / "rl_scheduler.yaml"
+    star = load_config(example, ["rl.baselines=[minmax]"])
+    assert star.rl.baselines == ["minmax"]  # a star-only baseline on the star
+    cases = [
+        ({**_D2D, "rl": {"reward": "jain"}}, "rl.reward=jain has no D2D form"),
+        (
+            {**_D2D, "topology": {"kind": "d2d", "target": "all"}},
+            "needs one target",
+        ),
+        (
+            {**_D2D, "rl": {"baselines": ["random", "delay_min"]}},
+            "rl.baselines=delay_min",
+        ),
+        (
+            {"data": _DATA, "topology": {"kind": "hierarchical"}, "rl": {}},
+            "got topology.kind=hierarchical",
+        ),
+    ]
+    for config, message in cases:
+        with pytest.raises(ConfigError) as error:
+            load_config(config)
+        lines = [line for line in str(error.value).splitlines() if message in line]
+        assert lines, (message, str(error.value))
+
+
+def test_d2d_reward_names_are_the_envs():
+    from envs.rl import D2D_REWARDS
+    from rayfl.rl.config import D2D_REWARD_NAMES
+
+    assert set(D2D_REWARD_NAMES) == set(D2D_REWARDS)
