@@ -137,13 +137,11 @@ def test_one_registry_shared_by_policies_names_and_rayfl(clean_registry):
     assert POLICIES is rayfl.registry.POLICIES is policies.registry.POLICIES
     rayfl.registry.register_policy("greedy", "policies.best_channel:BestChannelPolicy")
     assert "greedy" in POLICIES and "greedy" in policy_names()
-    assert "greedy" in policy_names(builtin=False)
     register_policy("greedy2", "policies.best_channel:BestChannelPolicy")
     assert "greedy2" in rayfl.registry.POLICIES
 
 
 def test_participant_rules_are_the_client_set_only_policies():
-    from rayfl.names import policy_names
     from rayfl.registry import PARTICIPANT_RULES, policy_class
 
     only_participants = {
@@ -152,7 +150,6 @@ def test_participant_rules_are_the_client_set_only_policies():
         if policy_class(name).action_parts == frozenset({"participants"})
     }
     assert set(PARTICIPANT_RULES) == only_participants == {"all", "uniform"}
-    assert set(policy_names()) - set(policy_names(builtin=False)) == only_participants
 
 
 def test_make_policy_hands_the_context_to_the_policy():
