@@ -44,7 +44,7 @@ from rayfl.learning.config import ModelConfig
 from rayfl.names import UnknownNameError, unknown_name_message
 from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
-from rayfl.rl.config import RLConfig, check_rl_run
+from rayfl.rl.config import D2D_REWARD_NAMES, RLConfig
 from rayfl.scheduler_config import (
     PolicyAlias,
     SchedulerConfig,
@@ -197,7 +197,7 @@ class RunConfig(_Section):
             )
         if self.topology.kind == "hierarchical":
             self._check_hierarchical()
-        check_rl_run(self)
+        self._check_rl()
         return self
 
     def _check_hierarchical(self) -> None:
@@ -265,6 +265,41 @@ class RunConfig(_Section):
         check_params(
             policy, self.scheduler.params, field=params_field, policy_field=field
         )
+
+    def _check_rl(self) -> None:
+        """Check the ``rl`` section against the run's topology, one line per problem.
+
+        ``rayfl train-policy`` trains on the star's env or on a D2D config with one
+        target; the baselines must run on that topology.
+
+        Raises:
+            ValueError: On the first problem found.
+        """
+        rl, kind = self.rl, self.topology.kind
+        if rl is None:
+            return
+        if kind == "hierarchical":
+            raise ValueError(
+                "rl: rayfl train-policy trains on topology.kind=star or d2d (one "
+                "target); got topology.kind=hierarchical"
+            )
+        if kind == "d2d":
+            if rl.reward not in D2D_REWARD_NAMES:
+                raise ValueError(
+                    f"rl.reward={rl.reward} has no D2D form; use "
+                    f"{' or '.join(D2D_REWARD_NAMES)} on topology.kind=d2d"
+                )
+            if self.topology.target == "all":
+                raise ValueError(
+                    "rl: training on D2D needs one target (topology.target: an id or "
+                    "random); got topology.target=all"
+                )
+        from rayfl.registry import check_policy
+
+        for name in rl.baselines:
+            check_policy(
+                name, topology="d2d" if kind == "d2d" else "star", field="rl.baselines"
+            )
 
     def _star_parts(self) -> set[str]:
         """The action parts a star run offers its policy (see ``_check_policy``)."""

@@ -7,11 +7,11 @@ Plain pydantic (no RLlib import), so configs with an ``rl`` section load and
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["D2D_REWARD_NAMES", "RLConfig", "check_rl_run"]
+__all__ = ["D2D_REWARD_NAMES", "RLConfig"]
 
 #: The reward options of ``envs.scheduling.REWARDS`` (kept equal by a test).
 REWARD_NAMES = ("min_max_loss", "accuracy_gain", "jain", "latency", "energy")
@@ -164,39 +164,3 @@ class RLConfig(BaseModel):
                 f"({self.train_batch_size}), got {self.minibatch_size}"
             )
         return self
-
-
-def check_rl_run(cfg: Any) -> None:
-    """Check the ``rl`` section against the run's topology, one line per problem.
-
-    ``rayfl train-policy`` trains on the star's env or on a D2D config with one
-    target; the baselines must run on that topology.
-
-    Raises:
-        ValueError: On the first problem found.
-    """
-    rl, kind = cfg.rl, cfg.topology.kind
-    if rl is None:
-        return
-    if kind == "hierarchical":
-        raise ValueError(
-            "rl: rayfl train-policy trains on topology.kind=star or d2d (one "
-            "target); got topology.kind=hierarchical"
-        )
-    if kind == "d2d":
-        if rl.reward not in D2D_REWARD_NAMES:
-            raise ValueError(
-                f"rl.reward={rl.reward} has no D2D form; use "
-                f"{' or '.join(D2D_REWARD_NAMES)} on topology.kind=d2d"
-            )
-        if cfg.topology.target == "all":
-            raise ValueError(
-                "rl: training on D2D needs one target (topology.target: an id or "
-                "random); got topology.target=all"
-            )
-    from rayfl.registry import check_policy
-
-    for name in rl.baselines:
-        check_policy(
-            name, topology="d2d" if kind == "d2d" else "star", field="rl.baselines"
-        )
