@@ -239,8 +239,13 @@ class WirelessFLEnv(BackendOwner, gym.Env):
         return obs, reward, terminated, False, info
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
-        """Return the valid choices per subchannel, shape (K, N + 1): eligible clients and idle."""
+        """Return the valid choices per subchannel, shape (K, N + 1): eligible clients and idle.
+
+        With ``participants=True``: the clients that may be chosen, shape (N,).
+        """
         eligible = self._eligible()
+        if self.participants is not None:
+            return np.asarray(eligible, dtype=bool).copy()
         row = np.append(eligible, True)
         return np.tile(row, (self.num_subchannels, 1))
 

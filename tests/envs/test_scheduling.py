@@ -156,3 +156,6 @@ def test_participants_action_is_a_client_set_on_the_first_subchannels():
     assert obs["staleness"][9] == 1 and obs["round"][0] == 1
     with pytest.raises(ValueError, match=f"participants must be {n} zeros or ones"):
         env.step(np.full(n, 2))
+    mask = env.action_masks()  # one entry per client, like the MultiBinary action
+    assert mask.shape == (n,) and mask.dtype == bool
+    np.testing.assert_array_equal(mask, env.backend.uplink.eligible())
