@@ -230,7 +230,6 @@ class RunConfig(_Section):
             check_params,
             check_policy,
             policy_class,
-            policy_parameters,
         )
 
         kind, policy = self.topology.kind, self.scheduler.policy
@@ -245,13 +244,7 @@ class RunConfig(_Section):
                     f"{', '.join(BUILTIN_POLICIES)})"
                 )
             check_policy(policy, topology="star", parts=self._star_parts())
-            if "clients_per_round" in self.scheduler.params and (
-                "clients_per_round" in policy_parameters(policy)
-            ):  # the field would win
-                raise ValueError(
-                    "scheduler.params.clients_per_round: set scheduler.clients_per_round "
-                    f"instead (it decides k for scheduler.policy={policy})"
-                )
+            self._check_clients_per_round(policy)
         else:
             check_policy(policy, topology=kind, field=field)
         if kind == "hierarchical" and getattr(
@@ -299,6 +292,30 @@ class RunConfig(_Section):
         for name in rl.baselines:
             check_policy(
                 name, topology="d2d" if kind == "d2d" else "star", field="rl.baselines"
+            )
+
+    def _check_clients_per_round(self, policy: str) -> None:
+        """K (``scheduler.clients_per_round``) is read only by a client-set rule."""
+        from rayfl.registry import policy_parameters
+
+        in_params = "clients_per_round" in self.scheduler.params
+        if self.wireless is not None and policy != "all":  # the policy fills K
+            k = self.scheduler.clients_per_round
+            name = (
+                "scheduler.params.clients_per_round"
+                if in_params
+                else (None if k is None else f"scheduler.clients_per_round={k}")
+            )
+            if name is not None:
+                raise ValueError(
+                    f"{name} is not used by scheduler.policy={policy} with a "
+                    "wireless section: the policy fills the "
+                    "wireless.num_subchannels subchannels; drop it"
+                )
+        elif in_params and "clients_per_round" in policy_parameters(policy):
+            raise ValueError(  # the field would win
+                "scheduler.params.clients_per_round: set scheduler.clients_per_round "
+                f"instead (it decides k for scheduler.policy={policy})"
             )
 
     def _star_parts(self) -> set[str]:

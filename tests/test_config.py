@@ -194,10 +194,38 @@ def test_scheduler_policy_refuses_another_topologys_policy_in_one_line(
 @pytest.mark.parametrize("wireless", [None, {"num_subchannels": 2}])
 def test_clients_per_round_in_the_params_is_refused_for_the_field(policy, wireless):
     config = {"wireless": wireless, "scheduler": {"policy": policy}}
-    assert load_config(config, {"scheduler.clients_per_round": 1})
+    used = wireless is None or policy == "all"  # else the policy fills K
     with pytest.raises(ConfigError) as error:
         load_config(config, {"scheduler.params": {"clients_per_round": 1}})
-    assert str(error.value).splitlines()[1:] == [
-        "  scheduler.params.clients_per_round: set scheduler.clients_per_round "
-        f"instead (it decides k for scheduler.policy={policy})"
-    ]
+    if used:
+        assert load_config(config, {"scheduler.clients_per_round": 1})
+        assert str(error.value).splitlines()[1:] == [
+            "  scheduler.params.clients_per_round: set scheduler.clients_per_round "
+            f"instead (it decides k for scheduler.policy={policy})"
+        ]
+    else:
+        assert (
+            str(error.value)
+            .splitlines()[1]
+            .startswith(
+                f"  scheduler.params.clients_per_round is not used by "
+                f"scheduler.policy={policy} with a wireless section"
+            )
+        )
+
+
+def test_clients_per_round_with_a_channel_is_refused_where_it_is_not_used():
+    """With wireless, only `all` takes a client count; other policies fill K."""
+    base = {
+        "data": {"dataset": "digits", "num_clients": 8},
+        "wireless": {"num_subchannels": 3},
+    }
+    ok = load_config({**base, "scheduler": {"policy": "all", "clients_per_round": 2}})
+    assert ok.scheduler.clients_per_round == 2
+    for policy in ("random", "round_robin", "best_channel"):
+        cfg = {**base, "scheduler": {"policy": policy, "clients_per_round": 2}}
+        with pytest.raises(ConfigError) as error:
+            load_config(cfg)
+        lines = [x for x in str(error.value).splitlines() if "is not used by" in x]
+        assert len(lines) == 1 and f"scheduler.policy={policy}" in lines[0]
+    assert load_config({**base, "scheduler": {"policy": "random"}})  # no k: fine
