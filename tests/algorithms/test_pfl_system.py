@@ -12,7 +12,7 @@ BASE = {
     "data": {"dataset": "digits", "num_clients": 5, "partition": "iid"},
     "model": {"kind": "mlr"},
     "algorithm": {"batch_size": 32, "lr": 0.1},
-    "scheduler": {"policy": "random", "clients_per_round": 2},
+    "scheduler": {"policy": "random"},  # 2 clients a round: the 2 subchannels
     "wireless": {"num_subchannels": 2},
     "output": {"progress": False, "plots": False},
 }

@@ -103,7 +103,6 @@ algorithm:
   lr: 0.1
 scheduler:
   policy: random
-  clients_per_round: 3
 wireless:
   num_subchannels: 3
   effects: bit_flip
