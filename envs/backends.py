@@ -1,7 +1,7 @@
 """The two dynamics behind the scheduling env: the real engine, or a surrogate.
 
 Both expose the same small interface to :class:`envs.scheduling.WirelessFLEnv`:
-``restart(seed)``, ``observe(t)`` (the engine's star observation,
+``restart(seed)``, ``initial()``, ``observe(t)`` (the engine's star observation,
 :func:`rayfl.star.star_observation`), ``uplink``, ``data_size``,
 ``run(t, schedule) -> Outcome`` and ``close()``.
 """
@@ -78,6 +78,10 @@ class EmulatedBackend:
         """Return the engine's star observation of round ``round``."""
         return self.system.observe(round)[0]
 
+    def initial(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Test loss and accuracy of every client's model before the first round."""
+        return _eval_arrays(self.system.evaluate())
+
     def run(self, round: int, schedule: Schedule) -> Outcome:
         """Run one real round and evaluate every client."""
         result = self.system.run_round(round, schedule)
@@ -141,6 +145,11 @@ class SurrogateBackend:
         """Return the star observation of round ``round`` (as the engine builds it)."""
         return star_observation(self.uplink, self.tracker, self.data_size, round)
 
+    def initial(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Surrogate test losses at reset (no accuracy: NaN)."""
+        loss = self.dynamics.client_loss()
+        return loss, np.full(len(loss), np.nan)
+
     def run(self, round: int, schedule: Schedule) -> Outcome:
         """Advance the surrogate by one round."""
         bits = np.full(len(schedule.clients), self.payload_bits)
@@ -180,6 +189,20 @@ class BackendOwner:
     """
 
     _backend: Any
+    config: RunConfig
+    np_random: np.random.Generator
+
+    def _episode_seed(self, seed: int | None) -> int:
+        """Return the run seed of a reset.
+
+        ``seed`` when given; else ``config.seed`` on the first reset and a draw
+        from the env's generator afterwards.
+        """
+        if seed is not None:
+            return int(seed)
+        if self._backend is None:
+            return int(self.config.seed)
+        return int(self.np_random.integers(2**31 - 1))
 
     @property
     def backend(self) -> Any:

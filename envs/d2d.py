@@ -66,6 +66,7 @@ from rayfl.d2d.selection import (
 )
 from rayfl.data.federated import FederatedData
 from rayfl.observation import ObservationTracker
+from rayfl.rewards import COST_REWARDS, REWARDS, Scores, check_reward, reward
 
 __all__ = [
     "DEFAULT_D2D_CONFIG",
@@ -92,7 +93,8 @@ DEFAULT_D2D_CONFIG: dict[str, Any] = {
     "output": {"progress": False, "plots": False},
 }
 
-D2D_REWARDS = ("loss_decrease", "accuracy_gain")
+#: The rewards of :mod:`rayfl.rewards` a D2D round has (no cost model here).
+D2D_REWARDS = tuple(r for r in REWARDS if r not in COST_REWARDS)
 
 
 # --------------------------------------------------------------------------- env
@@ -134,10 +136,13 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
     meaning of each key (rows: the N nodes; the target's row is ineligible).
 
     ## Rewards
-    ``loss_decrease`` (default): mean over targets of the decrease of the
-    target's test loss this round; ``accuracy_gain``: the increase of its test
-    accuracy (emulate mode only). Both minus ``neighbor_cost`` × mean abs(M_n)
-    (a price per model received).
+    The reward set of every topology (:mod:`rayfl.rewards`) over the targets'
+    reported models on their test splits (plain means over targets):
+    ``loss_decrease`` (default: the decrease of the mean test loss this round),
+    ``min_max_loss``, ``loss``, ``jain``, and ``accuracy``/``accuracy_gain``
+    (emulate mode); not ``latency``/``energy`` (the D2D system has no cost
+    model). Each minus ``neighbor_cost`` × mean abs(M_n) (a price per model
+    received).
 
     ## Info
     ``step`` returns ``neighbors`` and ``subchannel`` (target → the decoded
@@ -159,7 +164,7 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
     |-----------|------|---------|-------------|
     | config | path, mapping or RunConfig | 11-node digits D2D system | the run config (``topology.kind: d2d``) |
     | mode | str | "surrogate" | "surrogate" (no training) or "emulate" (real rounds on Ray) |
-    | reward | str | "loss_decrease" | one of ``D2D_REWARDS`` |
+    | reward | str | "loss_decrease" | one of ``D2D_REWARDS`` (:mod:`rayfl.rewards`) |
     | neighbor_cost | float | 0.0 | reward cost per selected neighbor |
     | invalid_action | str | "repair" | "repair" or "raise" (see Action Space) |
     | overrides | list or mapping | () | config overrides ``key.path=value`` |
@@ -185,15 +190,7 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
     ) -> None:
         if mode not in ("emulate", "surrogate"):
             raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
-        if reward not in D2D_REWARDS:
-            raise ValueError(
-                f"reward must be one of {', '.join(D2D_REWARDS)}; got {reward!r}"
-            )
-        if reward == "accuracy_gain" and mode == "surrogate":
-            raise ValueError(
-                "reward='accuracy_gain' needs mode='emulate' (the surrogate has no "
-                "accuracy); use reward='loss_decrease'"
-            )
+        check_reward(reward, topology="d2d", mode=mode)
         if invalid_action not in ("repair", "raise"):
             raise ValueError(
                 f"invalid_action must be 'repair' or 'raise', got {invalid_action!r}"
@@ -245,14 +242,8 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
         reset and a draw from the env's generator afterwards.
         """
         super().reset(seed=seed)
-        first = self._backend is None
-        if seed is not None:
-            episode_seed = int(seed)
-        elif first:
-            episode_seed = self.config.seed
-        else:
-            episode_seed = int(self.np_random.integers(2**31 - 1))
-        if first:
+        episode_seed = self._episode_seed(seed)
+        if self._backend is None:
             self._backend = (
                 D2DEmulatedBackend(self.config, self._system, self._data)
                 if self.mode == "emulate"
@@ -286,12 +277,8 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
             raise RuntimeError("call reset() before step()")
         selections, ignored = self.decode(action)
         outcome = self._backend.run(self.round, selections)
-        gains, sizes = [], []
+        sizes = []
         for t in self.targets:
-            if self.reward_kind == "loss_decrease":
-                gains.append(self._loss[t] - outcome.test_loss[t])
-            else:
-                gains.append(outcome.test_acc[t] - self._acc[t])
             sizes.append(len(selections[t][0]))
             self._em[t] = outcome.em_weight[t]
             record_round(
@@ -301,9 +288,11 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
                 arrived=outcome.delivered[t],
                 train_loss=outcome.train_loss,
             )
+        before = self._scores()
         self._loss.update(outcome.test_loss)
         self._acc.update(outcome.test_acc)
-        reward = float(np.mean(gains)) - self.neighbor_cost * float(np.mean(sizes))
+        value = reward(self.reward_kind, self._scores(), before)
+        value -= self.neighbor_cost * float(np.mean(sizes))
         self.round += 1
         truncated = self.round >= self.config.rounds
         info = {
@@ -315,7 +304,7 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
             "test_acc": dict(outcome.test_acc) if self.mode == "emulate" else None,
             "ignored": ignored,
         }
-        return self._get_obs(), reward, False, truncated, info
+        return self._get_obs(), value, False, truncated, info
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Valid choices per sub-channel, shape ([T,] F, N + 1): G_n and idle.
@@ -331,6 +320,13 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
         return np.stack(rows) if self.all_targets else rows[0]
 
     # ---------------------------------------------------------------- helpers
+    def _scores(self) -> Scores:
+        """The targets' current test scores (what the rewards read)."""
+        return Scores(
+            np.array([self._loss[t] for t in self.targets], dtype=np.float64),
+            np.array([self._acc[t] for t in self.targets], dtype=np.float64),
+        )
+
     def target_observation(
         self, obs: Mapping[str, npt.NDArray[np.float32]], index: int
     ) -> dict[str, npt.NDArray[np.float32]]:

@@ -36,11 +36,13 @@ env's table for the subnet (keys ``channel_gain`` (n_c, K_e) dB, ``loss``,
 ``eligible``, ``round``; see ``rayfl.hierarchy.scheduling``).
 
 ## Rewards
-``accuracy`` (emulate default): global test accuracy after the round
-(evaluates every step; emulate mode only); ``loss`` (surrogate default): −the
-test-size weighted mean of the devices' test losses; ``energy``: −energy of the
-round's uploads and backhaul (J); ``latency``: −delay of the round (s, §2.7
-accounting).
+The reward set of every topology (:mod:`rayfl.rewards`) over the global model
+on the devices' test splits (means weighted by test-split size, so ``accuracy``
+is the global test accuracy): ``accuracy`` (emulate default), ``loss``
+(surrogate default: −the weighted mean test loss), ``min_max_loss``,
+``loss_decrease``, ``accuracy_gain``, ``jain``, ``energy`` (−energy of the
+round's uploads and backhaul, J) and ``latency`` (−delay of the round, s,
+§2.7 accounting). Every reward but the cost ones evaluates every step.
 
 ## Episode End
 Truncation after ``config.rounds`` global rounds.
@@ -50,7 +52,7 @@ Truncation after ``config.rounds`` global rounds.
 |---|---|---|---|
 | config | path, mapping or RunConfig | – | a run config with ``topology.kind: hierarchical`` |
 | mode | str | "emulate" | "emulate" (real training on Ray) or "surrogate" |
-| reward | str or None | None | one of ``REWARDS``; None: accuracy (emulate) or loss (surrogate) |
+| reward | str or None | None | one of ``rayfl.rewards.REWARDS``; None: accuracy (emulate) or loss (surrogate) |
 | overrides | list or mapping | () | config overrides ``key.path=value`` |
 | participants | bool | False | a device-set action ``MultiBinary(Σ_c n_c)`` instead of the assignment |
 
@@ -69,18 +71,23 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
+from envs.backends import BackendOwner
 from rayfl.config import RunConfig, load_config
 from rayfl.hierarchy.config import TopologyConfig as HierTopologyConfig
 from rayfl.hierarchy.deciders import EdgeActions
 from rayfl.hierarchy.topology import build_topology
-from rayfl.metrics import round_summary
+from rayfl.rewards import (
+    COST_REWARDS,
+    DIFFERENCE_REWARDS,
+    Scores,
+    check_reward,
+    reward,
+)
 
-__all__ = ["REWARDS", "HierarchicalSchedulingEnv"]
-
-REWARDS = ("accuracy", "loss", "energy", "latency")
+__all__ = ["EdgePolicies", "HierarchicalSchedulingEnv"]
 
 
-class HierarchicalSchedulingEnv(gym.Env):
+class HierarchicalSchedulingEnv(BackendOwner, gym.Env):
     """Schedule every edge's subnet on its subchannels, one global round per step."""
 
     metadata = {"render_modes": []}
@@ -97,15 +104,7 @@ class HierarchicalSchedulingEnv(gym.Env):
             raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
         if reward is None:
             reward = "accuracy" if mode == "emulate" else "loss"
-        if reward not in REWARDS:
-            raise ValueError(
-                f"reward must be one of {', '.join(REWARDS)}; got {reward!r}"
-            )
-        if reward == "accuracy" and mode == "surrogate":
-            raise ValueError(
-                "reward='accuracy' needs mode='emulate' (the surrogate has no "
-                "accuracy); use reward='loss'"
-            )
+        check_reward(reward, topology="hierarchical", mode=mode)
         cfg = load_config(config, overrides)
         if not isinstance(cfg.topology, HierTopologyConfig):
             raise ValueError(
@@ -140,7 +139,7 @@ class HierarchicalSchedulingEnv(gym.Env):
             )
         )
         self._offsets = np.cumsum([0, *blocks])
-        self.system: Any = None
+        self._backend: Any = None
         self.round = 0
 
     # ---------------------------------------------------------------- actions
@@ -171,16 +170,26 @@ class HierarchicalSchedulingEnv(gym.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Start over from w⁰ (``seed`` replaces the config seed: rebuilds the dynamics)."""
+        """Start a new run from w⁰ on the same subnets and data.
+
+        The run seed is ``seed`` when given, else ``config.seed`` on the first
+        reset and a draw from the env's generator afterwards; it redraws w⁰,
+        batches, DP noise and fading (the subnets, trust flags and data
+        partition come from ``config.seed``, drawn once, as in the star env).
+        """
         super().reset(seed=seed)
-        if seed is not None and int(seed) != self.config.seed:
-            self.close()
-            self.config = self.config.model_copy(update={"seed": int(seed)})
-        if self.system is None:
-            self.system = self._build()
-        else:
-            self.system.reset(scheduling=self.topology_config.scheduling)
+        episode_seed = self._episode_seed(seed)
+        if self._backend is None:
+            self._backend = self._build()
+        elif (
+            self._backend.config.topology.scheduling != self.topology_config.scheduling
+        ):
+            self._backend.reset(scheduling=self.topology_config.scheduling)  # restore
+        self._backend.restart(episode_seed)
         self.round = 0
+        self._scores = (
+            self._evaluate() if self.reward_kind in DIFFERENCE_REWARDS else None
+        )
         return self._obs(), {"round": 0}
 
     def step(
@@ -200,20 +209,21 @@ class HierarchicalSchedulingEnv(gym.Env):
             "energy_j": extras["energy_j"],
             "latency_s": extras["latency_s"],
         }
-        if self.reward_kind in ("accuracy", "loss"):
-            info.update(self._global_metrics())
-            reward = (
-                float(info["global_acc"])
-                if self.reward_kind == "accuracy"
-                else -float(info["global_loss"])
-            )
-        elif self.reward_kind == "energy":
-            reward = -float(extras["energy_j"])
-        else:
-            reward = -float(extras["latency_s"])
+        scores = Scores(
+            np.zeros(0),
+            latency_s=float(extras["latency_s"]),
+            energy_j=float(extras["energy_j"]),
+        )
+        if self.reward_kind not in COST_REWARDS:
+            scores = self._evaluate(scores)
+            info["global_loss"] = scores.mean_loss()
+            if self.mode == "emulate":
+                info["global_acc"] = scores.mean_acc()
+        value = reward(self.reward_kind, scores, self._scores)
+        self._scores = scores
         self.round += 1
         truncated = self.round >= self.config.rounds
-        return self._obs(), reward, False, truncated, info
+        return self._obs(), value, False, truncated, info
 
     def _build(self) -> Any:
         """The round's dynamics: the engine (emulate) or the surrogate."""
@@ -226,19 +236,57 @@ class HierarchicalSchedulingEnv(gym.Env):
 
         return Engine(self.config, strategy=HierarchicalRound(external_actions=True))
 
-    def _global_metrics(self) -> dict[str, float]:
-        """Global test accuracy and loss after the round (no accuracy in surrogate)."""
+    def _evaluate(self, costs: Scores | None = None) -> Scores:
+        """The devices' test scores of the global model (no accuracy in surrogate)."""
+        weights = np.asarray(self.system.num_test, dtype=np.float64)
         if self.mode == "surrogate":
-            return {"global_loss": self.system.global_loss()}
-        summary = round_summary(self.system.evaluate(), self.system.num_test)
-        return {k: float(summary[k]) for k in ("global_acc", "global_loss")}
+            loss, acc = self.system.device_loss(), None
+        else:
+            evals = self.system.evaluate()
+            loss = np.array([e["test_loss"] for e in evals], dtype=np.float64)
+            acc = np.array([e["test_acc"] for e in evals], dtype=np.float64)
+        costs = costs or Scores(np.zeros(0))
+        return Scores(loss, acc, weights, costs.latency_s, costs.energy_j)
 
-    def close(self) -> None:
-        """Stop the engine's actors."""
-        if self.system is not None:
-            self.system.close()
-            self.system = None
+    @property
+    def system(self) -> Any:
+        """The engine (emulate) or surrogate behind the env; None before ``reset``."""
+        return self._backend
 
     def _obs(self) -> dict[str, Any]:
         per_edge = self.system.scheduling_observations(self.round)
         return {f"edge_{c}": obs for c, obs in enumerate(per_edge)}
+
+
+class EdgePolicies:
+    """One registered policy per edge, driving the env as one ``obs -> action``.
+
+    What ``rayfl run`` builds per edge (:func:`rayfl.hierarchy.deciders.edge_policies`),
+    for an env: policy c sees edge c's observation and its spaces; the actions
+    are joined. ``reset(seed)`` resets policy c with ``seed + c``.
+
+    Args:
+        env: The (unwrapped) hierarchical env.
+        name: A registered policy declared for the hierarchy.
+        **params: Its parameters.
+    """
+
+    def __init__(
+        self, env: HierarchicalSchedulingEnv, name: str, **params: Any
+    ) -> None:
+        from rayfl.registry import make_policy
+
+        self.env = env
+        self.policies = [make_policy(name, sp, **params) for sp in env.edge_spaces]
+
+    def reset(self, seed: int | None = None) -> None:
+        """Reset every edge's policy (edge c with ``seed + c``)."""
+        for c, policy in enumerate(self.policies):
+            policy.reset(seed=None if seed is None else seed + c)
+
+    def __call__(self, obs: Mapping[str, Any]) -> npt.NDArray[np.int64]:
+        """The joined action of the edges' policies."""
+        env = self.env
+        return env.join_actions(
+            [p(env.edge_observation(obs, c)) for c, p in enumerate(self.policies)]
+        )

@@ -2,7 +2,9 @@
 
 ``make_rl_env`` stacks, around :class:`envs.scheduling.WirelessFLEnv` (or
 :class:`envs.d2d.D2DNeighborEnv` for a ``topology.kind: d2d`` config with one
-target: the rows are the candidate neighbors, K = F sub-channels):
+target: the rows are the candidate neighbors, K = F sub-channels; or
+:class:`envs.hierarchical.HierarchicalSchedulingEnv`, where :class:`EdgeScores`
+does steps 2–3 edge by edge over all devices):
 
 1. ``TimeLimit(config.rounds)``: an episode is one FL run (truncation);
 2. :class:`HungarianTopK`: the action is a ``Box(N)`` of client scores; the K
@@ -40,9 +42,8 @@ Implementation details:
        are accepted (RLlib samples Gaussian scores unclipped), NaN raises.
     2. ``power``: the max level (like the heuristics); ``controls``: the
        algorithm's configured values.
-    3. D2D rewards: ``min_max_loss`` trains on the D2D env's
-       ``loss_decrease`` (the target's loss drop per round),
-       ``accuracy_gain`` on its own; the other star rewards do not exist there.
+    3. Rewards: ``reward`` names the env's reward on every topology (the one
+       set of :mod:`rayfl.rewards`; D2D has no ``latency``/``energy``).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from envs.d2d import D2DNeighborEnv
+from envs.hierarchical import HierarchicalSchedulingEnv
 from envs.scheduling import DEFAULT_CONFIG, WirelessFLEnv
 from policies.assignment import assign_subchannels
 from policies.features import NUM_FEATURES, client_features
@@ -66,17 +68,13 @@ from rayfl.observation import unit_shape
 from rayfl.seeding import rng_for
 
 __all__ = [
-    "D2D_REWARDS",
     "BinaryNeighbors",
     "ClientFeatures",
     "DataPartitions",
+    "EdgeScores",
     "HungarianTopK",
     "make_rl_env",
 ]
-
-
-#: The D2D env's reward for each ``rl.reward`` it has a form of.
-D2D_REWARDS = {"min_max_loss": "loss_decrease", "accuracy_gain": "accuracy_gain"}
 
 
 class _Decoder(gym.ActionWrapper):
@@ -140,6 +138,76 @@ class ClientFeatures(gym.ObservationWrapper):
     def observation(self, observation: Any) -> npt.NDArray[np.float32]:
         """Return ``client_features(observation)``."""
         return client_features(observation)
+
+
+class EdgeScores(_Decoder):
+    """Hierarchy: observation (I, F) features, action (I,) scores over all devices.
+
+    The star's :class:`ClientFeatures` + :class:`HungarianTopK`, edge by edge:
+    rows are the devices in edge order (edge c's block holds the members of
+    S_c by ascending id), each block's features are computed from edge c's
+    observation alone, and edge c schedules the K_e eligible devices of its
+    block with the highest scores, on subchannels by the Hungarian rule. A
+    network trained here therefore acts at run time as ``learned`` does on
+    each edge (:class:`policies.learned.LearnedPolicy`).
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        base: HierarchicalSchedulingEnv = env.unwrapped  # type: ignore[assignment]
+        self.base = base
+        total = sum(base.sizes)
+        self.observation_space = spaces.Box(
+            -np.inf, np.inf, (total, NUM_FEATURES), np.float32
+        )
+        self.action_space = spaces.Box(-1.0, 1.0, (total,), np.float32)
+        self._offsets = np.cumsum([0, *base.sizes])
+
+    def _blocks(self) -> list[tuple[int, slice]]:
+        return [
+            (c, slice(int(self._offsets[c]), int(self._offsets[c + 1])))
+            for c in range(len(self.base.sizes))
+        ]
+
+    def observation(self, obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
+        """Stack each edge's client features (edge order)."""
+        return np.concatenate(
+            [
+                client_features(self.base.edge_observation(obs, c))
+                for c, _ in self._blocks()
+            ]
+        ).astype(np.float32)
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Reset; return the stacked features."""
+        obs, info = super().reset(**kwargs)
+        return self.observation(obs), info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Decode the scores edge by edge and step; return the stacked features."""
+        obs, reward, terminated, truncated, info = super().step(action)
+        return self.observation(obs), reward, terminated, truncated, info
+
+    def action(self, action: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """Turn (I,) scores into the env's concatenated per-edge assignment."""
+        if self.last_obs is None:
+            raise RuntimeError("call reset() before step()")
+        scores = np.asarray(action, dtype=np.float64).reshape(-1)
+        if scores.shape != self.action_space.shape or np.isnan(scores).any():
+            raise ValueError(
+                f"action must be {self.action_space.shape[0]} finite scores, "
+                f"got {action!r}"
+            )
+        base, parts = self.base, []
+        for c, block in self._blocks():
+            obs = base.edge_observation(self.last_obs, c)
+            chosen = select_top_k(
+                scores[block], obs["eligible"] > 0.5, base.num_subchannels[c]
+            )
+            parts.append(
+                assign_subchannels(obs["channel_gain"], chosen, idle=base.sizes[c])
+            )
+        return base.join_actions(parts)
 
 
 class BinaryNeighbors(_Decoder):
@@ -280,7 +348,7 @@ class DataPartitions(gym.Wrapper):
         if self._rng is None:
             first = kwargs.get("seed")
             self._rng = rng_for(0 if first is None else int(first), "partition_cycle")
-        new = seed not in self.envs or self.envs[seed].unwrapped._backend is None
+        new = seed not in self.envs or _engine(self.envs[seed]) is None
         if new and self.envs and self._config_emulates():
             self._check_room()
         self.env = self._env_for(seed)
@@ -296,11 +364,7 @@ class DataPartitions(gym.Wrapper):
     def _check_room(self) -> None:
         import ray
 
-        built = [
-            e.unwrapped._backend.system
-            for e in self.envs.values()
-            if e.unwrapped._backend is not None
-        ]
+        built = [s for s in map(_engine, self.envs.values()) if s is not None]
         if not built:
             return
         from rayfl.session import RaySession
@@ -324,6 +388,12 @@ class DataPartitions(gym.Wrapper):
             env.close()
 
 
+def _engine(env: gym.Env) -> Any:
+    """The system an env steps (None before its first reset)."""
+    backend = env.unwrapped._backend
+    return getattr(backend, "system", backend)
+
+
 def make_rl_env(
     config: str | Path | Mapping[str, Any] | RunConfig | None = None,
     *,
@@ -341,8 +411,7 @@ def make_rl_env(
         config: Run config of the FL system (star or single-target D2D;
             None: the star env's ``DEFAULT_CONFIG``).
         mode: ``"surrogate"`` or ``"emulate"``.
-        reward: One of ``envs.scheduling.REWARDS`` (D2D: implementation
-            detail 3).
+        reward: One of ``rayfl.rewards.REWARDS`` (implementation detail 3).
         reward_scale: Multiplies every reward (1 = unchanged).
         overrides: Config overrides ``key.path=value``.
         partition_seeds: Train on these data partitions in turn
@@ -355,24 +424,21 @@ def make_rl_env(
 
     Raises:
         ValueError: For a D2D config with ``topology.target: all`` or a reward
-            the D2D env has no form of.
+            the env has no form of (``rayfl.rewards.check_reward``).
     """
     cfg = load_config(DEFAULT_CONFIG if config is None else config, overrides)
 
     def make(run_config: RunConfig) -> gym.Env:
+        if run_config.topology.kind == "hierarchical":
+            return HierarchicalSchedulingEnv(run_config, mode=mode, reward=reward)
         if run_config.topology.kind != "d2d":
             return WirelessFLEnv(run_config, mode=mode, reward=reward)
-        if reward not in D2D_REWARDS:
-            raise ValueError(
-                f"rl.reward={reward} has no D2D form; use "
-                f"{' or '.join(D2D_REWARDS)} on topology.kind=d2d"
-            )
         if run_config.topology.target == "all":  # type: ignore[union-attr]
             raise ValueError(
                 "make_rl_env needs one D2D target (topology.target: an id or "
                 "random), got topology.target=all"
             )
-        env = D2DNeighborEnv(run_config, mode=mode, reward=D2D_REWARDS[reward])
+        env = D2DNeighborEnv(run_config, mode=mode, reward=reward)
         return _TargetInfo(env)
 
     inner: gym.Env = (
@@ -383,7 +449,10 @@ def make_rl_env(
         )
     )
     env: gym.Env = gym.wrappers.TimeLimit(inner, max_episode_steps=cfg.rounds)
-    env = ClientFeatures(HungarianTopK(env))
+    if cfg.topology.kind == "hierarchical":
+        env = EdgeScores(env)
+    else:
+        env = ClientFeatures(HungarianTopK(env))
     if reward_scale != 1.0:
         env = gym.wrappers.TransformReward(env, lambda r: reward_scale * r)
     return env

@@ -18,8 +18,14 @@ from envs.backends import (
     SurrogateBackend,
 )
 from rayfl.config import RunConfig, load_config
-from rayfl.metrics import jain_index
 from rayfl.observation import TOPOLOGY_KEYS, observation_space
+from rayfl.rewards import (
+    DIFFERENCE_REWARDS,
+    REWARDS,
+    Scores,
+    check_reward,
+    reward,
+)
 from rayfl.schedule import Schedule
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.wireless.config import WirelessConfig
@@ -43,8 +49,6 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "wireless": {"num_subchannels": 4},
     "output": {"progress": False, "plots": False},
 }
-
-REWARDS = ("min_max_loss", "accuracy_gain", "jain", "latency", "energy")
 
 
 class WirelessFLEnv(BackendOwner, gym.Env):
@@ -91,11 +95,13 @@ class WirelessFLEnv(BackendOwner, gym.Env):
     | round | (1,) | round index t | – | 0 | inf |
 
     ## Rewards
-    ``min_max_loss`` (default): −max_n test loss of client n's model after the
-    round (the min-max fairness objective of seed_000 §3.3). ``accuracy_gain``:
-    change of the mean client test accuracy (emulate mode). ``jain``: Jain's
-    index of the clients' test losses (seed_000 §6.4). ``latency``: −max latency
-    of the scheduled uplinks (synchronous round). ``energy``: −Σ uplink energy.
+    The reward set of every topology (:mod:`rayfl.rewards`) over the N clients'
+    models after the round (plain means): ``min_max_loss`` (default, −max_n
+    test loss, the min-max fairness objective of seed_000 §3.3), ``loss``,
+    ``loss_decrease``, ``accuracy`` and ``accuracy_gain`` (emulate mode),
+    ``jain`` (of the test losses, seed_000 §6.4), ``latency`` (−max latency of
+    the scheduled uplinks: a synchronous round) and ``energy`` (−Σ uplink
+    energy).
 
     ## Starting State
     A fresh global model ω⁰ drawn from the episode seed, channel geometry from the
@@ -133,10 +139,7 @@ class WirelessFLEnv(BackendOwner, gym.Env):
     ) -> None:
         if mode not in ("emulate", "surrogate"):
             raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
-        if reward not in REWARDS:
-            raise ValueError(
-                f"reward must be one of {', '.join(REWARDS)}; got {reward!r}"
-            )
+        check_reward(reward, topology="star", mode=mode)
         cfg = load_config(DEFAULT_CONFIG if config is None else config, overrides)
         if cfg.wireless is None:
             cfg = cfg.model_copy(update={"wireless": WirelessConfig()})
@@ -202,12 +205,7 @@ class WirelessFLEnv(BackendOwner, gym.Env):
         batch order, noise and the channel.
         """
         super().reset(seed=seed)
-        if seed is not None:
-            episode_seed = int(seed)
-        elif self._backend is None:
-            episode_seed = self.config.seed
-        else:
-            episode_seed = int(self.np_random.integers(2**31 - 1))
+        episode_seed = self._episode_seed(seed)
         if self._backend is None:
             cfg = self.config
             self._backend = (
@@ -217,7 +215,9 @@ class WirelessFLEnv(BackendOwner, gym.Env):
             )
         self._backend.restart(episode_seed)
         self.round = 0
-        self._mean_acc = float("nan")
+        self._scores: Scores | None = None
+        if self.reward_kind in DIFFERENCE_REWARDS:  # the first step's "before"
+            self._scores = Scores(*self._backend.initial())
         self.last_outcome = None
         return self._get_obs(), self._get_info()
 
@@ -287,24 +287,16 @@ class WirelessFLEnv(BackendOwner, gym.Env):
         return rules.to_schedule(action, self._eligible())
 
     def _reward(self, outcome: Outcome) -> float:
-        kind = self.reward_kind
-        if kind == "min_max_loss":
-            return -float(np.nanmax(outcome.test_loss))
-        if kind == "jain":
-            return jain_index(outcome.test_loss)
-        if kind == "accuracy_gain":
-            acc = (
-                float(np.nanmean(outcome.test_acc))
-                if np.isfinite(outcome.test_acc).any()
-                else 0.0
-            )
-            previous = 0.0 if np.isnan(self._mean_acc) else self._mean_acc
-            self._mean_acc = acc
-            return acc - previous
-        values = [
-            row.get("latency_s" if kind == "latency" else "energy_j", 0.0)
-            for row in outcome.rows
-        ]
-        if not values:
-            return 0.0
-        return -float(np.max(values) if kind == "latency" else np.sum(values))
+        costs = {
+            k: [row.get(k, 0.0) for row in outcome.rows]
+            for k in ("latency_s", "energy_j")
+        }
+        scores = Scores(
+            outcome.test_loss,
+            outcome.test_acc,
+            latency_s=max(costs["latency_s"], default=0.0),
+            energy_j=float(np.sum(costs["energy_j"])),
+        )
+        value = reward(self.reward_kind, scores, self._scores)
+        self._scores = scores
+        return value

@@ -44,7 +44,7 @@ from rayfl.learning.config import ModelConfig
 from rayfl.names import UnknownNameError, unknown_name_message
 from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
-from rayfl.rl.config import D2D_REWARD_NAMES, RLConfig
+from rayfl.rl.config import RLConfig
 from rayfl.scheduler_config import (
     PolicyAlias,
     SchedulerConfig,
@@ -262,37 +262,28 @@ class RunConfig(_Section):
     def _check_rl(self) -> None:
         """Check the ``rl`` section against the run's topology, one line per problem.
 
-        ``rayfl train-policy`` trains on the star's env or on a D2D config with one
-        target; the baselines must run on that topology.
+        ``rayfl train-policy`` trains on the star's env, the hierarchy's (edge by
+        edge) or a D2D config with one target; the reward must exist there and
+        the baselines must run on that topology.
 
         Raises:
             ValueError: On the first problem found.
         """
-        rl, kind = self.rl, self.topology.kind
+        rl = self.rl
         if rl is None:
             return
-        if kind == "hierarchical":
-            raise ValueError(
-                "rl: rayfl train-policy trains on topology.kind=star or d2d (one "
-                "target); got topology.kind=hierarchical"
-            )
-        if kind == "d2d":
-            if rl.reward not in D2D_REWARD_NAMES:
-                raise ValueError(
-                    f"rl.reward={rl.reward} has no D2D form; use "
-                    f"{' or '.join(D2D_REWARD_NAMES)} on topology.kind=d2d"
-                )
-            if self.topology.target == "all":
-                raise ValueError(
-                    "rl: training on D2D needs one target (topology.target: an id or "
-                    "random); got topology.target=all"
-                )
         from rayfl.registry import check_policy
+        from rayfl.rewards import check_reward
 
-        for name in rl.baselines:
-            check_policy(
-                name, topology="d2d" if kind == "d2d" else "star", field="rl.baselines"
+        topology = "star" if self.topology.kind == "flat" else self.topology.kind
+        check_reward(rl.reward, topology=topology, mode=rl.mode, field="rl.reward")
+        if topology == "d2d" and self.topology.target == "all":
+            raise ValueError(
+                "rl: training on D2D needs one target (topology.target: an id or "
+                "random); got topology.target=all"
             )
+        for name in rl.baselines:
+            check_policy(name, topology=topology, field="rl.baselines")
 
     def _check_clients_per_round(self, policy: str) -> None:
         """K (``scheduler.clients_per_round``) is read only by a client-set rule."""

@@ -18,7 +18,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env, data_equivalence
 
 from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
-from envs.hierarchical import HierarchicalSchedulingEnv
+from envs.hierarchical import EdgePolicies, HierarchicalSchedulingEnv
 from envs.scheduling import WirelessFLEnv
 from rayfl.config import ConfigError, load_config
 from rayfl.observation import TOPOLOGIES
@@ -195,12 +195,9 @@ def _policy_driver(name: str, env: Any, topology: str, mode: str) -> Any:
         policy.reset(seed=1)
         return policy
     if topology == "hierarchical":
-        policies = [make_policy(name, spaces, **params) for spaces in env.edge_spaces]
-        for c, policy in enumerate(policies):
-            policy.reset(seed=c)
-        return lambda obs: env.join_actions(
-            [p(env.edge_observation(obs, c)) for c, p in enumerate(policies)]
-        )
+        policies = EdgePolicies(env, name, **params)
+        policies.reset(seed=0)
+        return policies
     policies = make_selection_policies(env, name, params)
     return lambda obs: policy_action(env, policies, obs)
 

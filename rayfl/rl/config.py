@@ -11,13 +11,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["D2D_REWARD_NAMES", "RLConfig"]
+__all__ = ["RLConfig"]
 
-#: The reward options of ``envs.scheduling.REWARDS`` (kept equal by a test).
-REWARD_NAMES = ("min_max_loss", "accuracy_gain", "jain", "latency", "energy")
-Reward = Literal["min_max_loss", "accuracy_gain", "jain", "latency", "energy"]
-#: The rewards the D2D env has a form of (``envs.rl.D2D_REWARDS``, kept equal by a test).
-D2D_REWARD_NAMES = ("min_max_loss", "accuracy_gain")
+#: The names of ``rayfl.rewards.REWARDS`` (kept equal by a test).
+Reward = Literal[
+    "min_max_loss",
+    "loss",
+    "loss_decrease",
+    "accuracy",
+    "accuracy_gain",
+    "jain",
+    "latency",
+    "energy",
+]
 
 
 class RLConfig(BaseModel):
@@ -32,8 +38,10 @@ class RLConfig(BaseModel):
     )
     reward: Reward = Field(
         "min_max_loss",
-        description="Env reward (envs.scheduling): min_max_loss = −max client test "
-        "loss per round, jain, accuracy_gain (emulate only), latency, energy.",
+        description="Env reward, the same set on every topology (rayfl.rewards): "
+        "min_max_loss = −max client test loss per round, loss, loss_decrease, "
+        "accuracy and accuracy_gain (emulate only), jain, latency and energy (not "
+        "on D2D).",
     )
     reward_scale: float = Field(
         1.0, gt=0, description="Multiplies every reward before PPO sees it."

@@ -3,8 +3,9 @@
 :func:`evaluate_policies` scores the learned policy and the baselines on the
 same episode seeds (10000 + i) and data partitions; :func:`write_evaluation`
 writes ``evaluation.csv`` / ``evaluation.md``; :func:`plot_training` draws
-``plots/learning_curve.png`` and ``plots/evaluation.png``. The env (the star's,
-or the D2D one for a D2D config) and the policies are found by name through
+``plots/learning_curve.png`` and ``plots/evaluation.png``. The env of the run's
+topology (star, hierarchical: one policy per edge, D2D) and the policies are
+found by name through
 :mod:`rayfl.registry`, so this module imports neither ``envs`` nor ``policies``.
 """
 
@@ -58,9 +59,8 @@ def evaluate_policies(
 
     run_episode = load("envs.episode:run_episode")
     rl = cfg.rl or RLConfig()
-    make_env, reward = load(ENVS["star"]), rl.reward
-    if cfg.topology.kind == "d2d":
-        make_env, reward = load(ENVS["d2d"]), load("envs.rl:D2D_REWARDS")[reward]
+    kind = cfg.topology.kind
+    make_env = load(ENVS["star" if kind == "flat" else kind])
     seeds = list(
         partition_seeds
         if partition_seeds is not None
@@ -80,13 +80,19 @@ def evaluate_policies(
             make_env(
                 cfg.model_copy(update={"seed": int(partition)}),
                 mode=mode or rl.mode,
-                reward=reward,
+                reward=rl.reward,
             ),
             max_episode_steps=cfg.rounds,
         )
         try:
             for name, params in policies:
-                policy = make_policy(name, env, **params)
+                policy = (
+                    load("envs.hierarchical:EdgePolicies")(
+                        env.unwrapped, name, **params
+                    )
+                    if kind == "hierarchical"
+                    else make_policy(name, env, **params)
+                )
                 for episode in mine:
                     policy.reset(seed=episode)
                     result = run_episode(env, policy, seed=EVAL_SEED + episode)

@@ -1,6 +1,8 @@
 """``rayfl train-policy``: PPO (RLlib, new API stack) on the scheduling env.
 
-The star's ``WirelessFL-v0`` or, for a ``topology.kind: d2d`` config with one
+The star's ``WirelessFL-v0``; for a ``topology.kind: hierarchical`` config,
+``HierarchicalFL-v0`` (all devices are the rows, each edge schedules its own
+block: ``envs.rl.EdgeScores``); for a ``topology.kind: d2d`` config with one
 target, ``D2DNeighbor-v0`` (the candidate neighbors are the rows).
 
 Read top to bottom (STYLE §17): config → env → networks → training loop (log,
@@ -235,7 +237,7 @@ def train_policy(
             "mode": rl.mode,
             "reward": rl.reward,
             "num_clients": cfg.data.num_clients,
-            "num_subchannels": (cfg.wireless or cfg.topology).num_subchannels,  # type: ignore[union-attr]
+            "num_subchannels": _num_subchannels(cfg),
             "config": cfg.name,
         }
         placement = _record_placement(algo, run_dir)
@@ -269,12 +271,20 @@ def _training_config(
         cfg = load_config(run_dir / "config.yaml", overrides)
     else:
         cfg = load_config(config, overrides)
-    if cfg.wireless is None and cfg.topology.kind != "d2d":
+    if cfg.wireless is None and cfg.topology.kind == "flat":
         raise ValueError(
-            "rayfl train-policy needs a config with a `wireless` section "
-            "or topology.kind: d2d"
+            "rayfl train-policy needs a config with a `wireless` section, "
+            "topology.kind: hierarchical or topology.kind: d2d"
         )
     return cfg.model_copy(update={"rl": cfg.rl or RLConfig()})
+
+
+def _num_subchannels(cfg: RunConfig) -> int | None:
+    """K of the trained decision (hierarchy: K_e, None = one per device)."""
+    topology: Any = cfg.topology
+    if topology.kind == "hierarchical":
+        return topology.scheduling.subchannels_per_edge  # type: ignore[no-any-return]
+    return int((cfg.wireless or topology).num_subchannels)
 
 
 def _open_run(

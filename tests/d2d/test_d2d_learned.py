@@ -3,28 +3,17 @@ then driving the env's emulate mode and a ``rayfl run`` with the same choices.""
 
 from __future__ import annotations
 
-import json
-
-import numpy as np
-import pandas as pd
 import pytest
 
 from rayfl.train_policy import rllib_available
 from tests.d2d.test_d2d_round import BASE
+from tests.rl.tiny_training import assert_trained, train_tiny
 
 TINY_D2D = {
     **BASE,
     "name": "tiny-d2d",
     "topology": {"kind": "d2d", "target": 0, "num_subchannels": 2},
-    "rl": {
-        "train_batch_size": 24,
-        "minibatch_size": 12,
-        "num_epochs": 1,
-        "hidden": [8],
-        "iterations": 2,
-        "eval_episodes": 1,
-        "baselines": ["random_neighbors"],
-    },
+    "rl": {"train_batch_size": 24, "baselines": ["random_neighbors"]},
 }
 
 pytestmark = [
@@ -35,26 +24,11 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def trained(ray_session, tmp_path_factory):
-    from rayfl.train_policy import train_policy
-
-    out = tmp_path_factory.mktemp("train")
-    config = {**TINY_D2D, "output": {**TINY_D2D["output"], "dir": str(out)}}
-    return train_policy(config, verbose=False)
+    return train_tiny(TINY_D2D, tmp_path_factory.mktemp("train"))
 
 
 def test_train_policy_trains_on_the_d2d_surrogate(trained):
-    progress = pd.read_csv(trained / "progress.csv")
-    assert progress["iteration"].tolist() == [1, 2]
-    assert (progress["env_steps"] >= 24).all()
-    meta = json.loads((trained / "policy" / "policy.json").read_text())
-    assert (meta["mode"], meta["num_clients"], meta["num_subchannels"]) == (
-        "surrogate",
-        6,
-        2,
-    )
-    evaluation = pd.read_csv(trained / "evaluation.csv")
-    assert set(evaluation["policy"]) == {"learned", "random_neighbors"}
-    assert np.isfinite(evaluation["return"]).all()
+    assert_trained(trained, TINY_D2D, num_clients=6, num_subchannels=2)
 
 
 def test_learned_drives_the_emulate_env_and_a_run_alike(trained, tmp_path):

@@ -175,7 +175,7 @@ def test_same_seed_same_observations_and_rewards(data):
 def test_bad_arguments_are_named(data):
     with pytest.raises(ValueError, match="mode"):
         small_env(data, mode="fast")
-    with pytest.raises(ValueError, match="needs mode='emulate'"):
+    with pytest.raises(ValueError, match="reward=accuracy_gain needs mode=emulate"):
         small_env(data, reward="accuracy_gain")
     with pytest.raises(ValueError, match="invalid_action"):
         small_env(data, invalid_action="ignore")

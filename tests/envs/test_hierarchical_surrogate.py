@@ -177,7 +177,7 @@ def test_privacy_spent_grows_only_for_uploading_devices():
 
 
 def test_surrogate_refuses_accuracy_and_the_controller():
-    with pytest.raises(ValueError, match="reward='accuracy' needs mode='emulate'"):
+    with pytest.raises(ValueError, match="reward=accuracy needs mode=emulate"):
         _env(reward="accuracy")
     env = HierarchicalSchedulingEnv(
         CONFIG, mode="surrogate", overrides=["topology.control.enabled=true"]

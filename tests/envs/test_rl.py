@@ -9,9 +9,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from envs.rl import make_rl_env
-from envs.scheduling import REWARDS
 from policies.features import NUM_FEATURES
-from rayfl.rl.config import REWARD_NAMES
 
 SMALL = ["data.num_clients=6", "wireless.num_subchannels=3", "rounds=5"]
 
@@ -97,7 +95,3 @@ def test_reward_scale_multiplies_rewards():
         env.reset(seed=0)
         rewards.append(env.step(np.arange(6.0))[1])
     np.testing.assert_allclose(rewards[1], 0.1 * rewards[0], rtol=1e-6)
-
-
-def test_rl_config_rewards_match_the_env():
-    assert REWARD_NAMES == REWARDS

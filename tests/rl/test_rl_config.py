@@ -43,7 +43,11 @@ def test_the_rl_section_is_checked_against_the_topology():
     star = load_config(example, ["rl.baselines=[minmax]"])
     assert star.rl.baselines == ["minmax"]  # a star-only baseline on the star
     cases = [
-        ({**_D2D, "rl": {"reward": "jain"}}, "rl.reward=jain has no D2D form"),
+        ({**_D2D, "rl": {"reward": "energy"}}, "rl.reward=energy has no D2D form"),
+        (
+            {**_D2D, "rl": {"reward": "accuracy_gain"}},
+            "rl.reward=accuracy_gain needs mode=emulate",
+        ),
         (
             {**_D2D, "topology": {"kind": "d2d", "target": "all"}},
             "needs one target",
@@ -53,8 +57,12 @@ def test_the_rl_section_is_checked_against_the_topology():
             "rl.baselines=delay_min",
         ),
         (
-            {"data": _DATA, "topology": {"kind": "hierarchical"}, "rl": {}},
-            "got topology.kind=hierarchical",
+            {
+                "data": _DATA,
+                "topology": {"kind": "hierarchical"},
+                "rl": {"baselines": ["minmax"]},
+            },
+            "rl.baselines=minmax",
         ),
     ]
     for config, message in cases:
@@ -64,8 +72,10 @@ def test_the_rl_section_is_checked_against_the_topology():
         assert lines, (message, str(error.value))
 
 
-def test_d2d_reward_names_are_the_envs():
-    from envs.rl import D2D_REWARDS
-    from rayfl.rl.config import D2D_REWARD_NAMES
+def test_rl_reward_names_are_the_envs():
+    from typing import get_args
 
-    assert set(D2D_REWARD_NAMES) == set(D2D_REWARDS)
+    from rayfl.rewards import REWARDS
+    from rayfl.rl.config import Reward
+
+    assert get_args(Reward) == REWARDS

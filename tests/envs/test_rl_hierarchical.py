@@ -1,0 +1,80 @@
+"""The learned policy on the hierarchy: trained edge by edge, acting as it runs.
+
+``make_rl_env`` of a hierarchical config stacks :class:`envs.rl.EdgeScores`
+over ``HierarchicalFL-v0``. What a network does through that wrapper must be
+what ``learned`` does per edge at run time (:class:`envs.hierarchical.
+EdgePolicies`, the builder of ``rayfl run``), or a policy would be trained on
+one decision and deployed on another.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from envs.hierarchical import EdgePolicies, HierarchicalSchedulingEnv
+from envs.rl import EdgeScores, make_rl_env
+from policies.learned import DEFAULT_CHECKPOINT, load_checkpoint
+from rayfl.config import load_config
+from tests.hierarchy.test_scheduling import TINY
+
+HIER = {
+    **TINY,
+    "rounds": 4,
+    "data": {**TINY["data"], "num_clients": 10},
+    "topology": {**TINY["topology"], "scheduling": {"subchannels_per_edge": 2}},
+    "rl": {"eval_episodes": 2, "baselines": ["random", "round_robin"]},
+}
+
+
+def test_the_flat_rl_env_of_the_hierarchy_passes_check_env():
+    env = make_rl_env(HIER, mode="surrogate")
+    assert isinstance(env.unwrapped, HierarchicalSchedulingEnv)
+    check_env(env, skip_render_check=True)
+    obs, _ = env.reset(seed=1)
+    assert obs.shape == (10, env.observation_space.shape[1])
+    assert env.action_space.shape == (10,)
+
+
+def test_scores_decode_to_the_learned_policy_of_each_edge():
+    env = make_rl_env(HIER, mode="surrogate", reward="loss")
+    wrapper = env
+    while not isinstance(wrapper, EdgeScores):
+        wrapper = wrapper.env
+    network, _ = load_checkpoint(None)
+    runtime = EdgePolicies(wrapper.base, "learned")
+    features, _ = env.reset(seed=2)
+    scheduled = 0
+    for _ in range(3):
+        raw = wrapper.last_obs
+        expected = runtime(raw)  # what `rayfl run` would schedule on this state
+        action = wrapper.action(network(features))
+        np.testing.assert_array_equal(action, expected)
+        base = wrapper.base
+        idle = np.repeat(base.sizes, base.num_subchannels)  # "idle" per entry
+        scheduled += int((action != idle).sum())
+        features, *_ = env.step(network(features))
+    assert scheduled > 0  # the decoding did schedule devices
+
+
+def test_bad_scores_are_refused():
+    env = make_rl_env(HIER, mode="surrogate")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="10 finite scores"):
+        env.step(np.full(9, 0.5))
+    with pytest.raises(ValueError, match="finite scores"):
+        env.step(np.full(10, np.nan))
+
+
+def test_the_rl_section_is_accepted_on_the_hierarchy_and_the_evaluation_runs():
+    from rayfl.train_policy.evaluate import evaluate_policies
+
+    cfg = load_config(HIER)
+    assert cfg.rl is not None and cfg.rl.reward == "min_max_loss"
+    table = evaluate_policies(cfg, None, episodes=2)
+    assert list(table["policy"].unique()) == ["random", "round_robin"]
+    assert len(table) == 4 and np.isfinite(table["return"]).all()
+    # a learned network is scored beside them on the same episode seeds
+    table = evaluate_policies(cfg, DEFAULT_CHECKPOINT, episodes=2, baselines=["random"])
+    assert list(table["policy"].unique()) == ["learned", "random"]
