@@ -62,7 +62,7 @@ from envs.hierarchical import HierarchicalSchedulingEnv
 from envs.scheduling import DEFAULT_CONFIG, WirelessFLEnv
 from policies.assignment import assign_subchannels
 from policies.features import NUM_FEATURES, client_features
-from policies.learned import select_top_k
+from policies.learned import controls_from_unit, select_top_k
 from rayfl.config import RunConfig, load_config
 from rayfl.observation import unit_shape
 from rayfl.seeding import rng_for
@@ -98,31 +98,51 @@ class _Decoder(gym.ActionWrapper):
 
 
 class HungarianTopK(_Decoder):
-    """Action = one score per client; schedule the top K by the Hungarian rule."""
+    """Action = one score per client; schedule the top K by the Hungarian rule.
+
+    When the env exposes per-client controls (``controls=True``) the action is
+    ``Box(N·(1 + C))``, client-major: client n's score, then its C controls in
+    [−1, 1], mapped onto each control's range
+    (:func:`policies.learned.controls_from_unit`), as ``learned`` does at run
+    time.
+    """
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         n, k = unit_shape(env.observation_space)
         self.num_clients, self.num_subchannels = n, int(k or 0)
-        self.action_space = spaces.Box(-1.0, 1.0, (n,), np.float32)
+        space = env.action_space
+        self.control_box = (
+            space["controls"]
+            if isinstance(space, spaces.Dict) and "controls" in space.spaces
+            else None
+        )
+        per_client = 1 + (0 if self.control_box is None else self.control_box.shape[1])
+        self.action_space = spaces.Box(-1.0, 1.0, (n * per_client,), np.float32)
 
     def action(self, action: npt.ArrayLike) -> Any:
-        """Turn (N,) scores into the env's assignment (K,)."""
+        """Turn the scores (and controls) into the env's action."""
         if self.last_obs is None:
             raise RuntimeError("call reset() before step()")
-        scores = np.asarray(action, dtype=np.float64).reshape(-1)
-        if scores.shape != (self.num_clients,) or np.isnan(scores).any():
+        values = np.asarray(action, dtype=np.float64).reshape(-1)
+        if values.shape != self.action_space.shape or np.isnan(values).any():
             raise ValueError(
-                f"action must be {self.num_clients} finite scores, got {action!r}"
+                f"action must be {self.action_space.shape[0]} finite values "
+                f"(the finite scores of {self.num_clients} clients), got {action!r}"
             )
+        table = values.reshape(self.num_clients, -1)
         obs = self.last_obs
-        chosen = select_top_k(scores, obs["eligible"] > 0.5, self.num_subchannels)
+        chosen = select_top_k(table[:, 0], obs["eligible"] > 0.5, self.num_subchannels)
         assignment = assign_subchannels(
             obs["channel_gain"], chosen, idle=self.num_clients
         )
-        if isinstance(self.env.action_space, spaces.Dict):
-            return {"assignment": assignment}
-        return assignment
+        if not isinstance(self.env.action_space, spaces.Dict):
+            return assignment
+        out: dict[str, Any] = {"assignment": assignment}
+        box = self.control_box
+        if box is not None:
+            out["controls"] = controls_from_unit(table[:, 1:], box.low, box.high)
+        return out
 
 
 class ClientFeatures(gym.ObservationWrapper):
@@ -404,6 +424,7 @@ def make_rl_env(
     partition_seeds: list[int] | tuple[int, ...] | None = None,
     partition_every: int = 1,
     partition_offset: int = 0,
+    controls: bool = False,
 ) -> gym.Env:
     """Build the wrapped scheduling env (module docstring).
 
@@ -418,6 +439,8 @@ def make_rl_env(
             (:class:`DataPartitions`); None: the partition of ``config.seed``.
         partition_every: Episodes per partition.
         partition_offset: Index of the first partition seed.
+        controls: Star only: the action also sets the algorithm's per-client
+            controls (:class:`HungarianTopK`).
 
     Returns:
         The env: ``Box(N, F)`` observations, ``Box(N)`` actions.
@@ -427,12 +450,18 @@ def make_rl_env(
             the env has no form of (``rayfl.rewards.check_reward``).
     """
     cfg = load_config(DEFAULT_CONFIG if config is None else config, overrides)
+    if controls and cfg.topology.kind != "flat":
+        raise ValueError(
+            f"controls=True is for the star env; got topology.kind={cfg.topology.kind}"
+        )
 
     def make(run_config: RunConfig) -> gym.Env:
         if run_config.topology.kind == "hierarchical":
             return HierarchicalSchedulingEnv(run_config, mode=mode, reward=reward)
         if run_config.topology.kind != "d2d":
-            return WirelessFLEnv(run_config, mode=mode, reward=reward)
+            return WirelessFLEnv(
+                run_config, mode=mode, reward=reward, controls=controls
+            )
         if run_config.topology.target == "all":  # type: ignore[union-attr]
             raise ValueError(
                 "make_rl_env needs one D2D target (topology.target: an id or "

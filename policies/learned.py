@@ -22,8 +22,8 @@ Checkpoint format (``policy/`` of a train-policy run directory):
 
 | file | content |
 |------|---------|
-| ``policy.npz`` | ``pi_w0, pi_b0, …, pi_w_out, pi_b_out`` (policy), ``log_std``, and the value net ``vf_*`` (used only to resume training) |
-| ``policy.json`` | ``format`` (``"rayfl-score-mlp"``), ``version``, ``features``, ``hidden``, how it was trained |
+| ``policy.npz`` | ``pi_w0, pi_b0, …, pi_w_out, pi_b_out`` (policy; ``pi_w_out`` has 1 + C columns: the score, then C learned controls), ``log_std``, and the value net ``vf_*`` (used only to resume training) |
+| ``policy.json`` | ``format`` (``"rayfl-score-mlp"``), ``version``, ``features``, ``hidden``, ``controls`` (their names, in column order), how it was trained |
 
 Implementation details:
     1. Deterministic action: the mean of the Gaussian over scores (the PPO
@@ -42,6 +42,13 @@ Implementation details:
     4. The network sees only per-client features and K/N, so one checkpoint
        acts for any N and K (it was trained at one N, K; quality elsewhere is
        not guaranteed).
+    5. Controls (``rl.controls``): a network with C > 0 control columns sets
+       every client's controls when the run exposes them
+       (``scheduler.controls: true``): output a ∈ ℝ maps to
+       low + (clip(a, −1, 1) + 1)/2 · (high − low) of the control's range
+       (:func:`controls_from_unit`, the decoding PPO trained through). A
+       network without control columns leaves them to the config; a different
+       number of controls than the run exposes is refused.
 """
 
 from __future__ import annotations
@@ -52,8 +59,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
+from gymnasium import spaces as gym_spaces
 
-from policies.base import Observation, Policy
+from policies.base import Action, Observation, Policy
 from policies.features import FEATURE_NAMES, client_features
 
 __all__ = [
@@ -61,6 +69,7 @@ __all__ = [
     "FORMAT",
     "LearnedPolicy",
     "ScoreNetwork",
+    "controls_from_unit",
     "resolve_checkpoint",
     "select_top_k",
 ]
@@ -68,6 +77,20 @@ __all__ = [
 FORMAT = "rayfl-score-mlp"
 FORMAT_VERSION = 1
 DEFAULT_CHECKPOINT = Path(__file__).parent / "checkpoints" / "learned_default"
+
+
+def controls_from_unit(
+    values: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike
+) -> npt.NDArray[np.float32]:
+    """Map network outputs to control values: [−1, 1] onto [low, high], clipped.
+
+    Example:
+        >>> controls_from_unit([[-1.0, 0.0, 3.0]], 0.0, 0.5).tolist()
+        [[0.0, 0.25, 0.5]]
+    """
+    unit = (np.clip(np.asarray(values, dtype=np.float64), -1.0, 1.0) + 1.0) / 2.0
+    low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
+    return (low + unit * (high - low)).astype(np.float32)
 
 
 def select_top_k(
@@ -132,13 +155,22 @@ class ScoreNetwork:
                 f"policies.features has {len(FEATURE_NAMES)}"
             )
 
-    def __call__(self, features: npt.ArrayLike) -> npt.NDArray[np.float64]:
-        """Return the (N,) scores of a (N, F) feature matrix."""
+    @property
+    def num_outputs(self) -> int:
+        """Values per client: 1 (the score), plus one per learned control."""
+        return int(self.layers[-1][0].shape[1])
+
+    def outputs(self, features: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """Return the (N, 1 + C) outputs: column 0 the score, then the controls."""
         h = np.asarray(features, dtype=np.float64)
         for w, b in self.layers[:-1]:
             h = np.tanh(h @ w + b)
         w, b = self.layers[-1]
-        return (h @ w + b).reshape(-1)
+        return (h @ w + b).reshape(len(h), -1)
+
+    def __call__(self, features: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """Return the (N,) scores of a (N, F) feature matrix."""
+        return self.outputs(features)[:, 0]
 
 
 def resolve_checkpoint(path: str | Path | None) -> Path:
@@ -211,6 +243,7 @@ class LearnedPolicy(Policy):
     """
 
     topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical", "d2d"})
+    optional_parts: ClassVar[frozenset[str]] = frozenset({"power", "controls"})
 
     required_keys = (
         "channel_gain",
@@ -233,16 +266,54 @@ class LearnedPolicy(Policy):
         self.network, self.meta = load_checkpoint(checkpoint)
         self.checkpoint = resolve_checkpoint(checkpoint)
         super().__init__(observation_space, action_space, context=context)
+        self.control_box = _controls_box(action_space)
+        learned = self.network.num_outputs - 1
+        if self.control_box is not None and learned:
+            names = self.meta.get("controls", [])
+            if self.control_box.shape != (self.num_clients, learned):
+                raise ValueError(
+                    f"scheduler.params.checkpoint: the policy sets {learned} "
+                    f"per-client controls {names}, the run exposes "
+                    f"{self.control_box.shape[1]} (the algorithm's controls)"
+                )
+        self._outputs: npt.NDArray[np.float64] | None = None
+
+    def outputs(self, obs: Observation) -> npt.NDArray[np.float64]:
+        """Return the network's (N, 1 + C) outputs for the clients of ``obs``."""
+        features = dict(obs)
+        features.setdefault("round", np.zeros(1, np.float32))
+        return self.network.outputs(client_features(features))
 
     def scores(self, obs: Observation) -> npt.NDArray[np.float64]:
         """Return the (N,) scores the network gives the clients of ``obs``."""
-        features = dict(obs)
-        features.setdefault("round", np.zeros(1, np.float32))
-        return self.network(client_features(features))
+        return self.outputs(obs)[:, 0]
 
     def schedule(self, obs: Observation) -> npt.NDArray[np.int64]:
         """Take the K best-scored eligible clients, then match subchannels."""
+        self._outputs = self.outputs(obs)
         chosen = select_top_k(
-            self.scores(obs), self.eligible_mask(obs), self.num_subchannels
+            self._outputs[:, 0], self.eligible_mask(obs), self.num_subchannels
         )
         return self.assign_subchannels(self.field(obs, "channel_gain"), chosen)
+
+    def to_action(self, assignment: npt.ArrayLike) -> Action:
+        """Add the learned controls when the run exposes them and the policy has any.
+
+        A policy trained without controls leaves them out: the algorithm's
+        configured values apply.
+        """
+        action = super().to_action(assignment)
+        box = self.control_box
+        if box is None or self._outputs is None or self._outputs.shape[1] == 1:
+            return action
+        action["controls"] = controls_from_unit(  # type: ignore[index]
+            self._outputs[:, 1:], box.low, box.high
+        )
+        return action
+
+
+def _controls_box(space: Any) -> Any:
+    """The ``controls`` Box of a Dict action space, or None."""
+    if isinstance(space, gym_spaces.Dict) and "controls" in space.spaces:
+        return space["controls"]
+    return None

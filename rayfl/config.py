@@ -284,6 +284,24 @@ class RunConfig(_Section):
             )
         for name in rl.baselines:
             check_policy(name, topology=topology, field="rl.baselines")
+        if rl.controls:
+            self._check_rl_controls(topology, rl.mode)
+
+    def _check_rl_controls(self, topology: str, mode: str) -> None:
+        """``rl.controls`` needs the star and emulate mode.
+
+        (Every star algorithm declares at least ``lr``.)
+        """
+        if topology != "star" or self.wireless is None:
+            raise ValueError(
+                "rl.controls learns the star's per-client controls; it needs "
+                f"topology.kind=flat with a wireless section (got {topology})"
+            )
+        if mode != "emulate":
+            raise ValueError(
+                "rl.controls needs rl.mode=emulate: the surrogate has no model of "
+                "the controls, so there would be nothing to learn"
+            )
 
     def _check_clients_per_round(self, policy: str) -> None:
         """K (``scheduler.clients_per_round``) is read only by a client-set rule."""

@@ -43,6 +43,14 @@ class RLConfig(BaseModel):
         "accuracy and accuracy_gain (emulate only), jain, latency and energy (not "
         "on D2D).",
     )
+    controls: bool = Field(
+        False,
+        description="Also learn the algorithm's per-client controls (e.g. lr, "
+        "personal_lr and lam of WPFL/Ditto, sparsity of sparse_dp): each client gets "
+        "its score plus one value per control, mapped onto the control's range. Star "
+        "only, emulate mode only (the surrogate has no model of the controls); run "
+        "the result with scheduler.controls=true.",
+    )
     reward_scale: float = Field(
         1.0, gt=0, description="Multiplies every reward before PPO sees it."
     )

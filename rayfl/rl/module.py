@@ -2,7 +2,8 @@
 
 One MLP shared by all clients scores each client from its feature row
 (``policies.features``); the PPO action distribution is a diagonal Gaussian over
-the N scores with one learned log σ. The value net runs a second per-client
+the N scores (and, with ``model_config["outputs"]`` = 1 + C, each client's C
+control values after its score) with one learned log σ. The value net runs a second per-client
 trunk, pools it over clients (mean and max) and maps the pool to V(s). Both are
 permutation-equivariant / invariant in the clients and independent of N.
 
@@ -59,7 +60,7 @@ class ScoreRLModule(TorchRLModule, ValueFunctionAPI):
         hidden = [int(h) for h in config.get("hidden", [64, 64])]
         features = int(self.observation_space.shape[-1])
         self.pi_trunk = _trunk(features, hidden)
-        self.pi_out = nn.Linear(hidden[-1], 1)
+        self.pi_out = nn.Linear(hidden[-1], int(config.get("outputs", 1)))
         nn.init.normal_(self.pi_out.weight, std=0.01)
         nn.init.zeros_(self.pi_out.bias)
         self.log_std = nn.Parameter(
@@ -76,8 +77,12 @@ class ScoreRLModule(TorchRLModule, ValueFunctionAPI):
                     self.log_std.fill_(float(config["reset_log_std"]))
 
     def scores(self, obs: torch.Tensor) -> torch.Tensor:
-        """Return the score means (B, N) of features (B, N, F)."""
-        return self.pi_out(_run(self.pi_trunk, obs)).squeeze(-1)
+        """Return the action means (B, N·O) of features (B, N, F), client-major.
+
+        O = 1 (the score) or 1 + C with learned controls (``model_config
+        ["outputs"]``).
+        """
+        return self.pi_out(_run(self.pi_trunk, obs)).flatten(-2)
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         loc = self.scores(batch[Columns.OBS])

@@ -19,7 +19,12 @@ from rayfl.config import RunConfig
 from rayfl.registry import ENVS, load
 from rayfl.rl.config import RLConfig
 
-__all__ = ["RLlibScoresEnv", "build_algorithm", "check_env_runner_resources"]
+__all__ = [
+    "RLlibScoresEnv",
+    "build_algorithm",
+    "check_env_runner_resources",
+    "learned_controls",
+]
 
 
 # ------------------------------------------------------------------ config → env
@@ -33,6 +38,7 @@ def _env_creator(env_config: Mapping[str, Any]) -> Any:
         partition_seeds=env_config.get("partition_seeds"),
         partition_every=env_config.get("partition_every", 1),
         partition_offset=_partition_offset(env_config),
+        controls=env_config.get("controls", False),
     )
 
 
@@ -45,7 +51,7 @@ class RLlibScoresEnv(gym.Wrapper):
     Args:
         env_config: ``config`` (the run config as a dict), ``mode``,
             ``reward``, ``reward_scale``, ``partition_seeds``,
-            ``partition_every``.
+            ``partition_every``, ``controls``.
     """
 
     def __init__(self, env_config: Mapping[str, Any]) -> None:
@@ -70,6 +76,15 @@ def _partition_offset(env_config: Mapping[str, Any]) -> int:
 
 
 # ------------------------------------------------------------------ networks
+def learned_controls(cfg: RunConfig) -> list[str]:
+    """The per-client controls the policy learns (``rl.controls``), else none."""
+    if cfg.rl is None or not cfg.rl.controls:
+        return []
+    from rayfl.algorithms.registry import algorithm_controls
+
+    return list(algorithm_controls(cfg.algorithm))
+
+
 def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
     """Return the RLlib PPO algorithm for ``cfg`` with the ``rl`` settings."""
     from ray.rllib.algorithms.ppo import PPOConfig
@@ -82,6 +97,7 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
     model_config: dict[str, Any] = {
         "hidden": list(rl.hidden),
         "initial_log_std": rl.initial_log_std,
+        "outputs": 1 + len(learned_controls(cfg)),
     }
     if rl.init_from:
         model_config["init_from"] = str(resolve_checkpoint(rl.init_from).resolve())
@@ -93,6 +109,7 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
         "reward_scale": rl.reward_scale,
         "partition_seeds": rl.partition_seeds,
         "partition_every": rl.partition_every,
+        "controls": rl.controls,
     }
     config = (
         PPOConfig()

@@ -81,6 +81,7 @@ def evaluate_policies(
                 cfg.model_copy(update={"seed": int(partition)}),
                 mode=mode or rl.mode,
                 reward=rl.reward,
+                **({"controls": True} if rl.controls else {}),  # star only
             ),
             max_episode_steps=cfg.rounds,
         )

@@ -65,6 +65,7 @@ from rayfl.train_policy.algorithm import (
     RLlibScoresEnv,
     build_algorithm,
     check_env_runner_resources,
+    learned_controls,
 )
 from rayfl.train_policy.evaluate import (
     evaluate_policies,
@@ -238,6 +239,7 @@ def train_policy(
             "reward": rl.reward,
             "num_clients": cfg.data.num_clients,
             "num_subchannels": _num_subchannels(cfg),
+            "controls": learned_controls(cfg),
             "config": cfg.name,
         }
         placement = _record_placement(algo, run_dir)

@@ -33,7 +33,12 @@ def train_tiny(config: dict[str, Any], out: Path) -> Path:
 
 
 def assert_trained(
-    run_dir: Path, config: dict[str, Any], *, num_clients: int, num_subchannels: int
+    run_dir: Path,
+    config: dict[str, Any],
+    *,
+    num_clients: int,
+    num_subchannels: int,
+    mode: str = "surrogate",
 ) -> None:
     """Two iterations logged, the policy's metadata, an evaluation of every policy."""
     progress = pd.read_csv(run_dir / "progress.csv")
@@ -41,7 +46,7 @@ def assert_trained(
     assert (progress["env_steps"] >= config["rl"]["train_batch_size"]).all()
     meta = json.loads((run_dir / "policy" / "policy.json").read_text())
     assert (meta["mode"], meta["num_clients"], meta["num_subchannels"]) == (
-        "surrogate",
+        mode,
         num_clients,
         num_subchannels,
     )

@@ -1,0 +1,184 @@
+"""Learned per-client controls: one decoding for training and for a run.
+
+A network with 1 + C outputs per client scores it and sets its C controls. The
+RL env's decoding (``envs.rl.HungarianTopK``, what PPO trains through) and the
+``learned`` policy (what ``rayfl run`` executes) must turn the same outputs
+into the same action, and the values must land on the algorithm's ranges.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from envs.rl import HungarianTopK, make_rl_env
+from envs.scheduling import WirelessFLEnv
+from policies.features import NUM_FEATURES, client_features
+from policies.learned import LearnedPolicy, controls_from_unit, select_top_k
+from rayfl.config import ConfigError, load_config
+
+DITTO = {
+    "seed": 0,
+    "rounds": 3,
+    "data": {
+        "dataset": "digits",
+        "num_clients": 6,
+        "partition": "dirichlet",
+        "alpha": 1.0,
+        "min_partition_size": 20,
+    },
+    "model": {"kind": "mlp", "hidden": [16]},
+    "algorithm": {"kind": "ditto", "local_steps": 2, "batch_size": 16, "lr": 0.1},
+    "wireless": {"num_subchannels": 2},
+    "output": {"progress": False, "plots": False},
+}
+#: Ditto's controls and their ranges (rayfl/algorithms/ditto.py).
+RANGES = {"lr": (0.0, 1.0), "personal_lr": (0.0, 1.0), "lam": (0.0, 2.0)}
+
+
+@pytest.fixture
+def checkpoint(tmp_path):
+    """A random 1 + 3 output network, exported as train-policy writes it."""
+    rng = np.random.default_rng(0)
+    arrays = {
+        "pi_w0": rng.normal(size=(NUM_FEATURES, 8)).astype(np.float32),
+        "pi_b0": rng.normal(size=8).astype(np.float32),
+        "pi_w_out": rng.normal(size=(8, 4)).astype(np.float32),
+        "pi_b_out": rng.normal(size=4).astype(np.float32),
+        "log_std": np.zeros(1, np.float32),
+    }
+    np.savez(tmp_path / "policy.npz", **arrays)
+    meta = {"format": "rayfl-score-mlp", "version": 1, "controls": list(RANGES)}
+    (tmp_path / "policy.json").write_text(json.dumps(meta))
+    return tmp_path, arrays
+
+
+def _outputs(arrays, obs):
+    """The network written out by hand: tanh layer, linear head."""
+    h = np.tanh(client_features(obs) @ arrays["pi_w0"] + arrays["pi_b0"])
+    return h @ arrays["pi_w_out"] + arrays["pi_b_out"]
+
+
+def test_controls_map_the_unit_interval_onto_each_range():
+    low, high = np.array([0.0, 0.0, 0.0]), np.array([1.0, 1.0, 2.0])
+    values = controls_from_unit([[-1.0, 0.0, 1.0], [-5.0, 0.5, 0.2]], low, high)
+    np.testing.assert_allclose(values, [[0.0, 0.5, 2.0], [0.0, 0.75, 1.2]], atol=1e-7)
+
+
+def test_training_decoding_and_the_run_policy_agree(checkpoint):
+    path, arrays = checkpoint
+    rl_env = make_rl_env(DITTO, mode="surrogate", controls=True)
+    decoder = rl_env
+    while not isinstance(decoder, HungarianTopK):
+        decoder = decoder.env
+    base = rl_env.unwrapped
+    assert base.control_names == tuple(RANGES)
+    assert rl_env.action_space.shape == (6 * 4,)
+    policy = LearnedPolicy(base.observation_space, base.action_space, checkpoint=path)
+    rl_env.reset(seed=1)
+    for _ in range(2):
+        obs = decoder.last_obs
+        out = _outputs(arrays, obs)
+        trained = decoder.action(out.reshape(-1))  # client-major: score, controls
+        ran = policy(obs)
+        np.testing.assert_array_equal(trained["assignment"], ran["assignment"])
+        np.testing.assert_allclose(trained["controls"], ran["controls"], atol=1e-6)
+        # the controls are the outputs mapped onto Ditto's ranges
+        high = np.array([hi for _, hi in RANGES.values()])
+        expected = (np.clip(out[:, 1:], -1, 1) + 1) / 2 * high
+        np.testing.assert_allclose(ran["controls"], expected, rtol=1e-5, atol=1e-6)
+        chosen = select_top_k(out[:, 0], obs["eligible"] > 0.5, 2)
+        assert sorted(ran["assignment"][ran["assignment"] < 6]) == sorted(chosen)
+        rl_env.step(out.reshape(-1))
+
+
+def test_a_policy_without_controls_leaves_them_to_the_config():
+    env = WirelessFLEnv(DITTO, mode="surrogate", controls=True)
+    policy = LearnedPolicy(env.observation_space, env.action_space)  # shipped: 1 output
+    obs, _ = env.reset(seed=0)
+    assert "controls" not in policy(obs)
+
+
+def test_a_control_count_mismatch_is_refused(checkpoint):
+    path, _ = checkpoint
+    fedavg = {**DITTO, "algorithm": {**DITTO["algorithm"], "kind": "fedavg"}}
+    env = WirelessFLEnv(fedavg, mode="surrogate", controls=True)  # lr only
+    with pytest.raises(ValueError, match=r"sets 3 per-client controls .* exposes 1"):
+        LearnedPolicy(env.observation_space, env.action_space, checkpoint=path)
+
+
+@pytest.mark.parametrize(
+    ("update", "message"),
+    [
+        ({"rl": {"controls": True}}, "rl.controls needs rl.mode=emulate"),
+        (
+            {"rl": {"controls": True, "mode": "emulate"}, "wireless": None},
+            "rl.controls learns the star's per-client controls",
+        ),
+    ],
+)
+def test_rl_controls_is_checked_in_one_line(update, message):
+    config = {**DITTO, **update}
+    if config.get("wireless") is None:
+        config.pop("wireless")
+    with pytest.raises(ConfigError) as error:
+        load_config(config)
+    assert any(message in line for line in str(error.value).splitlines()), str(
+        error.value
+    )
+    assert load_config(
+        {**DITTO, "rl": {"controls": True, "mode": "emulate"}}
+    ).rl.controls
+
+
+@pytest.mark.slow
+def test_train_policy_learns_controls_that_reach_the_clients(ray_session, tmp_path):
+    from rayfl.train_policy import rllib_available
+
+    if not rllib_available():
+        pytest.skip("RLlib not installed")
+    import rayfl
+    from tests.rl.tiny_training import assert_trained, train_tiny
+
+    # Arrange: two PPO iterations on the real engine, controls learned
+    config = {
+        **DITTO,
+        "rl": {
+            "mode": "emulate",
+            "controls": True,
+            "train_batch_size": 8,
+            "minibatch_size": 8,
+            "baselines": ["random"],
+        },
+    }
+    run_dir = train_tiny(config, tmp_path / "train")
+    meta = json.loads((run_dir / "policy" / "policy.json").read_text())
+    assert meta["controls"] == list(RANGES)
+    arrays = np.load(run_dir / "policy" / "policy.npz")
+    assert arrays["pi_w_out"].shape[1] == 4
+    assert_trained(run_dir, config, num_clients=6, num_subchannels=2, mode="emulate")
+    # Act: the same policy with and without its controls
+    runs = {
+        controls: rayfl.run(
+            DITTO,
+            [
+                "scheduler.policy=learned",
+                f"scheduler.params.checkpoint={run_dir}",
+                f"scheduler.controls={str(controls).lower()}",
+                f"output.dir={tmp_path / str(controls)}",
+            ],
+        )
+        for controls in (True, False)
+    }
+    # Assert: same schedule (the scores do not depend on the controls), other
+    # learning rates, so other train losses
+    with_c, without = (runs[c].metrics for c in (True, False))
+    cols = ["round", "client", "scheduled"]
+    assert with_c[cols].equals(without[cols])
+    assert not np.allclose(
+        with_c["train_loss"].to_numpy(float),
+        without["train_loss"].to_numpy(float),
+        equal_nan=True,
+    )
