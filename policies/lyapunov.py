@@ -40,13 +40,19 @@ Implementation details:
        of the ledger's accountant, eq. 12), each only where the parameter was
        left at its default; without β_i from either, β_i = min(1, N/abs(Û)).
        On the hierarchy each edge's link is ``topology.cost``'s (no downlink,
-       no compute term) and the sparsity is not sent (no ``controls``).
+       no compute term).
     4. Powers are quantised down to the env's L levels P^max·(l+1)/L.
     5. Clients outside Û keep their queue values frozen.
     6. Large systems only (more than ``max_candidates`` available clients, never
        at the paper's U = 20): the solver sees the union over channels of the
        N clients with the largest λp̂_i − Q_i and the N with the smallest dense
        delay on that channel — a heuristic prefilter, not part of the paper.
+    7. Without a ``controls`` part in the action (the hierarchy; the star
+       without ``scheduler.controls``) the policy cannot send s: every upload
+       keeps the run's sparsity (``fixed_sparsity``, from the context: the
+       algorithm's ``sparsity`` or ``compression.sparsify_fraction``; 1 =
+       dense), and the problem is solved with s pinned there (payload z·s,
+       penalty term V·p̂·s), scheduling and power only.
 """
 
 from __future__ import annotations
@@ -84,6 +90,7 @@ _DEFAULTS: dict[str, Any] = {
     "compute_samples": None,
     "effective_capacitance": 2e-28,
     "beta": None,
+    "fixed_sparsity": 1.0,
 }
 
 
@@ -186,6 +193,7 @@ class LyapunovPolicy(Policy):
         control_index: int = 0,
         beta: list[float] | None = None,
         max_candidates: int | None = 100,
+        fixed_sparsity: float = 1.0,
         context: SystemContext | None = None,
     ) -> None:
         _check_choices(V, min_sparsity, fairness_queue, solver, payload_mode)
@@ -208,6 +216,9 @@ class LyapunovPolicy(Policy):
         self.effective_capacitance = float(effective_capacitance)
         self.control_index = int(control_index)
         self.max_candidates = max_candidates
+        if not 0 < fixed_sparsity <= 1:
+            raise ValueError(f"fixed_sparsity must be in (0, 1], got {fixed_sparsity}")
+        self.fixed_sparsity = float(fixed_sparsity)
         self.beta_param = None if beta is None else np.asarray(beta, np.float64)
         # parameters the user passed (not at their default): the context leaves them
         self._given = _given_parameters(
@@ -221,10 +232,16 @@ class LyapunovPolicy(Policy):
             compute_samples=compute_samples,
             effective_capacitance=effective_capacitance,
             beta=beta,
+            fixed_sparsity=fixed_sparsity,
         )
         if context is not None:
             self.apply_context(context)
         super().__init__(observation_space, action_space, context=context)
+        #: False when the action has no ``controls``: s is then not the policy's
+        #: to choose, and the problem is solved at s = ``fixed_sparsity``.
+        self.sends_sparsity = isinstance(action_space, spaces.Dict) and (
+            "controls" in action_space.spaces
+        )
         if self.beta_param is not None and self.beta_param.shape != (self.num_clients,):
             raise ValueError(f"beta must have {self.num_clients} entries")
 
@@ -272,6 +289,8 @@ class LyapunovPolicy(Policy):
             )
         if context.privacy.participation_target is not None:
             values["beta"] = context.privacy.participation_target
+        if training.sparsity is not None:
+            values["fixed_sparsity"] = float(training.sparsity)
         for name, value in values.items():
             if override or name not in self._given:
                 if name == "beta":
@@ -334,6 +353,10 @@ class LyapunovPolicy(Policy):
         else:
             z, z0 = 32.0 * dim * p_hat, np.zeros(self.num_clients)
         sign = 1.0 if self.fairness_queue == "as_printed" else -1.0
+        s_min, s_fixed = self.min_sparsity, 1.0
+        if not self.sends_sparsity:  # every upload keeps the run's s: pin it
+            s_min, s_fixed = 1.0, self.fixed_sparsity
+            z = z * s_fixed  # bits at s = 1 of the pinned problem = bits at s_fixed
         budget = np.full(self.num_clients, np.inf)
         if self.energy_max_j is not None:
             samples = 0.0 if self.compute_samples is None else self.compute_samples
@@ -352,7 +375,7 @@ class LyapunovPolicy(Policy):
         return (
             RoundProblem(
                 client_cost=sign * self.fairness_queue_values[e],
-                sparsity_weight=self.V * p_hat[e],
+                sparsity_weight=self.V * p_hat[e] * s_fixed,
                 delay_queue=self.delay_queue_value,
                 fixed_delay_s=fixed[e],
                 bits_per_kept=z[e],
@@ -361,7 +384,7 @@ class LyapunovPolicy(Policy):
                 noise_power_w=self._noise_power_w(),
                 bandwidth_hz=self.bandwidth_hz,
                 max_power_w=_dbm_to_w(self.tx_power_dbm),
-                min_sparsity=self.min_sparsity,
+                min_sparsity=s_min,
                 energy_budget_j=budget[e],
             ),
             e,

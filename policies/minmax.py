@@ -28,9 +28,9 @@ Symbol table (paper symbol → code name):
 |--------|-----------|-----------------------------------------|
 | N, K | ``num_clients``, ``num_subchannels`` | from the spaces |
 | h_{n,k} [dB] | ``obs["channel_gain"][n, k]`` | – |
-| P^th, P_BS | ``tx_power_dbm``, ``bs_tx_power_dbm`` | 23, 30 dBm |
-| N0, B | ``noise_psd_dbm_hz``, ``bandwidth_hz`` | −169 dBm/Hz, 1 MHz |
-| M_ω, R | ``qam_order``, ``bits_per_element`` | 256, 16 |
+| P^th, P_BS | ``tx_power_dbm``, ``bs_tx_power_dbm`` | the run's link, else 23, 30 dBm |
+| N0, B | ``noise_psd_dbm_hz``, ``bandwidth_hz`` | the run's link, else −169 dBm/Hz, 1 MHz |
+| M_ω, R | ``qam_order``, ``bits_per_element`` | the run's link, else 256; 16 |
 | τ_max, b | ``max_latency_s``, ``rate_bits_per_param`` | None (no C5), 16 |
 | ρ_{n,k,L}, ρ_{n,G} | :func:`element_error_probability` | – |
 | c^t | the assignment | – |
@@ -180,7 +180,9 @@ class MinMaxPolicy(Policy):
         bs_tx_power_dbm: P_BS [dBm], for the ρ_{n,G} estimate (detail 3).
         bandwidth_hz: B, one subchannel [Hz].
         noise_psd_dbm_hz: N0 [dBm/Hz].
-        qam_order: M_ω.
+        qam_order: M_ω. These five link constants, when not given, are the
+            run's (``context.link``: the star's ``wireless`` section, the
+            hierarchy's ``topology.cost``), else Table I's (``TABLE_I_LINK``).
         bits_per_element: R, bits per quantized element (eq. 14).
         max_latency_s: τ_max [s] of C5; None drops C5.
         rate_bits_per_param: b in r_min = abs(ω)·b/τ_max (detail 2).
@@ -220,11 +222,11 @@ class MinMaxPolicy(Policy):
         observation_space: spaces.Space[Any],
         action_space: spaces.Space[Any],
         *,
-        tx_power_dbm: float = 23.0,
-        bs_tx_power_dbm: float = 30.0,
-        bandwidth_hz: float = 1e6,
-        noise_psd_dbm_hz: float = -169.0,
-        qam_order: int = 256,
+        tx_power_dbm: float | None = None,
+        bs_tx_power_dbm: float | None = None,
+        bandwidth_hz: float | None = None,
+        noise_psd_dbm_hz: float | None = None,
+        qam_order: int | None = None,
         bits_per_element: int = 16,
         max_latency_s: float | None = None,
         rate_bits_per_param: float = 16.0,
@@ -234,8 +236,16 @@ class MinMaxPolicy(Policy):
         context: Any = None,
         **bound: Any,
     ) -> None:
-        if not bandwidth_hz > 0:
-            raise ValueError(f"bandwidth_hz must be > 0, got {bandwidth_hz}")
+        link = _link_constants(
+            context,
+            tx_power_dbm=tx_power_dbm,
+            bs_tx_power_dbm=bs_tx_power_dbm,
+            bandwidth_hz=bandwidth_hz,
+            noise_psd_dbm_hz=noise_psd_dbm_hz,
+            qam_order=qam_order,
+        )
+        if not link["bandwidth_hz"] > 0:
+            raise ValueError(f"bandwidth_hz must be > 0, got {link['bandwidth_hz']}")
         if max_latency_s is not None and not max_latency_s > 0:
             raise ValueError(f"max_latency_s must be > 0 or None, got {max_latency_s}")
         if not rate_bits_per_param > 0:
@@ -248,11 +258,11 @@ class MinMaxPolicy(Policy):
                 f"{type(self).__name__} got unknown parameters {sorted(unknown)}"
             )
         self.bound = PLBound(bits_per_element=bits_per_element, **bound)
-        self.tx_power_dbm = float(tx_power_dbm)
-        self.bs_tx_power_dbm = float(bs_tx_power_dbm)
-        self.bandwidth_hz = float(bandwidth_hz)
-        self.noise_psd_dbm_hz = float(noise_psd_dbm_hz)
-        self.qam_order = int(qam_order)
+        self.tx_power_dbm = float(link["tx_power_dbm"])
+        self.bs_tx_power_dbm = float(link["bs_tx_power_dbm"])
+        self.bandwidth_hz = float(link["bandwidth_hz"])
+        self.noise_psd_dbm_hz = float(link["noise_psd_dbm_hz"])
+        self.qam_order = int(link["qam_order"])
         self.bits_per_element = int(bits_per_element)
         element_error_probability(0.0, qam_order=self.qam_order, bits_per_element=1)
         self.min_rate_bps = (
@@ -395,3 +405,26 @@ class NonAdjustmentPolicy(MinMaxPolicy):
         if "adjust" in params:
             raise TypeError("non_adjustment never adjusts; drop the 'adjust' parameter")
         super().__init__(observation_space, action_space, adjust=False, **params)
+
+
+#: Table I of the paper: the link constants when neither the user nor the run
+#: gives them.
+TABLE_I_LINK: dict[str, float] = {
+    "tx_power_dbm": 23.0,
+    "bs_tx_power_dbm": 30.0,
+    "bandwidth_hz": 1e6,
+    "noise_psd_dbm_hz": -169.0,
+    "qam_order": 256,
+}
+
+
+def _link_constants(context: Any, **given: float | None) -> dict[str, float]:
+    """Each link constant: the one passed, else the run's (``context.link``), else Table I."""
+    link = getattr(context, "link", None)
+    out = {}
+    for name, default in TABLE_I_LINK.items():
+        value = given.get(name)
+        if value is None and link is not None:
+            value = getattr(link, name, None)
+        out[name] = default if value is None else value
+    return out

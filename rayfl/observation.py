@@ -414,11 +414,14 @@ class TrainingConstants:
         local_steps: τ, local SGD steps per round (None: epochs instead).
         batch_size: Mini-batch size.
         lr: Learning rate.
+        sparsity: Fraction of coordinates an upload keeps when no policy sets
+            it (``algorithm.sparsity`` or ``compression.sparsify_fraction``).
     """
 
     local_steps: int | None = None
     batch_size: int | None = None
     lr: float | None = None
+    sparsity: float | None = None
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,10 @@ def star_context(system: Any) -> SystemContext:
             participation_target=None if beta is None else tuple(map(float, beta))
         ),
         training=TrainingConstants(
-            local_steps=cfg.algorithm.local_steps, batch_size=cfg.algorithm.batch_size
+            local_steps=cfg.algorithm.local_steps,
+            batch_size=cfg.algorithm.batch_size,
+            sparsity=float(
+                getattr(cfg.algorithm, "sparsity", cfg.compression.sparsify_fraction)
+            ),
         ),
     )

@@ -220,3 +220,42 @@ def test_explicit_parameters_win_over_the_context():
     assert (default.model_dim, default.tx_power_dbm) == (1_663_370, 30.0)
     policy.apply_context(context, override=True)  # what bind_system did
     assert (policy.model_dim, policy.bandwidth_hz) == (500, 1e6)
+
+
+def test_without_controls_the_sparsity_is_pinned_at_the_runs():
+    """No ``controls`` part: s cannot be sent, so the problem is the one at the
+    run's sparsity (payload z·s0, penalty V·p̂·s0), solved with s fixed."""
+    from rayfl.observation import SystemContext, TrainingConstants
+
+    # Arrange: the same clients, one policy that sends s and one that cannot
+    observation_space, with_controls = controls_spaces(6, 2)
+    plain = make_spaces(6, 2, 4)[1]
+    context = SystemContext(
+        topology="star",
+        seed=0,
+        rounds=5,
+        model_dim=20_000,
+        training=TrainingConstants(sparsity=0.3),
+    )
+    free = make_policy("lyapunov", (observation_space, with_controls), context=context)
+    pinned = make_policy("lyapunov", (observation_space, plain), context=context)
+    assert pinned.fixed_sparsity == 0.3 and not pinned.sends_sparsity
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        obs = sample_observation(observation_space, rng)
+        obs["eligible"][:] = 1.0
+        # Act
+        (p_free, ids_free), (p_pin, ids_pin) = free.problem(obs), pinned.problem(obs)
+        # Assert
+        np.testing.assert_array_equal(ids_free, ids_pin)
+        np.testing.assert_allclose(p_pin.bits_per_kept, 0.3 * p_free.bits_per_kept)
+        np.testing.assert_allclose(p_pin.sparsity_weight, 0.3 * p_free.sparsity_weight)
+        assert p_pin.min_sparsity == 1.0 and p_free.min_sparsity == free.min_sparsity
+        action = pinned(obs)
+        assert scheduled(action)[scheduled(action) < 6].size == 2
+        assert np.all(pinned._solution.sparsity == 1.0)  # = s0 of every upload
+    # a value the user passes is kept over the run's
+    given = make_policy(
+        "lyapunov", (observation_space, plain), context=context, fixed_sparsity=0.8
+    )
+    assert given.fixed_sparsity == 0.8

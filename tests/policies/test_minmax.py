@@ -338,3 +338,55 @@ def test_rollout_in_the_surrogate_env(name):
         assert set(sent[0].controls) == {"lr", "personal_lr", "lam"}
     else:
         np.testing.assert_allclose(sent[0].controls["lam"], env.config.algorithm.lam)
+
+
+def test_link_constants_come_from_the_run_unless_given():
+    """minmax / non_adjustment read the run's link (the hierarchy's topology.cost,
+    the star's wireless section); Table I only fills what neither gives."""
+    from gymnasium import spaces as sp
+
+    from policies.minmax import TABLE_I_LINK, MinMaxPolicy, NonAdjustmentPolicy
+    from rayfl.hierarchy.config import CostConfig
+    from rayfl.observation import LinkConstants, SystemContext
+
+    obs = sp.Dict(
+        {
+            "channel_gain": sp.Box(-np.inf, np.inf, (3, 2)),
+            "eligible": sp.Box(0, 1, (3,)),
+        }
+    )
+    act = sp.MultiDiscrete([4, 4])
+    cost = CostConfig()
+    link = LinkConstants(
+        bandwidth_hz=cost.bandwidth_hz,
+        noise_psd_dbm_hz=cost.noise_psd_dbm_hz,
+        tx_power_dbm=cost.tx_power_dbm,
+    )
+    context = SystemContext(
+        topology="hierarchical", seed=0, rounds=5, model_dim=10, link=link
+    )
+    edge = NonAdjustmentPolicy(obs, act, context=context)
+    assert (edge.tx_power_dbm, edge.noise_psd_dbm_hz, edge.bandwidth_hz) == (
+        cost.tx_power_dbm,
+        cost.noise_psd_dbm_hz,
+        cost.bandwidth_hz,
+    )
+    assert (cost.tx_power_dbm, cost.noise_psd_dbm_hz) != (
+        TABLE_I_LINK["tx_power_dbm"],
+        TABLE_I_LINK["noise_psd_dbm_hz"],
+    )  # the hierarchy's link really differs from Table I
+    assert edge.bs_tx_power_dbm == TABLE_I_LINK["bs_tx_power_dbm"]  # not in cost
+    given = NonAdjustmentPolicy(obs, act, context=context, tx_power_dbm=10.0)
+    assert given.tx_power_dbm == 10.0
+    bare = MinMaxPolicy(obs, act)
+    assert bare.noise_psd_dbm_hz == TABLE_I_LINK["noise_psd_dbm_hz"]
+    # the decision follows the constants: a lower SNR changes the ρ it ranks by
+    gain = {
+        "channel_gain": np.array(
+            [[-110.0, -104.0], [-100.0, -115.0], [-112.0, -109.0]]
+        ),
+        "eligible": np.ones(3),
+    }
+    assert bare.snr_linear(gain["channel_gain"], bare.tx_power_dbm)[
+        0, 0
+    ] != pytest.approx(edge.snr_linear(gain["channel_gain"], edge.tx_power_dbm)[0, 0])
