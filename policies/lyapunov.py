@@ -65,61 +65,16 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from policies.base import Action, Observation, Policy
+from policies.lyapunov_params import check_choices, given_parameters
 from policies.lyapunov_solver import (
     RoundProblem,
     Solution,
     solve_alternating,
     solve_sweep,
 )
-from rayfl.observation import (
-    SystemContext,
-)
+from rayfl.observation import SystemContext
 
 __all__ = ["LyapunovPolicy"]
-
-
-#: Defaults of the parameters :meth:`LyapunovPolicy.apply_context` may fill.
-_DEFAULTS: dict[str, Any] = {
-    "model_dim": 1_663_370,
-    "bandwidth_hz": 15e3,
-    "noise_psd_dbm_hz": -107.0 - 10.0 * math.log10(15e3),
-    "tx_power_dbm": 30.0,
-    "downlink_power_dbm": 23.0,
-    "cycles_per_sample": 2e5,
-    "cpu_freq_hz": 1.8e9,
-    "compute_samples": None,
-    "effective_capacitance": 2e-28,
-    "beta": None,
-    "fixed_sparsity": 1.0,
-}
-
-
-def _check_choices(
-    V: float, min_sparsity: float, fairness_queue: str, solver: str, payload_mode: str
-) -> None:
-    """Raise ``ValueError`` for a parameter outside its range or choices."""
-    if not V > 0:
-        raise ValueError(f"V must be > 0, got {V}")
-    if not 0 < min_sparsity <= 1:
-        raise ValueError(f"min_sparsity must be in (0, 1], got {min_sparsity}")
-    for name, value, allowed in (
-        ("fairness_queue", fairness_queue, ("as_printed", "lower_bound")),
-        ("solver", solver, ("alternating", "sweep")),
-        ("payload_mode", payload_mode, ("sec2", "paper_sec5")),
-    ):
-        if value not in allowed:
-            raise ValueError(
-                f"{name} must be {allowed[0]!r} or {allowed[1]!r}, got {value!r}"
-            )
-
-
-def _given_parameters(**values: Any) -> set[str]:
-    """The names among ``values`` the user set (a value other than the default)."""
-    return {
-        name
-        for name, value in values.items()
-        if (value is not None if _DEFAULTS[name] is None else value != _DEFAULTS[name])
-    }
 
 
 def _dbm_to_w(dbm: float) -> float:
@@ -196,7 +151,7 @@ class LyapunovPolicy(Policy):
         fixed_sparsity: float = 1.0,
         context: SystemContext | None = None,
     ) -> None:
-        _check_choices(V, min_sparsity, fairness_queue, solver, payload_mode)
+        check_choices(V, min_sparsity, fairness_queue, solver, payload_mode)
         self.V = float(V)
         self.min_sparsity = float(min_sparsity)
         self.d_avg_param = d_avg_s
@@ -216,12 +171,11 @@ class LyapunovPolicy(Policy):
         self.effective_capacitance = float(effective_capacitance)
         self.control_index = int(control_index)
         self.max_candidates = max_candidates
-        if not 0 < fixed_sparsity <= 1:
-            raise ValueError(f"fixed_sparsity must be in (0, 1], got {fixed_sparsity}")
+        check_choices(fixed_sparsity=fixed_sparsity)
         self.fixed_sparsity = float(fixed_sparsity)
         self.beta_param = None if beta is None else np.asarray(beta, np.float64)
         # parameters the user passed (not at their default): the context leaves them
-        self._given = _given_parameters(
+        self._given = given_parameters(
             model_dim=model_dim,
             bandwidth_hz=bandwidth_hz,
             noise_psd_dbm_hz=noise_psd_dbm_hz,

@@ -160,3 +160,35 @@ def test_dynamic_imports_only_in_the_registry_and_the_checkpoint_loader():
     assert not gone, (
         f"delete these fixed entries from DYNAMIC_IMPORT_EXCEPTIONS: {gone}"
     )
+
+
+#: Issue 21's size rule: no module of the packages over 500 lines, no function
+#: (or method) over 80.
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
+
+
+def _sizes() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    import ast
+
+    modules, functions = [], []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text = path.read_text()
+            name = str(path.relative_to(ROOT))
+            modules.append((name, text.count("\n")))
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    length = node.end_lineno - node.lineno + 1
+                    functions.append((f"{name}::{node.name}", length))
+    return modules, functions
+
+
+def test_no_module_over_500_lines_and_no_function_over_80():
+    modules, functions = _sizes()
+    assert len(modules) > 100 and max(n for _, n in functions) > 40  # it measured
+    long_modules = [(m, n) for m, n in modules if n > MAX_MODULE_LINES]
+    long_functions = [(f, n) for f, n in functions if n > MAX_FUNCTION_LINES]
+    assert not long_modules, f"modules over {MAX_MODULE_LINES} lines: {long_modules}"
+    assert not long_functions, (
+        f"functions over {MAX_FUNCTION_LINES} lines: {long_functions}"
+    )

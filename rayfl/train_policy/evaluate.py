@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -53,14 +54,10 @@ def evaluate_policies(
         ``return`` (unscaled env reward summed over the episode) and
         ``final_reward``.
     """
-    import gymnasium as gym
-
     from rayfl.compare import sort_by_policy
 
     run_episode = load("envs.episode:run_episode")
     rl = cfg.rl or RLConfig()
-    kind = cfg.topology.kind
-    make_env = load(ENVS["star" if kind == "flat" else kind])
     seeds = list(
         partition_seeds
         if partition_seeds is not None
@@ -76,24 +73,10 @@ def evaluate_policies(
         mine = [e for e in range(episodes) if e % len(seeds) == index]
         if not mine:
             continue
-        env = gym.wrappers.TimeLimit(
-            make_env(
-                cfg.model_copy(update={"seed": int(partition)}),
-                mode=mode or rl.mode,
-                reward=rl.reward,
-                **({"controls": True} if rl.controls else {}),  # star only
-            ),
-            max_episode_steps=cfg.rounds,
-        )
+        env = _episode_env(cfg, int(partition), mode or rl.mode)
         try:
             for name, params in policies:
-                policy = (
-                    load("envs.hierarchical:EdgePolicies")(
-                        env.unwrapped, name, **params
-                    )
-                    if kind == "hierarchical"
-                    else make_policy(name, env, **params)
-                )
+                policy = _policy_for(cfg, env, name, params)
                 for episode in mine:
                     policy.reset(seed=episode)
                     result = run_episode(env, policy, seed=EVAL_SEED + episode)
@@ -112,6 +95,29 @@ def evaluate_policies(
     if table.empty:
         return table
     return sort_by_policy(table, [name for name, _ in policies], then=["episode"])
+
+
+def _episode_env(cfg: RunConfig, partition: int, mode: str) -> Any:
+    """The env of the run's topology on data partition ``partition``, time-limited."""
+    import gymnasium as gym
+
+    rl = cfg.rl or RLConfig()
+    kind = cfg.topology.kind
+    make_env = load(ENVS["star" if kind == "flat" else kind])
+    env = make_env(
+        cfg.model_copy(update={"seed": partition}),
+        mode=mode,
+        reward=rl.reward,
+        **({"controls": True} if rl.controls else {}),  # star only
+    )
+    return gym.wrappers.TimeLimit(env, max_episode_steps=cfg.rounds)
+
+
+def _policy_for(cfg: RunConfig, env: Any, name: str, params: dict[str, Any]) -> Any:
+    """Policy ``name`` for ``env`` (the hierarchy: one per edge)."""
+    if cfg.topology.kind == "hierarchical":
+        return load("envs.hierarchical:EdgePolicies")(env.unwrapped, name, **params)
+    return make_policy(name, env, **params)
 
 
 def write_evaluation(run_dir: Path, table: pd.DataFrame, *, verbose: bool) -> None:
