@@ -10,6 +10,8 @@ does steps 2–3 edge by edge over all devices):
 2. :class:`HungarianTopK`: the action is a ``Box(N)`` of client scores; the K
    eligible clients with the highest scores get the subchannels by the
    Hungarian rule (max Σ gain [dB]) — the decoding of ``policies.learned``;
+   on D2D only candidates with a positive score, so the policy also picks how
+   many neighbours (at most F; checkpoints record ``selection: positive``);
 3. :class:`ClientFeatures`: the observation is the (N, F) float32 matrix of
    :func:`policies.features.client_features` (stateless normalisation);
 4. optionally ``TransformReward`` scaling the reward by ``reward_scale``;
@@ -104,13 +106,15 @@ class HungarianTopK(_Decoder):
     ``Box(N·(1 + C))``, client-major: client n's score, then its C controls in
     [−1, 1], mapped onto each control's range
     (:func:`policies.learned.controls_from_unit`), as ``learned`` does at run
-    time.
+    time. With ``positive`` only clients with a score > 0 are scheduled (the
+    number becomes the policy's choice; ``learned``'s ``selection: positive``).
     """
 
-    def __init__(self, env: gym.Env) -> None:
+    def __init__(self, env: gym.Env, *, positive: bool = False) -> None:
         super().__init__(env)
         n, k = unit_shape(env.observation_space)
         self.num_clients, self.num_subchannels = n, int(k or 0)
+        self.positive = positive
         space = env.action_space
         self.control_box = (
             space["controls"]
@@ -132,7 +136,12 @@ class HungarianTopK(_Decoder):
             )
         table = values.reshape(self.num_clients, -1)
         obs = self.last_obs
-        chosen = select_top_k(table[:, 0], obs["eligible"] > 0.5, self.num_subchannels)
+        chosen = select_top_k(
+            table[:, 0],
+            obs["eligible"] > 0.5,
+            self.num_subchannels,
+            positive=self.positive,
+        )
         assignment = assign_subchannels(
             obs["channel_gain"], chosen, idle=self.num_clients
         )
@@ -481,7 +490,9 @@ def make_rl_env(
     if cfg.topology.kind == "hierarchical":
         env = EdgeScores(env)
     else:
-        env = ClientFeatures(HungarianTopK(env))
+        # D2D: only positive scores, so the policy picks how many neighbours
+        d2d = cfg.topology.kind == "d2d"
+        env = ClientFeatures(HungarianTopK(env, positive=d2d))
     if reward_scale != 1.0:
         env = gym.wrappers.TransformReward(env, lambda r: reward_scale * r)
     return env

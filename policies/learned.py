@@ -94,7 +94,7 @@ def controls_from_unit(
 
 
 def select_top_k(
-    scores: npt.ArrayLike, eligible: npt.ArrayLike, k: int
+    scores: npt.ArrayLike, eligible: npt.ArrayLike, k: int, *, positive: bool = False
 ) -> npt.NDArray[np.int64]:
     """Return the ids of the (at most) ``k`` eligible clients with the best scores.
 
@@ -102,17 +102,24 @@ def select_top_k(
         scores: (N,) scores; NaN counts as the lowest score.
         eligible: (N,) bool mask of clients that may upload.
         k: Number of subchannels K.
+        positive: Only clients with a score > 0 (so the policy also decides
+            how many: D2D neighbour selection).
 
     Returns:
         Client ids by decreasing score, ties to the lower id, length
-        min(k, #eligible).
+        min(k, #eligible) (with ``positive``: at most that).
 
     Example:
         >>> select_top_k([0.1, 0.9, 0.9, 0.5], [True, True, True, False], 2).tolist()
         [1, 2]
+        >>> select_top_k([-0.1, 0.9, -2.0], [True] * 3, 2, positive=True).tolist()
+        [1]
     """
     values = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=-np.inf)
-    candidates = np.flatnonzero(np.asarray(eligible, dtype=bool))
+    mask = np.asarray(eligible, dtype=bool)
+    if positive:
+        mask = mask & (values > 0)
+    candidates = np.flatnonzero(mask)
     order = candidates[np.lexsort((candidates, -values[candidates]))]
     return order[:k].astype(np.int64)
 
@@ -226,6 +233,10 @@ class LearnedPolicy(Policy):
         action_space: The env's action space.
         checkpoint: A ``rayfl train-policy`` run directory, its ``policy/``
             folder or a ``policy.npz``; None = the shipped default policy.
+        selection: ``top_k`` (the K best-scored eligible clients) or
+            ``positive`` (those among them with a score > 0, so the number is
+            the policy's too: how D2D policies are trained); None = the
+            checkpoint's ``selection`` (default top_k).
 
     Example:
         >>> from gymnasium import spaces
@@ -261,10 +272,16 @@ class LearnedPolicy(Policy):
         action_space: Any,
         checkpoint: str | Path | None = None,
         *,
+        selection: str | None = None,
         context: Any = None,
     ) -> None:
         self.network, self.meta = load_checkpoint(checkpoint)
         self.checkpoint = resolve_checkpoint(checkpoint)
+        selection = selection or self.meta.get("selection", "top_k")
+        if selection not in ("top_k", "positive"):
+            raise ValueError(f"selection must be top_k or positive, got {selection!r}")
+        self.selection = selection
+        self.allows_idle = selection == "positive"  # the policy picks how many
         super().__init__(observation_space, action_space, context=context)
         self.control_box = _controls_box(action_space)
         learned = self.network.num_outputs - 1
@@ -292,7 +309,10 @@ class LearnedPolicy(Policy):
         """Take the K best-scored eligible clients, then match subchannels."""
         self._outputs = self.outputs(obs)
         chosen = select_top_k(
-            self._outputs[:, 0], self.eligible_mask(obs), self.num_subchannels
+            self._outputs[:, 0],
+            self.eligible_mask(obs),
+            self.num_subchannels,
+            positive=self.selection == "positive",
         )
         return self.assign_subchannels(self.field(obs, "channel_gain"), chosen)
 

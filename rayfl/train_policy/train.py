@@ -240,6 +240,8 @@ def train_policy(
             "num_clients": cfg.data.num_clients,
             "num_subchannels": _num_subchannels(cfg),
             "controls": learned_controls(cfg),
+            # how the scores were decoded in training (policies.learned)
+            "selection": "positive" if cfg.topology.kind == "d2d" else "top_k",
             "config": cfg.name,
         }
         placement = _record_placement(algo, run_dir)

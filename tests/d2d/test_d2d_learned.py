@@ -3,17 +3,19 @@ then driving the env's emulate mode and a ``rayfl run`` with the same choices.""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rayfl.train_policy import rllib_available
 from tests.d2d.test_d2d_round import BASE
-from tests.rl.tiny_training import assert_trained, train_tiny
+from tests.rl.tiny_training import TINY_RL, assert_trained, train_tiny
 
 TINY_D2D = {
     **BASE,
     "name": "tiny-d2d",
     "topology": {"kind": "d2d", "target": 0, "num_subchannels": 2},
-    "rl": {"train_batch_size": 24, "baselines": ["random_neighbors"]},
+    "rl": {**TINY_RL, "train_batch_size": 24, "baselines": ["random_neighbors"]},
 }
 
 pytestmark = [
@@ -29,6 +31,8 @@ def trained(ray_session, tmp_path_factory):
 
 def test_train_policy_trains_on_the_d2d_surrogate(trained):
     assert_trained(trained, TINY_D2D, num_clients=6, num_subchannels=2)
+    meta = json.loads((trained / "policy" / "policy.json").read_text())
+    assert meta["selection"] == "positive"  # it picks how many neighbours
 
 
 def test_learned_drives_the_emulate_env_and_a_run_alike(trained, tmp_path):
@@ -46,9 +50,10 @@ def test_learned_drives_the_emulate_env_and_a_run_alike(trained, tmp_path):
         for _ in range(TINY_D2D["rounds"]):
             # Act
             action = policy_action(env, [policy], obs)
-            want = select_top_k(policy.scores(obs), obs["eligible"] > 0.5, 2)
+            scores, eligible = policy.scores(obs), obs["eligible"] > 0.5
+            want = select_top_k(scores, eligible, 2, positive=True)
             obs, _, _, _, info = env.step(action)
-            # Assert: the two best-scored candidates are the round's M_n
+            # Assert: the (at most) two best positive-scored candidates are M_n
             assert info["neighbors"][0] == sorted(want.tolist())
             chosen.append(info["neighbors"][0])
     finally:

@@ -7,14 +7,14 @@ import pytest
 
 from rayfl.train_policy import rllib_available
 from tests.hierarchy.test_scheduling import TINY
-from tests.rl.tiny_training import assert_trained, train_tiny
+from tests.rl.tiny_training import TINY_RL, assert_trained, train_tiny
 
 TINY_HIER = {
     **TINY,
     "name": "tiny-hier-rl",
     "seed": 5,
     "topology": {**TINY["topology"], "scheduling": {"subchannels_per_edge": 2}},
-    "rl": {"train_batch_size": 16, "baselines": ["random", "round_robin"]},
+    "rl": {**TINY_RL, "train_batch_size": 16, "baselines": ["random", "round_robin"]},
 }
 
 pytestmark = [

@@ -139,3 +139,53 @@ def test_broken_layer_chain_is_refused():
     arrays["pi_w1"] = arrays["pi_w1"][:3]
     with pytest.raises(ValueError, match="chain"):
         ScoreNetwork(arrays)
+
+
+@pytest.mark.parametrize(
+    ("scores", "k", "expected"),
+    [
+        ([0.3, -0.2, 0.9, 0.1], 2, [2, 0]),  # more positive than K: the best K
+        ([-0.3, -0.2, 0.4, -0.1], 3, [2]),  # fewer: only the positive ones
+        ([-0.3, -0.2, -0.4, 0.0], 3, []),  # none positive: nobody
+    ],
+)
+def test_positive_selection_lets_the_scores_pick_how_many(scores, k, expected):
+    assert select_top_k(scores, np.ones(4, bool), k, positive=True).tolist() == expected
+
+
+def test_selection_comes_from_the_checkpoint_or_the_parameter(checkpoint_dir, tmp_path):
+    import json
+    import shutil
+
+    # Arrange: the same network, recorded as trained with positive selection
+    positive_dir = tmp_path / "positive"
+    shutil.copytree(checkpoint_dir, positive_dir)
+    meta_path = next(positive_dir.rglob("policy.json"))
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "selection": "positive"}))
+    observation_space, action_space = make_spaces(12, 4)
+    spaces_ = (observation_space, action_space)
+    policy = make_policy("learned", spaces_, checkpoint=str(positive_dir))
+    forced = make_policy(
+        "learned", spaces_, checkpoint=str(checkpoint_dir), selection="positive"
+    )
+    top_k = make_policy("learned", spaces_, checkpoint=str(checkpoint_dir))
+    assert (policy.selection, forced.selection, top_k.selection) == (
+        "positive",
+        "positive",
+        "top_k",
+    )
+    rng = np.random.default_rng(5)
+    net, _ = load_checkpoint(checkpoint_dir)
+    sizes = set()
+    for _ in range(30):
+        obs = sample_observation(observation_space, rng)
+        scores = net(client_features(obs))
+        want = select_top_k(scores, obs["eligible"] > 0.5, 4, positive=True)
+        for p in (policy, forced):
+            used = scheduled(p(obs))[scheduled(p(obs)) < 12]
+            assert sorted(used.tolist()) == sorted(want.tolist())
+        sizes.add(len(want))
+    assert len(sizes) > 1  # the number scheduled varies with the scores
+    with pytest.raises(ValueError, match="selection must be top_k or positive"):
+        make_policy("learned", spaces_, checkpoint=str(checkpoint_dir), selection="x")

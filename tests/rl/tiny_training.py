@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-#: PPO settings small enough for a test: 2 iterations of a few env steps.
+#: PPO settings small enough for a test: 2 iterations of a few env steps (put
+#: them in the config's ``rl`` section: the section is validated wherever the
+#: config is loaded, not only in training).
 TINY_RL = {
     "minibatch_size": 8,
     "num_epochs": 1,
@@ -21,7 +23,7 @@ TINY_RL = {
 
 
 def train_tiny(config: dict[str, Any], out: Path) -> Path:
-    """Train on ``config`` (its ``rl`` section over :data:`TINY_RL`) into ``out``."""
+    """Train on ``config`` (``rl`` section over :data:`TINY_RL`) into ``out``."""
     from rayfl.train_policy import train_policy
 
     config = {
