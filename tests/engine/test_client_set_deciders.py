@@ -199,7 +199,12 @@ def _context_of(system):
             participation_target=None if beta is None else tuple(map(float, beta))
         ),
         training=TrainingConstants(
-            local_steps=algo.local_steps, batch_size=algo.batch_size
+            local_steps=algo.local_steps,
+            batch_size=algo.batch_size,
+            # the sparsity an upload keeps when no policy sets it
+            sparsity=float(
+                getattr(algo, "sparsity", cfg.compression.sparsify_fraction)
+            ),
         ),
     )
 
