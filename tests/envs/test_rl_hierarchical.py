@@ -61,7 +61,7 @@ def test_scores_decode_to_the_learned_policy_of_each_edge():
 def test_bad_scores_are_refused():
     env = make_rl_env(HIER, mode="surrogate")
     env.reset(seed=0)
-    with pytest.raises(ValueError, match="10 finite scores"):
+    with pytest.raises(ValueError, match="must be 10 finite values"):
         env.step(np.full(9, 0.5))
     with pytest.raises(ValueError, match="finite scores"):
         env.step(np.full(10, np.nan))
