@@ -209,13 +209,11 @@ class HierarchicalSchedulingEnv(BackendOwner, gym.Env):
             "energy_j": extras["energy_j"],
             "latency_s": extras["latency_s"],
         }
-        scores = Scores(
-            np.zeros(0),
-            latency_s=float(extras["latency_s"]),
-            energy_j=float(extras["energy_j"]),
-        )
-        if self.reward_kind not in COST_REWARDS:
-            scores = self._evaluate(scores)
+        costs = {k: float(extras[k]) for k in ("latency_s", "energy_j")}
+        if self.reward_kind in COST_REWARDS:  # no evaluation needed
+            scores = Scores(np.zeros(0), **costs)
+        else:
+            scores = self._evaluate(**costs)
             info["global_loss"] = scores.mean_loss()
             if self.mode == "emulate":
                 info["global_acc"] = scores.mean_acc()
@@ -236,7 +234,7 @@ class HierarchicalSchedulingEnv(BackendOwner, gym.Env):
 
         return Engine(self.config, strategy=HierarchicalRound(external_actions=True))
 
-    def _evaluate(self, costs: Scores | None = None) -> Scores:
+    def _evaluate(self, latency_s: float = 0.0, energy_j: float = 0.0) -> Scores:
         """The devices' test scores of the global model (no accuracy in surrogate)."""
         weights = np.asarray(self.system.num_test, dtype=np.float64)
         if self.mode == "surrogate":
@@ -245,8 +243,7 @@ class HierarchicalSchedulingEnv(BackendOwner, gym.Env):
             evals = self.system.evaluate()
             loss = np.array([e["test_loss"] for e in evals], dtype=np.float64)
             acc = np.array([e["test_acc"] for e in evals], dtype=np.float64)
-        costs = costs or Scores(np.zeros(0))
-        return Scores(loss, acc, weights, costs.latency_s, costs.energy_j)
+        return Scores(loss, acc, weights, latency_s, energy_j)
 
     @property
     def system(self) -> Any:
