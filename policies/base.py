@@ -18,6 +18,10 @@ Implementation details:
     2. Policies own their generator (``np_random``), never the global one.
     3. N and K are read from the observation space through
        :func:`rayfl.observation.unit_shape`, the schema's own reader.
+    4. A parameter the run also knows (a link constant, abs(w)) defaults to
+       None and is resolved by :func:`run_constants`: the value passed, else the
+       run's (from the :class:`~rayfl.observation.SystemContext`), else the
+       policy's documented default. Every policy resolves them this one way.
 """
 
 from __future__ import annotations
@@ -231,6 +235,33 @@ class Policy:
                 self.num_subchannels, self.num_power_levels - 1, dtype=power_dtype
             )
         return action
+
+
+def run_constants(
+    given: Mapping[str, Any], run: Mapping[str, Any], defaults: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Resolve each constant in ``defaults``: given > the run's > the default.
+
+    Args:
+        given: The values passed to the policy; None = not passed.
+        run: The values the run's context supplies; a key present (even with
+            value None, e.g. "no downlink") counts, an absent key does not.
+        defaults: Every constant's default (its name → value).
+
+    Returns:
+        One value per name of ``defaults``.
+
+    Example:
+        >>> run_constants({"a": None, "b": 2}, {"a": 5, "b": 6}, {"a": 0, "b": 0, "c": 1})
+        {'a': 5, 'b': 2, 'c': 1}
+    """
+    out = {}
+    for name, default in defaults.items():
+        value = given.get(name)
+        if value is None:
+            value = run[name] if name in run else default
+        out[name] = value
+    return out
 
 
 def _read_observation_space(

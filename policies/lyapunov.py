@@ -64,8 +64,8 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from policies.base import Action, Observation, Policy
-from policies.lyapunov_params import check_choices, given_parameters
+from policies.base import Action, Observation, Policy, run_constants
+from policies.lyapunov_params import DEFAULTS, check_choices
 from policies.lyapunov_solver import (
     RoundProblem,
     Solution,
@@ -79,6 +79,42 @@ __all__ = ["LyapunovPolicy"]
 
 def _dbm_to_w(dbm: float) -> float:
     return 10.0 ** ((dbm - 30.0) / 10.0)
+
+
+def _run_values(context: SystemContext) -> dict[str, Any]:
+    """The run constants ``context`` supplies (absent: the run does not say)."""
+    values: dict[str, Any] = {"model_dim": int(context.model_dim)}
+    link = context.link
+    if link is not None:
+        values.update(
+            bandwidth_hz=link.bandwidth_hz,
+            noise_psd_dbm_hz=link.noise_psd_dbm_hz,
+            tx_power_dbm=link.tx_power_dbm,
+            downlink_power_dbm=(
+                link.bs_tx_power_dbm
+                if link.downlink_latency and link.bs_tx_power_dbm is not None
+                else None
+            ),
+        )
+        for name, value in (
+            ("cycles_per_sample", link.cpu_cycles_per_sample),
+            ("cpu_freq_hz", link.cpu_frequency_hz),
+            ("effective_capacitance", link.effective_capacitance),
+        ):
+            if value is not None:
+                values[name] = value
+    training = context.training
+    if training.local_steps and training.batch_size:
+        values["compute_samples"] = training.local_steps * training.batch_size
+    if context.privacy.participation_target is not None:
+        values["beta"] = context.privacy.participation_target
+    if training.sparsity is not None:
+        values["fixed_sparsity"] = training.sparsity
+    return values
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 class LyapunovPolicy(Policy):
@@ -96,8 +132,10 @@ class LyapunovPolicy(Policy):
             its constraint C7 states).
         solver: "alternating" (paper) or "sweep" (exact at P^max).
         payload_mode: "sec2" (z = 32·abs(w), z0 = abs(w)) or "paper_sec5".
-        model_dim: abs(w) (default: the paper's FMNIST CNN, §5.2; the run's
-            model when a context is given).
+        model_dim: abs(w). This and the other run constants below (None:
+            the run's, from ``context``, else ``policies.lyapunov_params.DEFAULTS``,
+            e.g. the paper's FMNIST CNN for abs(w), §5.2) are resolved by
+            :meth:`apply_context`.
         max_candidates: With more available clients than this, keep only the
             union over channels of the ``num_subchannels`` best clients by
             penalty weight and by dense delay (detail 6); None = never.
@@ -112,10 +150,12 @@ class LyapunovPolicy(Policy):
         energy_max_j: E^max; None = C6 inactive.
         effective_capacitance: χ.
         control_index: Column of ``sparsity`` in the controls table.
+        fixed_sparsity: s when the action has no ``controls`` part (a run
+            constant: the run's sparsity).
         beta: β_i per client (eq. 12); None: from the context, else
             min(1, N/abs(Û)).
-        context: The run context; parameters left at their defaults are
-            filled from it (:meth:`apply_context`).
+        context: The run context; run constants not passed are taken from it
+            (:meth:`apply_context`).
     """
 
     topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
@@ -135,20 +175,20 @@ class LyapunovPolicy(Policy):
         fairness_queue: Literal["as_printed", "lower_bound"] = "as_printed",
         solver: Literal["alternating", "sweep"] = "alternating",
         payload_mode: Literal["sec2", "paper_sec5"] = "sec2",
-        model_dim: int | None = 1_663_370,
-        bandwidth_hz: float = 15e3,
-        noise_psd_dbm_hz: float = -107.0 - 10.0 * math.log10(15e3),
-        tx_power_dbm: float = 30.0,
-        downlink_power_dbm: float | None = 23.0,
-        cycles_per_sample: float = 2e5,
-        cpu_freq_hz: float = 1.8e9,
+        model_dim: int | None = None,
+        bandwidth_hz: float | None = None,
+        noise_psd_dbm_hz: float | None = None,
+        tx_power_dbm: float | None = None,
+        downlink_power_dbm: float | None = None,
+        cycles_per_sample: float | None = None,
+        cpu_freq_hz: float | None = None,
         compute_samples: float | None = None,
         energy_max_j: float | None = None,
-        effective_capacitance: float = 2e-28,
+        effective_capacitance: float | None = None,
         control_index: int = 0,
         beta: list[float] | None = None,
         max_candidates: int | None = 100,
-        fixed_sparsity: float = 1.0,
+        fixed_sparsity: float | None = None,
         context: SystemContext | None = None,
     ) -> None:
         check_choices(V, min_sparsity, fairness_queue, solver, payload_mode)
@@ -159,37 +199,25 @@ class LyapunovPolicy(Policy):
         self.fairness_queue = fairness_queue
         self.solver = solver
         self.payload_mode = payload_mode
-        self.model_dim = model_dim
-        self.bandwidth_hz = float(bandwidth_hz)
-        self.noise_psd_dbm_hz = float(noise_psd_dbm_hz)
-        self.tx_power_dbm = float(tx_power_dbm)
-        self.downlink_power_dbm = downlink_power_dbm
-        self.cycles_per_sample = float(cycles_per_sample)
-        self.cpu_freq_hz = float(cpu_freq_hz)
-        self.compute_samples = compute_samples
         self.energy_max_j = energy_max_j
-        self.effective_capacitance = float(effective_capacitance)
         self.control_index = int(control_index)
         self.max_candidates = max_candidates
-        check_choices(fixed_sparsity=fixed_sparsity)
-        self.fixed_sparsity = float(fixed_sparsity)
-        self.beta_param = None if beta is None else np.asarray(beta, np.float64)
-        # parameters the user passed (not at their default): the context leaves them
-        self._given = given_parameters(
-            model_dim=model_dim,
-            bandwidth_hz=bandwidth_hz,
-            noise_psd_dbm_hz=noise_psd_dbm_hz,
-            tx_power_dbm=tx_power_dbm,
-            downlink_power_dbm=downlink_power_dbm,
-            cycles_per_sample=cycles_per_sample,
-            cpu_freq_hz=cpu_freq_hz,
-            compute_samples=compute_samples,
-            effective_capacitance=effective_capacitance,
-            beta=beta,
-            fixed_sparsity=fixed_sparsity,
-        )
-        if context is not None:
-            self.apply_context(context)
+        # the run constants passed (None: the run's, else DEFAULTS)
+        self._given = {
+            "model_dim": model_dim,
+            "bandwidth_hz": bandwidth_hz,
+            "noise_psd_dbm_hz": noise_psd_dbm_hz,
+            "tx_power_dbm": tx_power_dbm,
+            "downlink_power_dbm": downlink_power_dbm,
+            "cycles_per_sample": cycles_per_sample,
+            "cpu_freq_hz": cpu_freq_hz,
+            "compute_samples": compute_samples,
+            "effective_capacitance": effective_capacitance,
+            "beta": beta,
+            "fixed_sparsity": fixed_sparsity,
+        }
+        self.apply_context(context)
+        check_choices(fixed_sparsity=self.fixed_sparsity)
         super().__init__(observation_space, action_space, context=context)
         #: False when the action has no ``controls``: s is then not the policy's
         #: to choose, and the problem is solved at s = ``fixed_sparsity``.
@@ -200,57 +228,34 @@ class LyapunovPolicy(Policy):
             raise ValueError(f"beta must have {self.num_clients} entries")
 
     # ------------------------------------------------------------ run context
-    def apply_context(self, context: SystemContext, *, override: bool = False) -> None:
-        """Fill the run constants from ``context`` (module detail 3).
+    def apply_context(self, context: SystemContext | None) -> None:
+        """Resolve the run constants (module detail 3): passed > the run's > DEFAULTS.
 
-        Parameters left at their defaults take the context's value; one the
-        user passed (a value other than the default) is kept unless
-        ``override``. Filled: ``model_dim`` (abs(w)); from ``context.link``,
+        From ``context``: ``model_dim`` (abs(w)); from ``context.link``,
         ``bandwidth_hz``, ``noise_psd_dbm_hz``, ``tx_power_dbm``,
         ``downlink_power_dbm`` (the BS power when the round time includes the
         downlink, else None), ``cycles_per_sample``, ``cpu_freq_hz``,
-        ``effective_capacitance``; ``compute_samples`` = τ·abs(b) from
-        ``context.training``; ``beta`` from ``context.privacy``.
+        ``effective_capacitance``; ``compute_samples`` = τ·abs(b) and
+        ``fixed_sparsity`` from ``context.training``; ``beta`` from
+        ``context.privacy``.
 
         Args:
-            context: The run context.
-            override: Replace even parameters the user passed.
+            context: The run context; None = only the passed values and DEFAULTS.
         """
-        values: dict[str, Any] = {"model_dim": int(context.model_dim)}
-        link = context.link
-        if link is not None:
-            values.update(
-                bandwidth_hz=float(link.bandwidth_hz),
-                noise_psd_dbm_hz=float(link.noise_psd_dbm_hz),
-                tx_power_dbm=float(link.tx_power_dbm),
-                downlink_power_dbm=(
-                    float(link.bs_tx_power_dbm)
-                    if link.downlink_latency and link.bs_tx_power_dbm is not None
-                    else None
-                ),
-            )
-            for name, value in (
-                ("cycles_per_sample", link.cpu_cycles_per_sample),
-                ("cpu_freq_hz", link.cpu_frequency_hz),
-                ("effective_capacitance", link.effective_capacitance),
-            ):
-                if value is not None:
-                    values[name] = float(value)
-        training = context.training
-        if training.local_steps and training.batch_size:
-            values["compute_samples"] = float(
-                training.local_steps * training.batch_size
-            )
-        if context.privacy.participation_target is not None:
-            values["beta"] = context.privacy.participation_target
-        if training.sparsity is not None:
-            values["fixed_sparsity"] = float(training.sparsity)
-        for name, value in values.items():
-            if override or name not in self._given:
-                if name == "beta":
-                    self.beta_param = np.asarray(value, np.float64)
-                else:
-                    setattr(self, name, value)
+        run = {} if context is None else _run_values(context)
+        v = run_constants(self._given, run, DEFAULTS)
+        self.model_dim = int(v["model_dim"])
+        self.bandwidth_hz = float(v["bandwidth_hz"])
+        self.noise_psd_dbm_hz = float(v["noise_psd_dbm_hz"])
+        self.tx_power_dbm = float(v["tx_power_dbm"])
+        self.downlink_power_dbm: float | None = _float_or_none(v["downlink_power_dbm"])
+        self.cycles_per_sample = float(v["cycles_per_sample"])
+        self.cpu_freq_hz = float(v["cpu_freq_hz"])
+        self.compute_samples: float | None = _float_or_none(v["compute_samples"])
+        self.effective_capacitance = float(v["effective_capacitance"])
+        self.fixed_sparsity = float(v["fixed_sparsity"])
+        beta = v["beta"]
+        self.beta_param = None if beta is None else np.asarray(beta, np.float64)
 
     def reset(self, seed: int | None = None) -> None:
         """Zero the queues, forget the calibration and the last decision."""
@@ -272,7 +277,7 @@ class LyapunovPolicy(Policy):
 
     def _fixed_delay_s(self, gain: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """c_i = d^do + d^lo (seed_002 §2.6-2.8), shape (N,)."""
-        dim = self._dim()
+        dim = self.model_dim
         fixed = np.zeros(self.num_clients)
         if self.downlink_power_dbm is not None:
             snr = _dbm_to_w(self.downlink_power_dbm) * gain.mean(axis=1)
@@ -282,14 +287,6 @@ class LyapunovPolicy(Policy):
         fixed += samples * self.cycles_per_sample / self.cpu_freq_hz
         return fixed
 
-    def _dim(self) -> int:
-        if self.model_dim is None:
-            raise ValueError(
-                "LyapunovPolicy needs model_dim (pass it, or a context= with "
-                "the run's model size)"
-            )
-        return int(self.model_dim)
-
     def problem(self, obs: Observation) -> tuple[RoundProblem, npt.NDArray[np.int64]]:
         """Return this round's problem over the eligible clients and their ids."""
         eligible = np.flatnonzero(self.eligible_mask(obs))
@@ -298,7 +295,7 @@ class LyapunovPolicy(Policy):
         n_sel = max(1, min(self.num_subchannels, eligible.size))
         mean_size = float(size[eligible].mean()) if eligible.size else 1.0
         p_hat = size / (n_sel * mean_size)
-        dim = float(self._dim())
+        dim = float(self.model_dim)
         if self.payload_mode == "sec2":
             z, z0 = (
                 np.full(self.num_clients, 32.0 * dim),

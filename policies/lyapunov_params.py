@@ -1,7 +1,7 @@
 """The parameters of :class:`policies.lyapunov.LyapunovPolicy`: defaults and checks.
 
-``DEFAULTS`` are the values :meth:`~policies.lyapunov.LyapunovPolicy.apply_context`
-may replace by the run's (a parameter the user set keeps its value).
+``DEFAULTS`` are the run constants' values when neither the user nor the run
+gives them (:meth:`~policies.lyapunov.LyapunovPolicy.apply_context`).
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["DEFAULTS", "check_choices", "given_parameters"]
+__all__ = ["DEFAULTS", "check_choices"]
 
 
-#: Defaults of the parameters :meth:`LyapunovPolicy.apply_context` may fill.
+#: The run constants' defaults (passed > the run's > these).
 DEFAULTS: dict[str, Any] = {
     "model_dim": 1_663_370,
     "bandwidth_hz": 15e3,
@@ -54,12 +54,3 @@ def check_choices(
             raise ValueError(
                 f"{name} must be {allowed[0]!r} or {allowed[1]!r}, got {value!r}"
             )
-
-
-def given_parameters(**values: Any) -> set[str]:
-    """The names among ``values`` the user set (a value other than the default)."""
-    return {
-        name
-        for name, value in values.items()
-        if (value is not None if DEFAULTS[name] is None else value != DEFAULTS[name])
-    }

@@ -81,7 +81,7 @@ from gymnasium import spaces
 from scipy.optimize import linear_sum_assignment
 from scipy.special import erfc
 
-from policies.base import Action, Observation, Policy
+from policies.base import Action, Observation, Policy, run_constants
 from policies.minmax_bound import PLBound
 
 __all__ = [
@@ -421,10 +421,9 @@ TABLE_I_LINK: dict[str, float] = {
 def _link_constants(context: Any, **given: float | None) -> dict[str, float]:
     """Each link constant: the one passed, else the run's (``context.link``), else Table I."""
     link = getattr(context, "link", None)
-    out = {}
-    for name, default in TABLE_I_LINK.items():
-        value = given.get(name)
-        if value is None and link is not None:
-            value = getattr(link, name, None)
-        out[name] = default if value is None else value
-    return out
+    run = {
+        name: value
+        for name in TABLE_I_LINK
+        if (value := getattr(link, name, None)) is not None
+    }
+    return run_constants(given, run, TABLE_I_LINK)

@@ -218,8 +218,9 @@ def test_explicit_parameters_win_over_the_context():
     assert policy.tx_power_dbm == 20.0  # left at its default: from the context
     default = make_policy("lyapunov", spaces_)
     assert (default.model_dim, default.tx_power_dbm) == (1_663_370, 30.0)
-    policy.apply_context(context, override=True)  # what bind_system did
-    assert (policy.model_dim, policy.bandwidth_hz) == (500, 1e6)
+    # a value passed equal to the default is still the user's, not the run's
+    same = make_policy("lyapunov", spaces_, context=context, tx_power_dbm=30.0)
+    assert same.tx_power_dbm == 30.0
 
 
 def test_without_controls_the_sparsity_is_pinned_at_the_runs():
