@@ -432,17 +432,18 @@ def make_selection_policies(
 
     Args:
         env: A reset env (its targets and episode seed are used).
-        name: A registered policy (default ``topology.policy``).
-        params: Its parameters (default ``topology.policy_params``).
+        name: A registered policy (default: the config's ``scheduler.policy``).
+        params: Its parameters (default: the config's ``scheduler.params``).
     """
+    scheduler = env.config.scheduler
     return [
         target_policy(
             env.topology,
             env.num_nodes,
             target=t,
             seed=env.episode_seed,
-            name=name,
-            params=params,
+            name=scheduler.policy if name is None else name,
+            params=scheduler.params if params is None else params,
         )
         for t in env.targets
     ]

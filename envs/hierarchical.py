@@ -182,9 +182,13 @@ class HierarchicalSchedulingEnv(BackendOwner, gym.Env):
         if self._backend is None:
             self._backend = self._build()
         elif (
-            self._backend.config.topology.scheduling != self.topology_config.scheduling
-        ):
-            self._backend.reset(scheduling=self.topology_config.scheduling)  # restore
+            self._backend.config.topology.scheduling,
+            self._backend.config.scheduler,
+        ) != (self.topology_config.scheduling, self.config.scheduler):
+            self._backend.reset(  # restore
+                scheduling=self.topology_config.scheduling,
+                scheduler=self.config.scheduler,
+            )
         self._backend.restart(episode_seed)
         self.round = 0
         self._scores = (

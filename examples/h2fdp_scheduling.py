@@ -2,7 +2,7 @@
 
 One set of actors (``examples/h2fdp_fmnist.yaml``: 50 devices, 10 edges of 5,
 MLR, real Fashion-MNIST, ε = 1, half the edges trusted) runs each
-``topology.scheduling`` variant in turn (``HierarchicalRound.reset``): the
+``topology.scheduling`` and ``scheduler`` variant in turn (``HierarchicalRound.reset``): the
 default uniform choice with every device (s_c = n_c = 5), the uniform choice
 capped at K_e devices, and the registered ``random``, ``round_robin`` and
 ``best_channel`` policies on K_e subchannels per edge. Writes
@@ -21,6 +21,7 @@ import argparse
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,7 @@ from rayfl.config import load_config
 from rayfl.engine import Engine, build_system
 from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.metrics import jain_index, round_summary
+from rayfl.scheduler_config import SchedulerConfig
 from rayfl.session import RaySession
 
 
@@ -56,10 +58,17 @@ def _args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def _variant(name: str, k_e: int) -> HierSchedulingConfig:
+def _variant(name: str, k_e: int) -> dict[str, Any]:
+    """The ``reset`` arguments of one variant: the edges' band and their policy."""
     if name == "uniform_all":
-        return HierSchedulingConfig()
-    return HierSchedulingConfig(policy=name, subchannels_per_edge=k_e)
+        return {
+            "scheduling": HierSchedulingConfig(),
+            "scheduler": SchedulerConfig(policy="uniform"),
+        }
+    return {
+        "scheduling": HierSchedulingConfig(subchannels_per_edge=k_e),
+        "scheduler": SchedulerConfig(policy=name),
+    }
 
 
 def _label(name: str, k_e: int) -> str:
@@ -171,7 +180,7 @@ def main() -> None:
                 )
                 try:
                     for name in todo[seed]:
-                        system.reset(scheduling=_variant(name, args.subchannels))
+                        system.reset(**_variant(name, args.subchannels))
                         label = _label(name, args.subchannels)
                         row = _run(system, label, args.rounds, args.eval_every)
                         rows.append({**row, "seed": seed})

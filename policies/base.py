@@ -259,7 +259,7 @@ def run_constants(
     for name, default in defaults.items():
         value = given.get(name)
         if value is None:
-            value = run[name] if name in run else default
+            value = run.get(name, default)
         out[name] = value
     return out
 

@@ -38,19 +38,13 @@ from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_nam
 from rayfl.compression.config import CompressionConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
-from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
 from rayfl.learning.config import ModelConfig
 from rayfl.names import UnknownNameError, unknown_name_message
 from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.rl.config import RLConfig
-from rayfl.scheduler_config import (
-    PolicyAlias,
-    SchedulerConfig,
-    one_policy_field,
-    override_policy,
-)
+from rayfl.scheduler_config import SchedulerConfig, topology_policy
 from rayfl.session_config import RayConfig
 from rayfl.wireless.config import WirelessConfig
 
@@ -85,23 +79,6 @@ TopologyConfig = Annotated[
     Field(discriminator="kind"),
 ]
 """The ``topology`` section: a discriminated union on ``kind`` (default flat)."""
-
-
-#: Where each topology still names its policy (aliases of ``scheduler.policy/params``).
-_POLICY_ALIASES: dict[str, PolicyAlias] = {
-    "hierarchical": PolicyAlias(
-        "scheduling",
-        "policy",
-        "params",
-        HierSchedulingConfig.model_fields["policy"].default,
-    ),
-    "d2d": PolicyAlias(
-        None,
-        "policy",
-        "policy_params",
-        D2DTopologyConfig.model_fields["policy"].default,
-    ),
-}
 
 
 class RunConfig(_Section):
@@ -162,12 +139,11 @@ class RunConfig(_Section):
     def _policy_fields(
         cls, data: Any, handler: ModelWrapValidatorHandler[RunConfig]
     ) -> RunConfig:
-        """One policy field: map the aliases, validate, then check the policy."""
-        fields = ("scheduler.policy", "scheduler.params")
+        """The topology's default policy, validate, then check the policy."""
         if isinstance(data, dict):
-            data, *fields = one_policy_field(data, _POLICY_ALIASES)
+            data = topology_policy(data)
         cfg = handler(data)
-        cfg._check_policy(*fields)
+        cfg._check_policy()
         return cfg
 
     @model_validator(mode="after")
@@ -213,7 +189,7 @@ class RunConfig(_Section):
                 "links; remove the `wireless` section"
             )
 
-    def _check_policy(self, field: str, params_field: str) -> None:
+    def _check_policy(self) -> None:
         """The scheduling policy fits the topology, and its params fit the policy.
 
         Star runs (``topology.kind=flat``): without a ``wireless`` section only
@@ -222,8 +198,7 @@ class RunConfig(_Section):
         the env's subchannel assignment (plus power levels when
         ``wireless.power_levels > 1`` and per-client controls when
         ``scheduler.controls`` is set or the policy ``uses_controls``).
-        Hierarchical and D2D runs check the policy against their topology; the
-        messages name ``field`` / ``params_field``, the fields the user wrote.
+        Hierarchical and D2D runs check the policy against their topology.
         Unknown names are refused earlier, by the fields' own validators.
         """
         from rayfl.registry import (
@@ -246,18 +221,16 @@ class RunConfig(_Section):
             check_policy(policy, topology="star", parts=self._star_parts())
             self._check_clients_per_round(policy)
         else:
-            check_policy(policy, topology=kind, field=field)
+            check_policy(policy, topology=kind)
         if kind == "hierarchical" and getattr(
             policy_class(policy), "uses_controls", False
         ):
             raise ValueError(
-                f"{field}={policy} sets per-client controls; the hierarchy drives "
+                f"scheduler.policy={policy} sets per-client controls; the hierarchy drives "
                 "policies that act on the observation alone (e.g. random, "
                 "round_robin, best_channel)"
             )
-        check_params(
-            policy, self.scheduler.params, field=params_field, policy_field=field
-        )
+        check_params(policy, self.scheduler.params)
 
     def _check_rl(self) -> None:
         """Check the ``rl`` section against the run's topology, one line per problem.
@@ -483,7 +456,6 @@ def load_config(
         overrides = parse_overrides(overrides)
     for key, value in overrides.items():
         _set_path(tree, [p for p in key.split(".") if p], value)
-    override_policy(tree, overrides, _POLICY_ALIASES)
     try:
         return RunConfig.model_validate(tree)
     except ValidationError as e:

@@ -10,8 +10,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -19,10 +18,9 @@ from rayfl.names import UnknownNameError, policy_names
 
 __all__ = [
     "BUILTIN_POLICIES",
-    "PolicyAlias",
+    "DEFAULT_POLICY",
     "SchedulerConfig",
-    "one_policy_field",
-    "override_policy",
+    "topology_policy",
 ]
 
 #: The policies that run without a channel model: each picks a client set
@@ -42,10 +40,9 @@ class SchedulerConfig(BaseModel):
         "`all` (default: every eligible client every round), `random` or "
         "`round_robin` with or without a `wireless` section, and every other star "
         "policy in policies.POLICIES with one; hierarchical runs default to "
-        "`uniform` (alias topology.scheduling.policy), D2D runs to "
-        "`channel_threshold` (alias topology.policy). A policy meant for another "
-        "topology is refused at validation; naming two different policies here "
-        "and in the alias is an error.",
+        "`uniform` (one policy instance per edge), D2D runs to "
+        "`channel_threshold` (one per target). A policy meant for another "
+        "topology is refused at validation.",
     )
     clients_per_round: int | None = Field(
         None,
@@ -57,8 +54,7 @@ class SchedulerConfig(BaseModel):
         default_factory=dict,
         description="Keyword arguments of the policy's constructor (e.g. "
         "{window: 20} for proportional_fair); names and types are checked "
-        "against it when the config is validated. Aliases: "
-        "topology.scheduling.params (hierarchical), topology.policy_params (D2D).",
+        "against it when the config is validated.",
     )
     controls: bool = Field(
         False,
@@ -74,18 +70,18 @@ class SchedulerConfig(BaseModel):
         return name
 
 
-class PolicyAlias(NamedTuple):
-    """Where a topology section names its policy (an alias of ``scheduler.policy``)."""
+#: Each topology's policy when ``scheduler.policy`` is not given.
+DEFAULT_POLICY: dict[str, str] = {
+    "flat": "all",
+    "hierarchical": "uniform",
+    "d2d": "channel_threshold",
+}
 
-    parent: str | None  # the sub-section of ``topology`` holding the fields, or None
-    policy: str  # key of the policy name
-    params: str  # key of its parameters
-    default: str  # the topology's default policy
-
-    def fields(self) -> dict[str, str]:
-        """The alias of ``policy`` and of ``params`` as dotted paths."""
-        prefix = f"topology.{self.parent}." if self.parent else "topology."
-        return {"policy": prefix + self.policy, "params": prefix + self.params}
+#: Fields that named the policy before ``scheduler`` did, per topology (removed).
+REMOVED_FIELDS: dict[str, tuple[str, ...]] = {
+    "hierarchical": ("scheduling.policy", "scheduling.params"),
+    "d2d": ("policy", "policy_params"),
+}
 
 
 def _plain(section: Any) -> Any:
@@ -93,88 +89,44 @@ def _plain(section: Any) -> Any:
     return section.model_dump() if isinstance(section, BaseModel) else section
 
 
-def one_policy_field(
-    data: dict[str, Any], aliases: dict[str, PolicyAlias]
-) -> tuple[dict[str, Any], str, str]:
-    """Give ``scheduler.policy/params`` and the topology's alias fields one value.
-
-    A value given in one place is copied to the other (``scheduler.policy: all``,
-    the star's default, yields to an alias; with neither, the topology's default
-    policy). Unknown names are left to the fields' own validators.
+def topology_policy(data: dict[str, Any]) -> dict[str, Any]:
+    """Give ``scheduler.policy`` the topology's default when it is not set.
 
     Args:
         data: A run config as a dict (before validation).
-        aliases: ``topology.kind`` → where that topology names its policy.
 
     Returns:
-        The data, and the policy and params fields the user wrote.
+        The data, with ``scheduler.policy`` set.
 
     Raises:
-        ValueError: If the two places name different policies or parameters.
+        ValueError: If the topology section names a policy in a removed field
+            (``topology.scheduling.policy``, ``topology.policy``...).
     """
-    fields = ("scheduler.policy", "scheduler.params")
-    topology, scheduler = _plain(data.get("topology")), _plain(data.get("scheduler"))
-    scheduler = {} if scheduler is None else scheduler
-    alias = aliases.get(topology.get("kind")) if isinstance(topology, dict) else None
-    holder = None if alias is None else topology
-    if alias is not None and alias.parent is not None:
-        holder = _plain(topology.get(alias.parent, {}))
-    if not isinstance(holder, dict) or not isinstance(scheduler, dict):
-        return data, *fields
-    new = {"policy": scheduler.get("policy"), "params": scheduler.get("params")}
-    old = {"policy": holder.get(alias.policy), "params": holder.get(alias.params)}
-    if new["policy"] == "all" and old["policy"]:  # the star's default, not a choice
-        new["policy"] = None
-    if any(n and n not in policy_names() for n in (new["policy"], old["policy"])):
-        return data, *fields  # the field that names it says so, once
-    names = alias.fields()
-    for key in ("policy", "params"):
-        if new[key] and old[key] and new[key] != old[key]:
-            raise ValueError(
-                f"scheduler.{key}={new[key]} and {names[key]}={old[key]} disagree: "
-                f"give scheduler.{key} only"
-            )
-    policy = new["policy"] or old["policy"] or alias.default
-    params = new["params"] or old["params"] or {}
-    holder = {**holder, alias.policy: policy, alias.params: params}
-    if alias.parent is not None:
-        holder = {**topology, alias.parent: holder}
-    scheduler = {**scheduler, "policy": policy, "params": params}
-    return (
-        {**data, "topology": holder, "scheduler": scheduler},
-        fields[0] if new["policy"] else names["policy"],
-        fields[1] if new["params"] else names["params"],
-    )
-
-
-def override_policy(
-    tree: dict[str, Any], keys: Iterable[str], aliases: dict[str, PolicyAlias]
-) -> None:
-    """Let an override of the policy (or its params) in one place drop the other.
-
-    So ``scheduler.policy=X`` replaces a policy the source names in its alias
-    field (and the other way round) instead of disagreeing with it.
-
-    Args:
-        tree: The config tree, overrides applied (changed in place).
-        keys: The dotted keys the overrides set.
-        aliases: As for :func:`one_policy_field`.
-    """
-    keys = list(keys)
-    topology = tree.get("topology")
-    alias = aliases.get(topology.get("kind")) if isinstance(topology, dict) else None
-    if alias is None:
-        return
-    holder = topology if alias.parent is None else topology.get(alias.parent)
-    scheduler = tree.get("scheduler")
-    for key, path in alias.fields().items():
-        given = {p for p in (f"scheduler.{key}", path) if _touches(keys, p)}
-        if given == {path}:
-            if isinstance(scheduler, dict):
-                scheduler.pop(key, None)
-        elif given and isinstance(holder, dict):
-            holder.pop(getattr(alias, key), None)
-
-
-def _touches(keys: list[str], path: str) -> bool:
-    return any(k == path or k.startswith(f"{path}.") for k in keys)
+    topology = data.get("topology")
+    kind = getattr(topology, "kind", None)
+    if isinstance(topology, dict):
+        kind = topology.get("kind")
+        for path in REMOVED_FIELDS.get(str(kind), ()):
+            *parents, key = path.split(".")
+            holder: Any = topology
+            for parent in parents:
+                holder = (
+                    _plain(holder.get(parent)) if isinstance(holder, dict) else None
+                )
+            if isinstance(holder, dict) and key in holder:
+                new = "params" if key.endswith("params") else "policy"
+                raise ValueError(
+                    f"topology.{path} is no longer read: give scheduler.{new} "
+                    "(one field names the policy on every topology)"
+                )
+    scheduler = data.get("scheduler")
+    if isinstance(scheduler, BaseModel):
+        if "policy" in scheduler.model_fields_set:
+            return data
+        scheduler = scheduler.model_dump()
+    if scheduler is not None and not isinstance(scheduler, dict):
+        return data  # the field's own validator says what is wrong
+    if scheduler and "policy" in scheduler:
+        return data
+    policy = DEFAULT_POLICY.get(str(kind or "flat"), "all")
+    return {**data, "scheduler": {**(scheduler or {}), "policy": policy}}

@@ -132,26 +132,29 @@ POLICY_REFUSALS = {
         "scheduler.params.adjust: scheduler.policy=non_adjustment has no parameter",
     ),
     "star-policy-on-edges": (
-        {"topology": {**HIER["topology"], "scheduling": {"policy": "minmax"}}},
-        "topology.scheduling.policy=minmax is meant for topology.kind=star",
+        {**HIER, "scheduler": {"policy": "minmax"}},
+        "scheduler.policy=minmax is meant for topology.kind=star",
     ),
     "bad-edge-params": (
-        {
-            "topology": {
-                **HIER["topology"],
-                "scheduling": {"policy": "round_robin", "params": {"cursor": 1}},
-            }
-        },
-        "topology.scheduling.params.cursor: topology.scheduling.policy=round_robin "
+        {**HIER, "scheduler": {"policy": "round_robin", "params": {"cursor": 1}}},
+        "scheduler.params.cursor: scheduler.policy=round_robin "
         "has no parameter 'cursor'",
     ),
     "star-policy-in-d2d": (
-        {"topology": {"kind": "d2d", "policy": "minmax"}},
-        "topology.policy=minmax is meant for topology.kind=star",
+        {"topology": {"kind": "d2d"}, "scheduler": {"policy": "minmax"}},
+        "scheduler.policy=minmax is meant for topology.kind=star",
     ),
     "bad-d2d-params": (
-        {"topology": {"kind": "d2d", "policy_params": {"epsilon": "small"}}},
-        "topology.policy_params.epsilon: Input should be a valid number",
+        {"topology": {"kind": "d2d"}, "scheduler": {"params": {"epsilon": "small"}}},
+        "scheduler.params.epsilon: Input should be a valid number",
+    ),
+    "removed-edge-policy-field": (
+        {"topology": {**HIER["topology"], "scheduling": {"policy": "random"}}},
+        "topology.scheduling.policy is no longer read: give scheduler.policy",
+    ),
+    "removed-d2d-params-field": (
+        {"topology": {"kind": "d2d", "policy_params": {"epsilon": 0.1}}},
+        "topology.policy_params is no longer read: give scheduler.params",
     ),
 }
 
@@ -193,12 +196,8 @@ def test_validation_and_check_policy_agree_on_every_policy_and_topology(name, to
     """A config is refused exactly when ``check_policy`` refuses the pair (and says why)."""
     from rayfl.registry import check_policy
 
-    if topology == "star":
-        config, field = STAR, "scheduler.policy"
-        overrides = {"scheduler.policy": name}
-    else:
-        config, field = HIER, "topology.scheduling.policy"
-        overrides = {"topology.scheduling.policy": name}
+    config, field = (STAR if topology == "star" else HIER), "scheduler.policy"
+    overrides = {"scheduler.policy": name}
     try:
         check_policy(name, topology=topology, field=field)
     except ValueError as refusal:
@@ -208,11 +207,7 @@ def test_validation_and_check_policy_agree_on_every_policy_and_topology(name, to
         # the same one-line reason, or (hierarchy) the name is not offered at all
         assert str(refusal) in message or f"{field}: unknown name {name!r}" in message
         return
-    cfg = load_config(config, overrides)
-    chosen = (
-        cfg.scheduler.policy if topology == "star" else cfg.topology.scheduling.policy
-    )
-    assert chosen == name
+    assert load_config(config, overrides).scheduler.policy == name
 
 
 def test_policy_parameters_come_from_the_constructors():
@@ -245,7 +240,7 @@ def test_the_hierarchy_refuses_a_policy_that_needs_the_star_system(monkeypatch):
         lambda entry: NeedsControls if entry == "x:y" else None,
     )
     with pytest.raises(ConfigError) as error:
-        load_config(HIER, {"topology.scheduling.policy": "needs_controls"})
-    assert "topology.scheduling.policy=needs_controls sets per-client controls" in str(
+        load_config(HIER, {"scheduler.policy": "needs_controls"})
+    assert "scheduler.policy=needs_controls sets per-client controls" in str(
         error.value
     )

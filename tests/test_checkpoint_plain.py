@@ -180,8 +180,8 @@ RESUMED = {
             "local_period": 3,
             "dp": {"enabled": False, "grad_bound": None},
             "lr": {"mode": "constant"},
-            "scheduling": {"policy": "round_robin"},
         },
+        "scheduler": {"policy": "round_robin"},
     },
 }
 

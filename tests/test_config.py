@@ -121,53 +121,46 @@ _HIER = {
 _D2D = {"data": {"num_clients": 6}, "topology": {"kind": "d2d", "target": 0}}
 
 
-#: (base, alias fields, a policy + params, another policy, the topology's default)
-_ALIASES = {
+#: (base, the fields that named the policy before scheduler did, a policy + params,
+#: the topology's default)
+_TOPOLOGY_POLICY = {
     "hierarchical": (
         _HIER,
         ("topology.scheduling.policy", "topology.scheduling.params"),
         ("proportional_fair", {"window": 5}),
-        "round_robin",
         "uniform",
     ),
     "d2d": (
         _D2D,
         ("topology.policy", "topology.policy_params"),
         ("channel_threshold", {"epsilon": 0.3}),
-        "random_neighbors",
         "channel_threshold",
     ),
 }
 
 
 @pytest.mark.parametrize(
-    ("base", "aliases", "chosen", "other", "default"),
-    _ALIASES.values(),
-    ids=_ALIASES.keys(),
+    ("base", "removed", "chosen", "default"),
+    _TOPOLOGY_POLICY.values(),
+    ids=_TOPOLOGY_POLICY.keys(),
 )
-def test_scheduler_policy_and_its_topology_alias_are_one_field(
-    base, aliases, chosen, other, default
+def test_scheduler_policy_is_the_one_policy_field_of_every_topology(
+    base, removed, chosen, default
 ):
-    (alias, alias_params), (name, params) = aliases, chosen
-    new = load_config(base, {"scheduler.policy": name, "scheduler.params": params})
-    old = load_config(base, {alias: name, alias_params: params})
-    assert new == old  # the engine reads the alias, policies read scheduler.policy
-    assert (new.scheduler.policy, new.scheduler.params) == (name, params)
-    assert load_config(new) == new  # a resolved config round-trips
-    assert load_config(base).scheduler.policy == default
-    # an override in one place replaces the policy the source names in the other
-    swapped = load_config(new, {alias: other, alias_params: {}})
-    assert (swapped.scheduler.policy, swapped.scheduler.params) == (other, {})
-    back = load_config(old, {"scheduler.policy": other, "scheduler.params": {}})
-    assert back == swapped
-    both = old.to_dict()
-    both["scheduler"]["policy"] = other
-    with pytest.raises(ConfigError) as error:
-        load_config(both)
-    assert str(error.value).splitlines()[1:] == [
-        f"  scheduler.policy={other} and {alias}={name} disagree: "
-        "give scheduler.policy only"
-    ]
+    name, params = chosen
+    cfg = load_config(base, {"scheduler.policy": name, "scheduler.params": params})
+    assert (cfg.scheduler.policy, cfg.scheduler.params) == (name, params)
+    assert load_config(cfg) == cfg  # a resolved config round-trips
+    plain = load_config(base)
+    assert (plain.scheduler.policy, plain.scheduler.params) == (default, {})
+    for field, value in zip(removed, chosen, strict=True):
+        with pytest.raises(ConfigError) as error:
+            load_config(base, {field: value})
+        new = "scheduler.params" if field.endswith("params") else "scheduler.policy"
+        assert str(error.value).splitlines()[1:] == [
+            f"  {field} is no longer read: give {new} (one field names the policy "
+            "on every topology)"
+        ]
 
 
 @pytest.mark.parametrize(

@@ -58,12 +58,6 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "topology": {"kind": "d2d", "target": 0, "epsilon": 0.2},
     },
 }
-#: The config field that names the policy, per topology.
-FIELD = {
-    "star": "scheduler.policy",
-    "hierarchical": "topology.scheduling.policy",
-    "d2d": "topology.policy",
-}
 #: Policy parameters a tiny fedavg run needs (minmax defaults to pFedMe's controls).
 PARAMS = {"minmax": {"control_names": ["lr"]}}
 MODES = ("surrogate", "emulate")
@@ -259,12 +253,7 @@ def test_same_seed_same_rollout(surrogate_envs, topology):
 
 def _config_with(topology: str, name: str) -> dict[str, Any]:
     config = copy.deepcopy(CONFIGS[topology])
-    if topology == "star":
-        config["scheduler"] = {"policy": name}
-    elif topology == "hierarchical":
-        config["topology"]["scheduling"]["policy"] = name
-    else:
-        config["topology"]["policy"] = name
+    config["scheduler"] = {"policy": name}
     return config
 
 
@@ -278,7 +267,7 @@ def test_undeclared_topology_is_refused_in_one_line(name, topology):
     assert header == "invalid config:"
     assert len(reasons) == 1, reasons
     reason = reasons[0].strip()
-    assert reason.startswith(f"{FIELD[topology]}={name} "), reason
+    assert reason.startswith(f"scheduler.policy={name} "), reason
     assert f"got {topology}" in reason or f"topology.kind={topology}" in reason
 
 

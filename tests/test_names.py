@@ -44,14 +44,14 @@ CASES = [
     (["rl.reward=min_max"], "rl.reward", "min_max_loss", ["jain", "latency"]),
     (["topology.kind=hierarchichal"], "topology.kind", "hierarchical", ["flat", "d2d"]),
     (
-        ["topology.kind=hierarchical", "topology.scheduling.policy=unifrom"],
-        "topology.scheduling.policy",
+        ["topology.kind=hierarchical", "scheduler.policy=unifrom"],
+        "scheduler.policy",
         "uniform",
         ["best_channel", "random"],
     ),
     (
-        ["topology.kind=d2d", "topology.policy=chanel_threshold"],
-        "topology.policy",
+        ["topology.kind=d2d", "scheduler.policy=chanel_threshold"],
+        "scheduler.policy",
         "channel_threshold",
         ["random_neighbors"],
     ),

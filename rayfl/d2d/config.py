@@ -28,7 +28,7 @@ reproduces its selected-neighbor counts, and the alternatives are options.
 | participants | selected | baselines over {TC} ∪ M_n or {TC} ∪ G_n (the paper says both) |
 | link_model | ideal | every model arrives (the paper) / Bernoulli(1 − P^err) / per-round SINR |
 | on_loss | renormalize | lost packet: renormalise π, or reuse the last model received |
-| policy | channel_threshold | neighbor-selection policy (policies registry) |
+| scheduler.policy | channel_threshold | neighbor-selection policy (policies registry) |
 | selection_via | once | select once at t = 0, or every round through the D2DNeighbor-v0 env (envs.d2d) |
 | alpha | 0.5 | α of eq. 1 (not given in the paper) |
 | em_mode | two_phase | π frozen once EM converged, or re-estimated every round |
@@ -101,22 +101,11 @@ class D2DTopologyConfig(BaseModel):
         description="pFedWN on a lost model: renormalise π over what arrived, or "
         "reuse the last model received from that neighbor.",
     )
-    policy: str = Field(
-        "channel_threshold",
-        description="Neighbor-selection policy (a name in policies.POLICIES) used "
-        "through the D2D selection observation; see rayfl.d2d.selection. Another "
-        "name for scheduler.policy (give one of the two).",
-    )
-    policy_params: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Extra keyword arguments of the policy; another name for "
-        "scheduler.params.",
-    )
     selection_via: Literal["once", "env"] = Field(
         "once",
-        description="once: `policy` selects M_n once, at t = 0, from the CCM "
-        "observation (rayfl.d2d.selection; the paper); env: every round the runner "
-        "steps the D2DNeighbor-v0 env (envs.d2d) and `policy` re-selects M_n from "
+        description="once: scheduler.policy selects M_n once, at t = 0, from the "
+        "CCM observation (rayfl.d2d.selection; the paper); env: every round the "
+        "runner steps the D2DNeighbor-v0 env (envs.d2d) and the policy re-selects M_n from "
         "its observation (per-round CSI, P^err, previous π).",
     )
     alpha: float = Field(
@@ -151,10 +140,6 @@ class D2DTopologyConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> D2DTopologyConfig:
-        from rayfl.names import check_name, policy_names
-
-        # whether the policy fits D2D is RunConfig's one-line check
-        check_name("topology.policy", self.policy, policy_names())
         if isinstance(self.target, int) and self.target < 0:
             raise ValueError(
                 f"topology.target must be >= 0, 'random' or 'all', got {self.target}"

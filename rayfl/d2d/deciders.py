@@ -1,7 +1,7 @@
 """The deciders of a D2D run: one per target, each round's neighbors M_n.
 
 ``topology.selection_via: once`` repeats the selection made at t = 0 (the
-``topology.policy`` on the t = 0 observation, :func:`select_neighbors`);
+``scheduler.policy`` on the t = 0 observation, :func:`select_neighbors`);
 ``env`` asks the policy every round, on the target's ``D2DNeighbor-v0``
 observation (:meth:`rayfl.d2d.round.D2DRound.observe`). An action is the
 neighbor sending on each sub-channel (N = idle); naming the target itself or a
@@ -80,9 +80,17 @@ def selection_deciders(
             (``rayfl.engine.deciders.PolicyDecider``).
     """
     if system.config.topology.selection_via == "env":
-        topo, seed, n = system.config.topology, system.config.seed, system.num_clients
-        return [
-            policy_decider(target_policy(topo, n, target=t, seed=seed), to_schedule)
+        cfg, n = system.config, system.num_clients
+        policies = [
+            target_policy(
+                cfg.topology,
+                n,
+                target=t,
+                seed=cfg.seed,
+                name=cfg.scheduler.policy,
+                params=cfg.scheduler.params,
+            )
             for t in system.targets
         ]
+        return [policy_decider(policy, to_schedule) for policy in policies]
     return [RepeatDecider(schedule) for schedule in system.decision()]

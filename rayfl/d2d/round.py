@@ -128,7 +128,12 @@ class D2DRound:
         self.selections: dict[int, Selection] = {
             s.target: s
             for s in select_neighbors(
-                self.layout, self.topology, seed=cfg.seed, data_size=self.data_size
+                self.layout,
+                self.topology,
+                seed=cfg.seed,
+                data_size=self.data_size,
+                name=cfg.scheduler.policy,
+                params=cfg.scheduler.params,
             )
         }
         self.targets = list(self.layout.targets)

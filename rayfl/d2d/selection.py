@@ -50,6 +50,7 @@ from gymnasium import spaces
 
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.observation import TOPOLOGY_KEYS, ObservationTracker, observation_space
+from rayfl.scheduler_config import DEFAULT_POLICY
 from rayfl.seeding import rng_for
 from rayfl.wireless.d2d import (
     d2d_gain_linear,
@@ -221,15 +222,21 @@ def select_neighbors(
     *,
     seed: int,
     data_size: npt.ArrayLike | None = None,
+    name: str = DEFAULT_POLICY["d2d"],
+    params: Mapping[str, Any] | None = None,
 ) -> list[Selection]:
     """Run the selection policy of every target (:func:`target_policy`) at t = 0.
 
-    ``data_size`` is the (N,) train sizes the observation shows (None: 0).
+    ``data_size`` is the (N,) train sizes the observation shows (None: 0);
+    ``name`` and ``params`` are the run's ``scheduler.policy`` and
+    ``scheduler.params``.
     """
     n = layout.num_nodes
     out = []
     for target in layout.targets:
-        policy = target_policy(topology, n, target=target, seed=seed)
+        policy = target_policy(
+            topology, n, target=target, seed=seed, name=name, params=params
+        )
         first, error = selection_observation(layout, target, topology, seed=seed)
         obs = round_observation(
             layout,
@@ -255,7 +262,7 @@ def target_policy(
     *,
     target: int,
     seed: int,
-    name: str | None = None,
+    name: str = DEFAULT_POLICY["d2d"],
     params: Mapping[str, Any] | None = None,
 ) -> Any:
     """Build a target's selection policy, reset from (seed, "policy", target).
@@ -265,14 +272,13 @@ def target_policy(
         num_nodes: N.
         target: The target n.
         seed: The run (episode) seed.
-        name: A registered policy (default ``topology.policy``).
-        params: Its parameters (default ``topology.policy_params``);
+        name: A registered policy (the run's ``scheduler.policy``).
+        params: Its parameters (``scheduler.params``; None: none);
             ``channel_threshold`` gets ``epsilon=topology.epsilon`` unless given.
     """
     from rayfl.registry import make_policy
 
-    name = topology.policy if name is None else name
-    kwargs = dict(topology.policy_params if params is None else params)
+    kwargs = dict(params or {})
     if name == "channel_threshold":
         kwargs.setdefault("epsilon", topology.epsilon)
     spaces_ = selection_spaces(num_nodes, topology.num_subchannels)

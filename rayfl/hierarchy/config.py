@@ -22,13 +22,13 @@ Symbol table (the H2FDP paper's system model):
 | γ | ``lr.gamma`` |
 | τ_max, α_1, α_2, α_3, M | ``control.tau_max``, ``control.alpha_*``, ``control.model_dim`` |
 | p̄, R̄ | ``cost.backhaul_power_dbm``, ``cost.backhaul_rate_bps`` |
-| S_c^k, K_e | chosen by ``scheduling.policy`` on ``scheduling.subchannels_per_edge`` |
+| S_c^k, K_e | chosen by ``scheduler.policy`` on ``scheduling.subchannels_per_edge`` |
 """
 
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -198,32 +198,21 @@ class CostConfig(_Section):
 
 
 class HierSchedulingConfig(_Section):
-    """Who uploads in each subnet (S_c^k): a uniform choice (the paper's) or a registered policy.
+    """The edges' uplink bands: K_e subchannels per edge and their fading.
 
-    ``policy: uniform`` (default) is the seeded uniform choice of s_c^k devices
-    (the H2FDP paper's); with ``subchannels_per_edge`` unset it is today's behaviour bit
-    for bit. Any other name is looked up in ``policies.POLICIES`` and drives each
-    edge through the flat env's observation/action interface, one policy
-    instance per edge (``rayfl.hierarchy.scheduling`` documents the mapping).
+    ``scheduler.policy`` chooses who uploads in each subnet (S_c^k), one policy
+    instance per edge; its default ``uniform`` is the seeded uniform choice of
+    s_c^k devices (the H2FDP paper's), with ``subchannels_per_edge`` unset bit
+    for bit the paper's behaviour. ``rayfl.hierarchy.scheduling`` documents the
+    observation and action of each edge.
     """
 
-    policy: str = Field(
-        "uniform",
-        description="uniform (seeded uniform choice, the paper's) or a name in "
-        "policies.POLICIES (e.g. random, round_robin, best_channel), one instance per "
-        "edge. Another name for scheduler.policy (give one of the two).",
-    )
     subchannels_per_edge: int | None = Field(
         None,
         ge=1,
         description="K_e, uplink subchannels of each edge's band; at most K_e devices "
         "of a subnet upload per global round. None: K_e = n_c (every device of the "
         "subnet can get one; with uniform: no cap, s_c^k as today).",
-    )
-    params: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Keyword arguments of the policy; another name for "
-        "scheduler.params.",
     )
     frequency_selective: bool = Field(
         True,
@@ -236,26 +225,6 @@ class HierSchedulingConfig(_Section):
         "interval (the decision sees the uploads' channel); period: redrawn at every "
         "local period, the decision sees the first period's.",
     )
-
-    @model_validator(mode="after")
-    def _check(self) -> HierSchedulingConfig:
-        if not self.policy:
-            raise ValueError("topology.scheduling.policy must be a non-empty name")
-        from rayfl.names import check_name, policy_names
-
-        # whether the policy fits the hierarchy is RunConfig's one-line check
-        check_name("topology.scheduling.policy", self.policy, policy_names())
-        if self.policy == "uniform" and self.params:
-            raise ValueError(
-                "topology.scheduling.params are policy arguments; policy=uniform "
-                f"takes none (got {sorted(self.params)})"
-            )
-        return self
-
-    @property
-    def uses_policy(self) -> bool:
-        """True when a registered policy (not the uniform choice) picks S_c^k."""
-        return self.policy != "uniform"
 
 
 class TopologyConfig(_Section):

@@ -1,7 +1,7 @@
 """The hierarchy's decision units: one scheduling policy per edge, and its action rules.
 
 Each edge c is a decision unit (``HierarchicalRound.num_units`` = C). Its policy
-is ``topology.scheduling.policy`` (default ``uniform``), built by
+is ``scheduler.policy`` (default ``uniform``), built by
 ``rayfl.registry.make_policy`` for the edge's spaces
 (``rayfl.hierarchy.scheduling.edge_spaces``) with the run's
 ``SystemContext`` (``unit`` = c; ``link``: the device→edge constants of
@@ -109,8 +109,7 @@ def check_edge_policy(name: str) -> type:
         ValueError: Unknown name, or a policy whose declared topologies, keys
             or action parts do not fit (``rayfl.registry.check_policy``).
     """
-    field = "topology.scheduling.policy"
-    check_policy(name, topology="hierarchical", field=field)
+    check_policy(name, topology="hierarchical")
     return policy_class(name)
 
 
@@ -123,16 +122,16 @@ def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
     """Return one (policy, action rules) pair per edge, policies reset.
 
     Args:
-        config: The run config (``topology.scheduling``, ``topology.cost``,
-            ``seed``, ``rounds``).
+        config: The run config (``scheduler``, ``topology.cost``, ``seed``,
+            ``rounds``).
         system: The hierarchical engine (its ``edge_scheduling`` gives the
             subnets and K_e; ``dim`` the model size).
 
     Raises:
         ValueError: A policy the hierarchy cannot drive, or bad parameters.
     """
-    scheduling = config.topology.scheduling
-    participants = "assignment" not in check_edge_policy(scheduling.policy).action_parts
+    scheduler = config.scheduler
+    participants = "assignment" not in check_edge_policy(scheduler.policy).action_parts
     edges = system.edge_scheduling
     cost = config.topology.cost
     link = LinkConstants(
@@ -154,7 +153,7 @@ def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
             link=link,
         )
         policy = make_policy(
-            scheduling.policy, rules.spaces(), context=context, **scheduling.params
+            scheduler.policy, rules.spaces(), context=context, **scheduler.params
         )
         policy.reset(seed=policy_seed(config.seed, c))
         out.append((policy, rules))

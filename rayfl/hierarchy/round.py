@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import ray
@@ -70,6 +70,9 @@ from rayfl.hierarchy.topology import build_topology
 from rayfl.registry import policy_class
 from rayfl.system import Decision, EvalRow, Observation, RoundResult
 
+if TYPE_CHECKING:
+    from rayfl.scheduler_config import SchedulerConfig
+
 __all__ = ["HierarchicalRound", "segments"]
 
 
@@ -78,7 +81,7 @@ class HierarchicalRound:
 
     Args:
         external_actions: An env's agent gives the per-edge actions
-            (:meth:`run_global_round`); with ``scheduling.policy: uniform`` the
+            (:meth:`run_global_round`); with ``scheduler.policy: uniform`` the
             observations then fill every key, not only the ones it reads.
 
     Example:
@@ -180,8 +183,8 @@ class HierarchicalRound:
         topo = cfg.topology
         # the keys the configured policy reads; every key for an env's agent
         # when no policy is configured (uniform)
-        needed = policy_class(topo.scheduling.policy).required_keys
-        if self.external_actions and not topo.scheduling.uses_policy:
+        needed = policy_class(cfg.scheduler.policy).required_keys
+        if self.external_actions and cfg.scheduler.policy == "uniform":
             needed = OBS_KEYS
         self.edge_scheduling = EdgeScheduling(
             topo.scheduling,
@@ -201,6 +204,7 @@ class HierarchicalRound:
         epsilon: float | None = None,
         control: bool | None = None,
         scheduling: HierSchedulingConfig | None = None,
+        scheduler: SchedulerConfig | None = None,
     ) -> None:
         """Change the config, then :meth:`restart` with the same seed (sweeps, tests).
 
@@ -213,13 +217,18 @@ class HierarchicalRound:
             dp_enabled: Turn DP on/off, or None to keep.
             epsilon: New ``topology.dp.epsilon``, or None to keep.
             control: Turn the controller on/off, or None to keep.
-            scheduling: New ``topology.scheduling`` section (policy, K_e), or
+            scheduling: New ``topology.scheduling`` section (K_e, fading), or
                 None to keep.
+            scheduler: New ``scheduler`` section (the edges' policy), or None
+                to keep.
         """
         topo = self.config.topology.changed(
             epsilon=epsilon, control=control, scheduling=scheduling
         )
-        self.engine.config = self.config.model_copy(update={"topology": topo})
+        update: dict[str, Any] = {"topology": topo}
+        if scheduler is not None:
+            update["scheduler"] = scheduler
+        self.engine.config = self.config.model_copy(update=update)
         if trusted is not None:
             self.topology = replace(self.topology, trusted=np.asarray(trusted, bool))
         if dp_enabled is not None:
@@ -288,7 +297,7 @@ class HierarchicalRound:
             k: Global round index.
             actions: The decision (one ``Schedule`` per edge: the engine's, or
                 an env's agent's through ``rayfl.hierarchy.deciders.EdgeActions``),
-                or None: ``topology.scheduling.policy`` decides, one instance per
+                or None: ``scheduler.policy`` decides, one instance per
                 edge built for this round's caller (scripts).
 
         Returns:

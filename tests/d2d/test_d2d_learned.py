@@ -63,10 +63,9 @@ def test_learned_drives_the_emulate_env_and_a_run_alike(trained, tmp_path):
         **TINY_D2D,
         "topology": {
             **TINY_D2D["topology"],
-            "policy": "learned",
-            "policy_params": params,
             "selection_via": "env",
         },
+        "scheduler": {"policy": "learned", "params": params},
         "output": {**TINY_D2D["output"], "dir": str(tmp_path)},
     }
     result = rayfl.run(config)

@@ -54,7 +54,7 @@ CASES = {
     # neighbors re-selected every round by a seeded policy (its generator state)
     "env_random_neighbors": {
         "topology.selection_via": "env",
-        "topology.policy": "random_neighbors",
+        "scheduler.policy": "random_neighbors",
     },
 }
 

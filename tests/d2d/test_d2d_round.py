@@ -88,7 +88,7 @@ def test_observation_and_decisions_equal_the_env_path(ray_session):
         BASE,
         [
             "topology.selection_via=env",
-            "topology.policy=random_neighbors",
+            "scheduler.policy=random_neighbors",
             "topology.link_model=bernoulli",
             "rounds=4",
         ],

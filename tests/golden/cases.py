@@ -166,8 +166,9 @@ RUN_CASES: dict[str, dict[str, Any]] = {
         topology={
             **_HIER_TOPOLOGY,
             "control": {"enabled": True, "tau_max": 6},
-            "scheduling": {"policy": "round_robin", "subchannels_per_edge": 2},
+            "scheduling": {"subchannels_per_edge": 2},
         },
+        scheduler={"policy": "round_robin"},
     ),
     # pFedWN, neighbors selected once at t = 0, Bernoulli link losses
     "d2d_pfedwn_once_bernoulli": _merge(
@@ -179,8 +180,8 @@ RUN_CASES: dict[str, dict[str, Any]] = {
         topology={
             **_D2D["topology"],
             "selection_via": "env",
-            "policy": "random_neighbors",
         },
+        scheduler={"policy": "random_neighbors"},
     ),
     # FedAvg over the target and its selected neighbors
     "d2d_federated_fedavg": _merge(
@@ -211,10 +212,8 @@ ENV_CASES: dict[str, dict[str, Any]] = {
             "config": _merge(
                 _STAR,
                 rounds=5,
-                topology={
-                    **_HIER_TOPOLOGY,
-                    "scheduling": {"policy": "round_robin", "subchannels_per_edge": 2},
-                },
+                topology={**_HIER_TOPOLOGY, "scheduling": {"subchannels_per_edge": 2}},
+                scheduler={"policy": "round_robin"},
             )
         },
     },

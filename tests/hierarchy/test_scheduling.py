@@ -12,7 +12,7 @@ import pytest
 import envs  # noqa: F401 - registers HierarchicalFL-v0
 import rayfl
 from policies.registry import make_policy
-from rayfl.config import load_config
+from rayfl.config import ConfigError, SchedulerConfig, load_config
 from rayfl.engine.deciders import PolicyDecider
 from rayfl.engine.loop import decide
 from rayfl.hierarchy.config import CostConfig, HierSchedulingConfig
@@ -29,7 +29,7 @@ class _Edges:
     """The edges' bands and one decider per edge, as a run builds them."""
 
     def __init__(self, policy, k_e, **kw):
-        cfg = HierSchedulingConfig(policy=policy, subchannels_per_edge=k_e, **kw)
+        cfg = HierSchedulingConfig(subchannels_per_edge=k_e, **kw)
         self.sched = EdgeScheduling(
             cfg,
             cost=CostConfig(),
@@ -40,6 +40,7 @@ class _Edges:
         )
         run = SimpleNamespace(
             topology=SimpleNamespace(scheduling=cfg, cost=CostConfig()),
+            scheduler=SchedulerConfig(policy=policy),
             seed=3,
             rounds=10,
         )
@@ -198,14 +199,21 @@ def test_invalid_actions_raise_clear_errors():
         check_edge_policy("minmax")
     assert check_edge_policy("lyapunov").__name__ == "LyapunovPolicy"
     assert check_edge_policy("uniform").__name__ == "UniformPolicy"
-    with pytest.raises(ValueError, match="policy=uniform takes none"):
-        HierSchedulingConfig(params={"window": 3})
+    with pytest.raises(
+        ConfigError, match="scheduler.policy=uniform has no parameter .window."
+    ):
+        load_config(
+            {
+                "topology": {"kind": "hierarchical", "num_edges": 2},
+                "scheduler": {"params": {"window": 3}},
+            }
+        )
 
 
 def test_default_is_the_uniform_choice():
-    assert load_config(
-        {"topology": {"kind": "hierarchical", "num_edges": 2}}
-    ).topology.scheduling == HierSchedulingConfig(policy="uniform")
+    cfg = load_config({"topology": {"kind": "hierarchical", "num_edges": 2}})
+    assert cfg.scheduler.policy == "uniform"
+    assert cfg.topology.scheduling == HierSchedulingConfig()
 
 
 # ---------------------------------------------------------------- on Ray
@@ -240,8 +248,9 @@ def _tiny(policy, k_e=2, **top):
             "topology": {
                 **TINY["topology"],
                 **top,
-                "scheduling": {"policy": policy, "subchannels_per_edge": k_e},
+                "scheduling": {"subchannels_per_edge": k_e},
             },
+            "scheduler": {"policy": policy},
         }
     )
 
@@ -250,10 +259,8 @@ def _tiny(policy, k_e=2, **top):
 def test_same_seed_same_metrics_fresh_runs(ray_session, tmp_path):
     cfg = {
         **TINY,
-        "topology": {
-            **TINY["topology"],
-            "scheduling": {"policy": "best_channel", "subchannels_per_edge": 2},
-        },
+        "topology": {**TINY["topology"], "scheduling": {"subchannels_per_edge": 2}},
+        "scheduler": {"policy": "best_channel"},
     }
     runs = [rayfl.run(cfg, {"output.dir": str(tmp_path / str(i))}) for i in range(2)]
     cols = ["round", "client", "scheduled", "subchannel", "train_loss", "energy_j"]
@@ -278,9 +285,15 @@ def system(env):
     return env.system
 
 
-def _run(system, scheduling, rounds=2):
-    """Run ``rounds`` rounds as the loop does: observe, one decider per edge, round."""
-    system.reset(scheduling=scheduling)
+def _edges_of(cfg):
+    """The ``reset`` arguments that give a system ``cfg``'s bands and policy."""
+    return {"scheduling": cfg.topology.scheduling, "scheduler": cfg.scheduler}
+
+
+def _run(system, cfg, rounds=2):
+    """Run ``rounds`` rounds of ``cfg``'s scheduling as the loop does: observe,
+    one decider per edge, round."""
+    system.reset(**_edges_of(cfg))
     deciders = [
         PolicyDecider(policy, rules.to_schedule)
         for policy, rules in edge_policies(system.config, system)
@@ -296,7 +309,7 @@ def _run(system, scheduling, rounds=2):
 
 def test_policies_drive_a_hierarchical_run(system):
     out = {
-        name: _run(system, _tiny(name).topology.scheduling)
+        name: _run(system, _tiny(name))
         for name in ("random", "round_robin", "best_channel")
     }
     cost = system.cost
@@ -340,7 +353,7 @@ def test_policies_drive_a_hierarchical_run(system):
 
 
 def test_same_seed_same_metrics_through_the_policy_path(system):
-    cfg = _tiny("random").topology.scheduling
+    cfg = _tiny("random")
     a = _run(system, cfg)
     w_a = system.global_vector()
     b = _run(system, cfg)
@@ -351,7 +364,7 @@ def test_same_seed_same_metrics_through_the_policy_path(system):
 
 
 def test_uniform_cap_limits_participants(system):
-    ((_, result, _),) = _run(system, HierSchedulingConfig(subchannels_per_edge=3), 1)
+    ((_, result, _),) = _run(system, _tiny("uniform", 3), 1)
     ids = [r["client"] for r in result.rows]
     assert sum(i < 4 for i in ids) == 3 and sum(i >= 4 for i in ids) == 3
     assert all("subchannel" not in r for r in result.rows)
@@ -379,9 +392,7 @@ def test_env_maps_the_concatenated_action_onto_edges(env):
 
 def test_controller_caps_the_policy_path(system):
     try:
-        system.reset(
-            control=True, scheduling=_tiny("best_channel", 3).topology.scheduling
-        )
+        system.reset(control=True, **_edges_of(_tiny("best_channel", 3)))
         system.run_global_round(0)
         caps = system.interval.participants.copy()  # s_c^1 chosen by Algorithm 1
         result, _ = system.run_global_round(1)
@@ -392,11 +403,6 @@ def test_controller_caps_the_policy_path(system):
         expected = 3 if caps[c] >= 4 else min(3, caps[c])
         assert sum(i in members for i in ids) == expected
     assert {r["subchannel"] for r in result.rows} <= {0, 1, 2}
-
-
-def test_scheduler_policy_names_the_hierarchys_policy():
-    cfg = load_config({**TINY, "scheduler": {"policy": "random"}})
-    assert cfg.topology.scheduling.policy == "random"  # what the edges' deciders read
 
 
 def _drift_plus_penalty_choice(obs, fairness, delay_queue, cost, dim):
@@ -425,7 +431,7 @@ def _drift_plus_penalty_choice(obs, fairness, delay_queue, cost, dim):
 
 
 def test_lyapunov_runs_per_edge_on_the_cost_models_links(system):
-    system.reset(scheduling=_tiny("lyapunov").topology.scheduling)
+    system.reset(**_edges_of(_tiny("lyapunov")))
     pairs = edge_policies(system.config, system)
     deciders = [PolicyDecider(p, rules.to_schedule) for p, rules in pairs]
     cost, dim = system.config.topology.cost, system.dim
