@@ -28,6 +28,7 @@ CFG = {
 RAYFL = [sys.executable, "-m", "rayfl.cli"]
 
 
+@pytest.mark.slow  # two subprocess runs; tests/engine/test_loop.py resumes in the default suite
 def test_resume_after_driver_kill_equals_uninterrupted_run(ray_session, tmp_path):
     # Arrange: a run in its own process, killed once a checkpoint exists
     cfg_path = tmp_path / "cfg.yaml"

@@ -46,6 +46,7 @@ def tables(ray_session, tmp_path_factory):
     return full
 
 
+@pytest.mark.slow  # four compare runs; a speed feature
 def test_fast_equals_full_runs(tables):
     slow, fast = tables[False], tables[True]
     key = ["seed", "policy"]

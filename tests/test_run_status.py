@@ -186,6 +186,7 @@ def test_actor_lost_for_good_fails_cleanly_and_resumes(
     assert "Actor" in (run_dir / "error.1.txt").read_text()
 
 
+@pytest.mark.slow  # a subprocess run; Ctrl-C and the one-screen message stay in the default suite
 def test_sigterm_ends_interrupted_with_one_screen_message(tmp_path):
     # Arrange: a long run in its own process; wait until round 1 is checkpointed
     cfg_path = tmp_path / "cfg.yaml"

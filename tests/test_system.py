@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 import ray
 
 import rayfl
@@ -44,6 +45,7 @@ def test_same_metrics_whatever_the_packing(ray_session, tmp_path):
     assert ray.is_initialized()
 
 
+@pytest.mark.slow  # two runs for a weak property
 def test_different_seed_changes_results(ray_session, tmp_path):
     a = rayfl.run(BASE, {"seed": 1, "rounds": 1, "output.dir": str(tmp_path)})
     b = rayfl.run(BASE, {"seed": 2, "rounds": 1, "output.dir": str(tmp_path)})
@@ -107,6 +109,7 @@ def test_round_robin_cycles_through_clients(ray_session, tmp_path):
     assert picked == [[0, 1], [2, 3], [4, 5]]
 
 
+@pytest.mark.slow  # the FedAvg packing test stays in the default suite
 def test_ditto_personal_models_are_packing_independent(ray_session, tmp_path):
     cfg = {
         **BASE,

@@ -53,16 +53,12 @@ def test_every_mechanism_is_a_valid_config():
         unquantized = dithering or mechanism == "perfect_gaussian"
         assert (cfg.algorithm.dp_mechanism == "dithering") == dithering
         assert (cfg.compression.quantize_bits is None) == unquantized
-        assert cfg.algorithm.dp_mechanism == (
-            "dithering" if dithering else mechanism
-        )
+        assert cfg.algorithm.dp_mechanism == ("dithering" if dithering else mechanism)
 
 
 def test_row_means_effective_bits_over_the_uploads_that_have_them():
     mod = _script()
-    rounds = pd.DataFrame(
-        {"num_scheduled": [2], "num_delivered": [2], "bits": [320.0]}
-    )
+    rounds = pd.DataFrame({"num_scheduled": [2], "num_delivered": [2], "bits": [320.0]})
     metrics = pd.DataFrame(
         {
             "effective_quantization_bits": [5.0, 7.0, float("nan")],
@@ -83,7 +79,9 @@ def test_row_means_effective_bits_over_the_uploads_that_have_them():
     assert row["effective_bits"] == 10.0 and row["noise_std"] == 0.25
     no_columns = mod.row_of(
         SimpleNamespace(rounds=rounds, summary=summary, metrics=pd.DataFrame()),
-        "none", 0, 1.0,
+        "none",
+        0,
+        1.0,
     )
     assert math.isnan(no_columns["effective_bq"])
     no_dp = {**summary, "privacy": {"epsilon_max": None, "noise_std": None}}
