@@ -44,6 +44,12 @@ Implementation details:
     4. The downlink gain h^do_n is not observed; it is estimated by the client's
        mean linear gain over the subchannels (same path loss, §5.5) [AMBIG-4].
     5. A zero rate gives an "infinite" delay of 1e18 s, kept finite for sorting.
+    6. The run's constants (``context``, :func:`policies.base.run_constants`):
+       Z = Z^do = 32·abs(w) dense; B, N0, P^max, Φ, f from ``context.link``;
+       P^do the base station's power when the round time includes the downlink,
+       else Z^do = 0 (no downlink term); in step mode ``compute_samples`` =
+       τ·abs(b), in epoch mode τ = the epochs (the engine's latency model). So
+       the baseline ranks clients by the latency the run charges.
 """
 
 from __future__ import annotations
@@ -58,10 +64,54 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from policies.assignment import assign_subchannels
-from policies.base import Observation, Policy
+from policies.base import Observation, Policy, run_constants
+from rayfl.observation import SystemContext
 
 NOISE_PSD_DBM_HZ = -107.0 - 10.0 * math.log10(15e3)
 _NO_LINK_S = 1e18
+
+#: The symbol table's defaults (seed_002), used where neither the user nor the run says.
+DEFAULTS: dict[str, Any] = {
+    "payload_bits": 32 * 1_663_370,
+    "bandwidth_hz": 15e3,
+    "tx_power_dbm": 30.0,
+    "noise_psd_dbm_hz": NOISE_PSD_DBM_HZ,
+    "cycles_per_sample": 2e5,
+    "cpu_freq_hz": 1.8e9,
+    "local_steps": 60,
+    "compute_samples": None,
+    "downlink_bits": None,
+    "downlink_power_dbm": 23.0,
+}
+
+
+def _run_values(context: SystemContext) -> dict[str, Any]:
+    """The constants ``context`` supplies (detail 6); absent: the run does not say."""
+    values: dict[str, Any] = {"payload_bits": 32.0 * context.model_dim}
+    link = context.link
+    if link is not None:
+        values.update(
+            bandwidth_hz=link.bandwidth_hz,
+            noise_psd_dbm_hz=link.noise_psd_dbm_hz,
+            tx_power_dbm=link.tx_power_dbm,
+        )
+        if link.downlink_latency and link.bs_tx_power_dbm is not None:
+            values["downlink_power_dbm"] = link.bs_tx_power_dbm
+            values["downlink_bits"] = 32.0 * context.model_dim
+        else:
+            values["downlink_bits"] = 0.0
+        for name, value in (
+            ("cycles_per_sample", link.cpu_cycles_per_sample),
+            ("cpu_freq_hz", link.cpu_frequency_hz),
+        ):
+            if value is not None:
+                values[name] = value
+    training = context.training
+    if training.local_steps and training.batch_size:
+        values["compute_samples"] = training.local_steps * training.batch_size
+    elif training.local_epochs:
+        values["local_steps"] = training.local_epochs
+    return values
 
 
 def shannon_rate_bps(
@@ -134,9 +184,13 @@ class DelayMinPolicy(Policy):
         noise_psd_dbm_hz: N0, noise power spectral density [dBm/Hz].
         cycles_per_sample: Φ, CPU cycles per training sample.
         cpu_freq_hz: f, client CPU frequency [Hz].
-        local_steps: τ, local passes in d^lo (seed_002 §2.7).
+        local_steps: τ, local passes in d^lo = τ·abs(D_n)·Φ/f (seed_002 §2.7).
+        compute_samples: Samples every client trains on per round; when set,
+            d^lo = compute_samples·Φ/f (the engine's τ·abs(b) in step mode).
         downlink_bits: Z^do; None means ``payload_bits``; 0 drops the term.
         downlink_power_dbm: P^do, access-point transmit power [dBm].
+        context: The run context. Every parameter above left at None is the
+            run's (detail 6), else the symbol table's default.
     """
 
     topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
@@ -148,44 +202,54 @@ class DelayMinPolicy(Policy):
         observation_space: spaces.Space[Any],
         action_space: spaces.Space[Any],
         *,
-        payload_bits: float = 32 * 1_663_370,
-        bandwidth_hz: float = 15e3,
-        tx_power_dbm: float = 30.0,
-        noise_psd_dbm_hz: float = NOISE_PSD_DBM_HZ,
-        cycles_per_sample: float = 2e5,
-        cpu_freq_hz: float = 1.8e9,
-        local_steps: int = 60,
+        payload_bits: float | None = None,
+        bandwidth_hz: float | None = None,
+        tx_power_dbm: float | None = None,
+        noise_psd_dbm_hz: float | None = None,
+        cycles_per_sample: float | None = None,
+        cpu_freq_hz: float | None = None,
+        local_steps: int | None = None,
+        compute_samples: float | None = None,
         downlink_bits: float | None = None,
-        downlink_power_dbm: float = 23.0,
-        context: Any = None,
+        downlink_power_dbm: float | None = None,
+        context: SystemContext | None = None,
     ) -> None:
-        positive = {
+        given = {
             "payload_bits": payload_bits,
             "bandwidth_hz": bandwidth_hz,
-            "cpu_freq_hz": cpu_freq_hz,
-        }
-        non_negative = {
+            "tx_power_dbm": tx_power_dbm,
+            "noise_psd_dbm_hz": noise_psd_dbm_hz,
             "cycles_per_sample": cycles_per_sample,
+            "cpu_freq_hz": cpu_freq_hz,
             "local_steps": local_steps,
-            "downlink_bits": 0.0 if downlink_bits is None else downlink_bits,
+            "compute_samples": compute_samples,
+            "downlink_bits": downlink_bits,
+            "downlink_power_dbm": downlink_power_dbm,
         }
-        for name, value in positive.items():
-            if not value > 0:
-                raise ValueError(f"{name} must be > 0, got {value}")
-        for name, value in non_negative.items():
-            if not value >= 0:
-                raise ValueError(f"{name} must be >= 0, got {value}")
-        self.payload_bits = float(payload_bits)
-        self.bandwidth_hz = float(bandwidth_hz)
-        self.tx_power_dbm = float(tx_power_dbm)
-        self.noise_psd_dbm_hz = float(noise_psd_dbm_hz)
-        self.cycles_per_sample = float(cycles_per_sample)
-        self.cpu_freq_hz = float(cpu_freq_hz)
-        self.local_steps = local_steps
+        run = {} if context is None else _run_values(context)
+        v = run_constants(given, run, DEFAULTS)
+        positive = ("payload_bits", "bandwidth_hz", "cpu_freq_hz")
+        non_negative = ("cycles_per_sample", "local_steps", "compute_samples")
+        for name in positive:
+            if not v[name] > 0:
+                raise ValueError(f"{name} must be > 0, got {v[name]}")
+        for name in (*non_negative, "downlink_bits"):
+            if v[name] is not None and not v[name] >= 0:
+                raise ValueError(f"{name} must be >= 0, got {v[name]}")
+        self.payload_bits = float(v["payload_bits"])
+        self.bandwidth_hz = float(v["bandwidth_hz"])
+        self.tx_power_dbm = float(v["tx_power_dbm"])
+        self.noise_psd_dbm_hz = float(v["noise_psd_dbm_hz"])
+        self.cycles_per_sample = float(v["cycles_per_sample"])
+        self.cpu_freq_hz = float(v["cpu_freq_hz"])
+        self.local_steps = int(v["local_steps"])
+        self.compute_samples = v["compute_samples"]
         self.downlink_bits = (
-            self.payload_bits if downlink_bits is None else float(downlink_bits)
+            self.payload_bits
+            if v["downlink_bits"] is None
+            else float(v["downlink_bits"])
         )
-        self.downlink_power_dbm = float(downlink_power_dbm)
+        self.downlink_power_dbm = float(v["downlink_power_dbm"])
         super().__init__(observation_space, action_space, context=context)
 
     def latency_s(self, obs: Observation) -> npt.NDArray[np.float64]:
@@ -207,9 +271,12 @@ class DelayMinPolicy(Policy):
                     tx_power_dbm=self.downlink_power_dbm,
                     **link,
                 )
-        local_s = (
-            self.local_steps * self.field(obs, "data_size") * self.cycles_per_sample
-        ) / self.cpu_freq_hz
+        samples = (
+            self.local_steps * self.field(obs, "data_size")
+            if self.compute_samples is None
+            else np.full(self.num_clients, float(self.compute_samples))
+        )
+        local_s = samples * self.cycles_per_sample / self.cpu_freq_hz
         delay = (downlink_s + local_s)[:, None] + uplink_s
         return np.minimum(np.nan_to_num(delay, nan=_NO_LINK_S), _NO_LINK_S)
 

@@ -412,6 +412,8 @@ class TrainingConstants:
 
     Attributes:
         local_steps: τ, local SGD steps per round (None: epochs instead).
+        local_epochs: Passes over the client's data per round when
+            ``local_steps`` is None.
         batch_size: Mini-batch size.
         lr: Learning rate.
         sparsity: Fraction of coordinates an upload keeps when no policy sets
@@ -419,6 +421,7 @@ class TrainingConstants:
     """
 
     local_steps: int | None = None
+    local_epochs: int | None = None
     batch_size: int | None = None
     lr: float | None = None
     sparsity: float | None = None

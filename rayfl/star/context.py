@@ -38,6 +38,7 @@ def star_context(system: Any) -> SystemContext:
         ),
         training=TrainingConstants(
             local_steps=cfg.algorithm.local_steps,
+            local_epochs=getattr(cfg.algorithm, "local_epochs", None),
             batch_size=cfg.algorithm.batch_size,
             sparsity=float(
                 getattr(cfg.algorithm, "sparsity", cfg.compression.sparsify_fraction)

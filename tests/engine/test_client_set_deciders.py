@@ -200,6 +200,7 @@ def _context_of(system):
         ),
         training=TrainingConstants(
             local_steps=algo.local_steps,
+            local_epochs=algo.local_epochs,
             batch_size=algo.batch_size,
             # the sparsity an upload keeps when no policy sets it
             sparsity=float(

@@ -136,3 +136,75 @@ def test_no_link_is_scheduled_only_when_needed():
 def test_bad_parameters_raise(params, message):
     with pytest.raises(ValueError, match=message):
         DelayMinPolicy(*make_spaces(2, 1), **params)
+
+
+def _star_context(downlink: bool, **training):
+    from rayfl.observation import LinkConstants, SystemContext, TrainingConstants
+
+    link = LinkConstants(
+        bandwidth_hz=1e5,
+        noise_psd_dbm_hz=-170.0,
+        tx_power_dbm=20.0,
+        bs_tx_power_dbm=33.0,
+        downlink_latency=downlink,
+        cpu_cycles_per_sample=1e4,
+        cpu_frequency_hz=2e9,
+    )
+    return SystemContext(
+        topology="star",
+        seed=0,
+        rounds=5,
+        model_dim=1_000,
+        link=link,
+        training=TrainingConstants(**training),
+    )
+
+
+def test_latency_is_the_runs_latency_model_from_the_context():
+    """Z = Z^do = 32·abs(w); B, N0, P, P^do, Φ, f from the link; step mode τ·abs(b)."""
+    gain_db = np.array([[-80.0, -90.0], [-85.0, -75.0]])
+    obs = observation(gain_db, data_size=np.array([300.0, 900.0]))
+    context = _star_context(True, local_steps=6, batch_size=8)
+    policy = DelayMinPolicy(*make_spaces(2, 2), context=context)
+    rate = rate_by_hand(gain_db, 20.0, 1e5, -170.0 + 10 * math.log10(1e5))
+    wideband_db = 10 * np.log10(np.mean(10 ** (gain_db / 10), axis=1))
+    down = 32_000 / rate_by_hand(wideband_db, 33.0, 1e5, -170.0 + 50.0)
+    local = 6 * 8 * 1e4 / 2e9  # the same for every client: τ·abs(b)·Φ/f
+    expected = (down + local)[:, None] + 32_000 / rate
+    np.testing.assert_allclose(policy.latency_s(obs), expected, rtol=1e-6)
+    # no downlink in the run's round time: no downlink term; epoch mode: τ = epochs
+    plain = DelayMinPolicy(
+        *make_spaces(2, 2), context=_star_context(False, local_epochs=2)
+    )
+    local = 2 * np.array([300.0, 900.0]) * 1e4 / 2e9
+    np.testing.assert_allclose(
+        plain.latency_s(obs), local[:, None] + 32_000 / rate, rtol=1e-6
+    )
+    # a parameter passed wins over the run's, even when equal to the default
+    given = DelayMinPolicy(*make_spaces(2, 2), context=context, tx_power_dbm=30.0)
+    assert given.tx_power_dbm == 30.0 and policy.tx_power_dbm == 20.0
+
+
+def test_a_compute_term_equal_for_all_clients_does_not_change_the_schedule():
+    """The DP-SparFL reproduction ranked with the compute term left out; the run's
+    τ·abs(b) adds the same delay to every client, so the schedules are equal."""
+    rng = np.random.default_rng(3)
+    spaces_ = make_spaces(8, 3)
+    without = DelayMinPolicy(*spaces_, payload_bits=32_000, local_steps=0)
+    context = _star_context(True, local_steps=60, batch_size=4)
+    with_run = DelayMinPolicy(
+        *spaces_,
+        context=context,
+        bandwidth_hz=15e3,
+        tx_power_dbm=30.0,
+        noise_psd_dbm_hz=NOISE_PSD_DBM_HZ,
+        downlink_power_dbm=23.0,
+        cycles_per_sample=2e5,
+        cpu_freq_hz=1.8e9,
+    )
+    assert with_run.compute_samples == 240 and with_run.payload_bits == 32_000
+    for _ in range(50):
+        gain = rng.uniform(-110.0, -70.0, (8, 3))
+        eligible = rng.random(8) < 0.8
+        obs = observation(gain, eligible=eligible)
+        np.testing.assert_array_equal(with_run(obs), without(obs))
