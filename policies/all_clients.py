@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from policies.base import Observation, Policy
+from policies.base import Count, Observation, Policy
 
 
 def participant_cap(policy: Policy, clients_per_round: int | None) -> int:
@@ -74,7 +74,7 @@ class AllClientsPolicy(Policy):
         observation_space: Any,
         action_space: Any,
         *,
-        clients_per_round: int | None = None,
+        clients_per_round: Count | None = None,
         context: Any = None,
     ) -> None:
         super().__init__(observation_space, action_space, context=context)

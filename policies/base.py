@@ -27,10 +27,11 @@ Implementation details:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, cast
+from typing import Annotated, Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
+from annotated_types import Ge, Gt, Le
 from gymnasium import spaces
 
 from policies.assignment import assign_subchannels, check_assignment
@@ -38,6 +39,16 @@ from rayfl.observation import SystemContext, unit_shape
 
 Observation = Mapping[str, Any]
 Action = npt.NDArray[np.int64] | dict[str, npt.NDArray[np.int64]]
+
+# Parameter ranges, declared in the constructors' signatures: the config's
+# validation (``rayfl.registry.check_params``) refuses a value outside them before
+# a run starts; the constructors check them too when called directly.
+Positive = Annotated[float, Gt(0)]
+NonNegative = Annotated[float, Ge(0)]
+Fraction = Annotated[float, Gt(0), Le(1)]  # (0, 1]
+Probability = Annotated[float, Ge(0), Le(1)]  # [0, 1]
+Count = Annotated[int, Ge(1)]
+Natural = Annotated[int, Ge(0)]
 
 _ACTION_KEYS = ("assignment", "power", "controls")
 _ALL_TOPOLOGIES = frozenset({"star", "hierarchical", "d2d"})

@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from policies.base import Observation, Policy
+from policies.base import Fraction, Natural, Observation, Policy
 
 
 class ChannelThresholdPolicy(Policy):
@@ -71,8 +71,8 @@ class ChannelThresholdPolicy(Policy):
         observation_space: spaces.Space[Any],
         action_space: spaces.Space[Any],
         *,
-        epsilon: float = 0.05,
-        max_neighbors: int | None = None,
+        epsilon: Fraction = 0.05,
+        max_neighbors: Natural | None = None,
         context: Any = None,
     ) -> None:
         if not 0.0 < epsilon <= 1.0:

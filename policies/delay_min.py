@@ -64,7 +64,14 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from policies.assignment import assign_subchannels
-from policies.base import Observation, Policy, run_constants
+from policies.base import (
+    Natural,
+    NonNegative,
+    Observation,
+    Policy,
+    Positive,
+    run_constants,
+)
 from rayfl.observation import SystemContext
 
 NOISE_PSD_DBM_HZ = -107.0 - 10.0 * math.log10(15e3)
@@ -202,15 +209,15 @@ class DelayMinPolicy(Policy):
         observation_space: spaces.Space[Any],
         action_space: spaces.Space[Any],
         *,
-        payload_bits: float | None = None,
-        bandwidth_hz: float | None = None,
+        payload_bits: Positive | None = None,
+        bandwidth_hz: Positive | None = None,
         tx_power_dbm: float | None = None,
         noise_psd_dbm_hz: float | None = None,
-        cycles_per_sample: float | None = None,
-        cpu_freq_hz: float | None = None,
-        local_steps: int | None = None,
-        compute_samples: float | None = None,
-        downlink_bits: float | None = None,
+        cycles_per_sample: NonNegative | None = None,
+        cpu_freq_hz: Positive | None = None,
+        local_steps: Natural | None = None,
+        compute_samples: NonNegative | None = None,
+        downlink_bits: NonNegative | None = None,
         downlink_power_dbm: float | None = None,
         context: SystemContext | None = None,
     ) -> None:

@@ -64,7 +64,16 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from policies.base import Action, Observation, Policy, run_constants
+from policies.base import (
+    Action,
+    Count,
+    Fraction,
+    NonNegative,
+    Observation,
+    Policy,
+    Positive,
+    run_constants,
+)
 from policies.lyapunov_params import DEFAULTS, check_choices
 from policies.lyapunov_solver import (
     RoundProblem,
@@ -168,27 +177,27 @@ class LyapunovPolicy(Policy):
         observation_space: spaces.Space[Any],
         action_space: spaces.Space[Any],
         *,
-        V: float = 50.0,
-        min_sparsity: float = 0.1,
-        d_avg_s: float | None = None,
-        d_avg_factor: float = 0.6,
+        V: Positive = 50.0,
+        min_sparsity: Fraction = 0.1,
+        d_avg_s: Positive | None = None,
+        d_avg_factor: Positive = 0.6,
         fairness_queue: Literal["as_printed", "lower_bound"] = "as_printed",
         solver: Literal["alternating", "sweep"] = "alternating",
         payload_mode: Literal["sec2", "paper_sec5"] = "sec2",
-        model_dim: int | None = None,
-        bandwidth_hz: float | None = None,
+        model_dim: Count | None = None,
+        bandwidth_hz: Positive | None = None,
         noise_psd_dbm_hz: float | None = None,
         tx_power_dbm: float | None = None,
         downlink_power_dbm: float | None = None,
-        cycles_per_sample: float | None = None,
-        cpu_freq_hz: float | None = None,
-        compute_samples: float | None = None,
-        energy_max_j: float | None = None,
-        effective_capacitance: float | None = None,
+        cycles_per_sample: NonNegative | None = None,
+        cpu_freq_hz: Positive | None = None,
+        compute_samples: NonNegative | None = None,
+        energy_max_j: Positive | None = None,
+        effective_capacitance: NonNegative | None = None,
         control_index: int = 0,
         beta: list[float] | None = None,
-        max_candidates: int | None = 100,
-        fixed_sparsity: float | None = None,
+        max_candidates: Count | None = 100,
+        fixed_sparsity: Fraction | None = None,
         context: SystemContext | None = None,
     ) -> None:
         check_choices(V, min_sparsity, fairness_queue, solver, payload_mode)

@@ -81,7 +81,7 @@ from gymnasium import spaces
 from scipy.optimize import linear_sum_assignment
 from scipy.special import erfc
 
-from policies.base import Action, Observation, Policy, run_constants
+from policies.base import Action, Count, Observation, Policy, Positive, run_constants
 from policies.minmax_bound import PLBound
 
 __all__ = [
@@ -213,7 +213,7 @@ class MinMaxPolicy(Policy):
     #: The bound's fields, passed through ``**bound`` (types for config checks).
     extra_params: ClassVar[Mapping[str, Any]] = {
         key: kind
-        for key, kind in typing.get_type_hints(PLBound).items()
+        for key, kind in typing.get_type_hints(PLBound, include_extras=True).items()
         if key != "bits_per_element"
     }
 
@@ -224,12 +224,12 @@ class MinMaxPolicy(Policy):
         *,
         tx_power_dbm: float | None = None,
         bs_tx_power_dbm: float | None = None,
-        bandwidth_hz: float | None = None,
+        bandwidth_hz: Positive | None = None,
         noise_psd_dbm_hz: float | None = None,
         qam_order: int | None = None,
-        bits_per_element: int = 16,
-        max_latency_s: float | None = None,
-        rate_bits_per_param: float = 16.0,
+        bits_per_element: Count = 16,
+        max_latency_s: Positive | None = None,
+        rate_bits_per_param: Positive = 16.0,
         adjust: bool = True,
         assume_error_free: bool = False,
         control_names: tuple[str, ...] | list[str] = CONTROL_NAMES,

@@ -47,9 +47,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import numpy.typing as npt
+from annotated_types import Gt, Lt
+
+from policies.base import Count, NonNegative, Positive
 
 __all__ = ["PLBound", "feasible_intervals", "golden_section_min", "pl_weight"]
 
@@ -184,19 +188,19 @@ class PLBound:
         pl_contraction: ε_P; None means 1 − μ²/4 + 0.1·μ²/4 [AMBIG-7].
     """
 
-    mu: float = 0.05
-    smoothness: float = 0.29
-    grad_bound: float = 1.0
-    model_gap: float = 1.0
-    phi1: float = 1e-3
-    phi2: float = 1e-3
-    varphi1: float = 1e-3
-    varphi2: float = 1e-3
-    clip_norm: float = 20.0
-    noise_std: float = 0.009
-    num_params: int = 582_026
-    bits_per_element: int = 16
-    pl_contraction: float | None = None
+    mu: Annotated[float, Gt(0), Lt(2)] = 0.05
+    smoothness: Positive = 0.29
+    grad_bound: Positive = 1.0
+    model_gap: NonNegative = 1.0
+    phi1: Positive = 1e-3
+    phi2: Positive = 1e-3
+    varphi1: Positive = 1e-3
+    varphi2: Positive = 1e-3
+    clip_norm: Positive = 20.0
+    noise_std: NonNegative = 0.009
+    num_params: Count = 582_026
+    bits_per_element: Count = 16
+    pl_contraction: Annotated[float, Gt(0), Lt(1)] | None = None
 
     def __post_init__(self) -> None:
         """Check the ranges and C11 (ε_F < 1)."""

@@ -26,10 +26,11 @@ Implementation details:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import numpy.typing as npt
+from annotated_types import Ge
 from gymnasium import spaces
 
 from policies.base import Observation, Policy
@@ -80,7 +81,7 @@ class ProportionalFairPolicy(Policy):
         observation_space: spaces.Space[Any],
         action_space: spaces.Space[Any],
         *,
-        window: float = 20.0,
+        window: Annotated[float, Ge(1)] = 20.0,
         context: Any = None,
     ) -> None:
         if not window >= 1.0:

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.all_clients import participant_cap
-from policies.base import Observation, Policy
+from policies.base import Count, Observation, Policy
 
 
 class RandomPolicy(Policy):
@@ -66,7 +66,7 @@ class RandomPolicy(Policy):
         observation_space: Any,
         action_space: Any,
         *,
-        clients_per_round: int | None = None,
+        clients_per_round: Count | None = None,
         context: Any = None,
     ) -> None:
         super().__init__(observation_space, action_space, context=context)

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from policies.base import Observation, Policy
+from policies.base import Observation, Policy, Probability
 
 
 class RandomNeighborsPolicy(Policy):
@@ -58,7 +58,7 @@ class RandomNeighborsPolicy(Policy):
         observation_space: spaces.Space[Any],
         action_space: spaces.Space[Any],
         *,
-        probability: float = 0.5,
+        probability: Probability = 0.5,
         context: Any = None,
     ) -> None:
         if not 0.0 <= probability <= 1.0:

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.all_clients import participant_cap
-from policies.base import Observation, Policy
+from policies.base import Count, Observation, Policy
 
 #: Values of the ``subchannels`` parameter.
 SUBCHANNEL_RULES = ("best_gain", "index")
@@ -77,7 +77,7 @@ class RoundRobinPolicy(Policy):
         action_space: Any,
         subchannels: Literal["best_gain", "index"] = "best_gain",
         *,
-        clients_per_round: int | None = None,
+        clients_per_round: Count | None = None,
         context: Any = None,
     ) -> None:
         if subchannels not in SUBCHANNEL_RULES:

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from policies.base import Observation, Policy
+from policies.base import Count, Observation, Policy
 
 
 class UniformPolicy(Policy):
@@ -61,7 +61,7 @@ class UniformPolicy(Policy):
         observation_space: Any,
         action_space: Any,
         *,
-        clients_per_round: int | None = None,
+        clients_per_round: Count | None = None,
         context: Any = None,
     ) -> None:
         if clients_per_round is not None and clients_per_round < 0:

@@ -294,7 +294,7 @@ _PARAM_MODELS: dict[type, Any] = {}
 def _annotations(init: Any) -> dict[str, Any]:
     """The resolved annotations of ``init`` (Any where one cannot be resolved)."""
     try:
-        return typing.get_type_hints(init)
+        return typing.get_type_hints(init, include_extras=True)
     except Exception:  # an annotation names something only a type checker sees
         hints: dict[str, Any] = {}
         for key, text in getattr(init, "__annotations__", {}).items():
@@ -382,9 +382,10 @@ def check_params(
     Every key must be a parameter of the policy (:func:`policy_parameters`) and
     every value of its declared type (strictly: ``"1e3"`` is not a number, an
     integer is a valid float, NumPy scalars count as numbers); a required
-    parameter must be given. Value ranges
-    the constructor checks (e.g. ``window > 0``) are still checked when the
-    policy is built.
+    parameter must be given. Value ranges the signature declares
+    (``Annotated[float, Gt(0)]``, the aliases of :mod:`policies.base`) are
+    checked here; other rules (e.g. ``qam_order`` a power of 4) when the policy
+    is built.
 
     Args:
         name: A registered policy name.

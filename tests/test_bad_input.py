@@ -127,6 +127,14 @@ POLICY_REFUSALS = {
         {**STAR, "scheduler": {"policy": "lyapunov", "params": {"V": "1e3"}}},
         "scheduler.params.V: Input should be a valid number (got '1e3')",
     ),
+    "out-of-range-parameter": (
+        {**STAR, "scheduler": {"policy": "lyapunov", "params": {"V": -1.0}}},
+        "scheduler.params.V: Input should be greater than 0 (got -1.0)",
+    ),
+    "out-of-range-bound-field": (
+        {**STAR, "scheduler": {"policy": "minmax", "params": {"mu": 2.5}}},
+        "scheduler.params.mu: Input should be less than 2 (got 2.5)",
+    ),
     "fixed-parameter": (
         {**STAR, "scheduler": {"policy": "non_adjustment", "params": {"adjust": True}}},
         "scheduler.params.adjust: scheduler.policy=non_adjustment has no parameter",
