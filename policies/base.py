@@ -275,6 +275,39 @@ def run_constants(
     return out
 
 
+def context_constants(context: SystemContext) -> dict[str, Any]:
+    """The run constants ``context`` supplies, under the policies' parameter names.
+
+    Only what the run says is present: ``model_dim`` (abs(w)); from
+    ``context.link``: ``bandwidth_hz``, ``noise_psd_dbm_hz``, ``tx_power_dbm``,
+    ``downlink_power_dbm`` (the base station's power when the round time
+    includes the downlink, else None), and, when the link gives them,
+    ``cycles_per_sample``, ``cpu_freq_hz``, ``effective_capacitance``; from
+    ``context.training`` in step mode: ``compute_samples`` = τ·abs(b).
+    """
+    values: dict[str, Any] = {"model_dim": int(context.model_dim)}
+    link = context.link
+    if link is not None:
+        downlink = link.downlink_latency and link.bs_tx_power_dbm is not None
+        values.update(
+            bandwidth_hz=link.bandwidth_hz,
+            noise_psd_dbm_hz=link.noise_psd_dbm_hz,
+            tx_power_dbm=link.tx_power_dbm,
+            downlink_power_dbm=link.bs_tx_power_dbm if downlink else None,
+        )
+        for name, value in (
+            ("cycles_per_sample", link.cpu_cycles_per_sample),
+            ("cpu_freq_hz", link.cpu_frequency_hz),
+            ("effective_capacitance", link.effective_capacitance),
+        ):
+            if value is not None:
+                values[name] = value
+    training = context.training
+    if training.local_steps and training.batch_size:
+        values["compute_samples"] = training.local_steps * training.batch_size
+    return values
+
+
 def _read_observation_space(
     space: spaces.Space[Any], keys: tuple[str, ...]
 ) -> tuple[int, int | None]:

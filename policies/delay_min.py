@@ -70,6 +70,7 @@ from policies.base import (
     Observation,
     Policy,
     Positive,
+    context_constants,
     run_constants,
 )
 from rayfl.observation import SystemContext
@@ -94,30 +95,16 @@ DEFAULTS: dict[str, Any] = {
 
 def _run_values(context: SystemContext) -> dict[str, Any]:
     """The constants ``context`` supplies (detail 6); absent: the run does not say."""
-    values: dict[str, Any] = {"payload_bits": 32.0 * context.model_dim}
-    link = context.link
-    if link is not None:
-        values.update(
-            bandwidth_hz=link.bandwidth_hz,
-            noise_psd_dbm_hz=link.noise_psd_dbm_hz,
-            tx_power_dbm=link.tx_power_dbm,
-        )
-        if link.downlink_latency and link.bs_tx_power_dbm is not None:
-            values["downlink_power_dbm"] = link.bs_tx_power_dbm
-            values["downlink_bits"] = 32.0 * context.model_dim
-        else:
-            values["downlink_bits"] = 0.0
-        for name, value in (
-            ("cycles_per_sample", link.cpu_cycles_per_sample),
-            ("cpu_freq_hz", link.cpu_frequency_hz),
-        ):
-            if value is not None:
-                values[name] = value
-    training = context.training
-    if training.local_steps and training.batch_size:
-        values["compute_samples"] = training.local_steps * training.batch_size
-    elif training.local_epochs:
-        values["local_steps"] = training.local_epochs
+    values = context_constants(context)
+    dense_bits = 32.0 * values.pop("model_dim")
+    values["payload_bits"] = dense_bits
+    if context.link is not None:
+        downlink = values.pop("downlink_power_dbm") is not None
+        values["downlink_bits"] = dense_bits if downlink else 0.0
+        if downlink:
+            values["downlink_power_dbm"] = context.link.bs_tx_power_dbm
+    if "compute_samples" not in values and context.training.local_epochs:
+        values["local_steps"] = context.training.local_epochs
     return values
 
 

@@ -72,6 +72,7 @@ from policies.base import (
     Observation,
     Policy,
     Positive,
+    context_constants,
     run_constants,
 )
 from policies.lyapunov_params import DEFAULTS, check_choices
@@ -92,33 +93,11 @@ def _dbm_to_w(dbm: float) -> float:
 
 def _run_values(context: SystemContext) -> dict[str, Any]:
     """The run constants ``context`` supplies (absent: the run does not say)."""
-    values: dict[str, Any] = {"model_dim": int(context.model_dim)}
-    link = context.link
-    if link is not None:
-        values.update(
-            bandwidth_hz=link.bandwidth_hz,
-            noise_psd_dbm_hz=link.noise_psd_dbm_hz,
-            tx_power_dbm=link.tx_power_dbm,
-            downlink_power_dbm=(
-                link.bs_tx_power_dbm
-                if link.downlink_latency and link.bs_tx_power_dbm is not None
-                else None
-            ),
-        )
-        for name, value in (
-            ("cycles_per_sample", link.cpu_cycles_per_sample),
-            ("cpu_freq_hz", link.cpu_frequency_hz),
-            ("effective_capacitance", link.effective_capacitance),
-        ):
-            if value is not None:
-                values[name] = value
-    training = context.training
-    if training.local_steps and training.batch_size:
-        values["compute_samples"] = training.local_steps * training.batch_size
+    values = context_constants(context)
     if context.privacy.participation_target is not None:
         values["beta"] = context.privacy.participation_target
-    if training.sparsity is not None:
-        values["fixed_sparsity"] = training.sparsity
+    if context.training.sparsity is not None:
+        values["fixed_sparsity"] = context.training.sparsity
     return values
 
 
