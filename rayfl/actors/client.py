@@ -313,6 +313,14 @@ class ClientHost:
         self.state.load(state)
         state_restored(self)
 
+    def get_client_states(self) -> dict[int, dict[str, Any]]:
+        """Return ``{client: {name: value}}`` (``Engine.client_states``, any host)."""
+        return ClientHost.get_state(self)
+
+    def set_client_states(self, state: dict[int, dict[str, Any]]) -> None:
+        """Restore the per-client state only (a host's other state is kept)."""
+        ClientHost.set_state(self, state)
+
     def state_nbytes(self) -> int:
         """Bytes of client state held by this actor (memory reports)."""
         return self.state.nbytes()

@@ -190,7 +190,7 @@ class Engine:
         """Pull every client's state from the actors (small dicts, personal models)."""
         assert self.pool is not None
         self.pool.restore_failed()
-        states = ray.get([a.get_state.remote() for a in self.pool.actors])
+        states = ray.get([a.get_client_states.remote() for a in self.pool.actors])
         return {int(c): dict(v) for state in states for c, v in state.items()}
 
     def set_client_states(self, clients: dict[int, dict[str, Any]]) -> None:
@@ -198,7 +198,9 @@ class Engine:
         assert self.pool is not None
         ray.get(
             [
-                actor.set_state.remote({c: clients[c] for c in group if c in clients})
+                actor.set_client_states.remote(
+                    {c: clients[c] for c in group if c in clients}
+                )
                 for actor, group in zip(self.pool.actors, self.pool.groups, strict=True)
             ]
         )

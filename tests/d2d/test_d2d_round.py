@@ -147,3 +147,23 @@ def test_restart_equals_a_fresh_engine_of_that_seed(ray_session):
     np.testing.assert_array_equal(layout, want_layout)
     for got_round, want_round in zip(rows, want, strict=True):
         _assert_same_rows(got_round, want_round)
+
+
+def test_client_states_of_a_d2d_engine_are_per_client(ray_session):
+    """The engine's client-state API reads and writes the D2D hosts' clients as
+    the star's (the hosts' own state layout also holds group servers)."""
+    cfg = load_config(BASE, ["topology.method=federated"])
+    with build_system(cfg) as system:
+        system.run_round(0, system.decision())
+        states = system.client_states()
+        assert sorted(states) == list(range(6))
+        trained = [c for c, s in states.items() if s.get("local_updates")]
+        assert trained, states
+        counts = system.local_updates()
+        assert [counts[c] for c in trained] == [1] * len(trained)
+        # Act: write one counter back through the engine
+        states[trained[0]]["local_updates"] = 7
+        system.set_client_states(states)
+        # Assert: it reached its client; the hosts still run a round
+        assert system.local_updates()[trained[0]] == 7
+        system.run_round(1, system.decision())
