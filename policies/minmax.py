@@ -70,6 +70,7 @@ Implementation details:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import typing
 from collections.abc import Mapping
@@ -192,7 +193,9 @@ class MinMaxPolicy(Policy):
         **bound: Fields of :class:`policies.minmax_bound.PLBound` (``mu``,
             ``smoothness``, ``grad_bound``, ``model_gap``, ``phi1``, ``phi2``,
             ``varphi1``, ``varphi2``, ``clip_norm``, ``noise_std``,
-            ``num_params``, ``pl_contraction``).
+            ``num_params``, ``pl_contraction``). ``num_params``, ``clip_norm``
+            and ``noise_std``, when not given, are the run's (abs(w), C and
+            σ_DP of ``context``), else Table I's.
 
     Example:
         >>> from gymnasium import spaces
@@ -257,7 +260,9 @@ class MinMaxPolicy(Policy):
             raise TypeError(
                 f"{type(self).__name__} got unknown parameters {sorted(unknown)}"
             )
-        self.bound = PLBound(bits_per_element=bits_per_element, **bound)
+        self.bound = PLBound(
+            bits_per_element=bits_per_element, **_bound_constants(context, bound)
+        )
         self.tx_power_dbm = float(link["tx_power_dbm"])
         self.bs_tx_power_dbm = float(link["bs_tx_power_dbm"])
         self.bandwidth_hz = float(link["bandwidth_hz"])
@@ -427,3 +432,31 @@ def _link_constants(context: Any, **given: float | None) -> dict[str, float]:
         if (value := getattr(link, name, None)) is not None
     }
     return run_constants(given, run, TABLE_I_LINK)
+
+
+def _bound_constants(context: Any, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The bound's fields: those passed, else the run's, else Table I's (PLBound's).
+
+    The run's (``context``): ``num_params`` = abs(w) (``model_dim``);
+    ``clip_norm`` C and ``noise_std`` σ_DP from ``context.privacy`` when stated.
+    """
+    defaults = {
+        f.name: f.default
+        for f in dataclasses.fields(PLBound)
+        if f.name in BOUND_FROM_RUN
+    }
+    run: dict[str, Any] = {}
+    if context is not None:
+        privacy = context.privacy
+        for name, value in (
+            ("num_params", int(context.model_dim)),
+            ("clip_norm", privacy.clip_norm),
+            ("noise_std", privacy.noise_std),
+        ):
+            if value is not None:
+                run[name] = value
+    return {**dict(given), **run_constants(given, run, defaults)}
+
+
+#: The bound's fields a run states (the rest are the paper's constants, §4.6).
+BOUND_FROM_RUN = ("num_params", "clip_norm", "noise_std")

@@ -387,11 +387,12 @@ class LinkConstants:
 
 @dataclass(frozen=True)
 class PrivacyConstants:
-    """Privacy constants of the run (all None without differential privacy).
+    """Privacy constants of the run (None: the run does not say).
 
     Attributes:
-        clip_norm: C, the clipping norm.
-        noise_std: σ_DP, the noise standard deviation.
+        clip_norm: C, the clipping norm (None: no clipping).
+        noise_std: σ_DP, the Gaussian noise standard deviation of an upload
+            (the star gives its σ, 0 without DP; None: not stated).
         epsilon: Target ε.
         delta: δ.
         max_uploads: T0, uploads a client may make.

@@ -12,7 +12,12 @@ from rayfl.observation import (
     TrainingConstants,
 )
 
-__all__ = ["star_context"]
+__all__ = ["star_context", "upload_noise_std"]
+
+
+def upload_noise_std(uplink: Any) -> float:
+    """σ_DP of one upload: the clients' Gaussian σ, else the server's (central DP), else 0."""
+    return float(uplink.noise_std or uplink.server_noise_std or 0.0)
 
 
 def star_context(system: Any) -> SystemContext:
@@ -34,7 +39,9 @@ def star_context(system: Any) -> SystemContext:
         model_dim=int(system.dim),
         link=link,
         privacy=PrivacyConstants(
-            participation_target=None if beta is None else tuple(map(float, beta))
+            clip_norm=cfg.privacy.clip_norm,
+            noise_std=upload_noise_std(system.uplink),
+            participation_target=None if beta is None else tuple(map(float, beta)),
         ),
         training=TrainingConstants(
             local_steps=cfg.algorithm.local_steps,

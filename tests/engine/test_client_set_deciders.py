@@ -81,6 +81,9 @@ class _Uplink:
     def participation_target(self):
         return None
 
+    noise_std = 0.3  # the clients' σ_DP
+    server_noise_std = 0.0
+
     def channel_state(self, t):
         return SimpleNamespace(gain_db=self.gain)
 
@@ -196,7 +199,9 @@ def _context_of(system):
         model_dim=int(system.dim),
         link=link,
         privacy=PrivacyConstants(
-            participation_target=None if beta is None else tuple(map(float, beta))
+            clip_norm=cfg.privacy.clip_norm,
+            noise_std=0.3,  # the clients' σ (the server's only under central DP)
+            participation_target=None if beta is None else tuple(map(float, beta)),
         ),
         training=TrainingConstants(
             local_steps=algo.local_steps,

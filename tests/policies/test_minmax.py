@@ -390,3 +390,44 @@ def test_link_constants_come_from_the_run_unless_given():
     assert bare.snr_linear(gain["channel_gain"], bare.tx_power_dbm)[
         0, 0
     ] != pytest.approx(edge.snr_linear(gain["channel_gain"], edge.tx_power_dbm)[0, 0])
+
+
+def test_bound_constants_come_from_the_run_unless_given():
+    """abs(ω), C and σ_DP of the bound are the run's (context); Table I's otherwise."""
+    from gymnasium import spaces as sp
+
+    from policies.minmax import MinMaxPolicy
+    from rayfl.observation import PrivacyConstants, SystemContext
+
+    obs = sp.Dict(
+        {
+            "channel_gain": sp.Box(-np.inf, np.inf, (3, 2)),
+            "eligible": sp.Box(0, 1, (3,)),
+        }
+    )
+    act = sp.MultiDiscrete([4, 4])
+    privacy = PrivacyConstants(clip_norm=5.0, noise_std=0.2)
+    context = SystemContext(
+        topology="star", seed=0, rounds=5, model_dim=1210, privacy=privacy
+    )
+    run = MinMaxPolicy(obs, act, context=context)
+    assert (run.bound.num_params, run.bound.clip_norm, run.bound.noise_std) == (
+        1210,
+        5.0,
+        0.2,
+    )
+    given = MinMaxPolicy(obs, act, context=context, noise_std=0.009, mu=0.1)
+    assert (given.bound.noise_std, given.bound.mu, given.bound.clip_norm) == (
+        0.009,
+        0.1,
+        5.0,
+    )
+    bare = MinMaxPolicy(obs, act)
+    assert (bare.bound.num_params, bare.bound.clip_norm, bare.bound.noise_std) == (
+        582_026,
+        20.0,
+        0.009,
+    )
+    silent = SystemContext(topology="star", seed=0, rounds=5, model_dim=10)
+    plain = MinMaxPolicy(obs, act, context=silent)  # the run states no DP constants
+    assert (plain.bound.num_params, plain.bound.noise_std) == (10, 0.009)
