@@ -22,7 +22,14 @@ from rayfl.registry import ENVS, load, make_policy
 from rayfl.results import atomic_write
 from rayfl.rl.config import RLConfig
 
-__all__ = ["EVAL_SEED", "evaluate_policies", "plot_training", "write_evaluation"]
+__all__ = [
+    "EVAL_SEED",
+    "SCHEDULE_ONLY",
+    "ScheduleOnly",
+    "evaluate_policies",
+    "plot_training",
+    "write_evaluation",
+]
 
 EVAL_SEED = 10_000
 
@@ -49,6 +56,10 @@ def evaluate_policies(
             runs on partition ``partition_seeds[i % len(partition_seeds)]``,
             the same for every policy. The partitions are built one at a time.
 
+    With ``rl.controls`` the learned policy is also scored without its
+    controls (row ``learned_schedule_only``: its schedule, the configured
+    controls), as the baselines run.
+
     Returns:
         One row per (policy, episode): ``partition`` (its data seed),
         ``return`` (unscaled env reward summed over the episode) and
@@ -67,7 +78,10 @@ def evaluate_policies(
         raise ValueError("partition_seeds must name at least one partition")
     policies = [(n, {}) for n in (rl.baselines if baselines is None else baselines)]
     if checkpoint is not None:
-        policies.insert(0, ("learned", {"checkpoint": str(checkpoint)}))
+        learned = {"checkpoint": str(checkpoint)}
+        if rl.controls:  # its schedule with the configured controls: who vs how
+            policies.insert(0, (SCHEDULE_ONLY, learned))
+        policies.insert(0, ("learned", learned))
     rows = []
     for index, partition in enumerate(seeds):
         mine = [e for e in range(episodes) if e % len(seeds) == index]
@@ -117,7 +131,36 @@ def _policy_for(cfg: RunConfig, env: Any, name: str, params: dict[str, Any]) -> 
     """Policy ``name`` for ``env`` (the hierarchy: one per edge)."""
     if cfg.topology.kind == "hierarchical":
         return load("envs.hierarchical:EdgePolicies")(env.unwrapped, name, **params)
+    if name == SCHEDULE_ONLY:
+        return ScheduleOnly(make_policy("learned", env, **params))
     return make_policy(name, env, **params)
+
+
+#: The row of a learned policy with controls run without them (``rl.controls``).
+SCHEDULE_ONLY = "learned_schedule_only"
+
+
+class ScheduleOnly:
+    """A policy's actions without their ``controls`` part.
+
+    The env then applies the configured controls, so the evaluation separates
+    what a learned policy gains by whom it schedules from what it gains by the
+    controls it sets (the baselines set none).
+    """
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+
+    def reset(self, seed: int | None = None) -> None:
+        """Reset the wrapped policy."""
+        self.policy.reset(seed=seed)
+
+    def __call__(self, obs: Any) -> Any:
+        """The wrapped policy's action, ``controls`` dropped."""
+        action = self.policy(obs)
+        if isinstance(action, dict):
+            return {k: v for k, v in action.items() if k != "controls"}
+        return action
 
 
 def write_evaluation(run_dir: Path, table: pd.DataFrame, *, verbose: bool) -> None:

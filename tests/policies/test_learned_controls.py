@@ -101,6 +101,22 @@ def test_a_policy_without_controls_leaves_them_to_the_config():
     assert "controls" not in policy(obs)
 
 
+def test_schedule_only_keeps_the_schedule_and_leaves_the_controls_to_the_config(
+    checkpoint,
+):
+    from rayfl.train_policy.evaluate import ScheduleOnly
+
+    path, _ = checkpoint
+    env = WirelessFLEnv(DITTO, mode="surrogate", controls=True)
+    policy = LearnedPolicy(env.observation_space, env.action_space, checkpoint=path)
+    wrapped = ScheduleOnly(policy)
+    obs, _ = env.reset(seed=0)
+    full, bare = policy(obs), wrapped(obs)
+    assert "controls" in full and "controls" not in bare
+    np.testing.assert_array_equal(bare["assignment"], full["assignment"])
+    env.step(bare)  # the env applies the configured controls
+
+
 def test_a_control_count_mismatch_is_refused(checkpoint):
     path, _ = checkpoint
     fedavg = {**DITTO, "algorithm": {**DITTO["algorithm"], "kind": "fedavg"}}

@@ -53,5 +53,7 @@ def assert_trained(
         num_subchannels,
     )
     evaluation = pd.read_csv(run_dir / "evaluation.csv")
-    assert set(evaluation["policy"]) == {"learned", *config["rl"]["baselines"]}
+    # with rl.controls the learned schedule is also scored with the configured controls
+    extra = {"learned_schedule_only"} if config["rl"].get("controls") else set()
+    assert set(evaluation["policy"]) == {"learned", *extra, *config["rl"]["baselines"]}
     assert np.isfinite(evaluation["return"]).all()
