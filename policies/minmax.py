@@ -281,27 +281,32 @@ class MinMaxPolicy(Policy):
         self.last_solution: dict[str, Any] = {}
         self._controls: npt.NDArray[np.float32] | None = None
         super().__init__(observation_space, action_space, context=context)
-        self.controls_space: spaces.Box | None = None
-        if isinstance(action_space, spaces.Dict) and "controls" in action_space.spaces:
-            box = action_space["controls"]
-            if not isinstance(box, spaces.Box):
-                raise ValueError(f"action_space['controls'] must be a Box, got {box!r}")
-            self.controls_space = box
-        if self.controls_space is not None:
-            expected = (self.num_clients, len(self.control_names))
-            if self.controls_space.shape != expected:
-                raise ValueError(
-                    f"action_space['controls'] has shape {self.controls_space.shape}, "
-                    f"expected {expected} for control_names {self.control_names}; "
-                    "set scheduler.params.control_names to the algorithm's controls "
-                    "(e.g. [lr] for fedavg)"
-                )
-            unknown_names = set(self.control_names) - set(CONTROL_NAMES)
-            if self.adjust and unknown_names:
-                raise ValueError(
-                    f"control_names {self.control_names}: minmax cannot set "
-                    f"{sorted(unknown_names)}; it sets {', '.join(CONTROL_NAMES)}"
-                )
+        self.controls_space = self._controls_box(action_space)
+
+    def _controls_box(self, action_space: spaces.Space[Any]) -> spaces.Box | None:
+        """The action's ``controls`` Box (None without one), checked against the names."""
+        if not (
+            isinstance(action_space, spaces.Dict) and "controls" in action_space.spaces
+        ):
+            return None
+        box = action_space["controls"]
+        if not isinstance(box, spaces.Box):
+            raise ValueError(f"action_space['controls'] must be a Box, got {box!r}")
+        expected = (self.num_clients, len(self.control_names))
+        if box.shape != expected:
+            raise ValueError(
+                f"action_space['controls'] has shape {box.shape}, "
+                f"expected {expected} for control_names {self.control_names}; "
+                "set scheduler.params.control_names to the algorithm's controls "
+                "(e.g. [lr] for fedavg)"
+            )
+        unknown_names = set(self.control_names) - set(CONTROL_NAMES)
+        if self.adjust and unknown_names:
+            raise ValueError(
+                f"control_names {self.control_names}: minmax cannot set "
+                f"{sorted(unknown_names)}; it sets {', '.join(CONTROL_NAMES)}"
+            )
+        return box
 
     def snr_linear(self, gain_db: npt.ArrayLike, tx_power_dbm: float) -> FloatArray:
         """γ = P·h/(N0·B), eq. (12), for gains in dB."""
