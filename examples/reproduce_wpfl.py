@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 HERE = Path(__file__).resolve().parent
 BASE_CONFIG = HERE / "wpfl_minmax.yaml"
@@ -349,7 +350,7 @@ def append_row(path: Path, row: dict[str, Any]) -> None:
 def aggregate(
     rows: list[dict[str, Any]], suffix: str = ""
 ) -> dict[tuple[str, str, int], dict[str, float]]:
-    """Return seed means (and counts) per (pair, policy, T0).
+    """Return seed means, sample stds (``<metric>_std``) and counts per (pair, policy, T0).
 
     ``suffix`` ``"_first_t0"`` reads the metrics at the first client's T0-th
     upload instead of the end (``--report-at``).
@@ -360,14 +361,27 @@ def aggregate(
     out = {}
     for key, items in groups.items():
         out[key] = {m: _mean([i.get(m + suffix) for i in items]) for m in METRICS}
+        for m in METRICS:
+            out[key][m + "_std"] = _std([i.get(m + suffix) for i in items])
         out[key]["seeds"] = len(items)
     return out
 
 
+def _finite(values: list[Any]) -> npt.NDArray[np.float64]:
+    x = np.array([float(v) if v not in (None, "") else math.nan for v in values])
+    return x[np.isfinite(x)]
+
+
 def _mean(values: list[Any]) -> float:
     """Mean of the values that parse as finite floats (NaN if none)."""
-    x = np.array([float(v) if v not in (None, "") else math.nan for v in values])
-    return float(np.nanmean(x)) if np.isfinite(x).any() else math.nan
+    x = _finite(values)
+    return float(x.mean()) if x.size else math.nan
+
+
+def _std(values: list[Any]) -> float:
+    """Sample std (ddof 1) of the finite values (NaN with fewer than two)."""
+    x = _finite(values)
+    return float(x.std(ddof=1)) if x.size > 1 else math.nan
 
 
 def relative_gain(ours: float, others: list[float], higher_is_better: bool) -> float:
@@ -436,7 +450,11 @@ def write_table(rows: list[dict[str, Any]], out: Path, suffix: str = "") -> str:
 
 
 def write_plots(rows: list[dict[str, Any]], out: Path, suffix: str = "") -> None:
-    """Write one figure per metric: metric vs T0, one line per policy, per pair."""
+    """Write one figure per metric vs T0, one panel per pair.
+
+    One line per policy (the seeds' mean) with a band of ± one sample std when
+    there are several seeds.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -456,12 +474,18 @@ def write_plots(rows: list[dict[str, Any]], out: Path, suffix: str = "") -> None
         for ax, pair in zip(axes[0], pairs, strict=True):
             for policy in POLICIES:
                 pts = sorted(
-                    (t0, m[metric])
+                    (t0, m[metric], m[metric + "_std"])
                     for (p, pol, t0), m in means.items()
                     if p == pair and pol == policy
                 )
-                if pts:
-                    ax.plot(*zip(*pts, strict=True), marker="o", label=policy)
+                if not pts:
+                    continue
+                t0s, mean, std = (np.array(v) for v in zip(*pts, strict=True))
+                (line,) = ax.plot(t0s, mean, marker="o", label=policy)
+                if np.isfinite(std).any():  # ± one sample std over the seeds
+                    ax.fill_between(
+                        t0s, mean - std, mean + std, color=line.get_color(), alpha=0.15
+                    )
             ax.set_title(pair)
             ax.set_xlabel("T0 (max uploads per client)")
             ax.set_ylabel(label)
