@@ -99,10 +99,11 @@ def _run_values(context: SystemContext) -> dict[str, Any]:
     dense_bits = 32.0 * values.pop("model_dim")
     values["payload_bits"] = dense_bits
     if context.link is not None:
-        downlink = values.pop("downlink_power_dbm") is not None
-        values["downlink_bits"] = dense_bits if downlink else 0.0
-        if downlink:
-            values["downlink_power_dbm"] = context.link.bs_tx_power_dbm
+        if values["downlink_power_dbm"] is None:  # no downlink in the round time
+            del values["downlink_power_dbm"]
+            values["downlink_bits"] = 0.0
+        else:
+            values["downlink_bits"] = dense_bits
     if "compute_samples" not in values and context.training.local_epochs:
         values["local_steps"] = context.training.local_epochs
     return values
