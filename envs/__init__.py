@@ -9,7 +9,6 @@ ENV_IDS = ("WirelessFL-v0", "HierarchicalFL-v0", "D2DNeighbor-v0")
 register(
     id="WirelessFL-v0",
     entry_point="envs.scheduling:WirelessFLEnv",
-    max_episode_steps=20,
 )
 
 # devices → edges → cloud: per-edge subchannel scheduling (rayfl.hierarchy, issue 8)

@@ -26,7 +26,7 @@ from rayfl.star import star_observation
 from rayfl.uplink import UplinkModel
 from rayfl.wireless.modulation import element_error_probability
 
-__all__ = ["BackendOwner", "EmulatedBackend", "Outcome", "SurrogateBackend"]
+__all__ = ["EmulatedBackend", "Outcome", "SurrogateBackend"]
 
 
 @dataclass(frozen=True)
@@ -179,40 +179,3 @@ class SurrogateBackend:
 
     def close(self) -> None:
         """Nothing to release."""
-
-
-class BackendOwner:
-    """Mixin of the envs that build their dynamics lazily in ``reset``.
-
-    Subclasses set ``self._backend`` (None until the first reset); the backend
-    must have a ``close()`` method.
-    """
-
-    _backend: Any
-    config: RunConfig
-    np_random: np.random.Generator
-
-    def _episode_seed(self, seed: int | None) -> int:
-        """Return the run seed of a reset.
-
-        ``seed`` when given; else ``config.seed`` on the first reset and a draw
-        from the env's generator afterwards.
-        """
-        if seed is not None:
-            return int(seed)
-        if self._backend is None:
-            return int(self.config.seed)
-        return int(self.np_random.integers(2**31 - 1))
-
-    @property
-    def backend(self) -> Any:
-        """The dynamics behind the env (after ``reset``)."""
-        if self._backend is None:
-            raise RuntimeError("call reset() first")
-        return self._backend
-
-    def close(self) -> None:
-        """Stop the engine's actors (if this env built them)."""
-        if self._backend is not None:
-            self._backend.close()
-            self._backend = None

@@ -45,15 +45,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from envs.backends import BackendOwner
+from envs.base import FLEnv
 from envs.d2d_backends import D2DEmulatedBackend
 from envs.surrogate_d2d import D2DSurrogateBackend
-from rayfl.config import RunConfig, load_config
+from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.selection import (
     D2DLayout,
@@ -66,7 +65,7 @@ from rayfl.d2d.selection import (
 )
 from rayfl.data.federated import FederatedData
 from rayfl.observation import ObservationTracker
-from rayfl.rewards import COST_REWARDS, REWARDS, Scores, check_reward, reward
+from rayfl.rewards import COST_REWARDS, REWARDS, Scores
 
 __all__ = [
     "DEFAULT_D2D_CONFIG",
@@ -98,7 +97,7 @@ D2D_REWARDS = tuple(r for r in REWARDS if r not in COST_REWARDS)
 
 
 # --------------------------------------------------------------------------- env
-class D2DNeighborEnv(BackendOwner, gym.Env):
+class D2DNeighborEnv(FLEnv):
     """Choose a D2D target's neighbors M_n, one pFedWN round per step.
 
     ## Description
@@ -175,7 +174,8 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
     * v0: initial version.
     """
 
-    metadata = {"render_modes": []}
+    topology_kind = "d2d"
+    default_config = DEFAULT_D2D_CONFIG
 
     def __init__(
         self,
@@ -188,9 +188,6 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
         system: Any = None,
         data: FederatedData | None = None,
     ) -> None:
-        if mode not in ("emulate", "surrogate"):
-            raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
-        check_reward(reward, topology="d2d", mode=mode)
         if invalid_action not in ("repair", "raise"):
             raise ValueError(
                 f"invalid_action must be 'repair' or 'raise', got {invalid_action!r}"
@@ -199,22 +196,10 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
             raise ValueError(f"neighbor_cost must be >= 0, got {neighbor_cost}")
         if system is not None and mode != "emulate":
             raise ValueError("system= needs mode='emulate'")
-        cfg = (
-            system.config
-            if system is not None
-            else load_config(
-                DEFAULT_D2D_CONFIG if config is None else config, overrides
-            )
+        cfg = self._setup(
+            config, overrides, mode, reward, None if system is None else system.config
         )
-        if not isinstance(cfg.topology, D2DTopologyConfig):
-            raise ValueError(
-                "D2DNeighborEnv needs topology.kind=d2d, got "
-                f"topology.kind={getattr(cfg.topology, 'kind', None)}"
-            )
-        self.config: RunConfig = cfg
-        self.topology: D2DTopologyConfig = cfg.topology
-        self.mode = mode
-        self.reward_kind = reward
+        self.topology: D2DTopologyConfig = cfg.topology  # type: ignore[assignment]
         self.neighbor_cost = float(neighbor_cost)
         self.invalid_action = invalid_action
         n, f = cfg.data.num_clients, self.topology.num_subchannels
@@ -226,60 +211,43 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
         self.observation_space, self.action_space = _spaces(n, f, lead)
         self._system = system
         self._data = data
-        self._backend: D2DEmulatedBackend | D2DSurrogateBackend | None = None
         self.layout: D2DLayout | None = None
         self.targets: tuple[int, ...] = ()
-        self.round = 0
         self.episode_seed = cfg.seed
 
-    # ---------------------------------------------------------------- gym API
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, npt.NDArray[np.float32]], dict[str, Any]]:
-        """Start a new D2D run (layout, target(s), ω⁰ from the episode seed).
+    # ---------------------------------------------------------------- hooks
+    def _build(self) -> D2DEmulatedBackend | D2DSurrogateBackend:
+        if self.mode == "emulate":
+            return D2DEmulatedBackend(self.config, self._system, self._data)
+        return D2DSurrogateBackend(self.config, self._data)
 
-        The episode seed is ``seed`` when given, else ``config.seed`` on the first
-        reset and a draw from the env's generator afterwards.
-        """
-        super().reset(seed=seed)
-        episode_seed = self._episode_seed(seed)
-        if self._backend is None:
-            self._backend = (
-                D2DEmulatedBackend(self.config, self._system, self._data)
-                if self.mode == "emulate"
-                else D2DSurrogateBackend(self.config, self._data)
-            )
-        assert self._backend is not None
-        self.episode_seed = episode_seed
-        self.layout = self._backend.restart(episode_seed)
+    def _restart(self, seed: int) -> dict[str, Any]:
+        """A new layout, target(s) and ω⁰ from the episode seed."""
+        self.episode_seed = seed
+        self.layout = self._backend.restart(seed)
         self.targets = tuple(self.layout.targets)
         n = self.num_nodes
         self._base: dict[int, dict[str, npt.NDArray[np.float32]]] = {}
         self._error: dict[int, npt.NDArray[np.float64]] = {}
         for t in self.targets:
-            obs0, error = selection_observation(
-                self.layout, t, self.topology, seed=episode_seed
+            self._base[t], self._error[t] = selection_observation(
+                self.layout, t, self.topology, seed=seed
             )
-            self._base[t], self._error[t] = obs0, error
         if isinstance(self._backend, D2DSurrogateBackend):
             self._backend.error = self._error
         self._em = {t: np.zeros(n) for t in self.targets}
         self._history = {t: ObservationTracker(n) for t in self.targets}
         self._loss, self._acc = self._backend.initial(self.targets)
-        self.round = 0
-        return self._get_obs(), {"round": 0, "targets": list(self.targets)}
+        return {"targets": list(self.targets)}
 
-    def step(
-        self, action: Any
-    ) -> tuple[dict[str, npt.NDArray[np.float32]], float, bool, bool, dict[str, Any]]:
-        """Run one round with the neighbors the action selects."""
-        if self._backend is None:
-            raise RuntimeError("call reset() before step()")
+    def _initial_scores(self) -> Scores:
+        return self._target_scores()
+
+    def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
+        """One round with the neighbors the action selects."""
         selections, ignored = self.decode(action)
         outcome = self._backend.run(self.round, selections)
-        sizes = []
         for t in self.targets:
-            sizes.append(len(selections[t][0]))
             self._em[t] = outcome.em_weight[t]
             record_round(
                 self._history[t],
@@ -288,15 +256,9 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
                 arrived=outcome.delivered[t],
                 train_loss=outcome.train_loss,
             )
-        before = self._scores()
         self._loss.update(outcome.test_loss)
         self._acc.update(outcome.test_acc)
-        value = reward(self.reward_kind, self._scores(), before)
-        value -= self.neighbor_cost * float(np.mean(sizes))
-        self.round += 1
-        truncated = self.round >= self.config.rounds
         info = {
-            "round": self.round,
             "neighbors": {t: list(selections[t][0]) for t in self.targets},
             "subchannel": {t: list(selections[t][1]) for t in self.targets},
             "delivered": outcome.delivered,
@@ -304,7 +266,12 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
             "test_acc": dict(outcome.test_acc) if self.mode == "emulate" else None,
             "ignored": ignored,
         }
-        return self._get_obs(), value, False, truncated, info
+        return self._target_scores(), info
+
+    def _penalty(self, info: Mapping[str, Any]) -> float:
+        """``neighbor_cost`` × the mean abs(M_n) over the targets."""
+        sizes = [len(m) for m in info["neighbors"].values()]
+        return self.neighbor_cost * float(np.mean(sizes))
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Valid choices per sub-channel, shape ([T,] F, N + 1): G_n and idle.
@@ -320,7 +287,7 @@ class D2DNeighborEnv(BackendOwner, gym.Env):
         return np.stack(rows) if self.all_targets else rows[0]
 
     # ---------------------------------------------------------------- helpers
-    def _scores(self) -> Scores:
+    def _target_scores(self) -> Scores:
         """The targets' current test scores (what the rewards read)."""
         return Scores(
             np.array([self._loss[t] for t in self.targets], dtype=np.float64),

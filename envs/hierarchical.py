@@ -66,31 +66,24 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from envs.backends import BackendOwner
-from rayfl.config import RunConfig, load_config
+from envs.base import FLEnv
+from rayfl.config import RunConfig
 from rayfl.hierarchy.config import TopologyConfig as HierTopologyConfig
 from rayfl.hierarchy.deciders import EdgeActions
 from rayfl.hierarchy.topology import build_topology
-from rayfl.rewards import (
-    COST_REWARDS,
-    DIFFERENCE_REWARDS,
-    Scores,
-    check_reward,
-    reward,
-)
+from rayfl.rewards import COST_REWARDS, Scores
 
 __all__ = ["EdgePolicies", "HierarchicalSchedulingEnv"]
 
 
-class HierarchicalSchedulingEnv(BackendOwner, gym.Env):
+class HierarchicalSchedulingEnv(FLEnv):
     """Schedule every edge's subnet on its subchannels, one global round per step."""
 
-    metadata = {"render_modes": []}
+    topology_kind = "hierarchical"
 
     def __init__(
         self,
@@ -100,21 +93,10 @@ class HierarchicalSchedulingEnv(BackendOwner, gym.Env):
         mode: str = "emulate",
         participants: bool = False,
     ) -> None:
-        if mode not in ("emulate", "surrogate"):
-            raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
         if reward is None:
             reward = "accuracy" if mode == "emulate" else "loss"
-        check_reward(reward, topology="hierarchical", mode=mode)
-        cfg = load_config(config, overrides)
-        if not isinstance(cfg.topology, HierTopologyConfig):
-            raise ValueError(
-                "HierarchicalSchedulingEnv needs topology.kind=hierarchical, got "
-                f"{cfg.topology.kind!r}"
-            )
-        self.config: RunConfig = cfg
-        self.topology_config: HierTopologyConfig = cfg.topology
-        self.reward_kind = reward
-        self.mode = mode
+        cfg = self._setup(config, overrides, mode, reward)
+        self.topology_config: HierTopologyConfig = cfg.topology  # type: ignore[assignment]
         topo = build_topology(cfg.topology, cfg.data.num_clients, cfg.seed)
         k_e = cfg.topology.scheduling.subchannels_per_edge
         self.sizes = [len(s) for s in topo.subnets]
@@ -139,8 +121,6 @@ class HierarchicalSchedulingEnv(BackendOwner, gym.Env):
             )
         )
         self._offsets = np.cumsum([0, *blocks])
-        self._backend: Any = None
-        self.round = 0
 
     # ---------------------------------------------------------------- actions
     def split_action(self, action: npt.ArrayLike) -> list[npt.NDArray[np.int64]]:
@@ -166,67 +146,7 @@ class HierarchicalSchedulingEnv(BackendOwner, gym.Env):
         """Return edge c's flat-env observation out of the env's ``Dict``."""
         return obs[f"edge_{c}"]
 
-    # ---------------------------------------------------------------- gym API
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Start a new run from w⁰ on the same subnets and data.
-
-        The run seed is ``seed`` when given, else ``config.seed`` on the first
-        reset and a draw from the env's generator afterwards; it redraws w⁰,
-        batches, DP noise and fading (the subnets, trust flags and data
-        partition come from ``config.seed``, drawn once, as in the star env).
-        """
-        super().reset(seed=seed)
-        episode_seed = self._episode_seed(seed)
-        if self._backend is None:
-            self._backend = self._build()
-        elif (
-            self._backend.config.topology.scheduling,
-            self._backend.config.scheduler,
-        ) != (self.topology_config.scheduling, self.config.scheduler):
-            self._backend.reset(  # restore
-                scheduling=self.topology_config.scheduling,
-                scheduler=self.config.scheduler,
-            )
-        self._backend.restart(episode_seed)
-        self.round = 0
-        self._scores = (
-            self._evaluate() if self.reward_kind in DIFFERENCE_REWARDS else None
-        )
-        return self._obs(), {"round": 0}
-
-    def step(
-        self, action: Any
-    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        """Run one global round with the per-edge schedules of ``action``."""
-        if self.system is None:
-            raise RuntimeError("call reset() before step()")
-        schedules = [
-            rules.to_schedule(a)[0]
-            for rules, a in zip(self.rules, self.split_action(action), strict=True)
-        ]
-        result, extras = self.system.run_global_round(self.round, schedules)
-        info: dict[str, Any] = {
-            "round": self.round,
-            "scheduled": sorted(int(r["client"]) for r in result.rows),
-            "energy_j": extras["energy_j"],
-            "latency_s": extras["latency_s"],
-        }
-        costs = {k: float(extras[k]) for k in ("latency_s", "energy_j")}
-        if self.reward_kind in COST_REWARDS:  # no evaluation needed
-            scores = Scores(np.zeros(0), **costs)
-        else:
-            scores = self._evaluate(**costs)
-            info["global_loss"] = scores.mean_loss()
-            if self.mode == "emulate":
-                info["global_acc"] = scores.mean_acc()
-        value = reward(self.reward_kind, scores, self._scores)
-        self._scores = scores
-        self.round += 1
-        truncated = self.round >= self.config.rounds
-        return self._obs(), value, False, truncated, info
-
+    # ---------------------------------------------------------------- hooks
     def _build(self) -> Any:
         """The round's dynamics: the engine (emulate) or the surrogate."""
         if self.mode == "surrogate":
@@ -237,6 +157,43 @@ class HierarchicalSchedulingEnv(BackendOwner, gym.Env):
         from rayfl.hierarchy.round import HierarchicalRound
 
         return Engine(self.config, strategy=HierarchicalRound(external_actions=True))
+
+    def _restart(self, seed: int) -> dict[str, Any]:
+        """Restart on the same subnets and data (restoring the env's scheduling)."""
+        system = self._backend
+        if (system.config.topology.scheduling, system.config.scheduler) != (
+            self.topology_config.scheduling,
+            self.config.scheduler,
+        ):
+            system.reset(
+                scheduling=self.topology_config.scheduling,
+                scheduler=self.config.scheduler,
+            )
+        system.restart(seed)
+        return {}
+
+    def _initial_scores(self) -> Scores:
+        return self._evaluate()
+
+    def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
+        """One global round with the per-edge schedules of ``action``."""
+        schedules = [
+            rules.to_schedule(a)[0]
+            for rules, a in zip(self.rules, self.split_action(action), strict=True)
+        ]
+        result, extras = self.system.run_global_round(self.round, schedules)
+        costs = {k: float(extras[k]) for k in ("latency_s", "energy_j")}
+        info: dict[str, Any] = {
+            "scheduled": sorted(int(r["client"]) for r in result.rows),
+            **costs,
+        }
+        if self.reward_kind in COST_REWARDS:  # no evaluation needed
+            return Scores(np.zeros(0), **costs), info
+        scores = self._evaluate(**costs)
+        info["global_loss"] = scores.mean_loss()
+        if self.mode == "emulate":
+            info["global_acc"] = scores.mean_acc()
+        return scores, info
 
     def _evaluate(self, latency_s: float = 0.0, energy_j: float = 0.0) -> Scores:
         """The devices' test scores of the global model (no accuracy in surrogate)."""
@@ -254,7 +211,7 @@ class HierarchicalSchedulingEnv(BackendOwner, gym.Env):
         """The engine (emulate) or surrogate behind the env; None before ``reset``."""
         return self._backend
 
-    def _obs(self) -> dict[str, Any]:
+    def _get_obs(self) -> dict[str, Any]:
         per_edge = self.system.scheduling_observations(self.round)
         return {f"edge_{c}": obs for c, obs in enumerate(per_edge)}
 

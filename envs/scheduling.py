@@ -6,26 +6,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from envs.backends import (
-    BackendOwner,
-    EmulatedBackend,
-    Outcome,
-    SurrogateBackend,
-)
-from rayfl.config import RunConfig, load_config
+from envs.backends import EmulatedBackend, Outcome, SurrogateBackend
+from envs.base import FLEnv
+from rayfl.config import RunConfig
 from rayfl.observation import TOPOLOGY_KEYS, observation_space
-from rayfl.rewards import (
-    DIFFERENCE_REWARDS,
-    REWARDS,
-    Scores,
-    check_reward,
-    reward,
-)
+from rayfl.rewards import REWARDS, Scores
 from rayfl.schedule import Schedule
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.wireless.config import WirelessConfig
@@ -51,7 +40,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
 }
 
 
-class WirelessFLEnv(BackendOwner, gym.Env):
+class WirelessFLEnv(FLEnv):
     """Schedule clients on OFDMA subchannels, one FL round per step.
 
     ## Description
@@ -110,7 +99,7 @@ class WirelessFLEnv(BackendOwner, gym.Env):
 
     ## Episode End
     *Termination*: no client is eligible any more (every budget spent).
-    *Truncation*: ``config.rounds`` steps (``TimeLimit`` from the registration).
+    *Truncation*: after ``config.rounds`` steps.
 
     ## Arguments
     | parameter | type | default | description |
@@ -126,7 +115,8 @@ class WirelessFLEnv(BackendOwner, gym.Env):
     * v0: initial version.
     """
 
-    metadata = {"render_modes": []}
+    topology_kind = "star"
+    default_config = DEFAULT_CONFIG
 
     def __init__(
         self,
@@ -137,15 +127,9 @@ class WirelessFLEnv(BackendOwner, gym.Env):
         overrides: list[str] | Mapping[str, Any] = (),
         participants: bool = False,
     ) -> None:
-        if mode not in ("emulate", "surrogate"):
-            raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
-        check_reward(reward, topology="star", mode=mode)
-        cfg = load_config(DEFAULT_CONFIG if config is None else config, overrides)
+        cfg = self._setup(config, overrides, mode, reward)
         if cfg.wireless is None:
-            cfg = cfg.model_copy(update={"wireless": WirelessConfig()})
-        self.config: RunConfig = cfg
-        self.mode = mode
-        self.reward_kind = reward
+            cfg = self.config = cfg.model_copy(update={"wireless": WirelessConfig()})
         wireless = cfg.wireless
         assert wireless is not None
         n, k = cfg.data.num_clients, wireless.num_subchannels
@@ -190,53 +174,38 @@ class WirelessFLEnv(BackendOwner, gym.Env):
             else assignment
         )
         self.observation_space = observation_space(TOPOLOGY_KEYS["star"], n, k)
-        self._backend: EmulatedBackend | SurrogateBackend | None = None
-        self.round = 0
         self.last_outcome: Outcome | None = None
 
-    # ---------------------------------------------------------------- gym API
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, npt.NDArray[np.float32]], dict[str, Any]]:
-        """Start a new FL run.
+    # ---------------------------------------------------------------- hooks
+    def _build(self) -> EmulatedBackend | SurrogateBackend:
+        if self.mode == "emulate":
+            return EmulatedBackend(self.config)
+        return SurrogateBackend(self.config)
 
-        The run seed is ``seed`` when given, else ``config.seed`` on the first reset
-        and a draw from the env's generator afterwards; it drives model init,
-        batch order, noise and the channel.
-        """
-        super().reset(seed=seed)
-        episode_seed = self._episode_seed(seed)
-        if self._backend is None:
-            cfg = self.config
-            self._backend = (
-                EmulatedBackend(cfg)
-                if self.mode == "emulate"
-                else SurrogateBackend(cfg)
-            )
-        self._backend.restart(episode_seed)
-        self.round = 0
-        self._scores: Scores | None = None
-        if self.reward_kind in DIFFERENCE_REWARDS:  # the first step's "before"
-            self._scores = Scores(*self._backend.initial())
+    def _restart(self, seed: int) -> dict[str, Any]:
+        self._backend.restart(seed)
         self.last_outcome = None
-        return self._get_obs(), self._get_info()
+        return self._get_info()
 
-    def step(
-        self, action: Any
-    ) -> tuple[dict[str, npt.NDArray[np.float32]], float, bool, bool, dict[str, Any]]:
-        """Run one FL round with the schedule the action describes."""
-        if self._backend is None:
-            raise RuntimeError("call reset() before step()")
+    def _initial_scores(self) -> Scores:
+        return Scores(*self._backend.initial())
+
+    def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
         schedule, ignored = self._to_schedule(action)
-        outcome = self._backend.run(self.round, schedule)
-        self.last_outcome = outcome
-        reward = self._reward(outcome)
-        self.round += 1
-        obs = self._get_obs()
-        terminated = not bool(obs["eligible"].any())
+        outcome = self.last_outcome = self._backend.run(self.round, schedule)
         info = self._get_info()
         info.update(ignored=ignored, scheduled=schedule.clients.tolist())
-        return obs, reward, terminated, False, info
+        scores = Scores(
+            outcome.test_loss,
+            outcome.test_acc,
+            latency_s=float(info["latency_s"].max(initial=0.0)),
+            energy_j=float(info["energy_j"].sum()),
+        )
+        return scores, info
+
+    def _terminated(self, obs: Mapping[str, Any]) -> bool:
+        """Every client's budget is spent."""
+        return not bool(obs["eligible"].any())
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Return the valid choices per subchannel, shape (K, N + 1): eligible clients and idle.
@@ -285,18 +254,3 @@ class WirelessFLEnv(BackendOwner, gym.Env):
     def _to_schedule(self, action: Any) -> tuple[Schedule, list[int]]:
         rules = self.participants or StarActions.of(self)
         return rules.to_schedule(action, self._eligible())
-
-    def _reward(self, outcome: Outcome) -> float:
-        costs = {
-            k: [row.get(k, 0.0) for row in outcome.rows]
-            for k in ("latency_s", "energy_j")
-        }
-        scores = Scores(
-            outcome.test_loss,
-            outcome.test_acc,
-            latency_s=max(costs["latency_s"], default=0.0),
-            energy_j=float(np.sum(costs["energy_j"])),
-        )
-        value = reward(self.reward_kind, scores, self._scores)
-        self._scores = scores
-        return value

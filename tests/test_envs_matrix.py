@@ -276,3 +276,62 @@ def test_the_matrix_covers_every_policy_and_topology():
     assert {topo for _, topo in DECLARED} == set(TOPOLOGIES)
     assert len(DECLARED) + len(UNDECLARED) == len(POLICIES) * len(TOPOLOGIES)
     assert set(RUN_BUGS) <= set(DECLARED) and set(REFUSAL_BUGS) <= set(UNDECLARED)
+
+
+#: The registered id of each topology's env.
+ENV_ID = {
+    "star": "WirelessFL-v0",
+    "hierarchical": "HierarchicalFL-v0",
+    "d2d": "D2DNeighbor-v0",
+}
+
+
+@pytest.mark.parametrize("rounds", [2, 23])
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_gym_make_truncates_after_config_rounds(topology, rounds):
+    """Every id ends its episode after ``config.rounds`` steps, not a fixed count.
+
+    ``WirelessFL-v0`` was registered with ``max_episode_steps=20`` whatever the
+    config said. ``info["round"]`` counts the rounds done, on every topology.
+    """
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the ids)
+
+    config = {**copy.deepcopy(CONFIGS[topology]), "rounds": rounds}
+    env = gym.make(ENV_ID[topology], config=config, mode="surrogate")
+    try:
+        obs, info = env.reset(seed=1)
+        assert info["round"] == 0
+        act = _policy_driver("random", env.unwrapped, topology, "surrogate")
+        steps, truncated = 0, False
+        while not truncated:
+            obs, _, terminated, truncated, info = env.step(act(obs))
+            steps += 1
+            assert not terminated and info["round"] == steps
+            assert steps <= rounds
+        assert steps == rounds
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_an_env_refuses_another_topologys_config_in_one_line(topology):
+    other = "d2d" if topology != "d2d" else "star"
+    want = "flat" if topology == "star" else topology
+    got = "flat" if other == "star" else other
+    with pytest.raises(ValueError) as error:
+        _build_with(topology, CONFIGS[other])
+    assert str(error.value).endswith(
+        f"needs topology.kind={want}, got topology.kind={got}"
+    )
+    assert "\n" not in str(error.value)
+
+
+def _build_with(topology: str, config: dict[str, Any]) -> Any:
+    cls = {
+        "star": WirelessFLEnv,
+        "hierarchical": HierarchicalSchedulingEnv,
+        "d2d": D2DNeighborEnv,
+    }[topology]
+    return cls(config, mode="surrogate")
