@@ -118,9 +118,9 @@ class DataPartitions(gym.Wrapper):
         built = [s for s in map(_engine, self.envs.values()) if s is not None]
         if not built:
             return
-        from rayfl.session import RaySession
+        from rayfl.resources import run_cpus
 
-        cpus = RaySession.num_cpus()  # FLSystem's rule for its actors' CPUs
+        cpus = run_cpus(self._config.ray.run_cpus)  # the pool's rule for its CPUs
         used = sum(len(s.groups) * min(1.0, cpus / len(s.groups)) for s in built)
         per_system = used / len(built)
         free = float(ray.available_resources().get("CPU", 0.0))

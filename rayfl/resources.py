@@ -196,6 +196,43 @@ def reserve_cpus(
             )
 
 
+def caller_cpus() -> float:
+    """CPUs Ray assigned to the calling worker: an actor's own, 0 in a driver."""
+    import ray
+
+    try:
+        assigned = ray.get_runtime_context().get_assigned_resources()
+    except AssertionError:  # "only available when the process is a worker"
+        return 0.0
+    return float(assigned.get("CPU", 0.0))
+
+
+def run_cpus(limit: float | None = None) -> float:
+    """The CPUs a run's client actors reserve in total.
+
+    ``limit`` (``ray.run_cpus``) when set; else the cluster's CPUs less those
+    Ray assigned to the calling worker. A run started inside a Ray actor (an
+    RLlib EnvRunner hosting an emulate-mode env) could otherwise wait for ever
+    for the CPUs its own host holds.
+
+    Raises:
+        ResourceError: If the calling actor holds every CPU of the cluster.
+    """
+    import ray
+
+    if limit is not None:
+        return float(limit)
+    cluster = float(ray.cluster_resources().get("CPU", 0.0))
+    own = caller_cpus()
+    if cluster - own <= 1e-9:
+        raise ResourceError(
+            f"the calling Ray actor holds {own:g} of the cluster's {cluster:g} CPUs, "
+            "so none are left for the run's client actors: give the caller fewer "
+            "CPUs (rl.num_cpus_per_env_runner for RLlib EnvRunners) or add CPUs"
+        )
+    return cluster - own
+
+
 def release_cpus(pg: Any) -> None:
     """Release a reservation of :func:`reserve_cpus` (no-op if Ray is down)."""
     import ray
@@ -231,6 +268,13 @@ def _refuse_self_deadlock(total: float, cluster_cpus: float) -> None:
             f"so {total:g} more can never be free while it waits. Close the "
             "other one first (env.close(), or leave its `with` block), or give "
             "Ray more CPUs (ray.num_cpus)"
+        )
+    own = caller_cpus()
+    if total > cluster_cpus - own + 1e-9:
+        raise ResourceError(
+            f"the run's client actors need {total:g} CPUs but the cluster has "
+            f"{cluster_cpus:g}, of which the calling Ray actor holds {own:g}: lower "
+            "ray.run_cpus or add CPUs"
         )
 
 

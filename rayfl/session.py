@@ -109,11 +109,6 @@ class RaySession:
             self.watchdog = _start_watchdog()
         self.started_here = True
 
-    @staticmethod
-    def num_cpus() -> float:
-        """Return the CPUs of the cluster (at least 1)."""
-        return max(1.0, float(ray.cluster_resources().get("CPU", 1.0)))
-
     def close(self) -> None:
         """Shut Ray down if (and only if) this object started it."""
         if self.watchdog is not None:  # a clean exit: the watchdog's job is done

@@ -30,10 +30,20 @@ class RayConfig(BaseModel):
     num_cpus: int | None = Field(
         None, ge=1, description="CPUs of a locally started Ray session (None: all)."
     )
+    run_cpus: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="CPUs the run's client actors reserve in total (None: every CPU "
+        "of the cluster, less those of the Ray actor the run is started in). Set it "
+        "to share a cluster between runs at once; `rayfl train-policy` in emulate "
+        "mode with remote EnvRunners gives each runner's run its share.",
+    )
     clients_per_actor: int | Literal["auto"] = Field(
         "auto",
         description="Virtual clients hosted by one client actor. `auto`: "
-        "ceil(num_clients / CPUs), i.e. one actor per CPU; 1: one actor per client.",
+        "ceil(num_clients / CPUs) (CPUs: ray.run_cpus, at least 1), i.e. one actor "
+        "per CPU; 1: one actor per client.",
     )
     reduce_in_actor: bool = Field(
         True,

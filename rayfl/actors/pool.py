@@ -50,8 +50,8 @@ from rayfl.resources import (
     placed,
     release_cpus,
     reserve_cpus,
+    run_cpus,
 )
-from rayfl.session import RaySession
 
 __all__ = ["ActorPool", "RaySettings", "pack_clients", "resolve_clients_per_actor"]
 
@@ -62,6 +62,7 @@ class RaySettings(Protocol):
     clients_per_actor: int | str
     max_actor_restarts: int
     reserve_timeout_s: float
+    run_cpus: float | None
 
 
 def pack_clients(num_clients: int, clients_per_actor: int) -> list[list[int]]:
@@ -77,10 +78,10 @@ def pack_clients(num_clients: int, clients_per_actor: int) -> list[list[int]]:
     ]
 
 
-def resolve_clients_per_actor(setting: int | str, num_clients: int) -> int:
-    """Return M: ``setting``, or ⌈N / CPUs⌉ (at least 1) for ``"auto"``."""
+def resolve_clients_per_actor(setting: int | str, num_clients: int, cpus: float) -> int:
+    """Return M: ``setting``, or ⌈N / max(1, cpus)⌉ for ``"auto"`` (one actor a CPU)."""
     if setting == "auto":
-        return max(1, math.ceil(num_clients / RaySession.num_cpus()))
+        return max(1, math.ceil(num_clients / max(1.0, cpus)))
     return int(setting)
 
 
@@ -137,7 +138,8 @@ class ActorPool:
                 the CPUs cannot be reserved in time.
         """
         n = len(data.train_slices)
-        per_actor = resolve_clients_per_actor(ray_settings.clients_per_actor, n)
+        cpus = run_cpus(ray_settings.run_cpus)
+        per_actor = resolve_clients_per_actor(ray_settings.clients_per_actor, n, cpus)
         groups = pack_clients(n, per_actor)
         _check_memory(data, num_clients=n, clients_per_actor=per_actor, dim=dim)
         actor_of = np.empty(n, dtype=np.int64)
@@ -145,7 +147,7 @@ class ActorPool:
             actor_of[group] = a
         pool = cls([], groups, actor_of, run_id=run_id or uuid.uuid4().hex[:8])
         try:
-            pool._launch(actor_class, data, args, ray_settings, role)
+            pool._launch(actor_class, data, args, ray_settings, role, cpus)
         except BaseException:
             pool.close()
             raise
@@ -158,8 +160,9 @@ class ActorPool:
         args: tuple[Any, ...],
         settings: RaySettings,
         role: str,
+        cpus: float,
     ) -> None:
-        actor_cpus = min(1.0, RaySession.num_cpus() / len(self.groups))
+        actor_cpus = min(1.0, cpus / len(self.groups))
         # The actors fetch the data by the holder's name (kept for the whole run), so
         # a restarted actor re-reads it without object-store constructor arguments.
         shared, self.data_holder = share_data(data, f"rayfl-{self.run_id}-data")

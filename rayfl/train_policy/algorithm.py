@@ -103,7 +103,7 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
         model_config["init_from"] = str(resolve_checkpoint(rl.init_from).resolve())
         model_config["reset_log_std"] = rl.reset_log_std
     env_config = {
-        "config": cfg.to_dict(),
+        "config": _with_runner_cpus(cfg, rl).to_dict(),
         "mode": rl.mode,
         "reward": rl.reward,
         "reward_scale": rl.reward_scale,
@@ -175,6 +175,15 @@ def check_env_runner_resources(cfg: RunConfig, rl: RLConfig) -> None:
         where = "the local Ray session gets (ray.num_cpus)"
     else:
         return  # a cluster not connected yet: checked once connected
+    if rl.mode == "emulate" and needed > total - 1e-9:
+        raise ValueError(
+            f"rl.mode=emulate: each of the rl.num_env_runners={rl.num_env_runners} "
+            "runners steps a whole FL run whose client actors need CPUs besides "
+            f"the runner's rl.num_cpus_per_env_runner={rl.num_cpus_per_env_runner:g}, "
+            f"but the runners take {needed:g} and {where} {total:g}: lower "
+            "rl.num_env_runners or rl.num_cpus_per_env_runner (e.g. 0.5), or add "
+            "CPUs/nodes"
+        )
     if needed > total + 1e-9:
         raise ValueError(
             f"rl.num_env_runners={rl.num_env_runners} × "
@@ -183,3 +192,23 @@ def check_env_runner_resources(cfg: RunConfig, rl: RLConfig) -> None:
             "rl.num_env_runners, give each runner a fraction "
             "(rl.num_cpus_per_env_runner=0.5) or add CPUs/nodes"
         )
+
+
+def _with_runner_cpus(cfg: RunConfig, rl: RLConfig) -> RunConfig:
+    """``cfg`` with each remote runner's share of the cluster as ``ray.run_cpus``.
+
+    In emulate mode every runner's env is a whole FL run: without a share, the
+    first would reserve every free CPU and the others would wait for ever.
+    The share is (cluster CPUs − the runners' own) / runners; a ``ray.run_cpus``
+    the user set is kept.
+    """
+    import ray
+
+    if rl.mode != "emulate" or rl.num_env_runners == 0 or cfg.ray.run_cpus:
+        return cfg
+    total = float(ray.cluster_resources().get("CPU", 0.0))
+    free = total - rl.num_env_runners * rl.num_cpus_per_env_runner
+    share = free / rl.num_env_runners
+    return cfg.model_copy(
+        update={"ray": cfg.ray.model_copy(update={"run_cpus": share})}
+    )

@@ -28,7 +28,7 @@ def test_by_actor_groups_clients_by_host_keeping_their_order():
 
 
 def test_explicit_clients_per_actor_is_taken_as_is():
-    assert resolve_clients_per_actor(3, 10) == 3
+    assert resolve_clients_per_actor(3, 10, cpus=2.0) == 3
 
 
 @ray.remote
@@ -68,3 +68,25 @@ def test_start_names_actors_and_gather_turns_a_dead_actor_into_none(ray_session)
     finally:
         pool.close()
     assert pool.actors == [] and pool.reservation is None
+
+
+@ray.remote
+def _pack_inside(num_clients: int, run_cpus: float | None) -> tuple[float, int]:
+    """What a run started inside this Ray task would reserve, and its packing."""
+    from rayfl.resources import ResourceError, run_cpus as cpus_of
+
+    try:
+        cpus = cpus_of(run_cpus)
+    except ResourceError as error:
+        return -1.0, len(str(error).splitlines())
+    return cpus, resolve_clients_per_actor("auto", num_clients, cpus)
+
+
+def test_a_run_inside_a_ray_worker_leaves_out_the_cpus_its_host_holds(ray_session):
+    # Oracle: the 2-CPU session less what the task holds. Before, a run started
+    # inside an RLlib EnvRunner (1 CPU) waited for both CPUs until it timed out.
+    assert ray.get(_pack_inside.options(num_cpus=1).remote(6, None)) == (1.0, 6)
+    assert ray.get(_pack_inside.options(num_cpus=0.5).remote(6, None)) == (1.5, 4)
+    assert ray.get(_pack_inside.options(num_cpus=0.5).remote(6, 0.25)) == (0.25, 6)
+    # a host holding every CPU: a one-line error at once, not a wait
+    assert ray.get(_pack_inside.options(num_cpus=2).remote(6, None)) == (-1.0, 1)

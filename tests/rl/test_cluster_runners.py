@@ -101,6 +101,66 @@ def test_too_many_runners_for_the_local_session_fail_before_ray_starts():
     check_env_runner_resources(halves, halves.rl)  # 1.5 CPUs fit in 2
 
 
+def test_emulate_runners_must_leave_cpus_for_their_runs_before_ray_starts():
+    import ray
+
+    # each emulate runner steps a whole FL run: its client actors need CPUs too
+    cfg = load_config(
+        TINY, ["ray.num_cpus=2", "rl.num_env_runners=2", "rl.mode=emulate"]
+    )
+    with pytest.raises(ValueError, match=r"rl.mode=emulate: .* runners take 2 "):
+        check_env_runner_resources(cfg, cfg.rl)
+    assert not ray.is_initialized()
+    halves = load_config(
+        TINY,
+        [
+            "ray.num_cpus=2",
+            "rl.num_env_runners=2",
+            "rl.mode=emulate",
+            "rl.num_cpus_per_env_runner=0.5",
+        ],
+    )
+    check_env_runner_resources(halves, halves.rl)  # 1 CPU left for the two runs
+
+
+@needs_rllib
+@pytest.mark.slow
+def test_two_emulate_runners_share_the_session_without_waiting(tmp_path):
+    """Two remote EnvRunners in emulate mode on a 2-CPU session both sample.
+
+    Before, each runner's FL run reserved every CPU of the cluster (its own
+    runner's included) and waited until ``ray.reserve_timeout_s``, then failed.
+    Now each run gets ``ray.run_cpus`` = (2 − 2 × 0.5) / 2 = 0.5.
+    """
+    import ray
+
+    from rayfl.train_policy import train_policy
+
+    config = {
+        **TINY,
+        "rounds": 3,
+        "algorithm": {"kind": "fedavg", "local_steps": 1, "batch_size": 16},
+        "ray": {"num_cpus": 2, "reserve_timeout_s": 90},
+        "output": {**TINY["output"], "dir": str(tmp_path)},
+        "rl": {
+            **TINY["rl"],
+            "mode": "emulate",
+            "train_batch_size": 8,
+            "minibatch_size": 8,
+            "iterations": 1,
+            "eval_episodes": 0,
+            "num_cpus_per_env_runner": 0.5,
+        },
+    }
+    assert not ray.is_initialized()
+    run_dir = train_policy(config, verbose=False)
+    placement = json.loads((run_dir / "env_runners.json").read_text())
+    assert [r["worker_index"] for r in placement] == [1, 2]
+    progress = (run_dir / "progress.csv").read_text().splitlines()
+    assert len(progress) == 2  # header + the iteration
+    assert not ray.is_initialized()
+
+
 @pytest.fixture
 def two_node_cluster(monkeypatch):
     """Head (1 CPU) + worker (1 CPU) on this machine; shut down at the end."""
