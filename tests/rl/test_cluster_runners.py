@@ -1,11 +1,13 @@
 """`rayfl train-policy` with remote EnvRunners, on one node and on a two-node cluster.
 
-The fast tests check the config path (no Ray); the slow one builds a loopback
-cluster of two Ray nodes (``ray.cluster_utils.Cluster``, 1 CPU each), trains
-three times through ``ray.address`` (one runner; three runners, which must fail
-clearly; two runners) and checks that the two runners ran on both nodes, that
-the exported policy loads as ``learned`` and that each run leaves the cluster to
-the caller, which then shuts it down.
+The fast tests check the config path (no Ray); the slow ones build a loopback
+cluster of two Ray nodes (``ray.cluster_utils.Cluster``, 1 CPU each). In
+surrogate mode they train three times through ``ray.address`` (one runner;
+three runners, which must fail clearly; two runners) and check that the two
+runners ran on both nodes, that the exported policy loads as ``learned`` and
+that each run leaves the cluster to the caller, which then shuts it down. In
+emulate mode two runners, one per node, each step a real FL run on their share
+of the CPUs.
 """
 
 from __future__ import annotations
@@ -125,8 +127,8 @@ def test_emulate_runners_must_leave_cpus_for_their_runs_before_ray_starts():
 
 @needs_rllib
 @pytest.mark.slow
-def test_two_emulate_runners_share_the_session_without_waiting(tmp_path):
-    """Two remote EnvRunners in emulate mode on a 2-CPU session both sample.
+def test_two_emulate_runners_on_a_two_node_cluster(two_node_cluster, tmp_path):
+    """Two remote EnvRunners in emulate mode, one per node, both sample.
 
     Before, each runner's FL run reserved every CPU of the cluster (its own
     runner's included) and waited until ``ray.reserve_timeout_s``, then failed.
@@ -136,11 +138,12 @@ def test_two_emulate_runners_share_the_session_without_waiting(tmp_path):
 
     from rayfl.train_policy import train_policy
 
+    cluster, nodes = two_node_cluster
     config = {
         **TINY,
         "rounds": 3,
         "algorithm": {"kind": "fedavg", "local_steps": 1, "batch_size": 16},
-        "ray": {"num_cpus": 2, "reserve_timeout_s": 90},
+        "ray": {"address": cluster.address, "reserve_timeout_s": 90},
         "output": {**TINY["output"], "dir": str(tmp_path)},
         "rl": {
             **TINY["rl"],
@@ -152,10 +155,10 @@ def test_two_emulate_runners_share_the_session_without_waiting(tmp_path):
             "num_cpus_per_env_runner": 0.5,
         },
     }
-    assert not ray.is_initialized()
     run_dir = train_policy(config, verbose=False)
     placement = json.loads((run_dir / "env_runners.json").read_text())
     assert [r["worker_index"] for r in placement] == [1, 2]
+    assert {r["node_id"] for r in placement} == {n.node_id for n in nodes}
     progress = (run_dir / "progress.csv").read_text().splitlines()
     assert len(progress) == 2  # header + the iteration
     assert not ray.is_initialized()
