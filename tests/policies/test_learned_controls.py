@@ -9,6 +9,7 @@ into the same action, and the values must land on the algorithm's ranges.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -155,7 +156,6 @@ def test_train_policy_learns_controls_that_reach_the_clients(ray_session, tmp_pa
 
     if not rllib_available():
         pytest.skip("RLlib not installed")
-    import rayfl
     from tests.rl.tiny_training import assert_trained, train_tiny
 
     # Arrange: two PPO iterations on the real engine, controls learned
@@ -175,10 +175,20 @@ def test_train_policy_learns_controls_that_reach_the_clients(ray_session, tmp_pa
     arrays = np.load(run_dir / "policy" / "policy.npz")
     assert arrays["pi_w_out"].shape[1] == 4
     assert_trained(run_dir, config, num_clients=6, num_subchannels=2, mode="emulate")
-    # Act: the same policy with and without its controls
+    # the same policy with and without its controls: same schedule (the scores
+    # do not depend on the controls), other learning rates, other train losses
+    _run_with_and_without_controls(DITTO, run_dir, tmp_path)
+
+
+def _run_with_and_without_controls(
+    config: dict, run_dir: Any, tmp_path: Any
+) -> dict[bool, Any]:
+    """Run the learned policy with and without its controls; check they reached the clients."""
+    import rayfl
+
     runs = {
         controls: rayfl.run(
-            DITTO,
+            config,
             [
                 "scheduler.policy=learned",
                 f"scheduler.params.checkpoint={run_dir}",
@@ -188,8 +198,6 @@ def test_train_policy_learns_controls_that_reach_the_clients(ray_session, tmp_pa
         )
         for controls in (True, False)
     }
-    # Assert: same schedule (the scores do not depend on the controls), other
-    # learning rates, so other train losses
     with_c, without = (runs[c].metrics for c in (True, False))
     cols = ["round", "client", "scheduled"]
     assert with_c[cols].equals(without[cols])
@@ -198,3 +206,60 @@ def test_train_policy_learns_controls_that_reach_the_clients(ray_session, tmp_pa
         without["train_loss"].to_numpy(float),
         equal_nan=True,
     )
+    return runs
+
+
+#: A tiny WPFL (seed 000): Ditto PL, Theorem-1 DP, quantized uploads, T0 = 2.
+WPFL = {
+    **DITTO,
+    "rounds": 12,  # a guard: the T0 rule ends the run at N·T0/K = 6 rounds
+    "algorithm": {
+        "kind": "wpfl",
+        "lr": 0.1,
+        "personal_lr": 0.1,
+        "local_steps": 2,
+        "personal_steps": 2,
+        "batch_size": 16,
+    },
+    "privacy": {
+        "mechanism": "quantized_gaussian",
+        "calibration": "wpfl",
+        "epsilon": 1.0,
+        "delta": 1e-3,
+        "clip_norm": 3.0,
+        "max_uploads": 2,
+        "calibration_sample_rate": 0.01,
+    },
+    "compression": {"quantize_bits": 16},
+}
+
+
+@pytest.mark.slow
+def test_a_policy_trains_on_wpfl_with_the_t0_cap_and_controls(ray_session, tmp_path):
+    """PPO on the real WPFL engine (T0 cap, per-client η_F, η_P, λ); the result runs."""
+    from rayfl.train_policy import rllib_available
+
+    if not rllib_available():
+        pytest.skip("RLlib not installed")
+    from tests.rl.tiny_training import assert_trained, train_tiny
+
+    rl = {
+        "mode": "emulate",
+        "controls": True,
+        "train_batch_size": 8,
+        "minibatch_size": 8,
+        "baselines": ["round_robin"],
+    }
+    run_dir = train_tiny({**WPFL, "rl": rl}, tmp_path / "train")
+    assert_trained(
+        run_dir, {**WPFL, "rl": rl}, num_clients=6, num_subchannels=2, mode="emulate"
+    )
+    meta = json.loads((run_dir / "policy" / "policy.json").read_text())
+    assert meta["controls"] == list(RANGES)  # WPFL's controls are Ditto's
+    # with and without its controls, as `rayfl run` runs it: the controls
+    # reach the clients, and the T0 cap binds (T0 uploads each, then the end)
+    runs = _run_with_and_without_controls(WPFL, run_dir, tmp_path)
+    for result in runs.values():
+        summary = json.loads((result.run_dir / "summary.json").read_text())
+        assert summary["privacy"]["uploads_per_client"] == [2] * 6
+        assert len(result.rounds) == 6
