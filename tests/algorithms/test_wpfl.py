@@ -20,6 +20,7 @@ from rayfl.learning.models import FlatModel, build_model
 from rayfl.seeding import rng_for
 from rayfl.system import initial_vector
 from rayfl.wireless.downlink import quantize_global, receive_broadcast
+from tests.configs import WPFL_PRIVACY
 
 CFG = {
     "seed": 3,
@@ -35,15 +36,7 @@ CFG = {
     },
     "scheduler": {"policy": "round_robin"},
     "wireless": {"num_subchannels": 4},
-    "privacy": {
-        "mechanism": "quantized_gaussian",
-        "calibration": "wpfl",
-        "epsilon": 1.0,
-        "delta": 1e-3,
-        "clip_norm": 3.0,
-        "max_uploads": 2,
-        "calibration_sample_rate": 0.01,
-    },
+    "privacy": WPFL_PRIVACY,
     "compression": {"quantize_bits": 16},
     "ray": {"num_cpus": 2},
     "output": {"plots": False, "progress": False},

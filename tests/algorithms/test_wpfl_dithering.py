@@ -14,6 +14,7 @@ from rayfl.data.federated import build_federated
 from rayfl.privacy.wpfl_mechanisms import mechanism_noise
 from rayfl.system import initial_vector
 from rayfl.uplink import UplinkModel
+from tests.configs import WPFL_PRIVACY
 
 CFG = {
     "seed": 3,
@@ -30,15 +31,7 @@ CFG = {
     },
     "scheduler": {"policy": "round_robin"},
     "wireless": {"num_subchannels": 4, "effects": "bit_flip"},
-    "privacy": {
-        "mechanism": "quantized_gaussian",
-        "calibration": "wpfl",
-        "epsilon": 1.0,
-        "delta": 1e-3,
-        "clip_norm": 3.0,
-        "max_uploads": 2,
-        "calibration_sample_rate": 0.01,
-    },
+    "privacy": WPFL_PRIVACY,
     "compression": {"quantize_bits": None},
     "ray": {"num_cpus": 2},
     "output": {"plots": False, "progress": False},

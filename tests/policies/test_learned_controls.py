@@ -19,6 +19,7 @@ from envs.scheduling import WirelessFLEnv
 from policies.features import NUM_FEATURES, client_features
 from policies.learned import LearnedPolicy, controls_from_unit, select_top_k
 from rayfl.config import ConfigError, load_config
+from tests.configs import WPFL_PRIVACY
 
 DITTO = {
     "seed": 0,
@@ -221,15 +222,7 @@ WPFL = {
         "personal_steps": 2,
         "batch_size": 16,
     },
-    "privacy": {
-        "mechanism": "quantized_gaussian",
-        "calibration": "wpfl",
-        "epsilon": 1.0,
-        "delta": 1e-3,
-        "clip_norm": 3.0,
-        "max_uploads": 2,
-        "calibration_sample_rate": 0.01,
-    },
+    "privacy": WPFL_PRIVACY,
     "compression": {"quantize_bits": 16},
 }
 

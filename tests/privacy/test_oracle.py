@@ -40,6 +40,7 @@ from scipy.special import ndtr
 import rayfl
 from rayfl.config import ConfigError, load_config
 from rayfl.data.federated import build_federated
+from tests.configs import WPFL_PRIVACY
 
 BASE = {
     "seed": 5,
@@ -191,15 +192,7 @@ WPFL = {
     },
     "scheduler": {"policy": "round_robin"},
     "wireless": {"num_subchannels": 2},
-    "privacy": {
-        "mechanism": "quantized_gaussian",
-        "calibration": "wpfl",
-        "epsilon": 1.0,
-        "delta": 1e-3,
-        "clip_norm": 3.0,
-        "max_uploads": 2,
-        "calibration_sample_rate": 0.01,
-    },
+    "privacy": WPFL_PRIVACY,
     "compression": {"quantize_bits": 16},
 }
 

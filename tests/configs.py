@@ -1,0 +1,17 @@
+"""Config sections several test modules share (one place to read them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: A small WPFL privacy section (seed 000): Theorem-1 σ for ε = 1, δ = 1e-3 at
+#: C = 3, T0 = 2 uploads per client, q = 0.01 used for σ only (never the ledger).
+WPFL_PRIVACY: dict[str, Any] = {
+    "mechanism": "quantized_gaussian",
+    "calibration": "wpfl",
+    "epsilon": 1.0,
+    "delta": 1e-3,
+    "clip_norm": 3.0,
+    "max_uploads": 2,
+    "calibration_sample_rate": 0.01,
+}
