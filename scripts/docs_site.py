@@ -112,8 +112,8 @@ def api_pages() -> dict[str, str]:
             "envs",
             "Gymnasium environments over the engine, registered on `import envs`: "
             + ", ".join(f"`{i}`" for i in env_ids)
-            + ".",
-            [*env_entries, "envs.wrappers"],
+            + ". All three share one lifecycle, `envs.base.FLEnv`.",
+            [*env_entries, "envs.base.FLEnv", "envs.wrappers"],
         ),
         API_PAGES["policies"]: _api_page(
             "policies",
