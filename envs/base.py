@@ -34,8 +34,8 @@ class FLEnv(gym.Env):
     metadata = {"render_modes": []}
     #: The topology's name in :mod:`rayfl.rewards` and the policy registry.
     topology_kind: ClassVar[str]
-    #: The config of ``gym.make(id)`` without one.
-    default_config: ClassVar[Mapping[str, Any]]
+    #: The config of ``gym.make(id)`` without one (None: a config is required).
+    default_config: ClassVar[Mapping[str, Any] | None] = None
 
     config: RunConfig
     mode: str
@@ -56,11 +56,15 @@ class FLEnv(gym.Env):
         if mode not in MODES:
             raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
         check_reward(reward, topology=self.topology_kind, mode=mode)
+        want = "flat" if self.topology_kind == "star" else self.topology_kind
         if cfg is None:
+            if config is None and self.default_config is None:
+                raise ValueError(
+                    f"{type(self).__name__} needs a config (topology.kind={want})"
+                )
             cfg = load_config(
                 self.default_config if config is None else config, overrides
             )
-        want = "flat" if self.topology_kind == "star" else self.topology_kind
         if cfg.topology.kind != want:
             raise ValueError(
                 f"{type(self).__name__} needs topology.kind={want}, got "
