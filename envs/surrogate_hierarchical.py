@@ -166,10 +166,6 @@ class HierarchicalSurrogate:
             out[members] = dyn.client_loss()
         return out
 
-    def global_loss(self) -> float:
-        """Return the test-size weighted mean of the devices' losses."""
-        return float(np.average(self.device_loss(), weights=self.num_test))
-
     def learning_rate(self, k: int) -> float:
         """Return η_k (detail 3)."""
         lr = self.config.topology.lr
