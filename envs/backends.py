@@ -118,7 +118,9 @@ class SurrogateBackend:
     def restart(self, seed: int) -> None:
         """Start a new episode with ``seed``."""
         self.config = self.config.model_copy(update={"seed": int(seed)})
-        self.uplink = UplinkModel(self.config, num_train=self.data_size)
+        self.uplink = UplinkModel(
+            self.config, num_train=self.data_size, model_dim=self.dim
+        )
         comp = self.config.compression
         self.payload_bits = float(
             payload_size_bits(

@@ -57,3 +57,28 @@ def test_ages_and_recency_loss_follow_the_closed_form():
 def test_bad_recency_parameters_are_refused():
     with pytest.raises(ValueError, match="recency"):
         _dynamics(-0.1)
+
+
+def test_the_surrogate_prices_the_downlink_as_the_engine_does():
+    """The surrogate's uplink knows abs(w): with ``downlink_latency`` the broadcast
+    time 32·abs(w)/rate is part of each scheduled client's latency, as in emulate.
+
+    Before, the surrogate built its ledger without the model size, so the
+    downlink term was silently dropped and the ``latency`` reward differed
+    between surrogate and emulate for the same schedule.
+    """
+    from envs.scheduling import WirelessFLEnv
+
+    def latency(downlink: bool) -> np.ndarray:
+        env = WirelessFLEnv(
+            mode="surrogate",
+            overrides=[f"wireless.downlink_latency={str(downlink).lower()}"],
+        )
+        env.reset(seed=4)
+        assert env.backend.uplink.model_dim == env.backend.dim > 0
+        _, _, _, _, info = env.step(np.array([0, 1, 2, 3]))
+        return info["latency_s"][:4]
+
+    without, with_downlink = latency(False), latency(True)
+    assert (without > 0).all()
+    assert (with_downlink > without).all()
