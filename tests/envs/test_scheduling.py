@@ -7,7 +7,7 @@ from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401  (registers the ids)
 from envs.scheduling import WirelessFLEnv
-from envs.wrappers import FlattenAction, TopKScores, top_k_assignment
+from envs.wrappers import FlattenAction
 
 
 def _rollout(env, seed, steps=5):
@@ -105,20 +105,8 @@ def test_wrappers():
     assert env.action_space.shape == (8,)
     env.reset(seed=0)
     env.step(env.action_space.sample())
-    top = TopKScores(WirelessFLEnv(mode="surrogate"))
-    top.reset(seed=0)
-    scores = np.linspace(-1, 1, 10).astype(np.float32)
-    _, _, _, _, info = top.step(scores)
-    assert sorted(info["scheduled"]) == [6, 7, 8, 9]
-
-
-def test_top_k_assignment_greedy_rule():
-    gain = np.array([[0.0, 5.0], [9.0, 1.0], [3.0, 4.0]])
-    assignment = top_k_assignment(
-        np.array([0.5, 0.1, 0.9]), gain_db=gain, eligible=np.array([True, True, True])
-    )
-    # client 2 (best score) takes its best subchannel 1, then client 0 gets subchannel 0
-    assert assignment.tolist() == [0, 2]
+    with pytest.raises(ValueError, match="HungarianTopK"):
+        FlattenAction(WirelessFLEnv(mode="surrogate", controls=True))
 
 
 @pytest.mark.usefixtures("ray_session")
