@@ -15,3 +15,13 @@ WPFL_PRIVACY: dict[str, Any] = {
     "max_uploads": 2,
     "calibration_sample_rate": 0.01,
 }
+
+#: A small WPFL algorithm section: Ditto PL with η_F = η_P = 0.1, two steps each.
+WPFL_ALGORITHM: dict[str, Any] = {
+    "kind": "wpfl",
+    "lr": 0.1,
+    "personal_lr": 0.1,
+    "local_steps": 2,
+    "personal_steps": 2,
+    "batch_size": 16,
+}

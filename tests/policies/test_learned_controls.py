@@ -19,7 +19,7 @@ from envs.scheduling import WirelessFLEnv
 from policies.features import NUM_FEATURES, client_features
 from policies.learned import LearnedPolicy, controls_from_unit, select_top_k
 from rayfl.config import ConfigError, load_config
-from tests.configs import WPFL_PRIVACY
+from tests.configs import WPFL_ALGORITHM, WPFL_PRIVACY
 
 DITTO = {
     "seed": 0,
@@ -214,14 +214,7 @@ def _run_with_and_without_controls(
 WPFL = {
     **DITTO,
     "rounds": 12,  # a guard: the T0 rule ends the run at N·T0/K = 6 rounds
-    "algorithm": {
-        "kind": "wpfl",
-        "lr": 0.1,
-        "personal_lr": 0.1,
-        "local_steps": 2,
-        "personal_steps": 2,
-        "batch_size": 16,
-    },
+    "algorithm": WPFL_ALGORITHM,
     "privacy": WPFL_PRIVACY,
     "compression": {"quantize_bits": 16},
 }

@@ -40,7 +40,7 @@ from scipy.special import ndtr
 import rayfl
 from rayfl.config import ConfigError, load_config
 from rayfl.data.federated import build_federated
-from tests.configs import WPFL_PRIVACY
+from tests.configs import WPFL_ALGORITHM, WPFL_PRIVACY
 
 BASE = {
     "seed": 5,
@@ -182,14 +182,7 @@ DITTO = {
 
 WPFL = {
     **BASE,
-    "algorithm": {
-        "kind": "wpfl",
-        "lr": 0.1,
-        "personal_lr": 0.1,
-        "local_steps": 2,
-        "personal_steps": 2,
-        "batch_size": 16,
-    },
+    "algorithm": WPFL_ALGORITHM,
     "scheduler": {"policy": "round_robin"},
     "wireless": {"num_subchannels": 2},
     "privacy": WPFL_PRIVACY,
