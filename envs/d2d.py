@@ -227,14 +227,10 @@ class D2DNeighborEnv(FLEnv):
         self.layout = self._backend.restart(seed)
         self.targets = tuple(self.layout.targets)
         n = self.num_nodes
-        self._base: dict[int, dict[str, npt.NDArray[np.float32]]] = {}
-        self._error: dict[int, npt.NDArray[np.float64]] = {}
-        for t in self.targets:
-            self._base[t], self._error[t] = selection_observation(
-                self.layout, t, self.topology, seed=seed
-            )
-        if isinstance(self._backend, D2DSurrogateBackend):
-            self._backend.error = self._error
+        self._base: dict[int, dict[str, npt.NDArray[np.float32]]] = {
+            t: selection_observation(self.layout, t, self.topology, seed=seed)[0]
+            for t in self.targets
+        }
         self._em = {t: np.zeros(n) for t in self.targets}
         self._history = {t: ObservationTracker(n) for t in self.targets}
         self._loss, self._acc = self._backend.initial(self.targets)

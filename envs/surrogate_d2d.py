@@ -12,7 +12,12 @@ import numpy.typing as npt
 from envs.d2d_backends import D2DOutcome
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
-from rayfl.d2d.selection import D2DLayout, make_layout, pi_vector
+from rayfl.d2d.selection import (
+    D2DLayout,
+    make_layout,
+    pi_vector,
+    selection_observation,
+)
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.seeding import rng_for
 
@@ -159,6 +164,11 @@ class D2DSurrogateBackend:
         self.local = {
             m: D2DSurrogateDynamics(self.labels, self.sizes, m, 1.0)
             for m in range(self.num_nodes)
+        }
+        # P^err of each target's candidates: the t = 0 CCM draw the env observes
+        self.error = {
+            t: selection_observation(self.layout, t, self.topology, seed=self.seed)[1]
+            for t in self.layout.targets
         }
         return self.layout
 

@@ -236,3 +236,21 @@ def test_surrogate_rewards_similar_neighbors_over_dissimilar_ones():
         for _ in range(10):
             losses[neighbors] = dyn.step(list(neighbors))
     assert losses[(1,)] < losses[(2,)]
+
+
+def test_the_surrogate_backend_draws_links_without_the_env(data):
+    """The backend's P^err is its own (the CCM draw the env observes), so it
+    steps lossy links right after ``restart``; before, the env had to set
+    ``backend.error`` or ``run`` raised a KeyError."""
+    from envs.surrogate_d2d import D2DSurrogateBackend
+    from rayfl.config import load_config
+
+    cfg = load_config(SMALL, ["topology.link_model=bernoulli"])
+    backend = D2DSurrogateBackend(cfg, data)
+    layout = backend.restart(5)
+    (target,) = layout.targets
+    _, error = selection_observation(layout, target, cfg.topology, seed=5)
+    np.testing.assert_array_equal(backend.error[target], error)
+    neighbors = tuple(m for m in range(6) if m != target)[:3]
+    out = backend.run(0, {target: (neighbors, (0, 1, 2))})
+    assert set(out.delivered[target]) <= set(neighbors)
