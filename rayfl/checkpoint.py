@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 _FORMAT = 2
-_DATACLASS_MODULES = ("rayfl.", "policies.", "envs.")
+_DATACLASS_MODULES = ("rayfl.",)  # the engine never names an upper layer
 
 
 class CheckpointFormatError(ValueError):
@@ -238,7 +238,9 @@ def plain_attributes(obj: Any) -> dict[str, Any]:
 
     For objects rebuilt from the config on resume (a scheduling policy): their
     evolving plain-data state (queues, averages, generators) is kept, their
-    wiring (spaces, bound systems, networks) is rebuilt.
+    wiring (spaces, bound systems, networks, and dataclasses of the layers
+    above the engine, such as a policy's constant bound or its current
+    round's solution) is rebuilt.
     """
     out = {}
     for key, value in vars(obj).items():

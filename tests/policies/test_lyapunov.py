@@ -260,3 +260,50 @@ def test_without_controls_the_sparsity_is_pinned_at_the_runs():
         "lyapunov", (observation_space, plain), context=context, fixed_sparsity=0.8
     )
     assert given.fixed_sparsity == 0.8
+
+
+def test_queues_resume_through_a_checkpoint_file(tmp_path):
+    # The engine saves a policy's plain attributes (rayfl.checkpoint); its
+    # solver dataclasses are policies' own and are rebuilt, not saved.
+    from rayfl.checkpoint import (
+        load_checkpoint,
+        plain_attributes,
+        restore_attributes,
+        save_checkpoint,
+    )
+
+    observation_space, action_space = controls_spaces(8, 3)
+
+    def build():
+        policy = make_policy(
+            "lyapunov", (observation_space, action_space), model_dim=20_000
+        )
+        policy.reset(seed=0)
+        return policy
+
+    rng = np.random.default_rng(2)
+    observations = [sample_observation(observation_space, rng) for _ in range(8)]
+    for obs in observations:
+        obs["eligible"][:] = (rng.random(8) < 0.7).astype(np.float32)
+    straight = build()
+    for obs in observations[:4]:
+        straight(obs)
+    saved = plain_attributes(straight)
+    assert "_solution" not in saved  # this round's, rebuilt at the next decision
+    save_checkpoint(tmp_path, {"next_round": 4, "policy": saved})
+    resumed = build()
+    restore_attributes(resumed, load_checkpoint(tmp_path)["policy"])
+    fresh = build()
+    for obs in observations[4:]:
+        a, b = straight(obs), resumed(obs)
+        fresh(obs)
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])
+    np.testing.assert_array_equal(
+        straight.fairness_queue_values, resumed.fairness_queue_values
+    )
+    assert straight.delay_queue_value == resumed.delay_queue_value
+    # the saved queues matter: a policy started afresh is elsewhere
+    assert not np.array_equal(
+        straight.fairness_queue_values, fresh.fairness_queue_values
+    )
