@@ -6,7 +6,7 @@ target: the rows are the candidate neighbors, K = F sub-channels; or
 :class:`envs.hierarchical.HierarchicalSchedulingEnv`, where :class:`EdgeScores`
 does steps 2–3 edge by edge over all devices):
 
-1. ``TimeLimit(config.rounds)``: an episode is one FL run (truncation);
+1. the env itself: an episode is one FL run (truncated after ``config.rounds``);
 2. :class:`HungarianTopK`: the action is a ``Box(N)`` of client scores; the K
    eligible clients with the highest scores get the subchannels by the
    Hungarian rule (max Σ gain [dB]) — the decoding of ``policies.learned``;
@@ -358,14 +358,13 @@ def make_rl_env(
         env = D2DNeighborEnv(run_config, mode=mode, reward=reward)
         return _TargetInfo(env)
 
-    inner: gym.Env = (
+    env: gym.Env = (
         make(cfg)
         if partition_seeds is None
         else DataPartitions(
             make, cfg, partition_seeds, every=partition_every, offset=partition_offset
         )
     )
-    env: gym.Env = gym.wrappers.TimeLimit(inner, max_episode_steps=cfg.rounds)
     if cfg.topology.kind == "hierarchical":
         env = EdgeScores(env)
     else:

@@ -91,8 +91,6 @@ def train(args: argparse.Namespace, out: Path) -> pd.DataFrame:
 
 def evaluate(args: argparse.Namespace, out: Path) -> pd.DataFrame:
     """Score the trained policies and the baselines on every held-out seed."""
-    import gymnasium as gym
-
     from envs.episode import run_episode
     from envs.scheduling import WirelessFLEnv
     from policies import make_policy
@@ -109,10 +107,7 @@ def evaluate(args: argparse.Namespace, out: Path) -> pd.DataFrame:
     for seed in args.eval_seeds:
         cfg = load_config(args.config, [f"seed={seed}"])
         rl = cfg.rl
-        env = gym.wrappers.TimeLimit(
-            WirelessFLEnv(cfg, mode="surrogate", reward=rl.reward),
-            max_episode_steps=cfg.rounds,
-        )
+        env = WirelessFLEnv(cfg, mode="surrogate", reward=rl.reward)
         try:
             env.reset(seed=seed)  # builds the partition: not part of any policy's time
             for name, train_seed, params in policies:

@@ -122,7 +122,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     )
     parser.add_argument("--num-cpus", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("docs/wpfl"))
-    parser.add_argument("--csv", default="dp_mechanisms.csv", help="CSV name under --out")
+    parser.add_argument(
+        "--csv", default="dp_mechanisms.csv", help="CSV name under --out"
+    )
     parser.add_argument("--runs-dir", type=Path, default=Path("runs/wpfl_dithering"))
     args = parser.parse_args(argv)
     import rayfl

@@ -112,19 +112,16 @@ def evaluate_policies(
 
 
 def _episode_env(cfg: RunConfig, partition: int, mode: str) -> Any:
-    """The env of the run's topology on data partition ``partition``, time-limited."""
-    import gymnasium as gym
-
+    """The env of the run's topology on data partition ``partition``."""
     rl = cfg.rl or RLConfig()
     kind = cfg.topology.kind
     make_env = load(ENVS["star" if kind == "flat" else kind])
-    env = make_env(
+    return make_env(  # truncated after cfg.rounds
         cfg.model_copy(update={"seed": partition}),
         mode=mode,
         reward=rl.reward,
         **({"controls": True} if rl.controls else {}),  # star only
     )
-    return gym.wrappers.TimeLimit(env, max_episode_steps=cfg.rounds)
 
 
 def _policy_for(cfg: RunConfig, env: Any, name: str, params: dict[str, Any]) -> Any:

@@ -190,7 +190,6 @@ def two_node_cluster(monkeypatch):
 @needs_rllib
 @pytest.mark.slow
 def test_two_env_runners_on_a_two_node_cluster(two_node_cluster, tmp_path):
-    import gymnasium as gym
     import ray
 
     from envs.episode import run_episode
@@ -235,9 +234,7 @@ def test_two_env_runners_on_a_two_node_cluster(two_node_cluster, tmp_path):
     assert not ray.is_initialized()
     assert cluster.remaining_processes_alive()
     # ... and the exported policy runs as `learned` without Ray or RLlib
-    env = gym.wrappers.TimeLimit(
-        WirelessFLEnv(TINY, mode="surrogate"), max_episode_steps=5
-    )
+    env = WirelessFLEnv(TINY, mode="surrogate")  # truncates after its 5 rounds
     policy = make_policy("learned", env, checkpoint=str(run_dir))
     result = run_episode(env, policy, seed=123)
     assert result.steps == 5 and np.isfinite(result.total_reward)
