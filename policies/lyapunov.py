@@ -57,7 +57,6 @@ Implementation details:
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
@@ -432,10 +431,6 @@ class LyapunovPolicy(Policy):
         self._last = (scheduled, available, self.round_delay_s(problem, solution))
         self._ids = ids
         return assignment
-
-    def objective_value(self) -> float:
-        """J of the last decision (NaN before the first)."""
-        return math.nan if self._solution is None else self._solution.objective
 
     def to_action(self, assignment: npt.ArrayLike) -> Action:
         """Add the chosen sparsity (controls) and power level to the action."""
