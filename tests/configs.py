@@ -25,3 +25,21 @@ WPFL_ALGORITHM: dict[str, Any] = {
     "personal_steps": 2,
     "batch_size": 16,
 }
+
+#: A small D2D run (seed 3, 6 digits clients, target 0): 2 rounds of FedAvg.
+TINY_D2D: dict[str, Any] = {
+    "seed": 3,
+    "rounds": 2,
+    "data": {
+        "dataset": "digits",
+        "num_clients": 6,
+        "partition": "dirichlet",
+        "alpha": 0.5,
+        "min_partition_size": 30,
+    },
+    "model": {"kind": "mlp", "hidden": [16]},
+    "algorithm": {"kind": "fedavg", "lr": 0.1, "batch_size": 16},
+    "topology": {"kind": "d2d", "target": 0, "epsilon": 0.2},
+    "ray": {"num_cpus": 2},
+    "output": {"progress": False, "plots": False},
+}

@@ -13,23 +13,9 @@ from rayfl.engine import build_system
 from rayfl.learning.models import FlatModel, build_model
 from rayfl.learning.train import evaluate
 from rayfl.system import initial_vector
+from tests.configs import TINY_D2D
 
-BASE = {
-    "seed": 3,
-    "rounds": 2,
-    "data": {
-        "dataset": "digits",
-        "num_clients": 6,
-        "partition": "dirichlet",
-        "alpha": 0.5,
-        "min_partition_size": 30,
-    },
-    "model": {"kind": "mlp", "hidden": [16]},
-    "algorithm": {"kind": "fedavg", "lr": 0.1, "batch_size": 16, "trainer": "autograd"},
-    "topology": {"kind": "d2d", "target": 0, "epsilon": 0.2},
-    "ray": {"num_cpus": 2},
-    "output": {"progress": False, "plots": False},
-}
+BASE = {**TINY_D2D, "algorithm": {**TINY_D2D["algorithm"], "trainer": "autograd"}}
 
 
 @pytest.mark.slow

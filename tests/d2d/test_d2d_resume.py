@@ -21,23 +21,13 @@ from rayfl.d2d.round import D2DRound
 from rayfl.engine import build_system
 from rayfl.run_status import RunFailed
 from rayfl.seeding import rng_for
+from tests.configs import TINY_D2D
 
 BASE = {
+    **TINY_D2D,
     "name": "d2d-resume",
-    "seed": 3,
     "rounds": 4,
-    "data": {
-        "dataset": "digits",
-        "num_clients": 6,
-        "partition": "dirichlet",
-        "alpha": 0.5,
-        "min_partition_size": 30,
-    },
-    "model": {"kind": "mlp", "hidden": [16]},
-    "algorithm": {"kind": "fedavg", "lr": 0.1, "batch_size": 16},
-    "topology": {"kind": "d2d", "target": 0, "epsilon": 0.2},
     "ray": {"num_cpus": 2, "clients_per_actor": 2},
-    "output": {"progress": False, "plots": False},
 }
 
 CASES = {

@@ -11,23 +11,9 @@ from rayfl.d2d.deciders import selection_deciders, to_schedule
 from rayfl.engine import build_system
 from rayfl.engine.deciders import PolicyDecider
 from rayfl.engine.loop import decide
+from tests.configs import TINY_D2D
 
-BASE = {
-    "seed": 3,
-    "rounds": 3,
-    "data": {
-        "dataset": "digits",
-        "num_clients": 6,
-        "partition": "dirichlet",
-        "alpha": 0.5,
-        "min_partition_size": 30,
-    },
-    "model": {"kind": "mlp", "hidden": [16]},
-    "algorithm": {"kind": "fedavg", "lr": 0.1, "batch_size": 16},
-    "topology": {"kind": "d2d", "target": 0, "epsilon": 0.2},
-    "ray": {"num_cpus": 2},
-    "output": {"progress": False, "plots": False},
-}
+BASE = {**TINY_D2D, "rounds": 3}
 
 
 def _assert_same_rows(got_rows, want_rows):
