@@ -139,20 +139,10 @@ def _pm(values: pd.Series) -> str:
     return f"{values.mean():.4g} ± {values.std(ddof=1):.2g}"
 
 
-def main() -> None:
-    """Run the missing (seed, variant) pairs and write the table and the plot."""
-    args = _args()
-    logging.getLogger("absl").setLevel(logging.ERROR)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    overrides = [f"rounds={args.rounds}", "topology.edge_eval=false", *args.override]
-    cfg = load_config(args.config, overrides)
-    seeds = args.seeds if args.seeds is not None else [cfg.seed]
-    path = out / "scheduling.csv"
-    old = pd.read_csv(path) if path.exists() else pd.DataFrame()
-    if not old.empty and "rounds" not in old.columns:
-        old = pd.DataFrame()  # written before the ``rounds`` column: redo
-    rows = old.to_dict("records")
+def _todo(
+    args: argparse.Namespace, rows: list[dict], seeds: list[int]
+) -> dict[int, list[str]]:
+    """Per seed, the ``--policies`` not yet in ``rows`` at ``--rounds``."""
 
     def done(seed: int) -> set[str]:
         return {
@@ -165,34 +155,46 @@ def main() -> None:
         s: [n for n in args.policies if _label(n, args.subchannels) not in done(s)]
         for s in seeds
     }
-    if any(todo.values()):
-        session = RaySession(cfg.ray)
-        try:
-            for seed in seeds:
-                if not todo[seed]:
-                    continue
-                t0 = time.perf_counter()
-                system = build_system(
-                    load_config(args.config, [*overrides, f"seed={seed}"])
-                )
-                print(
-                    f"seed {seed}: setup {time.perf_counter() - t0:.0f} s", flush=True
-                )
-                try:
-                    for name in todo[seed]:
-                        system.reset(**_variant(name, args.subchannels))
-                        label = _label(name, args.subchannels)
-                        row = _run(system, label, args.rounds, args.eval_every)
-                        rows.append({**row, "seed": seed})
-                        pd.DataFrame(rows).to_csv(path, index=False)
-                finally:
-                    system.close()
-        finally:
-            session.close()
-    labels = [_label(n, args.subchannels) for n in args.policies]
-    df = pd.DataFrame(rows)
-    df = df[df["seed"].isin(seeds) & (df["rounds"] == args.rounds)]
-    df = df[df["variant"].isin(labels)]
+    return todo
+
+
+def _run_seeds(
+    args: argparse.Namespace,
+    cfg: Any,
+    overrides: list[str],
+    seeds: list[int],
+    todo: dict[int, list[str]],
+    rows: list[dict],
+    path: Path,
+) -> None:
+    """Run ``todo`` (one system per seed), saving ``path`` after every run."""
+    session = RaySession(cfg.ray)
+    try:
+        for seed in seeds:
+            if not todo[seed]:
+                continue
+            t0 = time.perf_counter()
+            system = build_system(
+                load_config(args.config, [*overrides, f"seed={seed}"])
+            )
+            print(f"seed {seed}: setup {time.perf_counter() - t0:.0f} s", flush=True)
+            try:
+                for name in todo[seed]:
+                    system.reset(**_variant(name, args.subchannels))
+                    label = _label(name, args.subchannels)
+                    row = _run(system, label, args.rounds, args.eval_every)
+                    rows.append({**row, "seed": seed})
+                    pd.DataFrame(rows).to_csv(path, index=False)
+            finally:
+                system.close()
+    finally:
+        session.close()
+
+
+def _write_report(
+    df: pd.DataFrame, seeds: list[int], args: argparse.Namespace, out: Path
+) -> None:
+    """Write and print scheduling.md; draw scheduling_accuracy.png."""
     cols = [
         "variant",
         "final_acc",
@@ -233,6 +235,30 @@ def main() -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "scheduling_accuracy.png", dpi=120)
+
+
+def main() -> None:
+    """Run the missing (seed, variant) pairs and write the table and the plot."""
+    args = _args()
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    overrides = [f"rounds={args.rounds}", "topology.edge_eval=false", *args.override]
+    cfg = load_config(args.config, overrides)
+    seeds = args.seeds if args.seeds is not None else [cfg.seed]
+    path = out / "scheduling.csv"
+    old = pd.read_csv(path) if path.exists() else pd.DataFrame()
+    if not old.empty and "rounds" not in old.columns:
+        old = pd.DataFrame()  # written before the ``rounds`` column: redo
+    rows = old.to_dict("records")
+    todo = _todo(args, rows, seeds)
+    if any(todo.values()):
+        _run_seeds(args, cfg, overrides, seeds, todo, rows, path)
+    labels = [_label(n, args.subchannels) for n in args.policies]
+    df = pd.DataFrame(rows)
+    df = df[df["seed"].isin(seeds) & (df["rounds"] == args.rounds)]
+    df = df[df["variant"].isin(labels)]
+    _write_report(df, seeds, args, out)
 
 
 if __name__ == "__main__":

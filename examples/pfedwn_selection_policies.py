@@ -51,20 +51,9 @@ POLICIES = {
 }
 
 
-def main() -> None:
-    """Run every policy × seed and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument(
-        "--link-model",
-        default="ideal",
-        choices=["ideal", "bernoulli", "mc_sinr"],
-        help="topology.link_model (ideal: every model arrives, the paper)",
-    )
-    parser.add_argument("--out", type=Path, default=Path("results/pfedwn_selection"))
-    args = parser.parse_args()
-    for attempt in range(5):  # one session for every run (the runner reuses it)
+def _init_ray() -> None:
+    """One Ray session for every run (the runner reuses it)."""
+    for attempt in range(5):
         if ray.is_initialized():
             break
         try:
@@ -73,6 +62,10 @@ def main() -> None:
             ray.shutdown()
             if attempt == 4:
                 raise
+
+
+def _run_policies(args: argparse.Namespace) -> list[dict]:
+    """Run every policy × seed; return one row per run (each printed)."""
     rows = []
     for label, overrides in POLICIES.items():
         for seed in args.seeds:
@@ -105,6 +98,11 @@ def main() -> None:
                 }
             )
             print(rows[-1], flush=True)
+    return rows
+
+
+def _write_table(rows: list[dict], args: argparse.Namespace) -> None:
+    """Write runs.csv and table.md (printed too)."""
     table = pd.DataFrame(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "runs.csv", index=False)
@@ -133,6 +131,23 @@ def main() -> None:
     lines.append(f"channel_threshold once == via env: {same}")
     (args.out / "table.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def main() -> None:
+    """Run every policy × seed and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument(
+        "--link-model",
+        default="ideal",
+        choices=["ideal", "bernoulli", "mc_sinr"],
+        help="topology.link_model (ideal: every model arrives, the paper)",
+    )
+    parser.add_argument("--out", type=Path, default=Path("results/pfedwn_selection"))
+    args = parser.parse_args()
+    _init_ray()
+    _write_table(_run_policies(args), args)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,13 @@ from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.selection import make_layout, select_neighbors
 from rayfl.data.datasets import available_datasets
 from rayfl.runner import run
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # loaded by path (the tests), not run as a script
+    sys.path.insert(0, str(HERE))
+
+# The figures; re-exported here.
+from _support.pfedwn_plots import layout_plot, plots  # noqa: E402
 
 BASE = Path(__file__).with_name("pfedwn_d2d.yaml")
 BUILTIN = ("local", "pfedwn")
@@ -199,137 +207,14 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def plots(
-    counts: pd.DataFrame, curves: pd.DataFrame, em: pd.DataFrame, out: Path
-) -> None:
-    """Write counts.png, curves_<dataset>.png (seed means) and em_weights.png."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.4), dpi=120)
-    for eps, part in counts.groupby("epsilon"):
-        stats = part.groupby(part["sinr_threshold"].astype(float))["selected"]
-        mean, std = stats.mean(), stats.std()
-        ax.errorbar(
-            mean.index,
-            mean.values,
-            yerr=std.values,
-            marker="o",
-            capsize=3,
-            label=f"ε={eps}",
-        )
-    ax.set_xlabel("γ_th (linear)")
-    ax.set_ylabel("selected neighbors (of 10)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "counts.png")
-    plt.close(fig)
-    for dataset, part in curves.groupby("dataset"):
-        gammas = sorted(part["sinr_threshold"].unique(), key=float)
-        fig, axes = plt.subplots(
-            1, len(gammas), figsize=(4.2 * len(gammas), 3.2), dpi=120, squeeze=False
-        )
-        for ax, g in zip(axes[0], gammas, strict=True):
-            case = part[part["sinr_threshold"] == g]
-            for method, rows in case.groupby("method", sort=False):
-                mean = rows.groupby("round")["target_acc"].mean()
-                ax.plot(mean.index + 1, mean.values, label=method)
-            seeds = case["seed"].nunique()
-            ax.set_title(f"{dataset}, γ_th={g}, mean of {seeds} seeds", fontsize=9)
-            ax.set_xlabel("round")
-            ax.set_ylabel("target test accuracy (%)")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=6)
-        fig.tight_layout()
-        fig.savefig(out / f"curves_{dataset}.png")
-        plt.close(fig)
-    if em.empty:
-        return
-    # The first run with the most selected neighbors (the most to weigh).
-    keys = ["dataset", "sinr_threshold", "method", "seed"]
-    sizes = em.groupby(keys, sort=False)["neighbor"].nunique()
-    first = dict(zip(keys, sizes.idxmax(), strict=True))
-    one = em[
-        (em["dataset"] == first["dataset"])
-        & (em["sinr_threshold"] == first["sinr_threshold"])
-        & (em["method"] == first["method"])
-        & (em["seed"] == first["seed"])
-    ]
-    fig, ax = plt.subplots(figsize=(5, 3.4), dpi=120)
-    for neighbor, rows in one.groupby("neighbor"):
-        ax.plot(rows["step"], rows["pi"], marker=".", label=f"neighbor {neighbor}")
-    ax.set_xlabel("EM step (one per round)")
-    ax.set_ylabel("π")
-    ax.set_title(
-        f"EM weights, {first['dataset']} γ_th={first['sinr_threshold']}, "
-        f"{first['method']}, seed {first['seed']}",
-        fontsize=8,
-    )
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "em_weights.png")
-    plt.close(fig)
-
-
-def layout_plot(out: Path, seed: int = 0) -> None:
-    """Fig. 4-style: one layout, P^err to the target, selected neighbors ringed."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    gammas = (5.0, 10.0, 15.0)
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), dpi=120)
-    for ax, gamma in zip(axes, gammas, strict=True):
-        topology = D2DTopologyConfig(sinr_threshold=gamma)
-        layout = make_layout(topology, 11, seed=seed)
-        (sel,) = select_neighbors(layout, topology, seed=seed)
-        pos = layout.positions_m
-        others = [s for s in range(11) if s != sel.target]
-        points = ax.scatter(
-            pos[others, 0],
-            pos[others, 1],
-            c=sel.error_probability[others],
-            cmap="viridis_r",
-            vmin=0.0,
-            vmax=0.14,
-            s=60,
-        )
-        ax.scatter(*pos[sel.target], marker="*", s=250, c="red", label="target")
-        if sel.neighbors:
-            chosen = list(sel.neighbors)
-            ax.scatter(
-                pos[chosen, 0],
-                pos[chosen, 1],
-                s=200,
-                facecolors="none",
-                edgecolors="black",
-                label="selected",
-            )
-        for s in others:
-            ax.annotate(str(s), pos[s], textcoords="offset points", xytext=(5, 5))
-        ax.set_title(f"γ_th={gamma:g}: {len(sel.neighbors)} selected", fontsize=9)
-        ax.set_xlim(0, 50)
-        ax.set_ylim(0, 50)
-        ax.set_aspect("equal")
-        ax.legend(fontsize=7, loc="lower right")
-    fig.colorbar(points, ax=axes, label="P_err to the target")
-    fig.savefig(out / "layout.png")
-    plt.close(fig)
-
-
 def _append(path: Path, rows: list[dict[str, Any]]) -> None:
     """Append rows to a CSV (header on the first write)."""
     frame = pd.DataFrame(rows)
     frame.to_csv(path, mode="a", header=not path.exists(), index=False)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Parse the flags, count selected neighbors, run the table, write outputs."""
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Return the flags; an unknown ``--methods`` entry is a usage error."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="+", default=["fashion_mnist"])
     parser.add_argument(
@@ -368,20 +253,13 @@ def main(argv: list[str] | None = None) -> None:
             f"--methods: unknown {', '.join(unknown)}; allowed: "
             f"{', '.join(sorted(known))}, pfedwn@<α>, <algorithm>@<field>=<value>"
         )
-    args.out.mkdir(parents=True, exist_ok=True)
+    return args
 
-    counts = count_selected(args.layouts, [5.0, 10.0, 15.0], args.epsilons)
-    counts.to_csv(args.out / "counts.csv", index=False)
-    layout_plot(args.out)
-    print(
-        counts.groupby(["sinr_threshold", "epsilon"])["selected"]
-        .agg(["mean", "std"])
-        .to_string(float_format=lambda v: f"{v:.2f}")
-    )
 
-    table_path = args.out / "table2.csv"
-    curves_path = args.out / "curves.csv"
-    em_path = args.out / "em_weights.csv"
+def _todo(
+    args: argparse.Namespace, table_path: Path
+) -> list[tuple[str, float, int, str]]:
+    """The (dataset, γ_th, seed, method) runs not in ``table2.csv`` yet (printed)."""
     done: set[tuple[str, str, str, int]] = set()
     if table_path.exists():
         old = pd.read_csv(table_path, dtype={"sinr_threshold": str})
@@ -403,53 +281,64 @@ def main(argv: list[str] | None = None) -> None:
         print(f"skip {dataset}: {found.get(dataset)}")
     todo = [t for t in todo if t[0] not in missing]
     print(f"{len(todo)} runs to do ({len(done)} already in {table_path})")
-    if todo and not args.skip_training:
-        import ray
+    return todo
 
-        for attempt in range(5):  # a loaded machine can time out Ray's start-up
-            try:
-                ray.init(  # a new local session, even where `ray start` left one
-                    address="local",
-                    num_cpus=args.num_cpus,
-                    include_dashboard=False,
-                    logging_level="ERROR",
-                )
-                break
-            except Exception:  # noqa: BLE001 (Ray raises a bare Exception)
-                if attempt == 4:
-                    raise
+
+def _init_ray(num_cpus: int) -> None:
+    """Start a new local Ray session (a loaded machine can time out: retried)."""
+    import ray
+
+    for attempt in range(5):
         try:
-            for dataset, gamma, seed, method in todo:
-                row = run_one(dataset, gamma, seed, method, args)
-                print(
-                    f"{dataset} γ_th={gamma:g} seed={seed} {method:16s} "
-                    f"target={row['target']} SNs={row['neighbors']} "
-                    f"max_acc={row['max_acc']:.2f} ({row['wall_s']:.0f} s)",
-                    flush=True,
-                )
-                key = {k: row[k] for k in ("dataset", "sinr_threshold", "method")}
-                key["seed"] = seed
-                _append(
-                    curves_path,
-                    [
-                        {**key, "round": t, "target_acc": acc}
-                        for t, acc in enumerate(row["curve"])
-                    ],
-                )
-                history = row["em_history"] or []
-                neighbors = row["neighbors"].split()
-                if method.startswith("pfedwn") and history and neighbors:
-                    _append(
-                        em_path,
-                        [
-                            {**key, "step": step, "neighbor": int(m), "pi": float(pi)}
-                            for step, weights in enumerate(history)
-                            for m, pi in zip(neighbors, weights, strict=True)
-                        ],
-                    )
-                _append(table_path, [{k: row[k] for k in COLUMNS}])
-        finally:
-            ray.shutdown()
+            ray.init(  # a new local session, even where `ray start` left one
+                address="local",
+                num_cpus=num_cpus,
+                include_dashboard=False,
+                logging_level="ERROR",
+            )
+            break
+        except Exception:  # noqa: BLE001 (Ray raises a bare Exception)
+            if attempt == 4:
+                raise
+
+
+def _record(job: tuple[str, float, int, str], row: dict[str, Any], out: Path) -> None:
+    """Print a run's row; append it to table2.csv, curves.csv and em_weights.csv."""
+    dataset, gamma, seed, method = job
+    table_path = out / "table2.csv"
+    curves_path = out / "curves.csv"
+    em_path = out / "em_weights.csv"
+    print(
+        f"{dataset} γ_th={gamma:g} seed={seed} {method:16s} "
+        f"target={row['target']} SNs={row['neighbors']} "
+        f"max_acc={row['max_acc']:.2f} ({row['wall_s']:.0f} s)",
+        flush=True,
+    )
+    key = {k: row[k] for k in ("dataset", "sinr_threshold", "method")}
+    key["seed"] = seed
+    _append(
+        curves_path,
+        [{**key, "round": t, "target_acc": acc} for t, acc in enumerate(row["curve"])],
+    )
+    history = row["em_history"] or []
+    neighbors = row["neighbors"].split()
+    if method.startswith("pfedwn") and history and neighbors:
+        _append(
+            em_path,
+            [
+                {**key, "step": step, "neighbor": int(m), "pi": float(pi)}
+                for step, weights in enumerate(history)
+                for m, pi in zip(neighbors, weights, strict=True)
+            ],
+        )
+    _append(table_path, [{k: row[k] for k in COLUMNS}])
+
+
+def _write_outputs(counts: pd.DataFrame, out: Path) -> None:
+    """Print the summary of ``table2.csv`` and write the plots."""
+    table_path = out / "table2.csv"
+    curves_path = out / "curves.csv"
+    em_path = out / "em_weights.csv"
     if table_path.exists():
         frame = pd.read_csv(table_path, dtype={"sinr_threshold": str})
         print(summarise(frame).to_string(index=False, float_format="{:.1f}".format))
@@ -459,9 +348,38 @@ def main(argv: list[str] | None = None) -> None:
             if em_path.exists()
             else pd.DataFrame()
         )
-        plots(counts, curves, em, args.out)
+        plots(counts, curves, em, out)
     else:
-        plots(counts, pd.DataFrame(columns=["dataset"]), pd.DataFrame(), args.out)
+        plots(counts, pd.DataFrame(columns=["dataset"]), pd.DataFrame(), out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the flags, count selected neighbors, run the table, write outputs."""
+    args = _parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    counts = count_selected(args.layouts, [5.0, 10.0, 15.0], args.epsilons)
+    counts.to_csv(args.out / "counts.csv", index=False)
+    layout_plot(args.out)
+    print(
+        counts.groupby(["sinr_threshold", "epsilon"])["selected"]
+        .agg(["mean", "std"])
+        .to_string(float_format=lambda v: f"{v:.2f}")
+    )
+
+    table_path = args.out / "table2.csv"
+    todo = _todo(args, table_path)
+    if todo and not args.skip_training:
+        import ray
+
+        _init_ray(args.num_cpus)
+        try:
+            for dataset, gamma, seed, method in todo:
+                row = run_one(dataset, gamma, seed, method, args)
+                _record((dataset, gamma, seed, method), row, args.out)
+        finally:
+            ray.shutdown()
+    _write_outputs(counts, args.out)
 
 
 if __name__ == "__main__":

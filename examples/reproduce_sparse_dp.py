@@ -116,8 +116,10 @@ def acc_at_delay(df: pd.DataFrame, budget_s: float) -> float:
     return float(within["global_acc"].max()) if len(within) else float("nan")
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the comparison and the V sweep; write the CSVs and plots."""
+def _parse_args(
+    argv: list[str] | None,
+) -> tuple[argparse.Namespace, list[str], list[int], list[float]]:
+    """Return the flags and the policies, seeds and V grid they list."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--seeds", default="0,1,2", help="comma list, e.g. 0,1,2")
@@ -142,16 +144,13 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--policies: unknown {', '.join(bad)}; allowed: {allowed}")
     seeds = [int(s) for s in args.seeds.split(",") if s]
     v_grid = [float(x) for x in args.v_grid.split(",") if x]
+    return args, policies, seeds, v_grid
 
-    import ray
 
-    from rayfl.config import load_config
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    runs_dir = Path(args.runs_dir)
-    dim = model_dim(load_config(str(CONFIG)))
-    rounds_path, sweep_path = out / "rounds.csv", out / "v_sweep.csv"
+def _finished(
+    rounds_path: Path, sweep_path: Path
+) -> tuple[set[tuple[str, int]], set[tuple[float, int]]]:
+    """The (policy, seed) and (V, seed) runs already in the CSVs."""
     done = set()
     if rounds_path.exists():
         old = pd.read_csv(rounds_path)
@@ -162,67 +161,88 @@ def main(argv: list[str] | None = None) -> None:
     if sweep_path.exists():
         old = pd.read_csv(sweep_path)
         swept = {(float(v), int(s)) for v, s in zip(old["V"], old["seed"], strict=True)}
-    todo = [(p, s) for p in policies for s in seeds if (p, s) not in done]
-    todo_v = [(v, s) for s in seeds for v in v_grid if (v, s) not in swept]
-    print(f"{len(todo)} comparison runs and {len(todo_v)} V-sweep runs to do")
-    if todo or todo_v:
-        if args.ray_address:
-            ray.init(address=args.ray_address, logging_level="ERROR")
-        elif not ray.is_initialized():  # one session for every run (faster start-up)
-            ray.init(  # a new local session, even where `ray start` left a cluster
-                address="local",
-                num_cpus=args.num_cpus,
-                include_dashboard=False,
-                logging_level="ERROR",
-            )
-    try:
-        for policy, seed in todo:
-            df = run_one(
-                policy_overrides(policy),
-                args.rounds,
-                seed,
-                runs_dir,
-                args.num_cpus,
-            )
-            df["policy"], df["seed"] = policy, seed
-            df["max_eps_ratio"] = max_budget_ratio(df.attrs["privacy"])
-            df["wall_s"] = df.attrs["wall_s"]
-            cols = ["policy", "seed", "round", "global_acc", "latency_s"]
-            cols += ["cum_delay_s", "mean_bits", "max_eps_ratio", "wall_s"]
-            df[cols].to_csv(
-                rounds_path, mode="a", header=not rounds_path.exists(), index=False
-            )
-            print(
-                f"{policy} seed {seed}: final acc {df['global_acc'].iloc[-1]:.4f}, "
-                f"delay {df['cum_delay_s'].iloc[-1]:.1f} s ({df.attrs['wall_s']:.0f} s)",
-                flush=True,
-            )
-        for v, seed in todo_v:
-            df = run_one(
-                {"scheduler.policy": "lyapunov", "scheduler.params": {"V": v}},
-                args.v_rounds,
-                seed,
-                runs_dir,
-                args.num_cpus,
-            )
-            row = {
-                "V": v,
-                "seed": seed,
-                "rounds": len(df),
-                "final_acc": float(df["global_acc"].iloc[-1]),
-                "best_acc": float(df["global_acc"].max()),
-                "cum_delay_s": float(df["cum_delay_s"].iloc[-1]),
-                "mean_bits": float(df["mean_bits"].mean()),
-                "max_eps_ratio": max_budget_ratio(df.attrs["privacy"]),
-                "wall_s": df.attrs["wall_s"],
-            }
-            pd.DataFrame([row]).to_csv(
-                sweep_path, mode="a", header=not sweep_path.exists(), index=False
-            )
-            print("V", v, seed, row, flush=True)
-    finally:
-        if ray.is_initialized() and not args.ray_address:
-            ray.shutdown()
+    return done, swept
+
+
+def _init_ray(args: argparse.Namespace) -> None:
+    """Join ``--ray-address`` or start one local session for every run."""
+    import ray
+
+    if args.ray_address:
+        ray.init(address=args.ray_address, logging_level="ERROR")
+    elif not ray.is_initialized():  # one session for every run (faster start-up)
+        ray.init(  # a new local session, even where `ray start` left a cluster
+            address="local",
+            num_cpus=args.num_cpus,
+            include_dashboard=False,
+            logging_level="ERROR",
+        )
+
+
+def _compare(
+    todo: list[tuple[str, int]],
+    args: argparse.Namespace,
+    runs_dir: Path,
+    rounds_path: Path,
+) -> None:
+    """Run the scheduler comparison; append each run's rounds to ``rounds.csv``."""
+    for policy, seed in todo:
+        df = run_one(
+            policy_overrides(policy),
+            args.rounds,
+            seed,
+            runs_dir,
+            args.num_cpus,
+        )
+        df["policy"], df["seed"] = policy, seed
+        df["max_eps_ratio"] = max_budget_ratio(df.attrs["privacy"])
+        df["wall_s"] = df.attrs["wall_s"]
+        cols = ["policy", "seed", "round", "global_acc", "latency_s"]
+        cols += ["cum_delay_s", "mean_bits", "max_eps_ratio", "wall_s"]
+        df[cols].to_csv(
+            rounds_path, mode="a", header=not rounds_path.exists(), index=False
+        )
+        print(
+            f"{policy} seed {seed}: final acc {df['global_acc'].iloc[-1]:.4f}, "
+            f"delay {df['cum_delay_s'].iloc[-1]:.1f} s ({df.attrs['wall_s']:.0f} s)",
+            flush=True,
+        )
+
+
+def _sweep(
+    todo_v: list[tuple[float, int]],
+    args: argparse.Namespace,
+    runs_dir: Path,
+    sweep_path: Path,
+) -> None:
+    """Run the V sweep; append one row per run to ``v_sweep.csv``."""
+    for v, seed in todo_v:
+        df = run_one(
+            {"scheduler.policy": "lyapunov", "scheduler.params": {"V": v}},
+            args.v_rounds,
+            seed,
+            runs_dir,
+            args.num_cpus,
+        )
+        row = {
+            "V": v,
+            "seed": seed,
+            "rounds": len(df),
+            "final_acc": float(df["global_acc"].iloc[-1]),
+            "best_acc": float(df["global_acc"].max()),
+            "cum_delay_s": float(df["cum_delay_s"].iloc[-1]),
+            "mean_bits": float(df["mean_bits"].mean()),
+            "max_eps_ratio": max_budget_ratio(df.attrs["privacy"]),
+            "wall_s": df.attrs["wall_s"],
+        }
+        pd.DataFrame([row]).to_csv(
+            sweep_path, mode="a", header=not sweep_path.exists(), index=False
+        )
+        print("V", v, seed, row, flush=True)
+
+
+def _write_outputs(out: Path, dim: int, rounds_path: Path, sweep_path: Path) -> None:
+    """Write runs.csv and the plots; print the tables."""
     if rounds_path.exists():
         runs = pd.read_csv(rounds_path)
         table = runs_table(runs, dim)
@@ -235,6 +255,34 @@ def main(argv: list[str] | None = None) -> None:
         sweep = pd.read_csv(sweep_path)
         print(markdown(sweep))
         plot_sweep(sweep, out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the comparison and the V sweep; write the CSVs and plots."""
+    args, policies, seeds, v_grid = _parse_args(argv)
+
+    import ray
+
+    from rayfl.config import load_config
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs_dir = Path(args.runs_dir)
+    dim = model_dim(load_config(str(CONFIG)))
+    rounds_path, sweep_path = out / "rounds.csv", out / "v_sweep.csv"
+    done, swept = _finished(rounds_path, sweep_path)
+    todo = [(p, s) for p in policies for s in seeds if (p, s) not in done]
+    todo_v = [(v, s) for s in seeds for v in v_grid if (v, s) not in swept]
+    print(f"{len(todo)} comparison runs and {len(todo_v)} V-sweep runs to do")
+    if todo or todo_v:
+        _init_ray(args)
+    try:
+        _compare(todo, args, runs_dir, rounds_path)
+        _sweep(todo_v, args, runs_dir, sweep_path)
+    finally:
+        if ray.is_initialized() and not args.ray_address:
+            ray.shutdown()
+    _write_outputs(out, dim, rounds_path, sweep_path)
 
 
 def runs_table(runs: pd.DataFrame, dim: int) -> pd.DataFrame:

@@ -52,19 +52,38 @@ Example:
 from __future__ import annotations
 
 import argparse
-import csv
 import math
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 HERE = Path(__file__).resolve().parent
 BASE_CONFIG = HERE / "wpfl_minmax.yaml"
+if str(HERE) not in sys.path:  # loaded by path (the tests), not run as a script
+    sys.path.insert(0, str(HERE))
+
+# The results.csv half of the script; every public name is re-exported here.
+from _support.wpfl_report import (  # noqa: E402, F401
+    FIELDS,
+    FIRST_T0,
+    JAIN_READINGS,
+    METRICS,
+    PAPER_CNN,
+    POLICIES,
+    SETTING_DEFAULTS,
+    aggregate,
+    append_row,
+    check_settings,
+    final_metrics,
+    first_t0_round,
+    load_rows,
+    relative_gain,
+    write_plots,
+    write_table,
+)
 
 #: Per pair: dataset, model, C, δ_Q, τ_max (Table I / spec §6.1), the paper's μ
 #: and L (spec §4.6) and abs(ω), which the min-max scheduler's bound needs.
@@ -121,45 +140,6 @@ PAIRS: dict[str, dict[str, Any]] = {
         "params": 650,
         "tau_max": 0.01,
     },
-}
-#: Paper's claims for CNN (abstract; spec §7.5), relative to the second best.
-PAPER_CNN = {"max_test_loss": 16.21, "jain": 38.37, "accuracy": 87.08}
-#: Jain's index columns: (results.csv field, rounds.parquet column, label).
-JAIN_READINGS = (
-    ("jain", "jain_train_loss", "Jain (PL train CE)"),
-    ("jain_reg", "jain_train_reg_loss", "Jain (CE + λ/2·‖ω̂−ϖ‖, PFLlib)"),
-    ("jain_objective", "jain_train_pl_objective", "Jain (PL objective, eq. 3a)"),
-)
-METRICS = ("accuracy", "max_test_loss", *(j[0] for j in JAIN_READINGS))
-#: Suffix of the columns read at the round where the first client used its T0-th
-#: upload (``--report-at first_t0``); the plain columns are read at the end.
-FIRST_T0 = "_first_t0"
-POLICIES = ("minmax", "round_robin", "random", "non_adjustment", "error_free")
-FIELDS = (
-    "pair",
-    "policy",
-    "t0",
-    "seed",
-    "accuracy",
-    "max_test_loss",
-    "jain",
-    "jain_reg",
-    "jain_objective",
-    "mean_acc",
-    "rounds",
-    "first_t0_round",
-    *(m + FIRST_T0 for m in METRICS),
-    "wall_s",
-)
-#: The settings of one ``--out`` directory (``settings.json``) and their
-#: defaults; a key absent from an older settings.json had its default.
-SETTING_DEFAULTS: dict[str, Any] = {
-    "pl_scheduled_only": False,
-    "rr_subchannels": "best_gain",
-    "c5": False,
-    "downlink_band": "subchannel",
-    "partition": "pathological",
-    "alpha": 0.1,
 }
 
 
@@ -228,274 +208,6 @@ def overrides_for(
     return out
 
 
-def _pl_metrics(row: Any, suffix: str = "") -> dict[str, float]:
-    """Return the PL metrics of one evaluated ``rounds.parquet`` row."""
-    return {
-        "accuracy" + suffix: float(row["personal_acc"]),
-        "max_test_loss" + suffix: float(row["personal_max_loss"]),
-        **{
-            field + suffix: float(row.get(column, math.nan))
-            for field, column, _ in JAIN_READINGS
-        },
-    }
-
-
-def first_t0_round(metrics: Any, t0: int) -> int | None:
-    """Return the round in which some client makes its T0-th upload (None: never).
-
-    Args:
-        metrics: The run's round × client rows (``metrics.parquet``), with
-            ``round``, ``client`` and ``scheduled``.
-        t0: T0, the upload cap.
-
-    Example:
-        >>> import pandas as pd
-        >>> m = pd.DataFrame({"round": [0, 0, 1, 1], "client": [0, 1, 0, 1],
-        ...                   "scheduled": [True, False, True, True]})
-        >>> first_t0_round(m, 2)
-        1
-    """
-    table = metrics.pivot(index="round", columns="client", values="scheduled")
-    uploads = table.sort_index().astype(int).cumsum()
-    hit = uploads.index[(uploads >= t0).any(axis=1)]
-    return int(hit[0]) if len(hit) else None
-
-
-def final_metrics(result: Any, t0: int | None = None) -> dict[str, float]:
-    """Return a run's PL metrics at the end and at the first client's T0-th upload.
-
-    The plain columns come from the last evaluated round (after the tail in
-    which the last clients spend their uploads). With ``t0``, the ``*_first_t0``
-    columns come from the first evaluated round at or after the round in which
-    some client made its T0-th upload (``first_t0_round``), the last round in
-    which every client could still be scheduled.
-    """
-    rounds = result.rounds
-    evaluated = rounds.dropna(subset=["personal_acc"])
-    last = evaluated.iloc[-1]
-    out: dict[str, Any] = {
-        **_pl_metrics(last),
-        "mean_acc": float(last["mean_acc"]),
-        "rounds": int(len(rounds)),
-    }
-    first = None if t0 is None else first_t0_round(result.metrics, t0)
-    out["first_t0_round"] = "" if first is None else first
-    at = evaluated[evaluated["round"] >= first] if first is not None else evaluated[:0]
-    if len(at):
-        out.update(_pl_metrics(at.iloc[0], FIRST_T0))
-    else:
-        out.update({m + FIRST_T0: math.nan for m in METRICS})
-    return out
-
-
-def load_rows(path: Path) -> list[dict[str, Any]]:
-    """Read finished runs from ``results.csv`` (empty if absent)."""
-    if not path.exists():
-        return []
-    with path.open() as f:
-        return list(csv.DictReader(f))
-
-
-def check_settings(path: Path, args: argparse.Namespace, fresh: bool) -> None:
-    """Keep one run setting per ``--out``.
-
-    Finished runs are keyed by (pair, policy, T0, seed) only, so a different
-    setting must not reuse them.
-
-    Raises:
-        SystemExit: ``path`` records a different setting (and not ``fresh``).
-    """
-    import json
-
-    setting = {
-        "samples_per_client": args.samples_per_client,
-        "steps": args.steps,
-        "batch_size": args.batch_size,
-        "rounds": args.rounds,
-        **{key: getattr(args, key) for key in SETTING_DEFAULTS},
-    }
-    if path.exists() and not fresh:
-        old = {**SETTING_DEFAULTS, **json.loads(path.read_text())}
-        if old != setting:
-            raise SystemExit(
-                f"{path.parent} holds runs with {old}, not {setting}: "
-                "use another --out (or --fresh to start over)"
-            )
-    path.write_text(json.dumps(setting, indent=1) + "\n")
-
-
-def append_row(path: Path, row: dict[str, Any]) -> None:
-    """Append one run's row to ``results.csv`` (header on first write).
-
-    A file written before a column was added is rewritten with it (empty for
-    the old rows).
-    """
-    new = not path.exists()
-    if not new:
-        with path.open() as f:
-            header = next(csv.reader(f), [])
-        if tuple(header) != FIELDS:
-            old = load_rows(path)
-            with path.open("w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=FIELDS)
-                writer.writeheader()
-                writer.writerows({k: r.get(k, "") for k in FIELDS} for r in old)
-    with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        writer.writerow({k: row[k] for k in FIELDS})
-
-
-def aggregate(
-    rows: list[dict[str, Any]], suffix: str = ""
-) -> dict[tuple[str, str, int], dict[str, float]]:
-    """Return seed means, sample stds (``<metric>_std``) and counts per (pair, policy, T0).
-
-    ``suffix`` ``"_first_t0"`` reads the metrics at the first client's T0-th
-    upload instead of the end (``--report-at``).
-    """
-    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
-    for r in rows:
-        groups.setdefault((r["pair"], r["policy"], int(r["t0"])), []).append(r)
-    out = {}
-    for key, items in groups.items():
-        out[key] = {m: _mean([i.get(m + suffix) for i in items]) for m in METRICS}
-        for m in METRICS:
-            out[key][m + "_std"] = _std([i.get(m + suffix) for i in items])
-        out[key]["seeds"] = len(items)
-    return out
-
-
-def _finite(values: list[Any]) -> npt.NDArray[np.float64]:
-    x = np.array([float(v) if v not in (None, "") else math.nan for v in values])
-    return x[np.isfinite(x)]
-
-
-def _mean(values: list[Any]) -> float:
-    """Mean of the values that parse as finite floats (NaN if none)."""
-    x = _finite(values)
-    return float(x.mean()) if x.size else math.nan
-
-
-def _std(values: list[Any]) -> float:
-    """Sample std (ddof 1) of the finite values (NaN with fewer than two)."""
-    x = _finite(values)
-    return float(x.std(ddof=1)) if x.size > 1 else math.nan
-
-
-def relative_gain(ours: float, others: list[float], higher_is_better: bool) -> float:
-    """Return (ours − best other)/best other in %, signed so that > 0 is better."""
-    if not others:
-        return math.nan
-    best = max(others) if higher_is_better else min(others)
-    gain = (ours - best) / abs(best) * 100.0
-    return gain if higher_is_better else -gain
-
-
-def write_table(rows: list[dict[str, Any]], out: Path, suffix: str = "") -> str:
-    """Write ``table.md`` (means over seeds, relative gaps) and return its text."""
-    means = aggregate(rows, suffix)
-    lines = [
-        "| pair | policy | T0 | seeds | PL accuracy | max PL test loss | "
-        + " | ".join(j[2] for j in JAIN_READINGS)
-        + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(JAIN_READINGS),
-    ]
-    for (pair, policy, t0), m in sorted(means.items()):
-        jains = " | ".join(f"{m[j[0]]:.4f}" for j in JAIN_READINGS)
-        lines.append(
-            f"| {pair} | {policy} | {t0} | {m['seeds']:.0f} | {m['accuracy']:.4f} | "
-            f"{m['max_test_loss']:.4f} | {jains} |"
-        )
-    lines += [
-        "",
-        "Relative gain of `minmax` over the best of round_robin / random / "
-        "non_adjustment (positive = minmax better; loss: lower is better):",
-        "",
-        "| pair | T0 | accuracy % | max test loss % | "
-        + " | ".join(f"{j[2]} %" for j in JAIN_READINGS)
-        + " |",
-        "|---|---|---|---|" + "---|" * len(JAIN_READINGS),
-    ]
-    baselines = ("round_robin", "random", "non_adjustment")
-    for pair, policy, t0 in sorted(means):
-        if policy != "minmax":
-            continue
-        ours = means[(pair, "minmax", t0)]
-        others = [means[(pair, b, t0)] for b in baselines if (pair, b, t0) in means]
-        if not others:
-            continue
-        acc = relative_gain(ours["accuracy"], [o["accuracy"] for o in others], True)
-        loss = relative_gain(
-            ours["max_test_loss"], [o["max_test_loss"] for o in others], False
-        )
-        jains = " | ".join(
-            f"{relative_gain(ours[j], [o[j] for o in others], True):+.2f}"
-            for j, _, _ in JAIN_READINGS
-        )
-        lines.append(f"| {pair} | {t0} | {acc:+.2f} | {loss:+.2f} | {jains} |")
-    when = "at the first client's T0-th upload" if suffix else "at the end"
-    lines += [
-        "",
-        f"Metrics read {when}.",
-        "",
-        f"Paper (CNN, vs second best): accuracy +{PAPER_CNN['accuracy']}%, "
-        f"max test loss {PAPER_CNN['max_test_loss']}% lower, Jain "
-        f"+{PAPER_CNN['jain']}%.",
-    ]
-    text = "\n".join(lines) + "\n"
-    (out / "table.md").write_text(text)
-    return text
-
-
-def write_plots(rows: list[dict[str, Any]], out: Path, suffix: str = "") -> None:
-    """Write one figure per metric vs T0, one panel per pair.
-
-    One line per policy (the seeds' mean) with a band of ± one sample std when
-    there are several seeds.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    means = aggregate(rows, suffix)
-    pairs = sorted({k[0] for k in means})
-    for metric, label, fname in (
-        ("accuracy", "PL test accuracy", "accuracy_vs_t0.png"),
-        ("jain", "Jain's index of PL training losses", "jain_vs_t0.png"),
-        ("jain_reg", "Jain, PL train loss + λ/2·‖ω̂−ϖ‖", "jain_reg_vs_t0.png"),
-        ("max_test_loss", "max client PL test loss", "max_loss_vs_t0.png"),
-    ):
-        fig, axes = plt.subplots(
-            1, len(pairs), figsize=(5 * len(pairs), 3.6), squeeze=False
-        )
-        for ax, pair in zip(axes[0], pairs, strict=True):
-            for policy in POLICIES:
-                pts = sorted(
-                    (t0, m[metric], m[metric + "_std"])
-                    for (p, pol, t0), m in means.items()
-                    if p == pair and pol == policy
-                )
-                if not pts:
-                    continue
-                t0s, mean, std = (np.array(v) for v in zip(*pts, strict=True))
-                (line,) = ax.plot(t0s, mean, marker="o", label=policy)
-                if np.isfinite(std).any():  # ± one sample std over the seeds
-                    ax.fill_between(
-                        t0s, mean - std, mean + std, color=line.get_color(), alpha=0.15
-                    )
-            ax.set_title(pair)
-            ax.set_xlabel("T0 (max uploads per client)")
-            ax.set_ylabel(label)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(out / fname, dpi=120)
-        plt.close(fig)
-
-
 def available_pairs(requested: list[str], data_root: str | None) -> list[str]:
     """Drop MNIST pairs when no MNIST files are found (with a note)."""
     from rayfl.data.datasets import available_datasets
@@ -510,9 +222,8 @@ def available_pairs(requested: list[str], data_root: str | None) -> list[str]:
     return keep
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Return the script's flags."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def _add_sweep_flags(parser: argparse.ArgumentParser) -> None:
+    """What runs (pairs, policies, T0, seeds) and the cost of each run."""
     parser.add_argument(
         "--pairs",
         nargs="+",
@@ -548,6 +259,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=200,
         help="round guard (the T0 rule normally ends a run first)",
     )
+
+
+def _add_resource_flags(parser: argparse.ArgumentParser) -> None:
+    """Where the data and the results are, and the CPUs the runs share."""
     parser.add_argument("--data-root", default=None, help="MNIST IDX files root")
     parser.add_argument("--num-cpus", type=int, default=2)
     parser.add_argument(
@@ -561,6 +276,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "not depend on it)",
     )
     parser.add_argument("--out", default="runs/wpfl_repro")
+
+
+def _add_reading_flags(parser: argparse.ArgumentParser) -> None:
+    """The readings of the paper its text leaves open (see the module docstring)."""
     parser.add_argument(
         "--pl-scheduled-only",
         action="store_true",
@@ -609,18 +328,78 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "the T0 tail; the paper's T of Sec. V-C) or the round in which the first "
         "client makes its T0-th upload (both are always in results.csv)",
     )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Return the script's flags."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    _add_sweep_flags(parser)
+    _add_resource_flags(parser)
+    _add_reading_flags(parser)
     parser.add_argument("--fresh", action="store_true", help="ignore results.csv")
     return parser.parse_args(argv)
+
+
+def _init_ray(num_cpus: int) -> None:
+    """Start one Ray session for every run (start-up can time out: retried)."""
+    import ray
+
+    for attempt in range(8):
+        if ray.is_initialized():
+            break
+        try:
+            ray.init(
+                address="local",  # never join a cluster left by `ray start`
+                num_cpus=num_cpus,
+                include_dashboard=False,
+                logging_level="ERROR",
+            )
+        except Exception as error:  # noqa: BLE001  (Ray raises a bare Exception)
+            print(f"ray.init failed ({error}); retry {attempt + 1}/8", flush=True)
+            ray.shutdown()
+            time.sleep(30)
+
+
+def _run_one(
+    key: tuple[str, str, int, int],
+    args: argparse.Namespace,
+    results: Path,
+    lock: threading.Lock,
+) -> None:
+    """Run one (pair, policy, T0, seed) and append its row to ``results``."""
+    import rayfl
+
+    pair, policy, t0, seed = key
+    started = time.perf_counter()
+    overrides = overrides_for(pair, policy, t0, seed, args)
+    if args.clients_per_actor:
+        overrides["ray.clients_per_actor"] = args.clients_per_actor
+    elif args.parallel > 1:
+        # "auto" packing gives one run one actor per CPU, all CPUs; runs at
+        # once would then each hold part of the CPUs and wait for the rest
+        # forever. Give each run its share of the CPUs instead.
+        import yaml
+
+        clients = yaml.safe_load(BASE_CONFIG.read_text())["data"]["num_clients"]
+        share = max(1, args.num_cpus // args.parallel)
+        overrides["ray.clients_per_actor"] = math.ceil(clients / share)
+    result = rayfl.run(BASE_CONFIG, overrides)
+    row = {
+        "pair": pair,
+        "policy": policy,
+        "t0": t0,
+        "seed": seed,
+        **final_metrics(result, t0),
+        "wall_s": round(time.perf_counter() - started, 1),
+    }
+    with lock:
+        append_row(results, row)
+        print(row, flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the flags, run what is missing, write the table and plots."""
     args = parse_args(argv)
-
-    import ray
-
-    import rayfl
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.csv"
@@ -632,20 +411,7 @@ def main(argv: list[str] | None = None) -> None:
         for r in load_rows(results)
     }
     pairs = available_pairs(args.pairs, args.data_root)
-    for attempt in range(8):  # one session for every run; start-up can time out
-        if ray.is_initialized():
-            break
-        try:
-            ray.init(
-                address="local",  # never join a cluster left by `ray start`
-                num_cpus=args.num_cpus,
-                include_dashboard=False,
-                logging_level="ERROR",
-            )
-        except Exception as error:  # noqa: BLE001  (Ray raises a bare Exception)
-            print(f"ray.init failed ({error}); retry {attempt + 1}/8", flush=True)
-            ray.shutdown()
-            time.sleep(30)
+    _init_ray(args.num_cpus)
     todo = [
         (pair, policy, t0, seed)
         for pair in pairs
@@ -656,38 +422,11 @@ def main(argv: list[str] | None = None) -> None:
     ]
     lock = threading.Lock()
 
-    def run_one(key: tuple[str, str, int, int]) -> None:
-        pair, policy, t0, seed = key
-        started = time.perf_counter()
-        overrides = overrides_for(pair, policy, t0, seed, args)
-        if args.clients_per_actor:
-            overrides["ray.clients_per_actor"] = args.clients_per_actor
-        elif args.parallel > 1:
-            # "auto" packing gives one run one actor per CPU, all CPUs; runs at
-            # once would then each hold part of the CPUs and wait for the rest
-            # forever. Give each run its share of the CPUs instead.
-            import yaml
-
-            clients = yaml.safe_load(BASE_CONFIG.read_text())["data"]["num_clients"]
-            share = max(1, args.num_cpus // args.parallel)
-            overrides["ray.clients_per_actor"] = math.ceil(clients / share)
-        result = rayfl.run(BASE_CONFIG, overrides)
-        row = {
-            "pair": pair,
-            "policy": policy,
-            "t0": t0,
-            "seed": seed,
-            **final_metrics(result, t0),
-            "wall_s": round(time.perf_counter() - started, 1),
-        }
-        with lock:
-            append_row(results, row)
-            print(row, flush=True)
-
     # Runs share one Ray session; with --parallel > 1 several run at once (their
     # actors then need --num-cpus large enough to be scheduled together).
     with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-        for future in [pool.submit(run_one, key) for key in todo]:
+        futures = [pool.submit(_run_one, key, args, results, lock) for key in todo]
+        for future in futures:
             future.result()
     rows = load_rows(results)
     if rows:

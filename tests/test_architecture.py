@@ -165,14 +165,19 @@ def test_dynamic_imports_only_in_the_registry_and_the_checkpoint_loader():
 #: Issue 21's size rule: no module of the packages over 500 lines, no function
 #: (or method) over 80.
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
+#: Folders outside the packages held to the same rule: the example scripts
+#: (with their shared modules in examples/_support) and the repository scripts.
+SCRIPT_FOLDERS = ("examples", "scripts")
 
 
-def _sizes() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+def _sizes(
+    folders: tuple[str, ...] = PACKAGES,
+) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     import ast
 
     modules, functions = [], []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
+    for folder in folders:
+        for path in sorted((ROOT / folder).rglob("*.py")):
             text = path.read_text()
             name = str(path.relative_to(ROOT))
             modules.append((name, text.count("\n")))
@@ -183,12 +188,24 @@ def _sizes() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     return modules, functions
 
 
-def test_no_module_over_500_lines_and_no_function_over_80():
-    modules, functions = _sizes()
-    assert len(modules) > 100 and max(n for _, n in functions) > 40  # it measured
+def _assert_sizes_kept(modules, functions) -> None:
     long_modules = [(m, n) for m, n in modules if n > MAX_MODULE_LINES]
     long_functions = [(f, n) for f, n in functions if n > MAX_FUNCTION_LINES]
     assert not long_modules, f"modules over {MAX_MODULE_LINES} lines: {long_modules}"
     assert not long_functions, (
         f"functions over {MAX_FUNCTION_LINES} lines: {long_functions}"
     )
+
+
+def test_no_module_over_500_lines_and_no_function_over_80():
+    modules, functions = _sizes()
+    assert len(modules) > 100 and max(n for _, n in functions) > 40  # it measured
+    _assert_sizes_kept(modules, functions)
+
+
+def test_examples_and_scripts_keep_the_size_rule():
+    modules, functions = _sizes(SCRIPT_FOLDERS)
+    # it measured: every folder, the scripts and examples/_support's modules
+    assert {Path(m).parts[0] for m, _ in modules} == set(SCRIPT_FOLDERS)
+    assert len(modules) > 15 and max(n for _, n in functions) > 40
+    _assert_sizes_kept(modules, functions)
