@@ -43,3 +43,12 @@ TINY_D2D: dict[str, Any] = {
     "ray": {"num_cpus": 2},
     "output": {"progress": False, "plots": False},
 }
+
+#: Eight digits clients, Dirichlet(1.0) labels (the hierarchy tests' data).
+DIGITS_8: dict[str, Any] = {
+    "dataset": "digits",
+    "num_clients": 8,
+    "partition": "dirichlet",
+    "alpha": 1.0,
+    "min_partition_size": 20,
+}

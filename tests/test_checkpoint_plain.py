@@ -22,6 +22,7 @@ from rayfl.checkpoint import (
     save_checkpoint,
 )
 from rayfl.schedule import Schedule
+from tests.configs import DIGITS_8
 
 
 class _Boom:
@@ -154,13 +155,7 @@ FLAT = {
     "name": "ckpt",
     "rounds": 4,
     "eval_every": 2,
-    "data": {
-        "dataset": "digits",
-        "num_clients": 8,
-        "partition": "dirichlet",
-        "alpha": 1.0,
-        "min_partition_size": 20,
-    },
+    "data": DIGITS_8,
     "model": {"kind": "mlp", "hidden": [16]},
     "algorithm": {"kind": "fedavg", "local_steps": 3, "batch_size": 16, "lr": 0.1},
     "output": {"progress": False, "plots": False, "checkpoint_every": 2},

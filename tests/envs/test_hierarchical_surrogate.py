@@ -14,17 +14,12 @@ from rayfl.hierarchy.cost import uplink_rate_bps
 from rayfl.hierarchy.dp import stream_stds
 from rayfl.seeding import rng_for
 from rayfl.wireless.units import dbm_to_w
+from tests.configs import DIGITS_8
 
 CONFIG = {
     "seed": 0,
     "rounds": 4,
-    "data": {
-        "dataset": "digits",
-        "num_clients": 8,
-        "partition": "dirichlet",
-        "alpha": 1.0,
-        "min_partition_size": 20,
-    },
+    "data": DIGITS_8,
     "model": {"kind": "mlp", "hidden": [16]},
     "algorithm": {"kind": "fedavg", "local_steps": 3, "batch_size": 16, "lr": 0.1},
     "output": {"progress": False, "plots": False},

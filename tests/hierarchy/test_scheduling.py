@@ -20,6 +20,7 @@ from rayfl.hierarchy.deciders import EdgeActions, check_edge_policy, edge_polici
 from rayfl.hierarchy.scheduling import EdgeScheduling, validate_action
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
+from tests.configs import DIGITS_8
 
 SUBNETS = [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11]]
 DIST = np.linspace(10.0, 100.0, 12)
@@ -220,13 +221,7 @@ def test_default_is_the_uniform_choice():
 TINY = {
     "name": "hsched",
     "rounds": 2,
-    "data": {
-        "dataset": "digits",
-        "num_clients": 8,
-        "partition": "dirichlet",
-        "alpha": 1.0,
-        "min_partition_size": 20,
-    },
+    "data": DIGITS_8,
     "model": {"kind": "mlp", "hidden": [16]},
     "algorithm": {"kind": "fedavg", "local_steps": 2, "batch_size": 16, "lr": 0.1},
     "output": {"progress": False, "plots": False},

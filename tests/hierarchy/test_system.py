@@ -10,17 +10,12 @@ import ray
 import rayfl
 from rayfl.config import load_config
 from rayfl.engine import build_system
+from tests.configs import DIGITS_8
 
 FLAT = {
     "name": "flat",
     "rounds": 3,
-    "data": {
-        "dataset": "digits",
-        "num_clients": 8,
-        "partition": "dirichlet",
-        "alpha": 1.0,
-        "min_partition_size": 20,
-    },
+    "data": DIGITS_8,
     "model": {"kind": "mlp", "hidden": [16]},
     "algorithm": {"kind": "fedavg", "local_steps": 3, "batch_size": 16, "lr": 0.1},
     "output": {"progress": False, "plots": False},
