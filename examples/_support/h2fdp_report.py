@@ -22,6 +22,23 @@ PAPER_FIG5 = {  # F-MNIST reductions of H2FDP(ctrl) vs each baseline (spec §7)
 CONTROL_METHODS = ("h2fdp_ctrl", "h2fdp_noctrl", "hfl_dp", "pedpfl")
 
 
+def _reached(hit: pd.DataFrame, tag: str) -> dict[str, float]:
+    """Energy, delay and round (1-based) at the first row of ``hit`` (NaN if none)."""
+    first = hit.iloc[0] if len(hit) else None
+    suffix = "_low" if tag else ""
+    return {
+        f"energy_to_{tag}target_j": np.nan
+        if first is None
+        else float(first["energy_j_cum"]),
+        f"delay_to_{tag}target_s": np.nan
+        if first is None
+        else float(first["delay_s_cum"]),
+        f"round_reached{suffix}": np.nan
+        if first is None
+        else float(first["round"] + 1),
+    }
+
+
 def summarise(
     curves: pd.DataFrame, target: float, low_target: float = 0.70
 ) -> pd.DataFrame:
@@ -55,30 +72,14 @@ def summarise(
                 "final_acc": float(evals["global_acc"].iloc[-1]),
                 "energy_j": float(last["energy_j_cum"]),
                 "delay_s": float(last["delay_s_cum"]),
-                "energy_to_target_j": float(hit["energy_j_cum"].iloc[0])
-                if len(hit)
-                else np.nan,
-                "delay_to_target_s": float(hit["delay_s_cum"].iloc[0])
-                if len(hit)
-                else np.nan,
-                "round_reached": float(hit["round"].iloc[0] + 1)
-                if len(hit)
-                else np.nan,
+                **_reached(hit, ""),
                 "mean_tau": float(d["tau"].mean()),
                 "mean_s": float(np.nanmean(s)) if np.isfinite(s).any() else np.nan,
                 "sigma_device_local_r0": float(first["sigma_device_local"]),
                 "sigma_edge_local_r0": float(first["sigma_edge_local"]),
                 "epsilon_max": float(last["epsilon_max"]),
                 "target_acc": target,
-                "energy_to_low_target_j": float(low["energy_j_cum"].iloc[0])
-                if len(low)
-                else np.nan,
-                "delay_to_low_target_s": float(low["delay_s_cum"].iloc[0])
-                if len(low)
-                else np.nan,
-                "round_reached_low": float(low["round"].iloc[0] + 1)
-                if len(low)
-                else np.nan,
+                **_reached(low, "low_"),
                 "low_target_acc": low_target,
                 "wall_s": float(last["wall_s"]),
             }
