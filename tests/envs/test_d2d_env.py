@@ -14,20 +14,13 @@ from envs.rl import BinaryNeighbors
 from envs.surrogate_d2d import D2DSurrogateDynamics
 from rayfl.d2d.selection import make_layout, select_neighbors, selection_observation
 from rayfl.data.federated import build_federated
+from tests.configs import TINY_D2D
 
+# TINY_D2D's data, model and topology with the default algorithm and resources
 SMALL = {
     "seed": 4,
     "rounds": 4,
-    "data": {
-        "dataset": "digits",
-        "num_clients": 6,
-        "partition": "dirichlet",
-        "alpha": 0.5,
-        "min_partition_size": 30,
-    },
-    "model": {"kind": "mlp", "hidden": [16]},
-    "topology": {"kind": "d2d", "target": 0, "epsilon": 0.2},
-    "output": {"progress": False, "plots": False},
+    **{k: TINY_D2D[k] for k in ("data", "model", "topology", "output")},
 }
 
 
