@@ -66,8 +66,12 @@ def test_client_host_adds_each_clients_own_noise():
     cfg = load_config(CFG, {"algorithm.lr": 1e-9})
     data = build_federated(cfg.data, seed=cfg.seed)
     sigmas = (0.5, 0.05, 0.5, 0.05)
-    setup = ActorSetup(
-        cfg, tuple(data.input_shape), data.num_classes, 0.2, client_noise_std=sigmas
+    setup = ActorSetup.from_config(
+        cfg,
+        input_shape=tuple(data.input_shape),
+        num_classes=data.num_classes,
+        noise_std=0.2,
+        client_noise_std=sigmas,
     )
     vector = initial_vector(cfg, tuple(data.input_shape), data.num_classes) * 0
     host = ClientHost(data, [0, 1, 2, 3], setup)

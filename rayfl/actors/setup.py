@@ -28,15 +28,11 @@ _SECTIONS = ("model", "algorithm", "privacy", "compression", "wireless")
 class ActorSetup:
     """Run-level values every actor needs.
 
-    Build it from sections (``ActorSetup(None, shape, classes, model=...,
+    Build it from sections (``ActorSetup(shape, classes, model=...,
     algorithm=..., privacy=..., compression=..., wireless=..., seed=...,
-    rounds=...)``) or from a whole run config with :meth:`from_config`.
+    rounds=...)``) or from a run config's sections with :meth:`from_config`.
 
     Attributes:
-        config: The whole run config, kept only for the host actors that still
-            read it (``rayfl.hierarchy.device``, ``rayfl.d2d.host``); None when
-            built from sections. When given, every section left None and
-            ``seed``/``rounds`` are taken from it.
         input_shape: Shape of one sample.
         num_classes: Number of classes.
         noise_std: Per-element std σ of the uplink Gaussian noise (0 = none).
@@ -54,7 +50,6 @@ class ActorSetup:
         rounds: The run's communication rounds T.
     """
 
-    config: Any
     input_shape: tuple[int, ...]
     num_classes: int
     noise_std: float = 0.0
@@ -69,19 +64,11 @@ class ActorSetup:
     seed: int | None = None
     rounds: int | None = None
 
-    def __post_init__(self) -> None:
-        if self.config is None:
-            return
-        for name in (*_SECTIONS, "seed", "rounds"):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, getattr(self.config, name))
-
     @classmethod
     def from_config(cls, config: Any, **values: Any) -> ActorSetup:
-        """Return the setup of a whole run config (its sections, seed and rounds).
+        """Return the setup of a run config's sections, seed and rounds.
 
-        A temporary adapter for the systems that still hold a ``RunConfig``;
-        ``config`` stays attached for the host actors that read it.
+        Only those are kept: the actors never see the whole run config.
 
         Args:
             config: A run config (anything with the sections, ``seed``, ``rounds``).
@@ -89,9 +76,5 @@ class ActorSetup:
         """
         sections = {name: getattr(config, name) for name in _SECTIONS}
         return cls(
-            config,
-            **sections,
-            seed=int(config.seed),
-            rounds=int(config.rounds),
-            **values,
+            **sections, seed=int(config.seed), rounds=int(config.rounds), **values
         )

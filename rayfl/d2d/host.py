@@ -53,7 +53,7 @@ class D2DClientHost(ClientHost):
     def _train_one(
         self, round: int, client: int, key: str, init: Vector
     ) -> tuple[Vector, dict[str, float]]:
-        cfg = self.setup.config.algorithm
+        cfg = self.setup.algorithm
         state = self.state[client]
         x, y = self.data.train(client)
         result = per_client_trainer(cfg.trainer)(

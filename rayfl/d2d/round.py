@@ -112,8 +112,8 @@ class D2DRound:
         )
 
     def _setup(self, engine: Any) -> ActorSetup:
-        return ActorSetup(
-            config=engine.config,
+        return ActorSetup.from_config(
+            engine.config,
             input_shape=tuple(engine.data.input_shape),
             num_classes=engine.data.num_classes,
         )

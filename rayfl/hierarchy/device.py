@@ -71,7 +71,7 @@ class DeviceHost(ClientHost):
             One record per client and the exact sum of the accepted uploads,
             or None when every upload was rejected (non-finite).
         """
-        cfg = self.setup.config.algorithm
+        cfg = self.setup.algorithm
         self.algorithm.config = cfg.model_copy(update={"local_steps": int(steps)})
         try:
             records, bundle, _ = self.train(

@@ -138,8 +138,8 @@ class HierarchicalRound:
         topo = cfg.topology
         self.topology = build_topology(topo, engine.num_clients, cfg.seed)
         self.edge_of = self.topology.edge_of()
-        self.setup = ActorSetup(
-            config=cfg,
+        self.setup = ActorSetup.from_config(
+            cfg,
             input_shape=tuple(engine.data.input_shape),
             num_classes=engine.data.num_classes,
             reduce_in_actor=False,

@@ -112,8 +112,8 @@ class StarRound:
         # Driver-side instance: only its flags are read (downlink, unscheduled).
         self.algorithm = make_algorithm(cfg.algorithm)
         self.tracker = None
-        return ActorSetup(
-            config=cfg,
+        return ActorSetup.from_config(
+            cfg,
             input_shape=tuple(engine.data.input_shape),
             num_classes=engine.data.num_classes,
             noise_std=self.uplink.noise_std,

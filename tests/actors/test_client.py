@@ -24,8 +24,12 @@ CFG = {
 def _host(overrides, noise_std=0.0, server_noise_std=0.0):
     cfg = load_config(CFG, overrides)
     data = build_federated(cfg.data, seed=cfg.seed)
-    setup = ActorSetup(
-        cfg, tuple(data.input_shape), data.num_classes, noise_std, server_noise_std
+    setup = ActorSetup.from_config(
+        cfg,
+        input_shape=tuple(data.input_shape),
+        num_classes=data.num_classes,
+        noise_std=noise_std,
+        server_noise_std=server_noise_std,
     )
     vector = initial_vector(cfg, tuple(data.input_shape), data.num_classes)
     return cfg, data, setup, vector
@@ -161,20 +165,13 @@ def test_pre_reduced_uploads_aggregate_bit_for_bit_like_per_client_uploads():
 
 
 def test_setup_from_sections_alone_trains_and_aggregates_like_the_run_config():
-    # Arrange: one setup from the whole config, one from its sections only
-    # (config=None: the client and server hosts must not read the run config)
+    # Arrange: one setup from the run config, one from its sections by hand
+    # (the setup has no whole-config field: the hosts read only sections)
     cfg, data, setup, start = _host(
         ["privacy.mechanism=gaussian", "privacy.clip_norm=0.5", "seed=7"],
         noise_std=0.05,
     )
-    adapted = ActorSetup.from_config(
-        cfg,
-        input_shape=tuple(data.input_shape),
-        num_classes=data.num_classes,
-        noise_std=0.05,
-    )
     sections = ActorSetup(
-        None,
         tuple(data.input_shape),
         data.num_classes,
         0.05,
@@ -192,7 +189,7 @@ def test_setup_from_sections_alone_trains_and_aggregates_like_the_run_config():
         _, uploads, _ = ClientHost(data, [0, 1], s).train(2, start, [0, 1])
         runs.append(ServerHost(s).aggregate(2, start, None, uploads)[0])
     # Assert
-    assert adapted == setup and (adapted.seed, adapted.rounds) == (7, cfg.rounds)
-    assert sections.config is None and sections.privacy.clip_norm == 0.5
+    assert sections == setup and (setup.seed, setup.rounds) == (7, cfg.rounds)
+    assert not hasattr(setup, "config") and sections.privacy.clip_norm == 0.5
     np.testing.assert_array_equal(runs[0], runs[1])
     assert not np.array_equal(runs[0], start)

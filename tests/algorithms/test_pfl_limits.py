@@ -44,7 +44,12 @@ def _config(algorithm, **extra):
 def _run(cfg, *, per_actor=2, noise_std=0.0):
     """Return (ω after ROUNDS rounds, per-client eval rows, hosts) of full rounds."""
     data = build_federated(cfg.data, seed=cfg.seed)
-    setup = ActorSetup(cfg, tuple(data.input_shape), data.num_classes, noise_std)
+    setup = ActorSetup.from_config(
+        cfg,
+        input_shape=tuple(data.input_shape),
+        num_classes=data.num_classes,
+        noise_std=noise_std,
+    )
     omega = initial_vector(cfg, tuple(data.input_shape), data.num_classes)
     hosts = [ClientHost(data, g, setup) for g in pack_clients(CLIENTS, per_actor)]
     server = ServerHost(setup)

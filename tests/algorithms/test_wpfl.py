@@ -147,7 +147,12 @@ def test_regularised_pl_train_losses_use_the_received_broadcast(setup_parts, sch
 
     cfg, data, vector = setup_parts
     cfg = load_config(cfg, {"algorithm.lam": 0.7})
-    setup = ActorSetup(cfg, tuple(data.input_shape), data.num_classes, 0.01)
+    setup = ActorSetup.from_config(
+        cfg,
+        input_shape=tuple(data.input_shape),
+        num_classes=data.num_classes,
+        noise_std=0.01,
+    )
     host = ClientHost(data, [0, 1], setup)
     ber = 0.02
     host.train(
@@ -185,7 +190,12 @@ def test_unscheduled_clients_update_their_pl_model_only_when_asked(
 ):
     cfg, data, vector = setup_parts
     cfg = load_config(cfg, {"algorithm.personal_all_clients": all_clients})
-    setup = ActorSetup(cfg, tuple(data.input_shape), data.num_classes, 0.01)
+    setup = ActorSetup.from_config(
+        cfg,
+        input_shape=tuple(data.input_shape),
+        num_classes=data.num_classes,
+        noise_std=0.01,
+    )
     host = ClientHost(data, [0, 1, 2], setup)
     personal_only = [1, 2] if _wpfl(cfg).updates_unscheduled else None
     records, bundle, _ = host.train(0, vector, [0], personal_only=personal_only)

@@ -84,7 +84,11 @@ def test_client_uploads_dithered_indices_with_laplace_error():
     data = build_federated(cfg.data, seed=cfg.seed)
     vector = initial_vector(cfg, tuple(data.input_shape), data.num_classes)
     host = ClientHost(
-        data, [0, 1], ActorSetup(cfg, tuple(data.input_shape), data.num_classes)
+        data,
+        [0, 1],
+        ActorSetup.from_config(
+            cfg, input_shape=tuple(data.input_shape), num_classes=data.num_classes
+        ),
     )
     records, bundle, _ = host.train(1, vector, [0, 1])
     b = 2 * 3.0 / int(np.min(data.num_train)) * 2 / 1.0  # Δs·T0/ε
@@ -103,7 +107,11 @@ def test_client_uploads_dithered_indices_with_laplace_error():
     # upload of the same clients without dithering (clip only, same training)
     plain = load_config(CFG, {"algorithm.dp_mechanism": "none"})
     twin = ClientHost(
-        data, [0, 1], ActorSetup(plain, tuple(data.input_shape), data.num_classes)
+        data,
+        [0, 1],
+        ActorSetup.from_config(
+            plain, input_shape=tuple(data.input_shape), num_classes=data.num_classes
+        ),
     )
     _, clipped, _ = twin.train(1, vector, [0, 1])
     noise, half_step = [], []

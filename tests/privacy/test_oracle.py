@@ -359,11 +359,11 @@ def test_client_uplink_adds_the_calibrated_noise(name):
     cfg = load_config(tree)
     data = build_federated(cfg.data, seed=cfg.seed)
     uplink = UplinkModel(cfg, num_train=data.num_train)
-    setup = ActorSetup(
+    setup = ActorSetup.from_config(
         cfg,
-        tuple(data.input_shape),
-        data.num_classes,
-        uplink.noise_std,
+        input_shape=tuple(data.input_shape),
+        num_classes=data.num_classes,
+        noise_std=uplink.noise_std,
         client_noise_std=None
         if uplink.client_noise_std is None
         else tuple(float(s) for s in uplink.client_noise_std),
@@ -386,7 +386,9 @@ def test_h2fdp_device_and_trusted_edge_add_the_calibrated_noise():
     tree = {**HIER, "model": {"kind": "mlp", "hidden": [320]}}
     cfg = load_config(tree)
     data = build_federated(cfg.data, seed=cfg.seed)
-    setup = ActorSetup(cfg, tuple(data.input_shape), data.num_classes, 0.0)
+    setup = ActorSetup.from_config(
+        cfg, input_shape=tuple(data.input_shape), num_classes=data.num_classes
+    )
     host = DeviceHost(data, [4, 5], setup)
     dim = host.model.flat.numel()
     start = np.zeros(dim, dtype=np.float32)
