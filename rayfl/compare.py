@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from rayfl.config import RunConfig, load_config, parse_overrides
+from rayfl.config import RunConfig, load_config
 from rayfl.plots import plot_rounds
 from rayfl.results import atomic_write, make_run_dir
 from rayfl.runner import run
@@ -167,12 +167,7 @@ def compare(
         ConfigError: If a variant's config is invalid (checked before anything runs).
         ValueError: If ``policies`` is empty.
     """
-    extra = (
-        dict(overrides)
-        if isinstance(overrides, Mapping)
-        else parse_overrides(overrides)
-    )
-    base = load_config(config, extra)
+    base = load_config(config, overrides)
     variants = [policy_variant(base, p) for p in policies]
     names = [name for name, _ in variants]
     variants = [  # the same policy twice (two checkpoints): label by the full entry
@@ -251,12 +246,7 @@ def compare_algorithms(
     """
     from rayfl.algorithms.config import LocalTrainingConfig
 
-    extra = (
-        dict(overrides)
-        if isinstance(overrides, Mapping)
-        else parse_overrides(overrides)
-    )
-    base = load_config(config, extra)
+    base = load_config(config, overrides)
     own = base.algorithm.model_dump()
     shared = {
         k: own[k] for k in LocalTrainingConfig.model_fields if k in own and k != "kind"

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from rayfl.compare import compare, compare_algorithms, markdown_table
-from rayfl.config import RunConfig, load_config, parse_overrides
+from rayfl.config import RunConfig, load_config
 from rayfl.results import atomic_write, make_run_dir
 from rayfl.session import RaySession
 
@@ -118,12 +118,7 @@ def compare_seeds(
         raise ValueError("compare --seeds needs at least one seed")
     if fast and algorithms:
         raise ValueError("compare --fast compares policies, not --algorithms")
-    extra = (
-        dict(overrides)
-        if isinstance(overrides, Mapping)
-        else parse_overrides(overrides)
-    )
-    base = load_config(config, extra)
+    base = load_config(config, overrides)
     out = make_run_dir(base.output.dir, f"compare-seeds-{base.name}")
     session = RaySession(base.ray)
     tables = []

@@ -190,8 +190,7 @@ class UplinkModel(LedgerReport):
 
     Args:
         sections: The config sections it reads. A whole run config is accepted
-            too and narrowed with :meth:`UplinkSections.of` (what
-            :meth:`from_config` does), until every caller passes sections.
+            too and narrowed with :meth:`UplinkSections.of`.
         num_train: Train-split size of each client (N,).
         model_dim: Model size d (the downlink time and the Dithering ε need it).
     """
@@ -263,19 +262,6 @@ class UplinkModel(LedgerReport):
         self.per_client_effects = wireless is not None and (
             wireless.effects != "none" or wireless.snr_threshold_db is not None
         )
-
-    @classmethod
-    def from_config(
-        cls, config: Any, *, num_train: npt.ArrayLike, model_dim: int | None = None
-    ) -> UplinkModel:
-        """Return the uplink model of a whole run config (a temporary adapter).
-
-        Args:
-            config: A run config (anything with the fields of :class:`UplinkSections`).
-            num_train: Train-split size of each client (N,).
-            model_dim: Model size d.
-        """
-        return cls(UplinkSections.of(config), num_train=num_train, model_dim=model_dim)
 
     # ---------------------------------------------------------------- channel
     def channel_state(self, round: int) -> ChannelState | None:

@@ -87,7 +87,6 @@ def test_uplink_model_from_sections_equals_the_run_config_adapter():
     sections = UplinkSections.of(cfg)
     built = [
         UplinkModel(sections, num_train=sizes),
-        UplinkModel.from_config(cfg, num_train=sizes),
         UplinkModel(cfg, num_train=sizes),  # a whole config is narrowed too
     ]
     assert (sections.seed, sections.rounds, sections.privacy) == (3, 10, cfg.privacy)
