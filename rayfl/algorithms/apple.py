@@ -209,6 +209,7 @@ class APPLE(Algorithm):
 
     uploads_delta: bool = False
     personalized_downloads: ClassVar[bool] = True
+    keeps_personal: ClassVar[bool] = True
     controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
@@ -271,12 +272,3 @@ class APPLE(Algorithm):
         data = {"cores": cores}
         size = (num_clients - 1) * len(init)
         return {n: Download(data, size) for n in clients}
-
-    def eval_vectors(
-        self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        """Return the mean core and θ_n = Σ_j p_{n,j} c_j (ω before round one)."""
-        return {
-            "global": global_vector,
-            "personal": state.get("personal", global_vector),
-        }

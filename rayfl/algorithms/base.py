@@ -124,6 +124,9 @@ class Algorithm:
     uses_downlink: ClassVar[bool] = False
     #: True when unscheduled clients also update (``personal_update``) each round.
     updates_unscheduled: bool = False
+    #: True when every client has a personal model ``state["personal"]`` to
+    #: evaluate; before the client's first round it is the global model.
+    keeps_personal: ClassVar[bool] = False
     #: Record keys (e.g. from :meth:`payload_metrics`) the runner copies into
     #: metrics.parquet, NaN where a client has none.
     logged_metrics: ClassVar[tuple[str, ...]] = ()
@@ -227,8 +230,8 @@ class Algorithm:
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Return the models to evaluate for a client: ``global`` and maybe ``personal``."""
         out = {"global": global_vector}
-        if "personal" in state:
-            out["personal"] = state["personal"]
+        if self.keeps_personal or "personal" in state:
+            out["personal"] = state.get("personal", global_vector)
         return out
 
     def eval_train_objectives(

@@ -192,6 +192,7 @@ class Ditto(Algorithm):
     """
 
     uploads_delta: bool = False
+    keeps_personal: ClassVar[bool] = True
     controls: ClassVar[dict[str, tuple[float, float]]] = {
         "lr": (0.0, 1.0),
         "personal_lr": (0.0, 1.0),
@@ -278,15 +279,6 @@ class Ditto(Algorithm):
         ctx.state["personal"] = pl.vector  # a fresh array, never uploaded
         record_pl_gap(ctx.state, pl.vector, center, lam)
         return pl
-
-    def eval_vectors(
-        self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        """Return ω and ϖ_n (ω itself before the client's first round, detail 3)."""
-        return {
-            "global": global_vector,
-            "personal": state.get("personal", global_vector),
-        }
 
     def eval_train_objectives(
         self, train_loss: float, state: Mapping[str, Any]

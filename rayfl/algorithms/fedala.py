@@ -47,7 +47,7 @@ Implementation details:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -168,6 +168,7 @@ class FedALA(Algorithm):
     """
 
     controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
+    keeps_personal: ClassVar[bool] = True
 
     def __init__(self, config: FedALAConfig) -> None:
         super().__init__(config)
@@ -218,12 +219,3 @@ class FedALA(Algorithm):
                 "ala_epochs": epochs,
             },
         )
-
-    def eval_vectors(
-        self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        """Return Θ and θ_n (Θ before the client's first round)."""
-        return {
-            "global": global_vector,
-            "personal": state.get("personal", global_vector),
-        }

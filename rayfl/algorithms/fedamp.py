@@ -123,6 +123,7 @@ class FedAMP(Algorithm):
 
     uploads_delta: bool = False
     personalized_downloads: ClassVar[bool] = True
+    keeps_personal: ClassVar[bool] = True
     controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
@@ -184,12 +185,3 @@ class FedAMP(Algorithm):
                 size += len(init)
             out[n] = Download(data, size)
         return out
-
-    def eval_vectors(
-        self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        """Return the mean of the uploads and w_n (ω before the first round)."""
-        return {
-            "global": global_vector,
-            "personal": state.get("personal", global_vector),
-        }

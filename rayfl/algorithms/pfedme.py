@@ -49,7 +49,7 @@ Implementation details:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -127,6 +127,7 @@ class PFedMe(Algorithm):
     """
 
     controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
+    keeps_personal: ClassVar[bool] = True
 
     def __init__(self, config: PFedMeConfig) -> None:
         super().__init__(config)
@@ -169,12 +170,3 @@ class PFedMe(Algorithm):
         if beta == 1.0:
             return summed.mean()
         return ((1.0 - beta) * omega + beta * mean).astype(np.float32)
-
-    def eval_vectors(
-        self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        """Return ω and θ_n (ω before the client's first round)."""
-        return {
-            "global": global_vector,
-            "personal": state.get("personal", global_vector),
-        }
