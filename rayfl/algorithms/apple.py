@@ -65,7 +65,7 @@ import torch
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate, Download
 from rayfl.algorithms.config import APPLEConfig
-from rayfl.algorithms.pfl_common import batch_gradient, model_update
+from rayfl.algorithms.pfl_common import batch_gradient, local_work, model_update
 from rayfl.learning.models import FlatModel
 from rayfl.learning.train import iterate_batches
 
@@ -239,15 +239,11 @@ class APPLE(Algorithm):
             p0,
             ctx.x_train,
             ctx.y_train,
-            lr=float(ctx.controls.get("lr", cfg.lr)),
             dr_lr=cfg.dr_lr,
             mu=cfg.mu,
             lam=apple_lambda(ctx.round, max(ctx.num_rounds, 1), cfg.decay_fraction),
             p_grad=cfg.p_grad,
-            batch_size=cfg.batch_size,
-            local_epochs=cfg.local_epochs,
-            local_steps=cfg.local_steps,
-            rng=ctx.rng,
+            **local_work(ctx, cfg),
         )
         ctx.state.update(core=core, p=p_new, personal=theta)
         return model_update(

@@ -111,7 +111,8 @@ class Algorithm:
         config: The ``algorithm`` config section.
     """
 
-    #: True when the uplink carries the delta u − ω (so clipping bounds the update).
+    #: True when the uplink carries the delta u − ω (so clipping bounds the update);
+    #: ``clip_target="update"`` where the config has that field.
     uploads_delta: bool = True
     #: Per-client knobs a scheduler may set each round: name → (low, high). The
     #: name is also the config field holding the default value.
@@ -133,6 +134,9 @@ class Algorithm:
 
     def __init__(self, config: LocalTrainingConfig) -> None:
         self.config = config
+        clip_target = getattr(config, "clip_target", None)
+        if clip_target is not None:
+            self.uploads_delta = clip_target == "update"
 
     def bind(self, *, privacy: PrivacyConfig, seed: int) -> None:
         """Read run-level settings beyond the algorithm section (default: none).

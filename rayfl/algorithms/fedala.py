@@ -170,10 +170,6 @@ class FedALA(Algorithm):
     controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
     keeps_personal: ClassVar[bool] = True
 
-    def __init__(self, config: FedALAConfig) -> None:
-        super().__init__(config)
-        self.uploads_delta = config.clip_target == "update"
-
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """ALA(θ_n, Θ^t), local SGD, upload θ_n^t (or θ_n^t − Θ^t)."""
         cfg: FedALAConfig = self.config  # type: ignore[assignment]
@@ -201,11 +197,7 @@ class FedALA(Algorithm):
             )
             ctx.state["ala_weights"] = weights
             ctx.state["ala_started"] = True
-        result = local_train(
-            ctx,
-            cfg,
-            start,
-        )
+        result = local_train(ctx, cfg, start)
         ctx.state["personal"] = result.vector
         upload = (
             result.vector - ctx.global_vector if self.uploads_delta else result.vector

@@ -70,7 +70,6 @@ def perfedavg_local(
     local_epochs: int = 1,
     local_steps: int | None = None,
     rng: np.random.Generator,
-    inner_rng: np.random.Generator | None = None,
 ) -> tuple[npt.NDArray[np.float32], float, int]:
     """Run first-order Per-FedAvg local steps from ``start``.
 
@@ -84,14 +83,13 @@ def perfedavg_local(
         batch_size: Size of D and D′.
         local_epochs: Epochs of outer batches (ignored when ``local_steps``).
         local_steps: Number of meta steps τ.
-        rng: Order of the outer batches D′.
-        inner_rng: Order of the inner batches D (default: spawned from ``rng``).
+        rng: Order of the outer batches D′; the inner batches D draw from a
+            generator spawned from it.
 
     Returns:
         (w after τ meta steps, mean outer-batch loss at w′, τ).
     """
-    if inner_rng is None:
-        inner_rng = rng.spawn(1)[0]
+    inner_rng = rng.spawn(1)[0]
     kwargs = {
         "batch_size": batch_size,
         "local_epochs": local_epochs,

@@ -56,7 +56,12 @@ import numpy.typing as npt
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.algorithms.config import PFedMeConfig
-from rayfl.algorithms.pfl_common import batch_gradient, model_update, to_tensor
+from rayfl.algorithms.pfl_common import (
+    batch_gradient,
+    local_work,
+    model_update,
+    to_tensor,
+)
 from rayfl.learning.aggregate import PartialSum
 from rayfl.learning.models import FlatModel
 from rayfl.learning.train import iterate_batches
@@ -129,10 +134,6 @@ class PFedMe(Algorithm):
     controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
     keeps_personal: ClassVar[bool] = True
 
-    def __init__(self, config: PFedMeConfig) -> None:
-        super().__init__(config)
-        self.uploads_delta = config.clip_target == "update"
-
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Run R local rounds; keep θ_n, upload w_n (or w_n − ω^t)."""
         cfg: PFedMeConfig = self.config  # type: ignore[assignment]
@@ -141,14 +142,10 @@ class PFedMe(Algorithm):
             ctx.global_vector,
             ctx.x_train,
             ctx.y_train,
-            lr=float(ctx.controls.get("lr", cfg.lr)),
             personal_lr=cfg.personal_lr,
             lam=cfg.lam,
             inner_steps=cfg.inner_steps,
-            batch_size=cfg.batch_size,
-            local_epochs=cfg.local_epochs,
-            local_steps=cfg.local_steps,
-            rng=ctx.rng,
+            **local_work(ctx, cfg),
         )
         ctx.state["personal"] = theta
         upload = w - ctx.global_vector if self.uploads_delta else w
