@@ -320,23 +320,19 @@ def optimal_rounds(
         ``bracketed`` (True when the search stayed inside the bracket).
     """
     t_up = rounds_upper_bound(p, lam)
+    bracketed = False
     if t_up is not None and t_up >= 1:
         h = bound_curve(p, min(t_max, int(math.floor(t_up))), lam)
         best = int(np.argmin(h[1:])) + 1
-        if h[best] <= h[0]:
-            return {
-                "t_star": best,
-                "bound": float(h[best]),
-                "t_upper": t_up,
-                "bracketed": True,
-            }
-    h = bound_curve(p, t_max, lam)
-    best = int(np.argmin(h[1:])) + 1
+        bracketed = bool(h[best] <= h[0])
+    if not bracketed:
+        h = bound_curve(p, t_max, lam)
+        best = int(np.argmin(h[1:])) + 1
     return {
         "t_star": best,
         "bound": float(h[best]),
         "t_upper": t_up,
-        "bracketed": False,
+        "bracketed": bracketed,
     }
 
 

@@ -164,20 +164,14 @@ class FedAMP(Algorithm):
         cfg: FedAMPConfig = self.config  # type: ignore[assignment]
         init = store.setdefault("init", np.array(global_vector, np.float32))
         uploads: dict[int, Any] = store.get("uploads", {})
+        models = np.stack([uploads.get(j, init) for j in range(num_clients)])
+        models = models.astype(np.float64)
         out = {}
         for n in clients:
-            own = np.asarray(uploads.get(n, init), np.float64)
-            others = [j for j in range(num_clients) if j != n]
-            stack = (
-                np.stack([np.asarray(uploads.get(j, init), np.float64) for j in others])
-                if others
-                else np.zeros((0, len(init)))
-            )
+            others = np.delete(models, n, axis=0)
             message, self_weight = _message(
-                own, stack, alpha_k=cfg.alpha_k, sigma=cfg.sigma
+                models[n], others, alpha_k=cfg.alpha_k, sigma=cfg.sigma
             )
-            if not others:
-                message = np.zeros(len(init), np.float32)
             data: dict[str, Any] = {"message": message, "self_weight": self_weight}
             size = len(init) + 1
             if n not in uploads:
