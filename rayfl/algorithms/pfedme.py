@@ -157,13 +157,11 @@ class PFedMe(Algorithm):
         self, global_vector: npt.NDArray[np.float32], summed: PartialSum
     ) -> npt.NDArray[np.float32]:
         """Return ω^{t+1} = (1 − β) ω^t + β mean(w_n) (= ω^t + β mean(Δ_n))."""
-        if summed.count == 0:
-            return np.array(global_vector, dtype=np.float32)
         beta = self.config.beta  # type: ignore[attr-defined]
+        if summed.count == 0 or (beta == 1.0 and not self.uploads_delta):
+            return super().combine(global_vector, summed)
         mean = summed.mean().astype(np.float64)
         omega = np.asarray(global_vector, dtype=np.float64)
         if self.uploads_delta:
             return (omega + beta * mean).astype(np.float32)
-        if beta == 1.0:
-            return summed.mean()
         return ((1.0 - beta) * omega + beta * mean).astype(np.float32)

@@ -1,4 +1,4 @@
-"""Small helpers shared by the personalized-FL baselines (flat-vector gradients).
+"""Small helpers shared by the FL algorithms (local-run settings, flat gradients).
 
 Every baseline's maths is written on flat float32 vectors so it can be reused
 outside the actor path (e.g. over a D2D neighbour set); these helpers evaluate

@@ -12,7 +12,7 @@ or the vectorized path is faster for a model and batch shape.
 |--------------|-----------|
 | η_i (per client) | ``lr`` |
 | B | ``batch_size`` |
-| μ (FedProx), λ (Ditto) | ``prox_weight`` |
+| μ (FedProx), λ/α_K (FedAMP) | ``prox_weight`` |
 | w_c | ``prox_centers`` |
 | C (per-sample clipping, DP-SGD) | ``clip_norm`` |
 
