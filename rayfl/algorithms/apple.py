@@ -210,7 +210,6 @@ class APPLE(Algorithm):
     uploads_delta: bool = False
     personalized_downloads: ClassVar[bool] = True
     keeps_personal: ClassVar[bool] = True
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Train c_n and p_n against the downloaded cores; upload c_n."""

@@ -115,8 +115,8 @@ class Algorithm:
     #: ``clip_target="update"`` where the config has that field.
     uploads_delta: bool = True
     #: Per-client knobs a scheduler may set each round: name → (low, high). The
-    #: name is also the config field holding the default value.
-    controls: ClassVar[dict[str, tuple[float, float]]] = {}
+    #: name is also the config field holding the default value (here η, ``lr``).
+    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
     #: True when the server sends each scheduled client its own download (computed
     #: by :meth:`server_downloads` from the uploads it kept) besides ω.
     personalized_downloads: ClassVar[bool] = False

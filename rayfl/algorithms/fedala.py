@@ -167,7 +167,6 @@ class FedALA(Algorithm):
         config: The ``algorithm`` section (:class:`FedALAConfig`).
     """
 
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
     keeps_personal: ClassVar[bool] = True
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:

@@ -124,7 +124,6 @@ class FedAMP(Algorithm):
     uploads_delta: bool = False
     personalized_downloads: ClassVar[bool] = True
     keeps_personal: ClassVar[bool] = True
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Train w_n towards U_n = m_n + ξ_nn w_n and upload it."""

@@ -19,8 +19,6 @@ Implementation details:
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
@@ -35,7 +33,6 @@ class FedAvg(Algorithm):
     """FedAvg with optional per-client learning-rate control (``controls['lr']``)."""
 
     prox_weight: float = 0.0
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Run local SGD from ω^t and return Δ = u − ω^t."""

@@ -44,8 +44,6 @@ Implementation details:
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 import numpy.typing as npt
 
@@ -151,8 +149,6 @@ class PerFedAvg(Algorithm):
     Args:
         config: The ``algorithm`` section (:class:`PerFedAvgConfig`).
     """
-
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Run τ FO-MAML steps from ω^t and upload Δ = w − ω^t."""

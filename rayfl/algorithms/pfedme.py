@@ -131,7 +131,6 @@ class PFedMe(Algorithm):
         config: The ``algorithm`` section (:class:`PFedMeConfig`).
     """
 
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
     keeps_personal: ClassVar[bool] = True
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
