@@ -201,7 +201,7 @@ class Ditto(Algorithm):
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Train u_n from ω^t (uploaded) and ϖ_n towards ω^t (kept in the state)."""
         cfg: DittoConfig = self.config  # type: ignore[assignment]
-        work = self._local_work(ctx, cfg.local_epochs, cfg.local_steps)
+        work = self._batching(ctx, cfg.local_epochs, cfg.local_steps)
         fl = local_train(ctx, cfg, ctx.global_vector, **work)
         pl = self.personal_step(ctx, ctx.global_vector)
         vector = fl.vector - ctx.global_vector if self.uploads_delta else fl.vector
@@ -247,13 +247,13 @@ class Ditto(Algorithm):
             lr=float(ctx.controls.get("personal_lr", cfg.personal_lr)),
             lam=lam,
             rng=ctx.rng,
-            **self._local_work(ctx, cfg.personal_epochs, cfg.personal_steps),
+            **self._batching(ctx, cfg.personal_epochs, cfg.personal_steps),
         )
         ctx.state["personal"] = pl.vector  # a fresh array, never uploaded
         record_pl_gap(ctx.state, pl.vector, center, lam)
         return pl
 
-    def _local_work(
+    def _batching(
         self, ctx: ClientContext, epochs: int, steps: int | None
     ) -> dict[str, Any]:
         """Return B, E and S of one model's run: one full-batch step in paper mode."""

@@ -87,14 +87,13 @@ def perfedavg_local(
     Returns:
         (w after τ meta steps, mean outer-batch loss at w′, τ).
     """
-    inner_rng = rng.spawn(1)[0]
     kwargs = {
         "batch_size": batch_size,
         "local_epochs": local_epochs,
         "local_steps": local_steps,
     }
     outer = list(iterate_batches(x, y, rng=rng, **kwargs))
-    inner = iterate_batches(x, y, rng=inner_rng, **kwargs)
+    inner = iterate_batches(x, y, rng=rng.spawn(1)[0], **kwargs)
     w = to_tensor(start)
     total = 0.0
     for (xo, yo), (xi, yi) in zip(outer, inner, strict=False):
