@@ -65,7 +65,7 @@ import torch
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate, Download
 from rayfl.algorithms.config import APPLEConfig
-from rayfl.algorithms.pfl_common import batch_gradient, model_update
+from rayfl.algorithms.pfl_common import batch_gradient, local_work, model_update
 from rayfl.learning.models import FlatModel
 from rayfl.learning.train import iterate_batches
 
@@ -209,7 +209,7 @@ class APPLE(Algorithm):
 
     uploads_delta: bool = False
     personalized_downloads: ClassVar[bool] = True
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
+    keeps_personal: ClassVar[bool] = True
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Train c_n and p_n against the downloaded cores; upload c_n."""
@@ -238,15 +238,11 @@ class APPLE(Algorithm):
             p0,
             ctx.x_train,
             ctx.y_train,
-            lr=float(ctx.controls.get("lr", cfg.lr)),
             dr_lr=cfg.dr_lr,
             mu=cfg.mu,
             lam=apple_lambda(ctx.round, max(ctx.num_rounds, 1), cfg.decay_fraction),
             p_grad=cfg.p_grad,
-            batch_size=cfg.batch_size,
-            local_epochs=cfg.local_epochs,
-            local_steps=cfg.local_steps,
-            rng=ctx.rng,
+            **local_work(ctx, cfg),
         )
         ctx.state.update(core=core, p=p_new, personal=theta)
         return model_update(
@@ -271,12 +267,3 @@ class APPLE(Algorithm):
         data = {"cores": cores}
         size = (num_clients - 1) * len(init)
         return {n: Download(data, size) for n in clients}
-
-    def eval_vectors(
-        self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        """Return the mean core and θ_n = Σ_j p_{n,j} c_j (ω before round one)."""
-        return {
-            "global": global_vector,
-            "personal": state.get("personal", global_vector),
-        }

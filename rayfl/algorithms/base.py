@@ -111,11 +111,12 @@ class Algorithm:
         config: The ``algorithm`` config section.
     """
 
-    #: True when the uplink carries the delta u − ω (so clipping bounds the update).
+    #: True when the uplink carries the delta u − ω (so clipping bounds the update);
+    #: ``clip_target="update"`` where the config has that field.
     uploads_delta: bool = True
     #: Per-client knobs a scheduler may set each round: name → (low, high). The
-    #: name is also the config field holding the default value.
-    controls: ClassVar[dict[str, tuple[float, float]]] = {}
+    #: name is also the config field holding the default value (here η, ``lr``).
+    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
     #: True when the server sends each scheduled client its own download (computed
     #: by :meth:`server_downloads` from the uploads it kept) besides ω.
     personalized_downloads: ClassVar[bool] = False
@@ -124,12 +125,18 @@ class Algorithm:
     uses_downlink: ClassVar[bool] = False
     #: True when unscheduled clients also update (``personal_update``) each round.
     updates_unscheduled: bool = False
+    #: True when every client has a personal model ``state["personal"]`` to
+    #: evaluate; before the client's first round it is the global model.
+    keeps_personal: ClassVar[bool] = False
     #: Record keys (e.g. from :meth:`payload_metrics`) the runner copies into
     #: metrics.parquet, NaN where a client has none.
     logged_metrics: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: LocalTrainingConfig) -> None:
         self.config = config
+        clip_target = getattr(config, "clip_target", None)
+        if clip_target is not None:
+            self.uploads_delta = clip_target == "update"
 
     def bind(self, *, privacy: PrivacyConfig, seed: int) -> None:
         """Read run-level settings beyond the algorithm section (default: none).
@@ -227,8 +234,8 @@ class Algorithm:
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Return the models to evaluate for a client: ``global`` and maybe ``personal``."""
         out = {"global": global_vector}
-        if "personal" in state:
-            out["personal"] = state["personal"]
+        if self.keeps_personal or "personal" in state:
+            out["personal"] = state.get("personal", global_vector)
         return out
 
     def eval_train_objectives(

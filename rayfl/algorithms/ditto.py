@@ -83,9 +83,9 @@ import torch.nn.functional as F
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.algorithms.config import DittoConfig
+from rayfl.algorithms.pfl_common import local_train
 from rayfl.learning.models import FlatModel
 from rayfl.learning.train import LocalTrainResult, iterate_batches
-from rayfl.learning.vectorized import per_client_trainer
 
 __all__ = ["Ditto", "DittoConfig", "personal_sgd", "record_pl_gap"]
 
@@ -191,40 +191,21 @@ class Ditto(Algorithm):
         config: The ``algorithm`` section (:class:`DittoConfig`).
     """
 
-    uploads_delta: bool = False
+    keeps_personal: ClassVar[bool] = True
     controls: ClassVar[dict[str, tuple[float, float]]] = {
         "lr": (0.0, 1.0),
         "personal_lr": (0.0, 1.0),
         "lam": (0.0, 2.0),
     }
 
-    def __init__(self, config: DittoConfig) -> None:
-        super().__init__(config)
-        self.uploads_delta = config.clip_target == "update"
-
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Train u_n from ω^t (uploaded) and ϖ_n towards ω^t (kept in the state)."""
         cfg: DittoConfig = self.config  # type: ignore[assignment]
-        n = len(ctx.y_train)
-        if cfg.local_mode == "paper_gd_step":
-            batch, epochs, steps = n, 1, 1
-        else:
-            batch, epochs, steps = cfg.batch_size, cfg.local_epochs, cfg.local_steps
-        train = per_client_trainer(cfg.trainer)
-        fl = train(
-            ctx.model,
-            ctx.global_vector,
-            ctx.x_train,
-            ctx.y_train,
-            lr=float(ctx.controls.get("lr", cfg.lr)),
-            batch_size=batch,
-            local_epochs=epochs,
-            local_steps=steps,
-            rng=ctx.rng,
-        )
+        work = self._batching(ctx, cfg.local_epochs, cfg.local_steps)
+        fl = local_train(ctx, cfg, ctx.global_vector, **work)
         pl = self.personal_step(ctx, ctx.global_vector)
         vector = fl.vector - ctx.global_vector if self.uploads_delta else fl.vector
-        weight = float(n) if cfg.aggregation == "data_weighted" else 1.0
+        weight = float(len(ctx.y_train)) if cfg.aggregation == "data_weighted" else 1.0
         return ClientUpdate(
             vector.astype(np.float32),
             weight,
@@ -253,11 +234,6 @@ class Ditto(Algorithm):
             The PL step's result (ϖ_n^{t+1}, its mean batch loss and step count).
         """
         cfg: DittoConfig = self.config  # type: ignore[assignment]
-        if cfg.local_mode == "paper_gd_step":
-            batch, epochs, steps = len(ctx.y_train), 1, 1
-        else:
-            batch = cfg.batch_size
-            epochs, steps = cfg.personal_epochs, cfg.personal_steps
         start = ctx.state.get("personal")
         if start is None:
             start = np.array(center, dtype=np.float32)
@@ -270,22 +246,23 @@ class Ditto(Algorithm):
             ctx.y_train,
             lr=float(ctx.controls.get("personal_lr", cfg.personal_lr)),
             lam=lam,
-            batch_size=batch,
-            local_epochs=epochs,
-            local_steps=steps,
             rng=ctx.rng,
+            **self._batching(ctx, cfg.personal_epochs, cfg.personal_steps),
         )
         ctx.state["personal"] = pl.vector  # a fresh array, never uploaded
         record_pl_gap(ctx.state, pl.vector, center, lam)
         return pl
 
-    def eval_vectors(
-        self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        """Return ω and ϖ_n (ω itself before the client's first round, detail 3)."""
+    def _batching(
+        self, ctx: ClientContext, epochs: int, steps: int | None
+    ) -> dict[str, Any]:
+        """Return B, E and S of one model's run: one full-batch step in paper mode."""
+        if self.config.local_mode == "paper_gd_step":  # type: ignore[attr-defined]
+            return {"batch_size": len(ctx.y_train), "local_epochs": 1, "local_steps": 1}
         return {
-            "global": global_vector,
-            "personal": state.get("personal", global_vector),
+            "batch_size": self.config.batch_size,
+            "local_epochs": epochs,
+            "local_steps": steps,
         }
 
     def eval_train_objectives(

@@ -320,23 +320,19 @@ def optimal_rounds(
         ``bracketed`` (True when the search stayed inside the bracket).
     """
     t_up = rounds_upper_bound(p, lam)
+    bracketed = False
     if t_up is not None and t_up >= 1:
         h = bound_curve(p, min(t_max, int(math.floor(t_up))), lam)
         best = int(np.argmin(h[1:])) + 1
-        if h[best] <= h[0]:
-            return {
-                "t_star": best,
-                "bound": float(h[best]),
-                "t_upper": t_up,
-                "bracketed": True,
-            }
-    h = bound_curve(p, t_max, lam)
-    best = int(np.argmin(h[1:])) + 1
+        bracketed = bool(h[best] <= h[0])
+    if not bracketed:
+        h = bound_curve(p, t_max, lam)
+        best = int(np.argmin(h[1:])) + 1
     return {
         "t_star": best,
         "bound": float(h[best]),
         "t_upper": t_up,
-        "bracketed": False,
+        "bracketed": bracketed,
     }
 
 
@@ -441,11 +437,9 @@ def tune(inputs: Mapping[str, Any]) -> dict[str, Any]:
     if found["t_upper"] is not None:
         h5 = bound_coefficients(p)["H5"]
         low = p.initial_personal_gap + h5 * (axis - found["t_upper"])
+    noise_var = float(summed_noise_var(p, rounds))
     lam_star, alpha_star = optimal_lambda(
-        lin,
-        dim=p.dim,
-        num_clients=p.num_clients,
-        summed_noise_var=float(summed_noise_var(p, rounds)),
+        lin, dim=p.dim, num_clients=p.num_clients, summed_noise_var=noise_var
     )
     joint = joint_search(p, lin, t_max)
     return {
@@ -458,7 +452,7 @@ def tune(inputs: Mapping[str, Any]) -> dict[str, Any]:
         "joint_t": joint["t"],
         "joint_lambda": joint["lam"],
         "joint_bound": joint["bound"],
-        "noise_std": math.sqrt(float(summed_noise_var(p, rounds)) / p.num_clients),
+        "noise_std": math.sqrt(noise_var / p.num_clients),
         "rounds_axis": axis,
         "bound": curve,
         "lower_bound": low,

@@ -47,7 +47,7 @@ Implementation details:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -167,11 +167,7 @@ class FedALA(Algorithm):
         config: The ``algorithm`` section (:class:`FedALAConfig`).
     """
 
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
-
-    def __init__(self, config: FedALAConfig) -> None:
-        super().__init__(config)
-        self.uploads_delta = config.clip_target == "update"
+    keeps_personal: ClassVar[bool] = True
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """ALA(θ_n, Θ^t), local SGD, upload θ_n^t (or θ_n^t − Θ^t)."""
@@ -200,11 +196,7 @@ class FedALA(Algorithm):
             )
             ctx.state["ala_weights"] = weights
             ctx.state["ala_started"] = True
-        result = local_train(
-            ctx,
-            cfg,
-            start,
-        )
+        result = local_train(ctx, cfg, start)
         ctx.state["personal"] = result.vector
         upload = (
             result.vector - ctx.global_vector if self.uploads_delta else result.vector
@@ -218,12 +210,3 @@ class FedALA(Algorithm):
                 "ala_epochs": epochs,
             },
         )
-
-    def eval_vectors(
-        self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        """Return Θ and θ_n (Θ before the client's first round)."""
-        return {
-            "global": global_vector,
-            "personal": state.get("personal", global_vector),
-        }

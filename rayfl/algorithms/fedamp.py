@@ -123,7 +123,7 @@ class FedAMP(Algorithm):
 
     uploads_delta: bool = False
     personalized_downloads: ClassVar[bool] = True
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
+    keeps_personal: ClassVar[bool] = True
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Train w_n towards U_n = m_n + ξ_nn w_n and upload it."""
@@ -163,20 +163,14 @@ class FedAMP(Algorithm):
         cfg: FedAMPConfig = self.config  # type: ignore[assignment]
         init = store.setdefault("init", np.array(global_vector, np.float32))
         uploads: dict[int, Any] = store.get("uploads", {})
+        models = np.stack([uploads.get(j, init) for j in range(num_clients)])
+        models = models.astype(np.float64)
         out = {}
         for n in clients:
-            own = np.asarray(uploads.get(n, init), np.float64)
-            others = [j for j in range(num_clients) if j != n]
-            stack = (
-                np.stack([np.asarray(uploads.get(j, init), np.float64) for j in others])
-                if others
-                else np.zeros((0, len(init)))
-            )
+            others = np.delete(models, n, axis=0)
             message, self_weight = _message(
-                own, stack, alpha_k=cfg.alpha_k, sigma=cfg.sigma
+                models[n], others, alpha_k=cfg.alpha_k, sigma=cfg.sigma
             )
-            if not others:
-                message = np.zeros(len(init), np.float32)
             data: dict[str, Any] = {"message": message, "self_weight": self_weight}
             size = len(init) + 1
             if n not in uploads:
@@ -184,12 +178,3 @@ class FedAMP(Algorithm):
                 size += len(init)
             out[n] = Download(data, size)
         return out
-
-    def eval_vectors(
-        self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        """Return the mean of the uploads and w_n (ω before the first round)."""
-        return {
-            "global": global_vector,
-            "personal": state.get("personal", global_vector),
-        }

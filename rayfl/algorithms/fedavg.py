@@ -19,17 +19,12 @@ Implementation details:
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
+from rayfl.algorithms.pfl_common import local_train
 from rayfl.learning.train import LocalTrainResult
-from rayfl.learning.vectorized import (
-    auto_vectorizes,
-    local_sgd_many,
-    per_client_trainer,
-)
+from rayfl.learning.vectorized import auto_vectorizes, local_sgd_many
 
 __all__ = ["FedAvg"]
 
@@ -38,25 +33,13 @@ class FedAvg(Algorithm):
     """FedAvg with optional per-client learning-rate control (``controls['lr']``)."""
 
     prox_weight: float = 0.0
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Run local SGD from ω^t and return Δ = u − ω^t."""
         if self._auto_vectorized(ctx):
             return self._train_many([ctx])[0]
-        cfg = self.config
-        train = per_client_trainer(cfg.trainer)
-        result = train(
-            ctx.model,
-            ctx.global_vector,
-            ctx.x_train,
-            ctx.y_train,
-            lr=float(ctx.controls.get("lr", cfg.lr)),
-            batch_size=cfg.batch_size,
-            local_epochs=cfg.local_epochs,
-            local_steps=cfg.local_steps,
-            rng=ctx.rng,
-            prox_weight=self.prox_weight,
+        result = local_train(
+            ctx, self.config, ctx.global_vector, prox_weight=self.prox_weight
         )
         return self._update(ctx, result)
 

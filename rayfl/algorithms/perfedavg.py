@@ -44,8 +44,6 @@ Implementation details:
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 import numpy.typing as npt
 
@@ -70,7 +68,6 @@ def perfedavg_local(
     local_epochs: int = 1,
     local_steps: int | None = None,
     rng: np.random.Generator,
-    inner_rng: np.random.Generator | None = None,
 ) -> tuple[npt.NDArray[np.float32], float, int]:
     """Run first-order Per-FedAvg local steps from ``start``.
 
@@ -84,21 +81,19 @@ def perfedavg_local(
         batch_size: Size of D and D′.
         local_epochs: Epochs of outer batches (ignored when ``local_steps``).
         local_steps: Number of meta steps τ.
-        rng: Order of the outer batches D′.
-        inner_rng: Order of the inner batches D (default: spawned from ``rng``).
+        rng: Order of the outer batches D′; the inner batches D draw from a
+            generator spawned from it.
 
     Returns:
         (w after τ meta steps, mean outer-batch loss at w′, τ).
     """
-    if inner_rng is None:
-        inner_rng = rng.spawn(1)[0]
     kwargs = {
         "batch_size": batch_size,
         "local_epochs": local_epochs,
         "local_steps": local_steps,
     }
     outer = list(iterate_batches(x, y, rng=rng, **kwargs))
-    inner = iterate_batches(x, y, rng=inner_rng, **kwargs)
+    inner = iterate_batches(x, y, rng=rng.spawn(1)[0], **kwargs)
     w = to_tensor(start)
     total = 0.0
     for (xo, yo), (xi, yi) in zip(outer, inner, strict=False):
@@ -153,8 +148,6 @@ class PerFedAvg(Algorithm):
     Args:
         config: The ``algorithm`` section (:class:`PerFedAvgConfig`).
     """
-
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Run τ FO-MAML steps from ω^t and upload Δ = w − ω^t."""

@@ -49,14 +49,19 @@ Implementation details:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.algorithms.config import PFedMeConfig
-from rayfl.algorithms.pfl_common import batch_gradient, model_update, to_tensor
+from rayfl.algorithms.pfl_common import (
+    batch_gradient,
+    local_work,
+    model_update,
+    to_tensor,
+)
 from rayfl.learning.aggregate import PartialSum
 from rayfl.learning.models import FlatModel
 from rayfl.learning.train import iterate_batches
@@ -126,11 +131,7 @@ class PFedMe(Algorithm):
         config: The ``algorithm`` section (:class:`PFedMeConfig`).
     """
 
-    controls: ClassVar[dict[str, tuple[float, float]]] = {"lr": (0.0, 1.0)}
-
-    def __init__(self, config: PFedMeConfig) -> None:
-        super().__init__(config)
-        self.uploads_delta = config.clip_target == "update"
+    keeps_personal: ClassVar[bool] = True
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Run R local rounds; keep θ_n, upload w_n (or w_n − ω^t)."""
@@ -140,14 +141,10 @@ class PFedMe(Algorithm):
             ctx.global_vector,
             ctx.x_train,
             ctx.y_train,
-            lr=float(ctx.controls.get("lr", cfg.lr)),
             personal_lr=cfg.personal_lr,
             lam=cfg.lam,
             inner_steps=cfg.inner_steps,
-            batch_size=cfg.batch_size,
-            local_epochs=cfg.local_epochs,
-            local_steps=cfg.local_steps,
-            rng=ctx.rng,
+            **local_work(ctx, cfg),
         )
         ctx.state["personal"] = theta
         upload = w - ctx.global_vector if self.uploads_delta else w
@@ -159,22 +156,11 @@ class PFedMe(Algorithm):
         self, global_vector: npt.NDArray[np.float32], summed: PartialSum
     ) -> npt.NDArray[np.float32]:
         """Return ω^{t+1} = (1 − β) ω^t + β mean(w_n) (= ω^t + β mean(Δ_n))."""
-        if summed.count == 0:
-            return np.array(global_vector, dtype=np.float32)
         beta = self.config.beta  # type: ignore[attr-defined]
+        if summed.count == 0 or (beta == 1.0 and not self.uploads_delta):
+            return super().combine(global_vector, summed)
         mean = summed.mean().astype(np.float64)
         omega = np.asarray(global_vector, dtype=np.float64)
         if self.uploads_delta:
             return (omega + beta * mean).astype(np.float32)
-        if beta == 1.0:
-            return summed.mean()
         return ((1.0 - beta) * omega + beta * mean).astype(np.float32)
-
-    def eval_vectors(
-        self, global_vector: npt.NDArray[np.float32], state: dict[str, Any]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        """Return ω and θ_n (ω before the client's first round)."""
-        return {
-            "global": global_vector,
-            "personal": state.get("personal", global_vector),
-        }

@@ -1,4 +1,4 @@
-"""Small helpers shared by the personalized-FL baselines (flat-vector gradients).
+"""Small helpers shared by the FL algorithms (local-run settings, flat gradients).
 
 Every baseline's maths is written on flat float32 vectors so it can be reused
 outside the actor path (e.g. over a D2D neighbour set); these helpers evaluate
@@ -60,26 +60,34 @@ def model_update(
     )
 
 
+def local_work(ctx: Any, config: Any) -> dict[str, Any]:
+    """Return the keywords of ``ctx``'s local run under ``config``'s settings.
+
+    ``lr`` is the scheduler's ``lr`` control or ``config.lr``; ``batch_size``,
+    ``local_epochs`` and ``local_steps`` come from ``config``, ``rng`` is the
+    client's batch-order generator.
+    """
+    return {
+        "lr": float(ctx.controls.get("lr", config.lr)),
+        "batch_size": config.batch_size,
+        "local_epochs": config.local_epochs,
+        "local_steps": config.local_steps,
+        "rng": ctx.rng,
+    }
+
+
 def local_train(ctx: Any, config: Any, start: npt.ArrayLike, **extra: Any) -> Any:
     """Run local SGD of ``ctx``'s client from ``start`` with ``config``'s settings.
 
-    Trainer, rate (or the scheduler's ``lr`` control), batch size and epochs/steps
-    come from ``config``; ``extra`` goes to the trainer (e.g. ``prox_weight``).
+    Trainer and :func:`local_work` come from ``config``; ``extra`` goes to the
+    trainer (e.g. ``prox_weight``) and overrides those keywords (e.g. Ditto's
+    full-batch ``batch_size``).
 
     Returns:
         The trainer's ``LocalTrainResult``.
     """
     from rayfl.learning.vectorized import per_client_trainer
 
-    return per_client_trainer(config.trainer)(
-        ctx.model,
-        start,
-        ctx.x_train,
-        ctx.y_train,
-        lr=float(ctx.controls.get("lr", config.lr)),
-        batch_size=config.batch_size,
-        local_epochs=config.local_epochs,
-        local_steps=config.local_steps,
-        rng=ctx.rng,
-        **extra,
-    )
+    train = per_client_trainer(config.trainer)
+    work = {**local_work(ctx, config), **extra}
+    return train(ctx.model, start, ctx.x_train, ctx.y_train, **work)

@@ -3,8 +3,8 @@
 Local SGD as in FedAvg (McMahan et al. 2017): from the global model, ``E`` local
 epochs (or ``S`` local steps) of mini-batch SGD with learning rate η on the
 client's train split; optionally with FedProx's proximal term (μ/2)‖w − w_c‖²
-(Li et al. 2020, eq. 2) towards a centre ``w_c`` — Ditto's personal step uses the
-same term with λ (Li et al. 2021, Algorithm 1).
+(Li et al. 2020, eq. 2) towards a centre ``w_c`` (FedAMP: weight λ/α_K towards
+its cloud model).
 
 | paper symbol | code name |
 |--------------|-----------|
@@ -12,7 +12,7 @@ same term with λ (Li et al. 2021, Algorithm 1).
 | S | ``local_steps`` |
 | B | ``batch_size`` |
 | η | ``lr`` |
-| μ (FedProx), λ (Ditto) | ``prox_weight`` |
+| μ (FedProx), λ/α_K (FedAMP) | ``prox_weight`` |
 
 Implementation details:
     1. An epoch visits a fresh permutation of the client's samples in batches of

@@ -12,7 +12,7 @@ or the vectorized path is faster for a model and batch shape.
 |--------------|-----------|
 | η_i (per client) | ``lr`` |
 | B | ``batch_size`` |
-| μ (FedProx), λ (Ditto) | ``prox_weight`` |
+| μ (FedProx), λ/α_K (FedAMP) | ``prox_weight`` |
 | w_c | ``prox_centers`` |
 | C (per-sample clipping, DP-SGD) | ``clip_norm`` |
 
@@ -144,8 +144,7 @@ MAX_BATCH = 64
 VMAP_MAX_DIM = 20_000
 VMAP_MIN_CLIENTS = 50
 _CHUNK_BYTES = 256 << 20
-# Window buffers per model, reused across calls: a fresh multi-MB buffer costs its
-# first-touch page faults, about as much as the gather that fills it.
+# Window buffers per model, reused across calls (see WindowScratch).
 _SCRATCH: weakref.WeakKeyDictionary[FlatModel, WindowScratch] = (
     weakref.WeakKeyDictionary()
 )

@@ -246,9 +246,8 @@ def iter_windows(
     datasets: Sequence[Dataset],
     *,
     scratch: WindowScratch,
-    max_bytes: int | None = None,
 ) -> Iterator[DataWindow]:
-    """Yield the data windows of a plan, each at most about ``max_bytes`` of inputs.
+    """Yield the data windows of a plan, each at most about ``WINDOW_BYTES`` of inputs.
 
     Args:
         plan: The batch plan.
@@ -256,7 +255,6 @@ def iter_windows(
             stack positions to it); x float32 (n_i, *input_shape), y int64 (n_i,).
         scratch: Buffers to write the windows into (a window is valid until the
             next one is yielded).
-        max_bytes: Memory budget of one window's inputs; default ``WINDOW_BYTES``.
 
     Yields:
         Consecutive windows covering steps ``[0, plan.num_steps)``.
@@ -267,8 +265,7 @@ def iter_windows(
     y_np = [np.asarray(datasets[i][1], dtype=np.int64) for i in plan.order]
     sample_shape = tuple(x_np[0].shape[1:])
     row_bytes = 4 * int(np.prod(sample_shape, dtype=np.int64))
-    budget = WINDOW_BYTES if max_bytes is None else max_bytes
-    span = max(1, budget // max(1, plan.active(0) * plan.slot * row_bytes))
+    span = max(1, WINDOW_BYTES // max(1, plan.active(0) * plan.slot * row_bytes))
     shared_x, shared_y = shared_rows(x_np), shared_rows(y_np)
     shared = None
     if shared_x is not None and shared_y is not None:

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import torch
 
 from rayfl.learning.models import ModelSpec
-from rayfl.learning.vectorized_plan import WindowScratch
+from rayfl.learning.vectorized_plan import WINDOW_BYTES, WindowScratch
 
 __all__ = ["linear_stack_sgd"]
 
@@ -88,7 +88,6 @@ def linear_stack_sgd(
     prox_weight: float,
     prox_center: npt.NDArray[np.float32] | None,
     scratch: WindowScratch,
-    max_bytes: int = 16 << 20,
 ) -> tuple[npt.NDArray[np.float32], float]:
     """Train one client's MLR/MLP from ``start`` over the given batches.
 
@@ -103,7 +102,6 @@ def linear_stack_sgd(
         prox_weight: Weight μ of the proximal term; 0 = none.
         prox_center: Centre w_c, float32 (dim,); defaults to ``start``.
         scratch: Reusable buffers for the gathered batches.
-        max_bytes: Memory budget of one window of gathered inputs.
 
     Returns:
         The trained vector (dim,) and the summed mini-batch loss.
@@ -124,7 +122,7 @@ def linear_stack_sgd(
     yt = torch.from_numpy(np.asarray(y, dtype=np.int64))
     num_classes = shapes[-1][0]
     losses: list[torch.Tensor] = []  # summed (not mean) batch losses, float32
-    max_rows = max(1, max_bytes // (4 * max(1, xt.shape[1])))
+    max_rows = max(1, WINDOW_BYTES // (4 * max(1, xt.shape[1])))
     for first, stop in _windows(batches, max_rows):
         index = torch.from_numpy(np.concatenate(batches[first:stop]))
         xw, yw, _ = scratch.get(1, len(index), (xt.shape[1],))
