@@ -253,7 +253,6 @@ class LearnedPolicy(Policy):
         [0, 2]
     """
 
-    topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical", "d2d"})
     optional_parts: ClassVar[frozenset[str]] = frozenset({"power", "controls"})
 
     required_keys = (

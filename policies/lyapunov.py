@@ -256,7 +256,6 @@ class LyapunovPolicy(Policy):
             tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], float] | None
         ) = None
         self._solution: Solution | None = None
-        self._scheduled_rows = np.zeros(0, np.int64)
 
     # ------------------------------------------------------------ model
     def _noise_power_w(self) -> float:

@@ -250,6 +250,16 @@ def _match(
     return rows.astype(np.int64), cols.astype(np.int64)
 
 
+def _pruned_match(
+    problem: RoundProblem, s_edge: FloatArray, tol: float = 1e-12
+) -> tuple[IntArray, IntArray] | None:
+    """Pruned Hungarian (P32, module detail 3) on the edge rates ``s_edge``."""
+    feasible = s_edge >= problem.min_sparsity - tol
+    kept = np.where(feasible, s_edge, 0.0)
+    cost = problem.client_cost[:, None] - problem.sparsity_weight[:, None] * kept
+    return _match(cost, feasible)
+
+
 def _edge_sparsity(
     problem: RoundProblem, bottleneck_s: float, power: FloatArray
 ) -> FloatArray:
@@ -394,11 +404,7 @@ def _alternate(
         edge_p[rows, cols] = power
         d = bottleneck if problem.delay_queue > 0 else math.inf
         s_edge = _edge_sparsity(problem, d, edge_p)
-        feasible = s_edge >= problem.min_sparsity - 1e-12
-        cost = problem.client_cost[:, None] - problem.sparsity_weight[
-            :, None
-        ] * np.where(feasible, s_edge, 0.0)
-        matched = _match(cost, feasible)
+        matched = _pruned_match(problem, s_edge)
         if matched is None:
             break
         rows, cols = _min_max_channels(problem, matched[0], edge_p, s_edge)
@@ -438,13 +444,8 @@ def solve_alternating(
     """
     edge_power = _edge_power(problem)
     cap = _edge_sparsity(problem, math.inf, edge_power)
-    feasible = cap >= problem.min_sparsity
     starts = []
-    dense = _match(
-        problem.client_cost[:, None]
-        - problem.sparsity_weight[:, None] * np.where(feasible, cap, 0),
-        feasible,
-    )
+    dense = _pruned_match(problem, cap, tol=0.0)
     if dense is not None:
         starts.append(dense)
     bottleneck = _bottleneck_start(problem, edge_power)
@@ -463,13 +464,7 @@ def solve_alternating(
                     np.linspace(0, points.size - 1, max_restarts).astype(int)
                 ]
             for d in points:
-                s_edge = _edge_sparsity(problem, d, edge_power)
-                ok = s_edge >= problem.min_sparsity - 1e-12
-                matched = _match(
-                    problem.client_cost[:, None]
-                    - problem.sparsity_weight[:, None] * np.where(ok, s_edge, 0.0),
-                    ok,
-                )
+                matched = _pruned_match(problem, _edge_sparsity(problem, d, edge_power))
                 if matched is not None:
                     starts.append(matched)
     best: Solution | None = None
