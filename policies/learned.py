@@ -63,6 +63,7 @@ from gymnasium import spaces as gym_spaces
 
 from policies.base import Action, Observation, Policy
 from policies.features import FEATURE_NAMES, client_features
+from rayfl.observation import CORE_KEYS
 
 __all__ = [
     "DEFAULT_CHECKPOINT",
@@ -253,18 +254,10 @@ class LearnedPolicy(Policy):
         [0, 2]
     """
 
-    topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical", "d2d"})
     optional_parts: ClassVar[frozenset[str]] = frozenset({"power", "controls"})
 
-    required_keys = (
-        "channel_gain",
-        "loss",
-        "upload_count",
-        "privacy_spent",
-        "staleness",
-        "data_size",
-        "eligible",
-    )
+    #: Every core key of :mod:`rayfl.observation`; a missing ``round`` counts as 0.
+    required_keys = tuple(key for key in CORE_KEYS if key != "round")
 
     def __init__(
         self,

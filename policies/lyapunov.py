@@ -256,7 +256,6 @@ class LyapunovPolicy(Policy):
             tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], float] | None
         ) = None
         self._solution: Solution | None = None
-        self._scheduled_rows = np.zeros(0, np.int64)
 
     # ------------------------------------------------------------ model
     def _noise_power_w(self) -> float:
@@ -354,11 +353,7 @@ class LyapunovPolicy(Policy):
         rate = problem.rate(
             solution.power_w, problem.gain[solution.rows, solution.cols]
         )
-        bits = (
-            problem.bits_per_kept[solution.rows] * solution.sparsity
-            + problem.bits_fixed[solution.rows]
-        )
-        return float(np.max(problem.fixed_delay_s[solution.rows] + bits / rate))
+        return float(np.max(problem.delay_s(solution.rows, rate, solution.sparsity)))
 
     # ------------------------------------------------------------ queues
     def update_queues(
@@ -386,9 +381,8 @@ class LyapunovPolicy(Policy):
         """d^Avg = factor × mean dense delay of 200 random schedules (detail 2)."""
         u, n = problem.shape
         k = min(u, n)
-        dense = problem.fixed_delay_s[:, None] + (
-            problem.bits_per_kept[:, None] + problem.bits_fixed[:, None]
-        ) / problem.rate(problem.max_power_w, problem.gain)
+        rate = problem.rate(problem.max_power_w, problem.gain)
+        dense = problem.delay_s(np.s_[:, None], rate)
         total = 0.0
         for _ in range(200):
             rows = self.np_random.choice(u, size=k, replace=False)

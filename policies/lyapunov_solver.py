@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -130,6 +131,17 @@ class RoundProblem:
         """R = B·log2(1 + P h/σ²) [bit/s] (seed_002 §2.6)."""
         snr = np.asarray(power_w, np.float64) * np.asarray(gain) / self.noise_power_w
         return self.bandwidth_hz * np.log1p(snr) / math.log(2.0)
+
+    def delay_s(
+        self, rows: Any, rate: npt.ArrayLike, sparsity: npt.ArrayLike = 1.0
+    ) -> FloatArray:
+        """d_i = c_i + (z_i s_i + z0_i)/R [s] (seed_002 §2.8) of the clients ``rows``.
+
+        ``rows`` indexes the (U,) arrays: ids, or ``(ids, None)`` and
+        ``(slice(None), None)`` to broadcast over the channels of ``rate``.
+        """
+        bits = self.bits_per_kept[rows] * sparsity + self.bits_fixed[rows]
+        return self.fixed_delay_s[rows] + bits / rate
 
     def budget(self) -> FloatArray:
         """E^max − E^cp per client, broadcast to (U,)."""
@@ -230,8 +242,7 @@ def objective(
     if rows.size == 0:
         return 0.0
     rate = problem.rate(power_w, problem.gain[rows, cols])
-    bits = problem.bits_per_kept[rows] * sparsity + problem.bits_fixed[rows]
-    delay = problem.fixed_delay_s[rows] + bits / rate
+    delay = problem.delay_s(rows, rate, sparsity)
     cost = problem.client_cost[rows] - problem.sparsity_weight[rows] * sparsity
     return float(np.sum(cost) + problem.delay_queue * np.max(delay))
 
@@ -248,6 +259,16 @@ def _match(
     if rows.size < size or not np.all(feasible[rows, cols]):
         return None
     return rows.astype(np.int64), cols.astype(np.int64)
+
+
+def _pruned_match(
+    problem: RoundProblem, s_edge: FloatArray, tol: float = 1e-12
+) -> tuple[IntArray, IntArray] | None:
+    """Pruned Hungarian (P32, module detail 3) on the edge rates ``s_edge``."""
+    feasible = s_edge >= problem.min_sparsity - tol
+    kept = np.where(feasible, s_edge, 0.0)
+    cost = problem.client_cost[:, None] - problem.sparsity_weight[:, None] * kept
+    return _match(cost, feasible)
 
 
 def _edge_sparsity(
@@ -340,11 +361,7 @@ def _bottleneck_start(
     problem: RoundProblem, power: FloatArray
 ) -> tuple[IntArray, IntArray] | None:
     """The min-max dense-delay assignment (start of the second alternating run)."""
-    rate = problem.rate(power, problem.gain)
-    delay = (
-        problem.fixed_delay_s[:, None]
-        + (problem.bits_per_kept[:, None] + problem.bits_fixed[:, None]) / rate
-    )
+    delay = problem.delay_s(np.s_[:, None], problem.rate(power, problem.gain))
     return _min_max_match(delay, min(problem.shape))
 
 
@@ -384,21 +401,12 @@ def _alternate(
         best = current
         # channel block: μ = Q^de·bottleneck (P31), pruned Hungarian (P32)
         rate = problem.rate(power, problem.gain[rows, cols])
-        bottleneck = float(
-            np.max(
-                problem.fixed_delay_s[rows]
-                + (problem.bits_per_kept[rows] * s + problem.bits_fixed[rows]) / rate
-            )
-        )
+        bottleneck = float(np.max(problem.delay_s(rows, rate, s)))
         edge_p = edge_power.copy()
         edge_p[rows, cols] = power
         d = bottleneck if problem.delay_queue > 0 else math.inf
         s_edge = _edge_sparsity(problem, d, edge_p)
-        feasible = s_edge >= problem.min_sparsity - 1e-12
-        cost = problem.client_cost[:, None] - problem.sparsity_weight[
-            :, None
-        ] * np.where(feasible, s_edge, 0.0)
-        matched = _match(cost, feasible)
+        matched = _pruned_match(problem, s_edge)
         if matched is None:
             break
         rows, cols = _min_max_channels(problem, matched[0], edge_p, s_edge)
@@ -417,11 +425,7 @@ def _min_max_channels(
     """
     s = np.clip(np.nan_to_num(s_edge[rows], nan=0.0), problem.min_sparsity, 1.0)
     rate = problem.rate(power[rows], problem.gain[rows])
-    delay = (
-        problem.fixed_delay_s[rows, None]
-        + (problem.bits_per_kept[rows, None] * s + problem.bits_fixed[rows, None])
-        / rate
-    )
+    delay = problem.delay_s((rows, None), rate, s)
     matched = _min_max_match(delay, rows.size)
     if matched is None or matched[0].size < rows.size:
         return rows, np.arange(rows.size)
@@ -438,13 +442,8 @@ def solve_alternating(
     """
     edge_power = _edge_power(problem)
     cap = _edge_sparsity(problem, math.inf, edge_power)
-    feasible = cap >= problem.min_sparsity
     starts = []
-    dense = _match(
-        problem.client_cost[:, None]
-        - problem.sparsity_weight[:, None] * np.where(feasible, cap, 0),
-        feasible,
-    )
+    dense = _pruned_match(problem, cap, tol=0.0)
     if dense is not None:
         starts.append(dense)
     bottleneck = _bottleneck_start(problem, edge_power)
@@ -463,13 +462,7 @@ def solve_alternating(
                     np.linspace(0, points.size - 1, max_restarts).astype(int)
                 ]
             for d in points:
-                s_edge = _edge_sparsity(problem, d, edge_power)
-                ok = s_edge >= problem.min_sparsity - 1e-12
-                matched = _match(
-                    problem.client_cost[:, None]
-                    - problem.sparsity_weight[:, None] * np.where(ok, s_edge, 0.0),
-                    ok,
-                )
+                matched = _pruned_match(problem, _edge_sparsity(problem, d, edge_power))
                 if matched is not None:
                     starts.append(matched)
     best: Solution | None = None

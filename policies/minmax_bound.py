@@ -148,12 +148,11 @@ def golden_section_min(
         >>> round(float(x[0]), 6)
         0.3
     """
-    func = objective
     a = np.full(size, low)
     b = np.full(size, high)
     c = b - _GOLDEN * (b - a)
     d = a + _GOLDEN * (b - a)
-    fc, fd = func(c), func(d)
+    fc, fd = objective(c), objective(d)
     for _ in range(iterations):
         left = fc < fd  # minimum in [a, d]
         b = np.where(left, d, b)
@@ -161,11 +160,11 @@ def golden_section_min(
         c_new = np.where(left, b - _GOLDEN * (b - a), d)
         d_new = np.where(left, c, a + _GOLDEN * (b - a))
         fresh = np.where(left, c_new, d_new)
-        f_fresh = func(fresh)
+        f_fresh = objective(fresh)
         fc, fd = np.where(left, f_fresh, fd), np.where(left, fc, f_fresh)
         c, d = c_new, d_new
     x = (a + b) / 2.0
-    return x, func(x)
+    return x, objective(x)
 
 
 @dataclass(frozen=True)

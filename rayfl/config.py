@@ -302,9 +302,7 @@ class RunConfig(_Section):
 
     def _star_parts(self) -> set[str]:
         """The action parts a star run offers its policy (see ``_check_policy``)."""
-        if self.wireless is None:
-            return {"participants"}
-        if self.scheduler.policy == "all":  # the built-in rule, even with a channel
+        if self.wireless is None or self.scheduler.policy == "all":
             return {"participants"}
         from rayfl.registry import policy_class
 

@@ -102,56 +102,28 @@ class DataConfig(BaseModel):
     @model_validator(mode="after")
     def _check_ranges(self) -> DataConfig:
         """Reject out-of-range values with a message naming the field."""
-        checks: list[tuple[bool, str, object, str]] = [
-            (self.num_clients >= 1, "num_clients", self.num_clients, "≥ 1"),
-            (self.alpha > 0, "alpha", self.alpha, "> 0"),
-            (
-                self.min_partition_size >= 0,
-                "min_partition_size",
-                self.min_partition_size,
-                "≥ 0",
-            ),
-            (
-                self.num_shards_per_partition >= 1,
-                "num_shards_per_partition",
-                self.num_shards_per_partition,
-                "≥ 1",
-            ),
-            (
+        checks = {  # field -> (its value is allowed, what is allowed)
+            "num_clients": (self.num_clients >= 1, "≥ 1"),
+            "alpha": (self.alpha > 0, "> 0"),
+            "min_partition_size": (self.min_partition_size >= 0, "≥ 0"),
+            "num_shards_per_partition": (self.num_shards_per_partition >= 1, "≥ 1"),
+            "shard_size": (
                 self.shard_size is None or self.shard_size >= 1,
-                "shard_size",
-                self.shard_size,
                 "≥ 1 or null",
             ),
-            (
-                self.classes_per_client >= 1,
-                "classes_per_client",
-                self.classes_per_client,
-                "≥ 1",
-            ),
-            (self.size_sigma > 0, "size_sigma", self.size_sigma, "> 0"),
-            (
-                0 < self.test_fraction < 1,
-                "test_fraction",
-                self.test_fraction,
-                "in (0, 1)",
-            ),
-            (
+            "classes_per_client": (self.classes_per_client >= 1, "≥ 1"),
+            "size_sigma": (self.size_sigma > 0, "> 0"),
+            "test_fraction": (0 < self.test_fraction < 1, "in (0, 1)"),
+            "max_samples_per_client": (
                 self.max_samples_per_client is None or self.max_samples_per_client >= 2,
-                "max_samples_per_client",
-                self.max_samples_per_client,
                 "≥ 2 or null",
             ),
-            (
-                self.synthetic_alpha >= 0,
-                "synthetic_alpha",
-                self.synthetic_alpha,
-                "≥ 0",
-            ),
-            (self.synthetic_beta >= 0, "synthetic_beta", self.synthetic_beta, "≥ 0"),
-        ]
-        for ok, field, value, allowed in checks:
+            "synthetic_alpha": (self.synthetic_alpha >= 0, "≥ 0"),
+            "synthetic_beta": (self.synthetic_beta >= 0, "≥ 0"),
+        }
+        for field, (ok, allowed) in checks.items():
             if not ok:
+                value = getattr(self, field)
                 raise ValueError(f"data.{field} must be {allowed}, got {value}")
         pool = DATASET_SIZES.get(self.dataset)
         if pool is not None and self.num_clients > pool:

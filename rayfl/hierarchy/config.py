@@ -315,11 +315,6 @@ class TopologyConfig(_Section):
             raise ValueError("topology.cost.distance_min_m must be <= distance_max_m")
         return self
 
-    @property
-    def hierarchical(self) -> bool:
-        """True for the device-edge-cloud topology."""
-        return self.kind == "hierarchical"
-
     def changed(
         self,
         *,
