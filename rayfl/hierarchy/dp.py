@@ -105,6 +105,12 @@ class StreamStds:
     edge_local: npt.NDArray[np.float64]
     edge_global: npt.NDArray[np.float64]
 
+    def std(self, c: int, *, edge: bool, is_global: bool) -> float:
+        """Return σ of edge c's own stream (``edge``) or of its devices' stream."""
+        if edge:
+            return float(self.edge_global[c] if is_global else self.edge_local[c])
+        return float(self.device_global[c] if is_global else self.device_local[c])
+
 
 def stream_stds(
     dp: HierDPConfig,
