@@ -61,7 +61,7 @@ Implementation details:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -252,17 +252,7 @@ class DitheredPayload(Payload):
         kept = (codes.astype(np.uint64) & mask).astype(np.uint32)
         steps, dither = self.draws()
         values = decode_indices(kept, steps, dither, clip_norm=float(self.hi))  # type: ignore[arg-type]
-        return DitheredPayload(
-            dim=self.dim,
-            values=values,
-            codes=kept,
-            bits_per_element=self.bits_per_element,
-            lo=self.lo,
-            hi=self.hi,
-            widths=self.widths,
-            laplace_scale=self.laplace_scale,
-            dither_key=self.dither_key,
-        )
+        return replace(self, values=values, codes=kept)
 
 
 def dither_encode(

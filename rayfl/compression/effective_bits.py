@@ -79,13 +79,9 @@ def magnitude_bit_lengths(codes: npt.ArrayLike, *, bits: int) -> npt.NDArray[np.
     i = np.asarray(codes, dtype=np.int64)
     half = 1 << (bits - 1)
     j = np.where(i >= half, i - half, half - 1 - i)
-    # bit_length(j) = floor(log2 j) + 1 for j > 0; 0 for j = 0 (exact in float64).
-    out = np.zeros(j.shape, dtype=np.int64)
-    positive = j > 0
-    out[positive] = (
-        np.floor(np.log2(j[positive].astype(np.float64))).astype(np.int64) + 1
-    )
-    return out
+    # bit_length(j) is frexp's exponent: exact for integers, 0 for j = 0.
+    _, length = np.frexp(j.astype(np.float64))
+    return length.astype(np.int64)
 
 
 def effective_bits(codes: npt.ArrayLike, *, bits: int) -> EffectiveBits:

@@ -32,7 +32,7 @@ Implementation details:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -247,13 +247,4 @@ class Payload:
         mask = (1 << self.bits_per_element) - 1
         codes = (codes & mask).astype(self.codes.dtype, copy=False)
         values = dequantize(codes, lo=self.lo, hi=self.hi, bits=self.bits_per_element)
-        return Payload(
-            dim=self.dim,
-            values=values,
-            indices=self.indices,
-            codes=codes,
-            bits_per_element=self.bits_per_element,
-            lo=self.lo,
-            hi=self.hi,
-            scale=self.scale,
-        )
+        return replace(self, values=values, codes=codes)

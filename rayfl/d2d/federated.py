@@ -16,22 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import ray
 
 from rayfl.actors.cloud import LinkOutcome
 
-__all__ = ["by_actor", "federated_round"]
-
-
-def by_actor(
-    clients: list[int], actor_of: npt.NDArray[np.int64]
-) -> dict[int, list[int]]:
-    """Group ``clients`` (ascending) by the index of the actor hosting them."""
-    out: dict[int, list[int]] = {}
-    for c in sorted(clients):
-        out.setdefault(int(actor_of[c]), []).append(c)
-    return out
+__all__ = ["federated_round"]
 
 
 def _group_round(
@@ -50,7 +39,7 @@ def _group_round(
             )
         )
     uploads, train_records = [], []
-    for a, clients in by_actor(members, pool.actor_of).items():
+    for a, clients in pool.by_actor(sorted(members)).items():
         extra = (
             {"downloads": {c: downloads[c] for c in clients}}
             if kw["personalized"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from rayfl.actors.pool import ActorPool
-from rayfl.d2d.federated import by_actor
 
 __all__ = ["neighbors_train"]
 
@@ -40,7 +39,7 @@ def neighbors_train(
     """
     refs: dict[int, Any] = {}
     calls, called, who = [], [], []
-    for a, clients in by_actor(senders, pool.actor_of).items():
+    for a, clients in pool.by_actor(sorted(senders)).items():
         local = [c for c in clients if c not in keep_personal]
         sent = [c for c in clients if c not in local]
         if local:

@@ -59,6 +59,7 @@ from rayfl.wireless.d2d import (
     place_nodes_square,
 )
 from rayfl.wireless.d2d_error import error_probabilities_to_target, thermal_noise_w
+from rayfl.wireless.units import linear_to_db
 
 __all__ = [
     "D2DLayout",
@@ -193,8 +194,7 @@ def _gain_db(
     shape = (layout.num_nodes, topology.num_subchannels)
     fading = rng.exponential(topology.rayleigh_factor, size=shape)
     received = topology.tx_power_w * layout.path_gain[:, target, None] * fading
-    with np.errstate(divide="ignore"):
-        gain_db = 10.0 * np.log10(received)
+    gain_db = linear_to_db(received)
     gain_db[target] = -1e3  # the target does not send to itself
     return gain_db.astype(np.float32)
 

@@ -172,18 +172,12 @@ def record_ledger(
             max_weight = float(sizes.max() / sizes.sum())
         for j, segment_steps in enumerate(steps):
             is_global = j == len(steps) - 1 and not local_at_global
-            if trusted[c]:
-                std = stds.edge_global[c] if is_global else stds.edge_local[c]
-                weight = max_weight
-            else:
-                std = stds.device_global[c] if is_global else stds.device_local[c]
-                weight = 1.0
             z = release_noise_multiplier(
-                float(std),
+                stds.std(c, edge=bool(trusted[c]), is_global=is_global),
                 learning_rate=learning_rate,
                 steps=int(segment_steps),
                 grad_bound=grad_bound,
-                max_weight=weight,
+                max_weight=max_weight if trusted[c] else 1.0,
             )
             ledger.record(
                 members,

@@ -89,7 +89,6 @@ class CostModel:
         self.distance_m = np.asarray(distance_m, dtype=np.float64)
         self.payload_bits = float(model_dim * cost.bits_per_param)
         self.tx_power_w = float(dbm_to_w(cost.tx_power_dbm))
-        self.backhaul = backhaul
         self.backhaul_time_s = (
             self.payload_bits / cost.backhaul_rate_bps if backhaul else 0.0
         )

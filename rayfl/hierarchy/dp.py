@@ -98,16 +98,18 @@ class StreamStds:
         device_global: σ_{i,Glob}.
         edge_local: σ̄_{c,Loc} of trusted edges.
         edge_global: σ̄_{c,Glob}.
-        z_local: z of the local stream per edge (for the ledger).
-        z_global: z of the global stream per edge.
     """
 
     device_local: npt.NDArray[np.float64]
     device_global: npt.NDArray[np.float64]
     edge_local: npt.NDArray[np.float64]
     edge_global: npt.NDArray[np.float64]
-    z_local: npt.NDArray[np.float64]
-    z_global: npt.NDArray[np.float64]
+
+    def std(self, c: int, *, edge: bool, is_global: bool) -> float:
+        """Return σ of edge c's own stream (``edge``) or of its devices' stream."""
+        if edge:
+            return float(self.edge_global[c] if is_global else self.edge_local[c])
+        return float(self.device_global[c] if is_global else self.device_local[c])
 
 
 def stream_stds(
@@ -141,7 +143,7 @@ def stream_stds(
             callers).
 
     Returns:
-        The stds and noise multipliers, per edge.
+        The stds, per edge.
 
     Example:
         >>> from rayfl.hierarchy.config import HierDPConfig
@@ -152,20 +154,17 @@ def stream_stds(
         True
     """
     n = len(trusted)
-    zero = np.zeros(n)
+    out: dict[str, npt.NDArray[np.float64]] = {
+        k: np.zeros(n)
+        for k in ("device_local", "device_global", "edge_local", "edge_global")
+    }
     if not enabled:
-        return StreamStds(zero, zero, zero, zero, zero, zero)
+        return StreamStds(**out)
     eps = dp.epsilon / 2 if dp.strict_accounting else dp.epsilon
     g = dp.grad_bound if dp.grad_bound is not None else 1.0
     local_steps = tau if dp.local_sensitivity_steps == "tau" else period
     delta_local = 2 * learning_rate * local_steps * g
     delta_global = 2 * learning_rate * tau * g
-    out: dict[str, npt.NDArray[np.float64]] = {
-        k: np.zeros(n)
-        for k in ("device_local", "device_global", "edge_local", "edge_global")
-    }
-    z_loc = np.zeros(n)
-    z_glob = np.zeros(n)
     for c in range(n):
         constant = dp.edge_constant if trusted[c] else dp.device_constant
         common = dict(
@@ -175,20 +174,20 @@ def stream_stds(
             constant=constant,
             calibration=dp.calibration,
         )
-        z_glob[c] = noise_multiplier(releases=num_global, **common)
-        z_loc[c] = (
+        z_glob = noise_multiplier(releases=num_global, **common)
+        z_loc = (
             noise_multiplier(releases=num_global * num_local, **common)
             if num_local
             else 0.0
         )
         if trusted[c]:
             s = max(int(participants[c]), 1)
-            out["edge_local"][c] = z_loc[c] * delta_local / s
-            out["edge_global"][c] = z_glob[c] * delta_global / s
+            out["edge_local"][c] = z_loc * delta_local / s
+            out["edge_global"][c] = z_glob * delta_global / s
         else:
-            out["device_local"][c] = z_loc[c] * delta_local
-            out["device_global"][c] = z_glob[c] * delta_global
-    return StreamStds(**out, z_local=z_loc, z_global=z_glob)
+            out["device_local"][c] = z_loc * delta_local
+            out["device_global"][c] = z_glob * delta_global
+    return StreamStds(**out)
 
 
 def release_noise_multiplier(
@@ -245,7 +244,6 @@ class ObserverLedger:
         self.strict = strict
         self.ledgers = {o: PrivacyLedger(num_clients) for o in OBSERVERS}
         self.nominal_epsilon = float("nan")
-        self.ledger = self  # FLSystem.uplink compatibility (checkpoints)
         self._z_range = [math.inf, 0.0]
 
     def record(

@@ -52,9 +52,7 @@ def apply_sums(
     parts = [s for s in sums if s is not None and s.count > 0]
     if not parts:
         return np.array(model, dtype=np.float32), 0
-    total = parts[0]
-    for part in parts[1:]:
-        total = total + part
+    total = sum(parts[1:], start=parts[0])
     return (model + total.mean()).astype(np.float32), total.count
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rayfl.hierarchy.config import TopologyConfig
-from rayfl.hierarchy.dp import stream_stds
+from rayfl.hierarchy.dp import StreamStds, stream_stds
 
 __all__ = ["Plan", "RoundCalls", "Sent", "make_plan", "segments"]
 
@@ -60,7 +60,7 @@ class Plan:
     participants: np.ndarray  # s_c^k, int64 (C,)
     eta: float
     segments: list[int]
-    stds: Any  # rayfl.hierarchy.dp.stream_stds
+    stds: StreamStds
     subchannel: dict[int, int] | None = None
 
 
@@ -156,7 +156,6 @@ class RoundCalls:
         more for the ``local_at_global`` release).
         """
         topo = self.topology
-        trusted = self.trusted
         stds = plan.stds
         sent = Sent(edge_refs=[global_ref] * len(self.edges))
         for j, steps in enumerate(plan.segments):
@@ -165,19 +164,14 @@ class RoundCalls:
             is_global = j == len(plan.segments) - 1 and not topo.local_at_global
             new_refs = []
             for c in range(len(plan.chosen)):
-                device_std = 0.0
-                if not trusted[c]:
-                    device_std = (
-                        stds.device_global[c] if is_global else stds.device_local[c]
-                    )
+                # 0 where unused: device σ under a trusted edge, edge σ otherwise
+                device_std = stds.std(c, edge=False, is_global=is_global)
                 sums = self._submit_devices(plan, sent, c, p, steps, device_std)
-                edge_std = 0.0
-                if trusted[c]:
-                    edge_std = stds.edge_global[c] if is_global else stds.edge_local[c]
+                edge_std = stds.std(c, edge=True, is_global=is_global)
                 new, rec = (
                     self.edges[c]
                     .aggregate.options(num_returns=2)
-                    .remote(p, sent.edge_refs[c], float(edge_std), 0.0, *sums)
+                    .remote(p, sent.edge_refs[c], edge_std, 0.0, *sums)
                 )
                 new_refs.append(new)
                 sent.edge_calls.append(rec)

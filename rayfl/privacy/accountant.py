@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 # it: every actor imports this module, and only the driver accounts.
 
 AccountantName = Literal["rdp", "pld"]
-Release = tuple[float, float, int]  # (noise_multiplier, sample_rate, steps)
 
 
 def release_event(
@@ -80,30 +79,6 @@ def release_event(
     if sample_rate < 1.0:
         event = dp_accounting.PoissonSampledDpEvent(sample_rate, event)
     return dp_accounting.SelfComposedDpEvent(event, count)
-
-
-def gaussian_epsilon(
-    *,
-    noise_multiplier: float,
-    sample_rate: float,
-    count: int,
-    delta: float,
-    accountant: AccountantName = "rdp",
-) -> float:
-    """ε after ``count`` Poisson-sampled Gaussian releases (0 if none, ∞ if z = 0).
-
-    Example:
-        >>> round(gaussian_epsilon(noise_multiplier=0.64, sample_rate=0.01,
-        ...                        count=20, delta=5e-3), 2)
-        1.24
-    """
-    if count <= 0:
-        return 0.0
-    return _history_epsilon(
-        ((float(noise_multiplier), float(sample_rate), int(count)),),
-        delta=delta,
-        accountant=accountant,
-    )
 
 
 def make_accountant(accountant: AccountantName) -> dp_accounting.PrivacyAccountant:

@@ -21,6 +21,9 @@ from rayfl.privacy.sensitivity import ADJACENCY_CLIENT, laplace_vector_epsilon
 
 __all__ = ["LedgerReport", "epsilon_note"]
 
+#: Calibrations by a paper's formula: they report that formula's nominal ε.
+_PAPER_CALIBRATIONS = ("wpfl", "dp_ditto", "h2fdp")
+
 
 def epsilon_note(
     eps: npt.NDArray[np.float64],
@@ -119,11 +122,7 @@ class LedgerReport:
         else:
             eps = self.ledger.epsilon(privacy.delta)
         nominal = eps  # "accountant"/"sparse": the calibration *is* the accountant's
-        if privacy.epsilon is not None and privacy.calibration in (
-            "wpfl",
-            "dp_ditto",
-            "h2fdp",
-        ):
+        if privacy.epsilon is not None and privacy.calibration in _PAPER_CALIBRATIONS:
             nominal = nominal_epsilon(
                 self.ledger.upload_count,
                 calibration=privacy.calibration,
@@ -183,7 +182,7 @@ class LedgerReport:
             calibration=privacy.calibration,
             noise_multiplier=rule.get("noise_multiplier"),
         )
-        paper = privacy.calibration in ("wpfl", "dp_ditto", "h2fdp")
+        paper = privacy.calibration in _PAPER_CALIBRATIONS
         return {
             **({"epsilon_note": note} if note else {}),
             "mechanism": privacy.mechanism,
