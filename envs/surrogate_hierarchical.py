@@ -54,7 +54,7 @@ from rayfl.hierarchy.topology import build_topology
 from rayfl.rl.config import RLConfig
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
-from rayfl.system import RoundResult
+from rayfl.system import RoundResult, initial_vector
 
 __all__ = ["HierarchicalSurrogate"]
 
@@ -70,8 +70,6 @@ class HierarchicalSurrogate:
     """
 
     def __init__(self, config: RunConfig) -> None:
-        from rayfl.learning.models import ModelSpec, build_model
-
         topo = config.topology
         if topo.control.enabled:
             raise ValueError(
@@ -82,17 +80,13 @@ class HierarchicalSurrogate:
         self.num_classes = data.num_classes
         self.num_train = np.asarray(data.num_train, dtype=np.float64)
         self.num_test = np.asarray(data.num_test, dtype=np.float64)
-        module = build_model(
-            config.model.kind,
-            input_shape=tuple(data.input_shape),
-            num_classes=data.num_classes,
-            hidden=config.model.hidden,
-        )
         self.topology = build_topology(topo, config.data.num_clients, config.seed)
         self.cost = CostModel(
             topo.cost,
             distance_m=self.topology.distance_m,
-            model_dim=ModelSpec.of(module).dim,
+            model_dim=len(
+                initial_vector(config, tuple(data.input_shape), data.num_classes)
+            ),
             backhaul=topo.baseline != "pedpfl",
         )
         self.dp_enabled = topo.dp.enabled and topo.baseline != "hfl"
