@@ -151,19 +151,13 @@ class WirelessFLEnv(FLEnv):
             declared = algorithm_controls(cfg.algorithm)
             if declared:
                 self.control_names = tuple(declared)
-                low = np.array([declared[c][0] for c in self.control_names], np.float32)
-                high = np.array(
-                    [declared[c][1] for c in self.control_names], np.float32
-                )
+                low, high = np.array(list(declared.values()), np.float32).T
                 parts["controls"] = spaces.Box(
                     np.tile(low, (n, 1)), np.tile(high, (n, 1)), dtype=np.float32
                 )
+                configured = [getattr(cfg.algorithm, c) for c in self.control_names]
                 self.default_controls = np.tile(
-                    np.array(
-                        [getattr(cfg.algorithm, c) for c in self.control_names],
-                        np.float32,
-                    ),
-                    (n, 1),
+                    np.array(configured, np.float32), (n, 1)
                 )
         self.participants = StarParticipants(n, k) if participants else None
         self.action_space = (
@@ -230,21 +224,15 @@ class WirelessFLEnv(FLEnv):
     def _get_info(self) -> dict[str, Any]:
         out = self.last_outcome
         n = self.num_clients
-        latency = np.zeros(n)  # an unscheduled client spends no time or energy
-        energy = np.zeros(n)
-        bits = np.zeros(n)
-        if out is not None:
-            for row in out.rows:
-                c = int(row["client"])
-                latency[c] = row.get("latency_s", 0.0)
-                energy[c] = row.get("energy_j", 0.0)
-                bits[c] = row.get("bits", 0.0)
+        # an unscheduled client spends no time or energy
+        per_client = {key: np.zeros(n) for key in ("latency_s", "energy_j", "bits")}
+        for row in [] if out is None else out.rows:
+            for key, values in per_client.items():
+                values[int(row["client"])] = row.get(key, 0.0)
         return {
             "round": self.round,
             "delivered": [] if out is None else list(out.delivered),
-            "latency_s": latency,
-            "energy_j": energy,
-            "bits": bits,
+            **per_client,
             "test_loss": None if out is None else out.test_loss,
             "test_acc": (
                 None if out is None or np.isnan(out.test_acc).all() else out.test_acc
