@@ -290,11 +290,8 @@ class HierarchicalSurrogate:
 
     def _cloud(self, chosen: list[list[int]]) -> None:
         """Average the edges' gaps with the cloud's weights (eq. 14)."""
-        if self.config.topology.weighting == "equal":
-            weights = np.ones(len(chosen))
-        else:
-            weights = np.array([self.num_train[m].sum() for m in chosen])
-        if weights.sum() <= 0:
+        weights = np.array([self.num_train[m].sum() for m in chosen])
+        if self.config.topology.weighting == "equal" or weights.sum() <= 0:
             weights = np.ones(len(chosen))
         gap = float(np.average([d.gap for d in self.dynamics], weights=weights))
         for d in self.dynamics:
