@@ -50,7 +50,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from envs.base import FLEnv
-from envs.d2d_backends import D2DEmulatedBackend
+from envs.d2d_backends import D2DEmulatedBackend, Selections
 from envs.surrogate_d2d import D2DSurrogateBackend
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
@@ -315,11 +315,7 @@ class D2DNeighborEnv(FLEnv):
             return per[0]
         return {k: np.stack([p[k] for p in per]) for k in per[0]}
 
-    def decode(
-        self, action: Any
-    ) -> tuple[
-        dict[int, tuple[tuple[int, ...], tuple[int, ...]]], list[tuple[int, int, int]]
-    ]:
+    def decode(self, action: Any) -> tuple[Selections, list[tuple[int, int, int]]]:
         """Turn an action into each target's (neighbors, sub-channels).
 
         Returns:
@@ -342,7 +338,7 @@ class D2DNeighborEnv(FLEnv):
                 f"sub-channel, {n} = idle), got {action!r}"
             )
         rows = values.reshape(len(self.targets), f)
-        out: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        out: Selections = {}
         ignored: list[tuple[int, int, int]] = []
         for t, row in zip(self.targets, rows, strict=True):
             chosen, dropped = decode_assignment(row, np.arange(n) != t)

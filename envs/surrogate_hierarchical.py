@@ -100,12 +100,11 @@ class HierarchicalSurrogate:
         """Start over from w⁰ with ``seed`` (same subnets and data)."""
         cfg = self.config = self.config.model_copy(update={"seed": int(seed)})
         topo = cfg.topology
-        subnets = self.topology.subnets
         self.scheduling = EdgeScheduling(
             topo.scheduling,
             cost=topo.cost,
             seed=cfg.seed,
-            subnets=subnets,
+            subnets=self.topology.subnets,
             distance_m=self.topology.distance_m,
             num_train=self.num_train,
         )
