@@ -15,7 +15,6 @@ from envs.base import FLEnv
 from rayfl.config import RunConfig
 from rayfl.observation import TOPOLOGY_KEYS, observation_space
 from rayfl.rewards import REWARDS, Scores
-from rayfl.schedule import Schedule
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.units import power_levels_w
@@ -185,7 +184,8 @@ class WirelessFLEnv(FLEnv):
         return Scores(*self._backend.initial())
 
     def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
-        schedule, ignored = self._to_schedule(action)
+        rules = self.participants or StarActions.of(self)
+        schedule, ignored = rules.to_schedule(action, self._eligible())
         outcome = self.last_outcome = self._backend.run(self.round, schedule)
         info = self._get_info()
         info.update(ignored=ignored, scheduled=schedule.clients.tolist())
@@ -238,7 +238,3 @@ class WirelessFLEnv(FLEnv):
                 None if out is None or np.isnan(out.test_acc).all() else out.test_acc
             ),
         }
-
-    def _to_schedule(self, action: Any) -> tuple[Schedule, list[int]]:
-        rules = self.participants or StarActions.of(self)
-        return rules.to_schedule(action, self._eligible())
