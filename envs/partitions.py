@@ -78,7 +78,7 @@ class DataPartitions(gym.Wrapper):
         self.envs: dict[int, Any] = {}  # WirelessFLEnv per partition seed
         self.episodes = 0
         self._rng: np.random.Generator | None = None
-        super().__init__(self._env_for(self.seeds[self.offset % len(self.seeds)]))
+        super().__init__(self._env_for(self.partition_seed))
 
     @property
     def partition_seed(self) -> int:
@@ -93,9 +93,8 @@ class DataPartitions(gym.Wrapper):
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """Move to this episode's partition and reset its env."""
-        index = self.offset + self.episodes // self.every
-        seed = self.seeds[index % len(self.seeds)]
         self.episodes += 1
+        seed = self.partition_seed
         if self._rng is None:
             first = kwargs.get("seed")
             self._rng = rng_for(0 if first is None else int(first), "partition_cycle")

@@ -355,8 +355,7 @@ def make_rl_env(
                 "make_rl_env needs one D2D target (topology.target: an id or "
                 "random), got topology.target=all"
             )
-        env = D2DNeighborEnv(run_config, mode=mode, reward=reward)
-        return _TargetInfo(env)
+        return _TargetInfo(D2DNeighborEnv(run_config, mode=mode, reward=reward))
 
     env: gym.Env = (
         make(cfg)
@@ -369,8 +368,7 @@ def make_rl_env(
         env = EdgeScores(env)
     else:
         # D2D: only positive scores, so the policy picks how many neighbours
-        d2d = cfg.topology.kind == "d2d"
-        env = ClientFeatures(HungarianTopK(env, positive=d2d))
+        env = ClientFeatures(HungarianTopK(env, positive=cfg.topology.kind == "d2d"))
     if reward_scale != 1.0:
         env = gym.wrappers.TransformReward(env, lambda r: reward_scale * r)
     return env
