@@ -203,20 +203,13 @@ class EdgeScores(_Decoder):
             -np.inf, np.inf, (total, NUM_FEATURES), np.float32
         )
         self.action_space = spaces.Box(-1.0, 1.0, (total,), np.float32)
-        self._offsets = np.cumsum([0, *base.sizes])
-
-    def _blocks(self) -> list[tuple[int, slice]]:
-        return [
-            (c, slice(int(self._offsets[c]), int(self._offsets[c + 1])))
-            for c in range(len(self.base.sizes))
-        ]
 
     def observation(self, obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
         """Stack each edge's client features (edge order)."""
         return np.concatenate(
             [
                 client_features(self.base.edge_observation(obs, c))
-                for c, _ in self._blocks()
+                for c in range(len(self.base.sizes))
             ]
         ).astype(np.float32)
 
@@ -234,14 +227,15 @@ class EdgeScores(_Decoder):
         """Turn (I,) scores into the env's concatenated per-edge assignment."""
         scores = self._values(action, "(the finite scores of the devices)")
         base = self.base
+        blocks = np.split(scores, np.cumsum(base.sizes)[:-1])
         return base.join_actions(
             [
                 _top_k_assignment(
-                    scores[block],
+                    block,
                     base.edge_observation(self.last_obs, c),
                     base.num_subchannels[c],
                 )
-                for c, block in self._blocks()
+                for c, block in enumerate(blocks)
             ]
         )
 
