@@ -129,10 +129,7 @@ class HierarchicalSchedulingEnv(FLEnv):
                 f"action must have {int(self._offsets[-1])} entries (one block "
                 f"per edge), got shape {values.shape}"
             )
-        return [
-            values[self._offsets[c] : self._offsets[c + 1]]
-            for c in range(len(self.sizes))
-        ]
+        return np.split(values, self._offsets[1:-1])
 
     def join_actions(self, actions: Sequence[npt.ArrayLike]) -> npt.NDArray[np.int64]:
         """Return the concatenated action of per-edge actions (inverse of split)."""
