@@ -185,7 +185,7 @@ class WirelessFLEnv(FLEnv):
 
     def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
         rules = self.participants or StarActions.of(self)
-        schedule, ignored = rules.to_schedule(action, self._eligible())
+        schedule, ignored = rules.to_schedule(action, self.backend.uplink.eligible())
         outcome = self.last_outcome = self._backend.run(self.round, schedule)
         info = self._get_info()
         info.update(ignored=ignored, scheduled=schedule.clients.tolist())
@@ -206,17 +206,13 @@ class WirelessFLEnv(FLEnv):
 
         With ``participants=True``: the clients that may be chosen, shape (N,).
         """
-        eligible = self._eligible()
+        eligible = self.backend.uplink.eligible()
         if self.participants is not None:
             return np.asarray(eligible, dtype=bool).copy()
         row = np.append(eligible, True)
         return np.tile(row, (self.num_subchannels, 1))
 
     # ---------------------------------------------------------------- helpers
-    def _eligible(self) -> npt.NDArray[np.bool_]:
-        assert self._backend is not None
-        return self._backend.uplink.eligible()
-
     def _get_obs(self) -> dict[str, npt.NDArray[np.float32]]:
         assert self._backend is not None
         return dict(self._backend.observe(self.round))
