@@ -63,7 +63,6 @@ class EmulatedBackend:
         from rayfl.engine import FLSystem
 
         self.system = FLSystem(config)
-        self.config = config
         self.data_size = self.system.num_train.astype(np.float64)
 
     @property

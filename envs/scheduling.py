@@ -214,8 +214,7 @@ class WirelessFLEnv(FLEnv):
 
     # ---------------------------------------------------------------- helpers
     def _get_obs(self) -> dict[str, npt.NDArray[np.float32]]:
-        assert self._backend is not None
-        return dict(self._backend.observe(self.round))
+        return dict(self.backend.observe(self.round))
 
     def _get_info(self) -> dict[str, Any]:
         out = self.last_outcome
