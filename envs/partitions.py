@@ -99,7 +99,7 @@ class DataPartitions(gym.Wrapper):
             first = kwargs.get("seed")
             self._rng = rng_for(0 if first is None else int(first), "partition_cycle")
         new = seed not in self.envs or _engine(self.envs[seed]) is None
-        if new and self.envs and self._config_emulates():
+        if new and any(e.unwrapped.mode == "emulate" for e in self.envs.values()):
             self._check_room()
         self.env = self._env_for(seed)
         if new and kwargs.get("seed") is None:
@@ -107,9 +107,6 @@ class DataPartitions(gym.Wrapper):
         obs, info = self.env.reset(**kwargs)
         info["partition_seed"] = seed
         return obs, info
-
-    def _config_emulates(self) -> bool:
-        return any(e.unwrapped.mode == "emulate" for e in self.envs.values())
 
     def _check_room(self) -> None:
         import ray

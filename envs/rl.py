@@ -154,9 +154,8 @@ class HungarianTopK(_Decoder):
             action, f"(the finite scores of {self.num_clients} clients)"
         )
         table = values.reshape(self.num_clients, -1)
-        obs = self.last_obs
         assignment = _top_k_assignment(
-            table[:, 0], obs, self.num_subchannels, positive=self.positive
+            table[:, 0], self.last_obs, self.num_subchannels, positive=self.positive
         )
         if not isinstance(self.env.action_space, spaces.Dict):
             return assignment
