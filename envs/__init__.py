@@ -4,21 +4,14 @@ from gymnasium.envs.registration import register
 
 __all__ = ["ENV_IDS"]
 
-ENV_IDS = ("WirelessFL-v0", "HierarchicalFL-v0", "D2DNeighbor-v0")
+_ENTRY_POINTS = {
+    "WirelessFL-v0": "envs.scheduling:WirelessFLEnv",
+    # devices → edges → cloud: per-edge subchannel scheduling (rayfl.hierarchy, issue 8)
+    "HierarchicalFL-v0": "envs.hierarchical:HierarchicalSchedulingEnv",
+    # one D2D target's neighbour selection (rayfl.d2d, issue 9)
+    "D2DNeighbor-v0": "envs.d2d:D2DNeighborEnv",
+}
+ENV_IDS = tuple(_ENTRY_POINTS)
 
-register(
-    id="WirelessFL-v0",
-    entry_point="envs.scheduling:WirelessFLEnv",
-)
-
-# devices → edges → cloud: per-edge subchannel scheduling (rayfl.hierarchy, issue 8)
-register(
-    id="HierarchicalFL-v0",
-    entry_point="envs.hierarchical:HierarchicalSchedulingEnv",
-)
-
-# one D2D target's neighbour selection (rayfl.d2d, issue 9)
-register(
-    id="D2DNeighbor-v0",
-    entry_point="envs.d2d:D2DNeighborEnv",
-)
+for env_id, entry_point in _ENTRY_POINTS.items():
+    register(id=env_id, entry_point=entry_point)

@@ -23,6 +23,7 @@ from rayfl.rl.config import RLConfig
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.star import star_observation
+from rayfl.system import initial_vector
 from rayfl.uplink import UplinkModel
 from rayfl.wireless.modulation import element_error_probability
 
@@ -62,7 +63,6 @@ class EmulatedBackend:
         from rayfl.engine import FLSystem
 
         self.system = FLSystem(config)
-        self.config = config
         self.data_size = self.system.num_train.astype(np.float64)
 
     @property
@@ -98,21 +98,15 @@ class SurrogateBackend:
     """Cheap dynamics (``envs.surrogate``) on the real channel and ledger models."""
 
     def __init__(self, config: RunConfig, data: FederatedData | None = None) -> None:
-        from rayfl.learning.models import ModelSpec, build_model
-
         self.config = config
         data = (
             data if data is not None else build_federated(config.data, seed=config.seed)
         )
         self.num_classes = data.num_classes
         self.data_size = np.asarray(data.num_train, dtype=np.float64)
-        module = build_model(
-            config.model.kind,
-            input_shape=tuple(data.input_shape),
-            num_classes=data.num_classes,
-            hidden=config.model.hidden,
+        self.dim = len(
+            initial_vector(config, tuple(data.input_shape), data.num_classes)
         )
-        self.dim = ModelSpec.of(module).dim
         self.restart(config.seed)
 
     def restart(self, seed: int) -> None:

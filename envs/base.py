@@ -85,7 +85,12 @@ class FLEnv(gym.Env):
         model init, batch order, noise and the channel.
         """
         super().reset(seed=seed)
-        episode_seed = self._episode_seed(seed)
+        if seed is not None:
+            episode_seed = int(seed)
+        elif self._backend is None:
+            episode_seed = int(self.config.seed)
+        else:
+            episode_seed = int(self.np_random.integers(2**31 - 1))
         if self._backend is None:
             self._backend = self._build()
         info = self._restart(episode_seed)
@@ -123,14 +128,6 @@ class FLEnv(gym.Env):
             self._backend = None
 
     # ---------------------------------------------------------------- hooks
-    def _episode_seed(self, seed: int | None) -> int:
-        """``seed`` when given; else ``config.seed`` first, then a draw from ``np_random``."""
-        if seed is not None:
-            return int(seed)
-        if self._backend is None:
-            return int(self.config.seed)
-        return int(self.np_random.integers(2**31 - 1))
-
     def _build(self) -> Any:
         """The dynamics (engine or surrogate), built on the first reset."""
         raise NotImplementedError

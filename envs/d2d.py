@@ -50,7 +50,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from envs.base import FLEnv
-from envs.d2d_backends import D2DEmulatedBackend
+from envs.d2d_backends import D2DEmulatedBackend, Selections
 from envs.surrogate_d2d import D2DSurrogateBackend
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
@@ -204,8 +204,7 @@ class D2DNeighborEnv(FLEnv):
         self.invalid_action = invalid_action
         n, f = cfg.data.num_clients, self.topology.num_subchannels
         self.num_nodes, self.num_subchannels = n, f
-        target = self.topology.target
-        self.all_targets = target == "all"
+        self.all_targets = self.topology.target == "all"
         lead: tuple[int, ...] = (n,) if self.all_targets else ()
         self.target_spaces = selection_spaces(n, f)
         self.observation_space, self.action_space = _spaces(n, f, lead)
@@ -226,13 +225,12 @@ class D2DNeighborEnv(FLEnv):
         self.episode_seed = seed
         self.layout = self._backend.restart(seed)
         self.targets = tuple(self.layout.targets)
-        n = self.num_nodes
         self._base: dict[int, dict[str, npt.NDArray[np.float32]]] = {
             t: selection_observation(self.layout, t, self.topology, seed=seed)[0]
             for t in self.targets
         }
-        self._em = {t: np.zeros(n) for t in self.targets}
-        self._history = {t: ObservationTracker(n) for t in self.targets}
+        self._em = {t: np.zeros(self.num_nodes) for t in self.targets}
+        self._history = {t: ObservationTracker(self.num_nodes) for t in self.targets}
         self._loss, self._acc = self._backend.initial(self.targets)
         return {"targets": list(self.targets)}
 
@@ -317,11 +315,7 @@ class D2DNeighborEnv(FLEnv):
             return per[0]
         return {k: np.stack([p[k] for p in per]) for k in per[0]}
 
-    def decode(
-        self, action: Any
-    ) -> tuple[
-        dict[int, tuple[tuple[int, ...], tuple[int, ...]]], list[tuple[int, int, int]]
-    ]:
+    def decode(self, action: Any) -> tuple[Selections, list[tuple[int, int, int]]]:
         """Turn an action into each target's (neighbors, sub-channels).
 
         Returns:
@@ -344,7 +338,7 @@ class D2DNeighborEnv(FLEnv):
                 f"sub-channel, {n} = idle), got {action!r}"
             )
         rows = values.reshape(len(self.targets), f)
-        out: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        out: Selections = {}
         ignored: list[tuple[int, int, int]] = []
         for t, row in zip(self.targets, rows, strict=True):
             chosen, dropped = decode_assignment(row, np.arange(n) != t)

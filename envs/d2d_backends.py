@@ -7,7 +7,7 @@ actors, real data). The surrogate backend is :mod:`envs.surrogate_d2d`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,10 @@ from rayfl.config import RunConfig
 from rayfl.d2d.selection import D2DLayout, pi_vector
 from rayfl.data.federated import FederatedData, build_federated
 
-__all__ = ["D2DEmulatedBackend", "D2DOutcome"]
+__all__ = ["D2DEmulatedBackend", "D2DOutcome", "Selections"]
+
+#: Target → (its neighbors M_n ascending, the sub-channel of each).
+Selections = dict[int, tuple[tuple[int, ...], tuple[int, ...]]]
 
 
 @dataclass
@@ -116,11 +119,7 @@ class D2DEmulatedBackend:
             loss[t], acc[t] = (float(v) for v in evaluate(model, init, x, y))
         return loss, acc
 
-    def run(
-        self,
-        round: int,
-        selections: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]],
-    ) -> D2DOutcome:
+    def run(self, round: int, selections: Selections) -> D2DOutcome:
         """Set every target's M_n and run one real round (its rows: ``self.rows``)."""
         system = self.system
         assert system is not None

@@ -72,7 +72,6 @@ from gymnasium import spaces
 
 from envs.base import FLEnv
 from rayfl.config import RunConfig
-from rayfl.hierarchy.config import TopologyConfig as HierTopologyConfig
 from rayfl.hierarchy.deciders import EdgeActions
 from rayfl.hierarchy.topology import build_topology
 from rayfl.rewards import COST_REWARDS, Scores
@@ -96,7 +95,6 @@ class HierarchicalSchedulingEnv(FLEnv):
         if reward is None:
             reward = "accuracy" if mode == "emulate" else "loss"
         cfg = self._setup(config, overrides, mode, reward)
-        self.topology_config: HierTopologyConfig = cfg.topology  # type: ignore[assignment]
         topo = build_topology(cfg.topology, cfg.data.num_clients, cfg.seed)
         k_e = cfg.topology.scheduling.subchannels_per_edge
         self.sizes = [len(s) for s in topo.subnets]
@@ -131,10 +129,7 @@ class HierarchicalSchedulingEnv(FLEnv):
                 f"action must have {int(self._offsets[-1])} entries (one block "
                 f"per edge), got shape {values.shape}"
             )
-        return [
-            values[self._offsets[c] : self._offsets[c + 1]]
-            for c in range(len(self.sizes))
-        ]
+        return np.split(values, self._offsets[1:-1])
 
     def join_actions(self, actions: Sequence[npt.ArrayLike]) -> npt.NDArray[np.int64]:
         """Return the concatenated action of per-edge actions (inverse of split)."""
@@ -160,15 +155,12 @@ class HierarchicalSchedulingEnv(FLEnv):
 
     def _restart(self, seed: int) -> dict[str, Any]:
         """Restart on the same subnets and data (restoring the env's scheduling)."""
-        system = self._backend
+        system, cfg = self._backend, self.config
         if (system.config.topology.scheduling, system.config.scheduler) != (
-            self.topology_config.scheduling,
-            self.config.scheduler,
+            cfg.topology.scheduling,
+            cfg.scheduler,
         ):
-            system.reset(
-                scheduling=self.topology_config.scheduling,
-                scheduler=self.config.scheduler,
-            )
+            system.reset(scheduling=cfg.topology.scheduling, scheduler=cfg.scheduler)
         system.restart(seed)
         return {}
 

@@ -78,7 +78,7 @@ class DataPartitions(gym.Wrapper):
         self.envs: dict[int, Any] = {}  # WirelessFLEnv per partition seed
         self.episodes = 0
         self._rng: np.random.Generator | None = None
-        super().__init__(self._env_for(self.seeds[self.offset % len(self.seeds)]))
+        super().__init__(self._env_for(self.partition_seed))
 
     @property
     def partition_seed(self) -> int:
@@ -93,14 +93,13 @@ class DataPartitions(gym.Wrapper):
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """Move to this episode's partition and reset its env."""
-        index = self.offset + self.episodes // self.every
-        seed = self.seeds[index % len(self.seeds)]
         self.episodes += 1
+        seed = self.partition_seed
         if self._rng is None:
             first = kwargs.get("seed")
             self._rng = rng_for(0 if first is None else int(first), "partition_cycle")
         new = seed not in self.envs or _engine(self.envs[seed]) is None
-        if new and self.envs and self._config_emulates():
+        if new and any(e.unwrapped.mode == "emulate" for e in self.envs.values()):
             self._check_room()
         self.env = self._env_for(seed)
         if new and kwargs.get("seed") is None:
@@ -108,9 +107,6 @@ class DataPartitions(gym.Wrapper):
         obs, info = self.env.reset(**kwargs)
         info["partition_seed"] = seed
         return obs, info
-
-    def _config_emulates(self) -> bool:
-        return any(e.unwrapped.mode == "emulate" for e in self.envs.values())
 
     def _check_room(self) -> None:
         import ray

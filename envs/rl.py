@@ -154,9 +154,8 @@ class HungarianTopK(_Decoder):
             action, f"(the finite scores of {self.num_clients} clients)"
         )
         table = values.reshape(self.num_clients, -1)
-        obs = self.last_obs
         assignment = _top_k_assignment(
-            table[:, 0], obs, self.num_subchannels, positive=self.positive
+            table[:, 0], self.last_obs, self.num_subchannels, positive=self.positive
         )
         if not isinstance(self.env.action_space, spaces.Dict):
             return assignment
@@ -203,20 +202,13 @@ class EdgeScores(_Decoder):
             -np.inf, np.inf, (total, NUM_FEATURES), np.float32
         )
         self.action_space = spaces.Box(-1.0, 1.0, (total,), np.float32)
-        self._offsets = np.cumsum([0, *base.sizes])
-
-    def _blocks(self) -> list[tuple[int, slice]]:
-        return [
-            (c, slice(int(self._offsets[c]), int(self._offsets[c + 1])))
-            for c in range(len(self.base.sizes))
-        ]
 
     def observation(self, obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
         """Stack each edge's client features (edge order)."""
         return np.concatenate(
             [
                 client_features(self.base.edge_observation(obs, c))
-                for c, _ in self._blocks()
+                for c in range(len(self.base.sizes))
             ]
         ).astype(np.float32)
 
@@ -234,14 +226,15 @@ class EdgeScores(_Decoder):
         """Turn (I,) scores into the env's concatenated per-edge assignment."""
         scores = self._values(action, "(the finite scores of the devices)")
         base = self.base
+        blocks = np.split(scores, np.cumsum(base.sizes)[:-1])
         return base.join_actions(
             [
                 _top_k_assignment(
-                    scores[block],
+                    block,
                     base.edge_observation(self.last_obs, c),
                     base.num_subchannels[c],
                 )
-                for c, block in self._blocks()
+                for c, block in enumerate(blocks)
             ]
         )
 
@@ -355,8 +348,7 @@ def make_rl_env(
                 "make_rl_env needs one D2D target (topology.target: an id or "
                 "random), got topology.target=all"
             )
-        env = D2DNeighborEnv(run_config, mode=mode, reward=reward)
-        return _TargetInfo(env)
+        return _TargetInfo(D2DNeighborEnv(run_config, mode=mode, reward=reward))
 
     env: gym.Env = (
         make(cfg)
@@ -369,8 +361,7 @@ def make_rl_env(
         env = EdgeScores(env)
     else:
         # D2D: only positive scores, so the policy picks how many neighbours
-        d2d = cfg.topology.kind == "d2d"
-        env = ClientFeatures(HungarianTopK(env, positive=d2d))
+        env = ClientFeatures(HungarianTopK(env, positive=cfg.topology.kind == "d2d"))
     if reward_scale != 1.0:
         env = gym.wrappers.TransformReward(env, lambda r: reward_scale * r)
     return env

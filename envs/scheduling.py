@@ -15,7 +15,6 @@ from envs.base import FLEnv
 from rayfl.config import RunConfig
 from rayfl.observation import TOPOLOGY_KEYS, observation_space
 from rayfl.rewards import REWARDS, Scores
-from rayfl.schedule import Schedule
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.units import power_levels_w
@@ -151,19 +150,13 @@ class WirelessFLEnv(FLEnv):
             declared = algorithm_controls(cfg.algorithm)
             if declared:
                 self.control_names = tuple(declared)
-                low = np.array([declared[c][0] for c in self.control_names], np.float32)
-                high = np.array(
-                    [declared[c][1] for c in self.control_names], np.float32
-                )
+                low, high = np.array(list(declared.values()), np.float32).T
                 parts["controls"] = spaces.Box(
                     np.tile(low, (n, 1)), np.tile(high, (n, 1)), dtype=np.float32
                 )
+                configured = [getattr(cfg.algorithm, c) for c in self.control_names]
                 self.default_controls = np.tile(
-                    np.array(
-                        [getattr(cfg.algorithm, c) for c in self.control_names],
-                        np.float32,
-                    ),
-                    (n, 1),
+                    np.array(configured, np.float32), (n, 1)
                 )
         self.participants = StarParticipants(n, k) if participants else None
         self.action_space = (
@@ -191,7 +184,8 @@ class WirelessFLEnv(FLEnv):
         return Scores(*self._backend.initial())
 
     def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
-        schedule, ignored = self._to_schedule(action)
+        rules = self.participants or StarActions.of(self)
+        schedule, ignored = rules.to_schedule(action, self.backend.uplink.eligible())
         outcome = self.last_outcome = self._backend.run(self.round, schedule)
         info = self._get_info()
         info.update(ignored=ignored, scheduled=schedule.clients.tolist())
@@ -212,45 +206,30 @@ class WirelessFLEnv(FLEnv):
 
         With ``participants=True``: the clients that may be chosen, shape (N,).
         """
-        eligible = self._eligible()
+        eligible = self.backend.uplink.eligible()
         if self.participants is not None:
             return np.asarray(eligible, dtype=bool).copy()
         row = np.append(eligible, True)
         return np.tile(row, (self.num_subchannels, 1))
 
     # ---------------------------------------------------------------- helpers
-    def _eligible(self) -> npt.NDArray[np.bool_]:
-        assert self._backend is not None
-        return self._backend.uplink.eligible()
-
     def _get_obs(self) -> dict[str, npt.NDArray[np.float32]]:
-        assert self._backend is not None
-        return dict(self._backend.observe(self.round))
+        return dict(self.backend.observe(self.round))
 
     def _get_info(self) -> dict[str, Any]:
         out = self.last_outcome
         n = self.num_clients
-        latency = np.zeros(n)  # an unscheduled client spends no time or energy
-        energy = np.zeros(n)
-        bits = np.zeros(n)
-        if out is not None:
-            for row in out.rows:
-                c = int(row["client"])
-                latency[c] = row.get("latency_s", 0.0)
-                energy[c] = row.get("energy_j", 0.0)
-                bits[c] = row.get("bits", 0.0)
+        # an unscheduled client spends no time or energy
+        per_client = {key: np.zeros(n) for key in ("latency_s", "energy_j", "bits")}
+        for row in [] if out is None else out.rows:
+            for key, values in per_client.items():
+                values[int(row["client"])] = row.get(key, 0.0)
         return {
             "round": self.round,
             "delivered": [] if out is None else list(out.delivered),
-            "latency_s": latency,
-            "energy_j": energy,
-            "bits": bits,
+            **per_client,
             "test_loss": None if out is None else out.test_loss,
             "test_acc": (
                 None if out is None or np.isnan(out.test_acc).all() else out.test_acc
             ),
         }
-
-    def _to_schedule(self, action: Any) -> tuple[Schedule, list[int]]:
-        rules = self.participants or StarActions.of(self)
-        return rules.to_schedule(action, self._eligible())

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from envs.d2d_backends import D2DOutcome
+from envs.d2d_backends import D2DOutcome, Selections
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.selection import (
@@ -137,7 +137,7 @@ class D2DSurrogateBackend:
         counts = np.zeros((n, c))
         for m in range(n):
             counts[m] = np.bincount(np.asarray(data.train(m)[1]), minlength=c)[:c]
-        self.sizes = counts.sum(axis=1)
+        self.data_size = counts.sum(axis=1)  # (N,) train samples per client
         smooth = counts + 1e-3
         self.labels = smooth / smooth.sum(axis=1, keepdims=True)
         self.num_nodes = n
@@ -154,7 +154,7 @@ class D2DSurrogateBackend:
         self.dynamics = {
             t: D2DSurrogateDynamics(
                 self.labels,
-                self.sizes,
+                self.data_size,
                 t,
                 self.topology.alpha,
                 self.topology.em_steps_per_round,
@@ -162,7 +162,7 @@ class D2DSurrogateBackend:
             for t in self.layout.targets
         }
         self.local = {
-            m: D2DSurrogateDynamics(self.labels, self.sizes, m, 1.0)
+            m: D2DSurrogateDynamics(self.labels, self.data_size, m, 1.0)
             for m in range(self.num_nodes)
         }
         # P^err of each target's candidates: the t = 0 CCM draw the env observes
@@ -171,11 +171,6 @@ class D2DSurrogateBackend:
             for t in self.layout.targets
         }
         return self.layout
-
-    @property
-    def data_size(self) -> npt.NDArray[np.float64]:
-        """(N,) train samples per client."""
-        return self.sizes
 
     def initial(
         self, targets: Sequence[int]
@@ -186,11 +181,7 @@ class D2DSurrogateBackend:
             {t: math.nan for t in targets},
         )
 
-    def run(
-        self,
-        round: int,
-        selections: Mapping[int, tuple[tuple[int, ...], tuple[int, ...]]],
-    ) -> D2DOutcome:
+    def run(self, round: int, selections: Selections) -> D2DOutcome:
         """Advance every target by one surrogate round."""
         out = D2DOutcome({}, {}, {}, {})
         topo = self.topology

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,22 +46,17 @@ from rayfl.config import RunConfig
 from rayfl.data.federated import build_federated
 from rayfl.hierarchy.accounting import record_ledger
 from rayfl.hierarchy.cost import CostModel
-from rayfl.hierarchy.dp import ObserverLedger, stream_stds
-from rayfl.hierarchy.round import segments
+from rayfl.hierarchy.dp import ObserverLedger
+from rayfl.hierarchy.interval import Interval
 from rayfl.hierarchy.scheduling import EdgeScheduling, upload_fading
+from rayfl.hierarchy.submit import make_plan
 from rayfl.hierarchy.topology import build_topology
 from rayfl.rl.config import RLConfig
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
+from rayfl.system import RoundResult, initial_vector
 
-__all__ = ["HierarchicalSurrogate", "SurrogateRound"]
-
-
-@dataclass(frozen=True)
-class SurrogateRound:
-    """One round's device rows (as the engine's ``RoundResult.rows``)."""
-
-    rows: list[dict[str, Any]]
+__all__ = ["HierarchicalSurrogate"]
 
 
 class HierarchicalSurrogate:
@@ -76,8 +70,6 @@ class HierarchicalSurrogate:
     """
 
     def __init__(self, config: RunConfig) -> None:
-        from rayfl.learning.models import ModelSpec, build_model
-
         topo = config.topology
         if topo.control.enabled:
             raise ValueError(
@@ -88,26 +80,19 @@ class HierarchicalSurrogate:
         self.num_classes = data.num_classes
         self.num_train = np.asarray(data.num_train, dtype=np.float64)
         self.num_test = np.asarray(data.num_test, dtype=np.float64)
-        module = build_model(
-            config.model.kind,
-            input_shape=tuple(data.input_shape),
-            num_classes=data.num_classes,
-            hidden=config.model.hidden,
-        )
         self.topology = build_topology(topo, config.data.num_clients, config.seed)
         self.cost = CostModel(
             topo.cost,
             distance_m=self.topology.distance_m,
-            model_dim=ModelSpec.of(module).dim,
+            model_dim=len(
+                initial_vector(config, tuple(data.input_shape), data.num_classes)
+            ),
             backhaul=topo.baseline != "pedpfl",
         )
         self.dp_enabled = topo.dp.enabled and topo.baseline != "hfl"
         self.sample_rate = topo.dp.calibration_sample_rate or min(
             1.0, config.algorithm.batch_size / float(self.num_train.mean())
         )
-        self.period = topo.tau if topo.baseline == "pedpfl" else topo.local_period
-        self.segments = segments(topo.tau, self.period)
-        self.num_local = len(self.segments) - 1 + int(topo.local_at_global)
         self.config = config
         self.restart(config.seed)
 
@@ -115,12 +100,11 @@ class HierarchicalSurrogate:
         """Start over from w⁰ with ``seed`` (same subnets and data)."""
         cfg = self.config = self.config.model_copy(update={"seed": int(seed)})
         topo = cfg.topology
-        subnets = self.topology.subnets
         self.scheduling = EdgeScheduling(
             topo.scheduling,
             cost=topo.cost,
             seed=cfg.seed,
-            subnets=subnets,
+            subnets=self.topology.subnets,
             distance_m=self.topology.distance_m,
             num_train=self.num_train,
         )
@@ -128,7 +112,9 @@ class HierarchicalSurrogate:
             len(self.num_train), delta=topo.dp.delta, strict=topo.dp.strict_accounting
         )
         self.upload_count = np.zeros(len(self.num_train), dtype=np.int64)
-        self.period_index = 0
+        self.interval = Interval.start(
+            topo, sizes=self.topology.sizes, num_clients=len(self.num_train)
+        )
         rl = cfg.rl or RLConfig()
         self.dynamics = []
         for c, members in enumerate(self.scheduling.subnets):  # sorted ids
@@ -178,7 +164,7 @@ class HierarchicalSurrogate:
         eps = self.ledger.epsilons()[0] if self.dp_enabled else None
         return self.scheduling.observations(
             k,
-            self.period_index,
+            self.interval.period_index,
             self.topology.sizes,
             upload_count=self.upload_count,
             privacy_spent=eps,
@@ -187,7 +173,7 @@ class HierarchicalSurrogate:
     # ---------------------------------------------------------------- round
     def run_global_round(
         self, k: int, schedules: Sequence[Schedule]
-    ) -> tuple[SurrogateRound, dict[str, Any]]:
+    ) -> tuple[RoundResult, dict[str, Any]]:
         """Run interval k with one schedule per edge; return (result, extras)."""
         cfg = self.config
         topo = cfg.topology
@@ -195,43 +181,41 @@ class HierarchicalSurrogate:
         chosen, subchannel = self.scheduling.participants_of(
             schedules, self.topology.sizes
         )
-        s_now = np.array([len(m) for m in chosen], dtype=np.int64)
-        eta = self.learning_rate(k)
-        stds = stream_stds(
-            topo.dp,
-            enabled=self.dp_enabled,
+        plan = make_plan(
+            k,
+            chosen,
+            subchannel=subchannel,
+            topo=topo,
+            interval=self.interval,
+            eta=self.learning_rate(k),
+            dp_enabled=self.dp_enabled,
             trusted=trusted,
-            participants=s_now,
-            learning_rate=eta,
-            tau=topo.tau,
-            period=self.period,
             num_global=cfg.rounds,
-            num_local=self.num_local,
             sample_rate=self.sample_rate,
             batch_size=cfg.algorithm.batch_size,
         )
         num_edges = len(chosen)
         energy, delay = np.zeros(num_edges), np.zeros(num_edges)
         loss_sum = {i: 0.0 for m in chosen for i in m}
-        for j, _ in enumerate(self.segments):
-            p = self.period_index
-            self.period_index += 1
-            is_global = j == len(self.segments) - 1 and not topo.local_at_global
+        for j, _ in enumerate(plan.segments):
+            p = self.interval.period_index
+            self.interval.period_index += 1
+            is_global = j == len(plan.segments) - 1 and not topo.local_at_global
             for c, members in enumerate(chosen):
                 e_j, d_s = self._upload_cost(k, p, c, members, subchannel)
                 energy[c] += e_j
                 delay[c] += d_s
-                std = self._upload_std(stds, c, len(members), is_global)
+                std = self._upload_std(plan.stds, c, len(members), is_global)
                 observed = self._edge_step(c, members, std)
                 for i, value in zip(members, observed.tolist(), strict=True):
                     loss_sum[i] += value
         if topo.local_at_global:
             for c in range(num_edges):
-                std = self._upload_std(stds, c, 1, True)
+                std = self._upload_std(plan.stds, c, 1, True)
                 if not trusted[c]:
-                    std /= math.sqrt(max(int(s_now[c]), 1))
+                    std /= math.sqrt(max(int(plan.participants[c]), 1))
                 self.dynamics[c].gap += self.dynamics[c].noise_weight * std**2
-            self.period_index += 1
+            self.interval.period_index += 1
         self._cloud(chosen)
         hop_energy, hop_delay = self.cost.global_hop()
         energy += hop_energy
@@ -241,19 +225,19 @@ class HierarchicalSurrogate:
             chosen=chosen,
             refused=[set() for _ in chosen],
             trusted=trusted,
-            stds=stds,
-            steps=self.segments,
+            stds=plan.stds,
+            steps=plan.segments,
             local_at_global=topo.local_at_global,
             equal_weights=topo.weighting == "equal",
             num_train=self.num_train.astype(np.int64),
-            learning_rate=eta,
+            learning_rate=plan.eta,
             grad_bound=topo.dp.grad_bound,
             dp_enabled=self.dp_enabled,
         )
         rows = [
             {
                 "client": i,
-                "train_loss": loss_sum[i] / len(self.segments),
+                "train_loss": loss_sum[i] / len(plan.segments),
                 "delivered": True,
                 **({} if subchannel is None else {"subchannel": subchannel[i]}),
             }
@@ -261,7 +245,7 @@ class HierarchicalSurrogate:
         ]
         self.scheduling.observe(chosen, rows)
         extras = {"energy_j": float(energy.sum()), "latency_s": float(delay.sum())}
-        return SurrogateRound(rows), extras
+        return RoundResult(k, rows, sorted(loss_sum), extras), extras
 
     def _upload_cost(
         self,
@@ -305,11 +289,8 @@ class HierarchicalSurrogate:
 
     def _cloud(self, chosen: list[list[int]]) -> None:
         """Average the edges' gaps with the cloud's weights (eq. 14)."""
-        if self.config.topology.weighting == "equal":
-            weights = np.ones(len(chosen))
-        else:
-            weights = np.array([self.num_train[m].sum() for m in chosen])
-        if weights.sum() <= 0:
+        weights = np.array([self.num_train[m].sum() for m in chosen])
+        if self.config.topology.weighting == "equal" or weights.sum() <= 0:
             weights = np.ones(len(chosen))
         gap = float(np.average([d.gap for d in self.dynamics], weights=weights))
         for d in self.dynamics:
