@@ -57,12 +57,12 @@ def _eval_arrays(evals: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 class EmulatedBackend:
-    """Real FL on Ray: one env step is one round of :class:`rayfl.system.FLSystem`."""
+    """Real FL on Ray: one env step is one round of :class:`rayfl.engine.Engine`."""
 
     def __init__(self, config: RunConfig) -> None:
-        from rayfl.engine import FLSystem
+        from rayfl.engine import Engine
 
-        self.system = FLSystem(config)
+        self.system = Engine(config)
         self.data_size = self.system.num_train.astype(np.float64)
 
     @property

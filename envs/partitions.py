@@ -21,7 +21,7 @@ class DataPartitions(gym.Wrapper):
     """Episodes on several federated data partitions, one after another.
 
     ``WirelessFLEnv`` draws its data partition once, from ``config.seed``, and
-    keeps it over all episodes (``FLSystem.restart`` keeps the data), so a policy
+    keeps it over all episodes (``Engine.restart`` keeps the data), so a policy
     trained on one env sees one partition only. This wrapper holds one
     ``WirelessFLEnv`` per partition seed (built with ``config.seed`` = that
     seed, on first use) and moves to the next seed every ``every`` episodes.

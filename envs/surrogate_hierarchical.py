@@ -192,7 +192,6 @@ class HierarchicalSurrogate:
             trusted=trusted,
             num_global=cfg.rounds,
             sample_rate=self.sample_rate,
-            batch_size=cfg.algorithm.batch_size,
         )
         num_edges = len(chosen)
         energy, delay = np.zeros(num_edges), np.zeros(num_edges)
@@ -273,10 +272,9 @@ class HierarchicalSurrogate:
 
     def _upload_std(self, stds: Any, c: int, size: int, is_global: bool) -> float:
         """Return σ_c, the per-upload equivalent of edge c's noise (module doc)."""
-        if self.topology.trusted[c]:
-            std = stds.edge_global[c] if is_global else stds.edge_local[c]
-            return float(std) * math.sqrt(max(size, 1))
-        return float(stds.device_global[c] if is_global else stds.device_local[c])
+        trusted = bool(self.topology.trusted[c])
+        std = stds.std(c, edge=trusted, is_global=is_global)
+        return std * math.sqrt(max(size, 1)) if trusted else std
 
     def _edge_step(
         self, c: int, members: list[int], std: float

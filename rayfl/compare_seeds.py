@@ -14,7 +14,7 @@ policy draws all change) in one Ray session and writes
 ``--fast`` (:func:`fast_table`) gives the same table columns without full runs:
 per seed it builds ONE FL system (the scheduling env, emulate mode) and runs
 every policy on it in turn, restarting the live actors between policies
-(``FLSystem.restart``, ≈ 0.05 s) instead of starting a run per policy (≈ 15 s
+(``Engine.restart``, ≈ 0.05 s) instead of starting a run per policy (≈ 15 s
 of actor start-up and data shipping each). Each policy episode is the run
 ``rayfl run`` makes with that seed — same data partition, run seed, model
 init, channel and noise draws — so the final metrics are equal (a test checks

@@ -1,7 +1,7 @@
 """The schedule of one round: which clients upload, on which subchannel, at what power.
 
 A :class:`Schedule` is what a scheduling policy's action becomes (the env turns
-actions into schedules) and what :meth:`rayfl.system.FLSystem.run_round` takes.
+actions into schedules) and what :meth:`rayfl.engine.Engine.run_round` takes.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import ray
 
 import rayfl
 from rayfl.config import load_config
-from rayfl.engine import FLSystem
+from rayfl.engine import Engine
 from rayfl.schedule import Schedule
 
 CFG = {
@@ -65,7 +65,7 @@ def test_an_actor_restarted_before_the_next_call_refuses_it_until_restored(ray_s
     # Ray may finish the restart before the driver's next call reaches the actor;
     # that call must not run on the restarted actor's empty state.
     cfg = load_config(CFG, {"algorithm.local_steps": 1})
-    system = FLSystem(cfg)
+    system = Engine(cfg)
     try:
         everyone = Schedule.of(np.arange(4))
         system.run_round(0, everyone)

@@ -62,10 +62,10 @@ def _fail_at(monkeypatch, cls, method, at_round, error=RuntimeError):
 def test_exception_in_a_round_ends_failed_with_rounds_kept(
     ray_session, tmp_path, monkeypatch
 ):
-    from rayfl.engine import FLSystem
+    from rayfl.engine import Engine
 
     # Arrange: round 2 of 4 raises
-    _fail_at(monkeypatch, FLSystem, "run_round", 2)
+    _fail_at(monkeypatch, Engine, "run_round", 2)
     # Act
     with pytest.raises(RunFailed) as info:
         rayfl.run(BASE, {"output.dir": str(tmp_path)})
@@ -88,9 +88,9 @@ def test_exception_in_a_round_ends_failed_with_rounds_kept(
 
 
 def test_ctrl_c_in_a_round_ends_interrupted(ray_session, tmp_path, monkeypatch):
-    from rayfl.engine import FLSystem
+    from rayfl.engine import Engine
 
-    _fail_at(monkeypatch, FLSystem, "run_round", 1, error=KeyboardInterrupt)
+    _fail_at(monkeypatch, Engine, "run_round", 1, error=KeyboardInterrupt)
     with pytest.raises(KeyboardInterrupt) as info:  # still a KeyboardInterrupt
         rayfl.run(BASE, {"output.dir": str(tmp_path)})
     assert isinstance(info.value, RunInterrupted)
@@ -146,18 +146,18 @@ def test_completed_run_says_completed(ray_session, tmp_path):
 def test_actor_lost_for_good_fails_cleanly_and_resumes(
     ray_session, tmp_path, monkeypatch
 ):
-    from rayfl.engine import FLSystem
+    from rayfl.engine import Engine
 
     # Arrange: no restarts, a checkpoint every round; before round 2 runs, the
     # actor hosting clients 0 and 1 is killed for good (a real kill)
-    original = FLSystem.run_round
+    original = Engine.run_round
 
     def kill_then_run(self, t, schedule):
         if t == 2:
             ray.kill(self.actors[0], no_restart=True)
         return original(self, t, schedule)
 
-    monkeypatch.setattr(FLSystem, "run_round", kill_then_run)
+    monkeypatch.setattr(Engine, "run_round", kill_then_run)
     overrides = {
         "output.dir": str(tmp_path),
         "ray.max_actor_restarts": 0,
@@ -176,7 +176,7 @@ def test_actor_lost_for_good_fails_cleanly_and_resumes(
     assert f"rayfl resume {run_dir}" in str(info.value)
     rounds = pd.read_parquet(run_dir / "rounds.parquet")
     assert rounds["round"].tolist()[:2] == [0, 1]
-    monkeypatch.setattr(FLSystem, "run_round", original)
+    monkeypatch.setattr(Engine, "run_round", original)
     resumed = rayfl.resume(run_dir)
     assert resumed.summary["status"] == "completed"
     assert resumed.rounds["round"].tolist() == [0, 1, 2, 3]
@@ -232,9 +232,9 @@ def test_cli_failed_run_is_one_screen_exit_1(
     ray_session, tmp_path, monkeypatch, capsys
 ):
     from rayfl.cli import main
-    from rayfl.engine import FLSystem
+    from rayfl.engine import Engine
 
-    _fail_at(monkeypatch, FLSystem, "run_round", 1)
+    _fail_at(monkeypatch, Engine, "run_round", 1)
     cfg_path = tmp_path / "cfg.yaml"
     cfg_path.write_text(yaml.safe_dump(BASE))
     args = ["run", str(cfg_path), f"output.dir={tmp_path / 'runs'}"]

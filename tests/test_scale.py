@@ -5,7 +5,7 @@ import time
 import numpy as np
 
 from rayfl.config import load_config
-from rayfl.engine import FLSystem
+from rayfl.engine import Engine
 from rayfl.schedule import Schedule
 
 
@@ -21,7 +21,7 @@ def test_two_thousand_client_round(ray_session):
             "algorithm": {"batch_size": 16, "lr": 0.05},
         }
     )
-    system = FLSystem(cfg)
+    system = Engine(cfg)
     try:
         start = time.perf_counter()
         result = system.run_round(0, Schedule.of(np.arange(2000)))

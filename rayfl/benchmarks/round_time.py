@@ -20,7 +20,7 @@ import torch
 
 from rayfl.config import load_config
 from rayfl.data.federated import build_federated
-from rayfl.engine import FLSystem
+from rayfl.engine import Engine
 from rayfl.schedule import Schedule
 from rayfl.system import initial_vector
 
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
         runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}},
     )
     t0 = time.perf_counter()
-    system = FLSystem(cfg, data=data)
+    system = Engine(cfg, data=data)
     setup_s = time.perf_counter() - t0
     everyone = Schedule.of(np.arange(data.num_clients))
     times = []

@@ -15,7 +15,7 @@ import numpy as np
 import ray
 
 from rayfl.config import load_config
-from rayfl.engine import FLSystem
+from rayfl.engine import Engine
 from rayfl.schedule import Schedule
 
 
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     ray.init(num_cpus=args.cpus, include_dashboard=False, logging_level="ERROR")
     t1 = time.perf_counter()
-    system = FLSystem(cfg)
+    system = Engine(cfg)
     t2 = time.perf_counter()
     everyone = Schedule.of(np.arange(args.clients))
     times = []

@@ -8,12 +8,9 @@
   evaluate → log → checkpoint, for fresh and resumed runs alike.
 - ``rayfl.engine.rows``: the ``metrics.parquet`` / ``rounds.parquet`` rows and
   the ``summary.json`` fields built from them.
-
-``FLSystem`` is the former name of the star system, kept as an alias of
-:class:`Engine` for one release.
 """
 
 from rayfl.engine.build import build_system
-from rayfl.engine.engine import Engine, FLSystem
+from rayfl.engine.engine import Engine
 
-__all__ = ["Engine", "FLSystem", "build_system"]
+__all__ = ["Engine", "build_system"]

@@ -8,8 +8,8 @@ hierarchical and D2D strategies plug in the same way (``build(engine)`` starts
 their actors on ``engine.pool``, ``round(engine, t, decision)`` runs a round).
 
 Strategy attributes the engine does not define (the star's ``uplink``,
-``cloud``, ``algorithm``...) are readable on the engine itself, so code written
-for the star's former ``FLSystem`` (``system.uplink.eligible()``) keeps working.
+``cloud``, ``algorithm``...) are readable on the engine itself
+(``system.uplink.eligible()``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from rayfl.star.round import StarRound
 from rayfl.system import Decision, EvalRow, Observation, RoundResult, Topology
 from rayfl.system import initial_vector as _initial_vector
 
-__all__ = ["Engine", "FLSystem"]
+__all__ = ["Engine"]
 
 
 class Engine:
@@ -218,8 +218,3 @@ class Engine:
     def global_vector(self) -> npt.NDArray[np.float32]:
         """Return ω^t (pulls the array: not for the hot path)."""
         return np.array(ray.get(self.global_ref))
-
-
-#: The former name of the star system (one release): ``FLSystem(cfg)`` is the
-#: engine with the star strategy.
-FLSystem = Engine

@@ -124,7 +124,6 @@ def stream_stds(
     num_global: int,
     num_local: int,
     sample_rate: float,
-    batch_size: int,
 ) -> StreamStds:
     """Return σ of every stream for one interval (spec §2.6).
 
@@ -139,8 +138,6 @@ def stream_stds(
         num_global: K_g (global releases over the run).
         num_local: K_ℓ (local releases per interval); L_loc = K_g K_ℓ.
         sample_rate: q of eq. 15 (``calibration_sample_rate``).
-        batch_size: B (unused since ``per_sample_mean`` is refused; kept for
-            callers).
 
     Returns:
         The stds, per edge.
@@ -149,7 +146,7 @@ def stream_stds(
         >>> from rayfl.hierarchy.config import HierDPConfig
         >>> s = stream_stds(HierDPConfig(), enabled=True, trusted=np.array([True, False]),
         ...     participants=np.array([5, 5]), learning_rate=0.1, tau=20, period=5,
-        ...     num_global=200, num_local=3, sample_rate=0.027, batch_size=32)
+        ...     num_global=200, num_local=3, sample_rate=0.027)
         >>> bool(np.isclose(s.edge_global[0] * 5, s.device_global[1]))
         True
     """

@@ -353,7 +353,6 @@ class HierarchicalRound:
             trusted=self.topology.trusted,
             num_global=self.config.rounds,
             sample_rate=self.sample_rate,
-            batch_size=self.config.algorithm.batch_size,
         )
 
     def _calls(self) -> RoundCalls:

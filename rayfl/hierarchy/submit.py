@@ -76,7 +76,6 @@ def make_plan(
     trusted: np.ndarray,
     num_global: int,
     sample_rate: float,
-    batch_size: int,
 ) -> Plan:
     """Return interval k's plan for S_c^k = ``chosen``: its segments and noise stds.
 
@@ -91,7 +90,6 @@ def make_plan(
         trusted: Trust flag of each edge (C,).
         num_global: K_g, global rounds of the run.
         sample_rate: q of eq. 15.
-        batch_size: B.
     """
     s_now = np.array([len(p) for p in chosen], dtype=np.int64)
     stds = stream_stds(
@@ -105,7 +103,6 @@ def make_plan(
         num_global=num_global,
         num_local=interval.num_local,
         sample_rate=sample_rate,
-        batch_size=batch_size,
     )
     plan_local = (
         interval.num_local - int(topo.local_at_global) if topo.control.enabled else None

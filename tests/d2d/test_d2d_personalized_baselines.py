@@ -14,7 +14,7 @@ import pytest
 
 from rayfl.config import ConfigError, load_config
 from rayfl.d2d.config import check_d2d_run as _check
-from rayfl.engine import FLSystem, build_system
+from rayfl.engine import Engine, build_system
 from rayfl.schedule import Schedule
 
 BASE = {
@@ -64,7 +64,7 @@ def test_d2d_group_server_equals_the_star_server(ray_session, kind):
             for t in range(2)
         ]
     expected = []
-    with FLSystem(star_cfg) as star:
+    with Engine(star_cfg) as star:
         everyone = Schedule(np.arange(4, dtype=np.int64))
         for t in range(2):
             star.run_round(t, everyone)

@@ -69,7 +69,6 @@ def _expected_gap_and_loss(env, actions):
             num_global=4,
             num_local=0,
             sample_rate=sample_rate,
-            batch_size=16,
         )
         assert stds.edge_global[0] > 0 and stds.device_global[1] > 0  # DP is on
         edge_gaps = []

@@ -17,7 +17,6 @@ KW = dict(
     num_global=200,
     num_local=3,
     sample_rate=0.027,
-    batch_size=32,
 )
 
 

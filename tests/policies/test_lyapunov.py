@@ -129,7 +129,7 @@ def _old_bind_system(policy, system):
 
 @pytest.mark.parametrize("downlink", [True, False])
 def test_context_gives_the_actions_bind_system_gave(downlink):
-    # Arrange: a duck-typed FLSystem with non-default constants everywhere
+    # Arrange: a duck-typed Engine with non-default constants everywhere
     from types import SimpleNamespace
 
     from rayfl.observation import (

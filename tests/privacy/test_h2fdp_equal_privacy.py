@@ -101,7 +101,6 @@ def test_code_path_sigma_meets_the_target_under_the_oracle(target: float) -> Non
         num_global=ROUNDS,
         num_local=0,
         sample_rate=0.027,  # eq. 15's q: the accountant mode must ignore it
-        batch_size=cfg.algorithm.batch_size,
     )
     z = float(stds.device_global[0]) / _first_sensitivity(cfg)
     delta = cfg.topology.dp.delta
