@@ -33,6 +33,7 @@ caller remembered (:meth:`remember_state`).
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -221,18 +222,30 @@ class ActorPool:
         """Keep ``state_ref`` as actor ``actor``'s latest client-state snapshot."""
         self.state_refs[actor] = state_ref
 
-    def restore_failed(self) -> None:
-        """Give restarted actors back their clients' state (waits for the restart)."""
-        if not self.to_restore:
-            return
-        pending = [
-            self.actors[a]
-            .set_state.options(max_task_retries=-1)
-            .remote(self.state_refs.get(a, {}))
-            for a in sorted(self.to_restore)
-        ]
-        ray.get(pending)
-        self.to_restore.clear()
+    def restore_failed(self, *, tries: int = 5, wait_s: float = 1.0) -> None:
+        """Give restarted actors back their clients' state (waits for the restart).
+
+        An actor still restarting can answer ``ActorUnavailableError`` (seen
+        under heavy load); ``set_state`` is idempotent, so it is sent again,
+        ``tries`` times at most, ``wait_s`` apart.
+        """
+        for attempt in range(tries):
+            if not self.to_restore:
+                return
+            pending = [
+                self.actors[a]
+                .set_state.options(max_task_retries=-1)
+                .remote(self.state_refs.get(a, {}))
+                for a in sorted(self.to_restore)
+            ]
+            try:
+                ray.get(pending)
+            except ray.exceptions.ActorUnavailableError:
+                if attempt == tries - 1:
+                    raise
+                time.sleep(wait_s)
+            else:
+                self.to_restore.clear()
 
     # ------------------------------------------------------------------ the rest
     def placement(self) -> list[dict[str, Any]]:

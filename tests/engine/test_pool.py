@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import ray
 
 from rayfl.actors.pool import ActorPool, pack_clients, resolve_clients_per_actor
@@ -25,6 +26,50 @@ def test_by_actor_groups_clients_by_host_keeping_their_order():
     pool = ActorPool([], groups, actor_of)
     assert pool.by_actor([4, 3, 0, 2]) == {0: [0], 1: [3, 2], 2: [4]}
     assert pool.by_actor([]) == {}
+
+
+class _Restarting:
+    """An actor handle whose ``set_state`` answers "unavailable" ``fails`` times."""
+
+    def __init__(self, fails: int) -> None:
+        self.fails, self.calls = fails, []
+        self.set_state = self
+
+    def options(self, **_: object) -> _Restarting:
+        return self
+
+    def remote(self, state: object) -> object:
+        self.calls.append(state)
+        return self
+
+
+def _get_with(monkeypatch, actor: _Restarting) -> None:
+    def get(refs):
+        if actor.fails:
+            actor.fails -= 1
+            raise ray.exceptions.ActorUnavailableError("restarting", None)
+        return [None] * len(refs)
+
+    monkeypatch.setattr(ray, "get", get)
+
+
+def test_restore_failed_sends_the_state_again_while_the_actor_restarts(monkeypatch):
+    actor = _Restarting(fails=2)
+    pool = ActorPool([actor], [[0]], np.array([0]))
+    pool.to_restore, pool.state_refs = {0}, {0: {"x": 1}}
+    _get_with(monkeypatch, actor)
+    pool.restore_failed(wait_s=0.0)
+    assert actor.calls == [{"x": 1}] * 3 and pool.to_restore == set()
+
+
+def test_restore_failed_gives_up_after_its_tries(monkeypatch):
+    actor = _Restarting(fails=5)
+    pool = ActorPool([actor], [[0]], np.array([0]))
+    pool.to_restore = {0}
+    _get_with(monkeypatch, actor)
+    with pytest.raises(ray.exceptions.ActorUnavailableError):
+        pool.restore_failed(tries=3, wait_s=0.0)
+    assert len(actor.calls) == 3 and pool.to_restore == {0}
 
 
 def test_explicit_clients_per_actor_is_taken_as_is():
