@@ -22,6 +22,7 @@ from rayfl.engine import build_system
 from rayfl.run_status import RunFailed
 from rayfl.seeding import rng_for
 from tests.configs import TINY_D2D
+from tests.ray_faults import kill_until_restarted
 
 BASE = {
     **TINY_D2D,
@@ -175,8 +176,8 @@ def test_a_dead_neighbor_host_loses_its_models_for_one_round(ray_session):
         victim = victims[0]
         hosted = sorted(neighbors & set(system.groups[victim]))
         system.run_round(0, system.decision())
-        # Act: kill it (it restarts); round 1 runs while it is dead or restarting
-        ray.kill(system.actors[victim], no_restart=False)
+        # Act: kill it (it restarts, its state lost); round 1 runs after that
+        kill_until_restarted(system.actors[victim])
         rows = {r["client"]: r for r in system.run_round(1, system.decision()).rows}
         after = {r["client"]: r for r in system.run_round(2, system.decision()).rows}
         states = ray.get([a.get_state.remote() for a in system.actors])

@@ -20,6 +20,7 @@ from rayfl.engine import build_system
 from rayfl.hierarchy.round import HierarchicalRound
 from rayfl.run_status import RunFailed
 from rayfl.schedule import Schedule
+from tests.ray_faults import kill_until_restarted
 
 CFG = {
     "name": "hier-faults",
@@ -49,7 +50,7 @@ def test_a_restarted_device_actor_loses_that_round_only(ray_session):
     try:
         system.run_round(0, EVERYONE)
         # Act: kill the actor hosting devices 0 and 1 (Ray restarts it)
-        ray.kill(system.actors[0], no_restart=False)
+        kill_until_restarted(system.actors[0])
         lost = system.run_round(1, EVERYONE)
         after = system.run_round(2, EVERYONE)
         evals = system.evaluate()
