@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 import ray
 
+from rayfl.actors.restart import StateLost
 from rayfl.exactsum import ExactSum
 from rayfl.seeding import rng_for
 
@@ -61,14 +62,15 @@ def _arrived(sums: tuple[Any, ...]) -> tuple[ExactSum | None, ...]:
 
     The driver wraps each device actor's sum in a list so that Ray hands the
     edge the reference instead of failing the whole aggregation when that
-    actor died: the lost sum is skipped like a lost packet.
+    actor died, or was restarted by Ray and refused the call (``StateLost``):
+    the lost sum is skipped like a lost packet.
     """
     out = []
     for s in sums:
         if isinstance(s, list):
             try:
                 s = ray.get(s[0])
-            except ray.exceptions.RayActorError:
+            except (ray.exceptions.RayActorError, StateLost):
                 s = None
         out.append(s)
     return tuple(out)
