@@ -32,7 +32,6 @@ import numpy as np
 import numpy.typing as npt
 import ray
 
-from rayfl.actors.restart import StateLost
 from rayfl.exactsum import ExactSum
 from rayfl.seeding import rng_for
 
@@ -70,10 +69,23 @@ def _arrived(sums: tuple[Any, ...]) -> tuple[ExactSum | None, ...]:
         if isinstance(s, list):
             try:
                 s = ray.get(s[0])
-            except (ray.exceptions.RayActorError, StateLost):
+            except ray.exceptions.RayError as err:
+                if not _lost(err):
+                    raise
                 s = None
         out.append(s)
     return tuple(out)
+
+
+def _lost(err: Exception) -> bool:
+    """Whether ``err`` means the device actor's upload is lost.
+
+    ``StateLost`` is imported here, on the failure path only: importing
+    ``rayfl.actors`` brings torch, which an edge never needs otherwise.
+    """
+    from rayfl.actors.restart import StateLost
+
+    return isinstance(err, (ray.exceptions.RayActorError, StateLost))
 
 
 class EdgeHost:
