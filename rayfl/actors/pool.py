@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 import ray
 
-from rayfl.actors.restart import StateLost
+from rayfl.actors.restart import LOST_CALL
 from rayfl.actors.shared_data import share_data
 from rayfl.data.federated import FederatedData
 from rayfl.resources import (
@@ -204,16 +204,15 @@ class ActorPool:
             refs: One object ref per call.
             actor_ids: The actor each ref was submitted to.
         """
-        lost = (ray.exceptions.RayActorError, StateLost)
         try:
             return list(ray.get(refs))
-        except lost:
+        except LOST_CALL:
             pass
         out = []
         for ref, a in zip(refs, actor_ids, strict=True):  # failure path only
             try:
                 out.append(ray.get(ref))
-            except lost:  # dead, or restarted and not yet given its state back
+            except LOST_CALL:  # dead, or restarted and not yet given its state back
                 out.append(None)
                 self.to_restore.add(a)
         return out

@@ -20,13 +20,25 @@ from typing import Any, TypeVar
 
 import ray
 
-__all__ = ["StateLost", "mark_restarted", "needs_state", "state_restored"]
+__all__ = [
+    "LOST_CALL",
+    "StateLost",
+    "mark_restarted",
+    "needs_state",
+    "state_restored",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 class StateLost(RuntimeError):
     """An actor restarted by Ray was called before its state was restored."""
+
+
+#: The errors that mean an actor call's result is lost: the actor died, or Ray
+#: restarted it and it refused the call (``ray.get`` raises ``StateLost``
+#: wrapped in a ``RayTaskError`` that is also a ``StateLost``).
+LOST_CALL = (ray.exceptions.RayActorError, StateLost)
 
 
 def mark_restarted(actor: Any) -> None:

@@ -80,12 +80,13 @@ def _arrived(sums: tuple[Any, ...]) -> tuple[ExactSum | None, ...]:
 def _lost(err: Exception) -> bool:
     """Whether ``err`` means the device actor's upload is lost.
 
-    ``StateLost`` is imported here, on the failure path only: importing
-    ``rayfl.actors`` brings torch, which an edge never needs otherwise.
+    ``rayfl.actors.restart.LOST_CALL`` is imported here, on the failure path
+    only: importing ``rayfl.actors`` brings torch, which an edge never needs
+    otherwise.
     """
-    from rayfl.actors.restart import StateLost
+    from rayfl.actors.restart import LOST_CALL
 
-    return isinstance(err, (ray.exceptions.RayActorError, StateLost))
+    return isinstance(err, LOST_CALL)
 
 
 class EdgeHost:
