@@ -79,7 +79,7 @@ CATEGORY: dict[str, str] = {
         OTHER,
         "2982651 fb41996 476d4aa c727c9a 094330c c7d002f a106d99 82ffbaa 811a9da "
         "c14a1d7 307fb4a 7095faf b94f9c9 0b682d7 debe91e c4d99e6 4d2b773 840840c "
-        "a5c27f0 9a842fe e738235 dd7682e b3d39f6 64ab383",
+        "a5c27f0 9a842fe e738235 dd7682e b3d39f6 64ab383 bea496c",
     ),
     # session 15 (28 Nov 2026): a line-reduction pass, behaviour unchanged
     **_tagged(
