@@ -13,11 +13,9 @@ from gymnasium import spaces
 from envs.backends import EmulatedBackend, Outcome, SurrogateBackend
 from envs.base import FLEnv
 from rayfl.config import RunConfig
-from rayfl.observation import TOPOLOGY_KEYS, observation_space
 from rayfl.rewards import REWARDS, Scores
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.wireless.config import WirelessConfig
-from rayfl.wireless.units import power_levels_w
 
 __all__ = ["DEFAULT_CONFIG", "REWARDS", "WirelessFLEnv"]
 
@@ -129,44 +127,16 @@ class WirelessFLEnv(FLEnv):
         cfg = self._setup(config, overrides, mode, reward)
         if cfg.wireless is None:
             cfg = self.config = cfg.model_copy(update={"wireless": WirelessConfig()})
-        wireless = cfg.wireless
-        assert wireless is not None
-        n, k = cfg.data.num_clients, wireless.num_subchannels
-        self.num_clients, self.num_subchannels = n, k
-        self.power_w = power_levels_w(
-            tx_power_dbm=wireless.tx_power_dbm, power_levels=wireless.power_levels
+        actions = self.actions = StarActions.from_config(cfg, controls=controls)
+        n, k = self.num_clients, self.num_subchannels = (
+            actions.num_clients,
+            actions.num_subchannels,
         )
-        self.control_names: tuple[str, ...] = ()
-        self.default_controls = np.zeros((n, 0), np.float32)
-        assignment = spaces.MultiDiscrete(np.full(k, n + 1, dtype=np.int64))
-        parts: dict[str, spaces.Space[Any]] = {}
-        if wireless.power_levels > 1:
-            parts["power"] = spaces.MultiDiscrete(
-                np.full(k, wireless.power_levels, dtype=np.int64)
-            )
-        if controls:
-            from rayfl.algorithms.registry import algorithm_controls
-
-            declared = algorithm_controls(cfg.algorithm)
-            if declared:
-                self.control_names = tuple(declared)
-                low, high = np.array(list(declared.values()), np.float32).T
-                parts["controls"] = spaces.Box(
-                    np.tile(low, (n, 1)), np.tile(high, (n, 1)), dtype=np.float32
-                )
-                configured = [getattr(cfg.algorithm, c) for c in self.control_names]
-                self.default_controls = np.tile(
-                    np.array(configured, np.float32), (n, 1)
-                )
+        self.power_w, self.control_names = actions.power_w, actions.control_names
+        self.default_controls = actions.default_controls
         self.participants = StarParticipants(n, k) if participants else None
-        self.action_space = (
-            spaces.MultiBinary(n)
-            if participants
-            else spaces.Dict({"assignment": assignment, **parts})
-            if parts
-            else assignment
-        )
-        self.observation_space = observation_space(TOPOLOGY_KEYS["star"], n, k)
+        self.observation_space, action_space = actions.spaces()
+        self.action_space = spaces.MultiBinary(n) if participants else action_space
         self.last_outcome: Outcome | None = None
 
     # ---------------------------------------------------------------- hooks
@@ -184,7 +154,7 @@ class WirelessFLEnv(FLEnv):
         return Scores(*self._backend.initial())
 
     def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
-        rules = self.participants or StarActions.of(self)
+        rules = self.participants or self.actions
         schedule, ignored = rules.to_schedule(action, self.backend.uplink.eligible())
         outcome = self.last_outcome = self._backend.run(self.round, schedule)
         info = self._get_info()

@@ -163,8 +163,8 @@ def fast_table(
     """
     from tqdm.auto import tqdm
 
-    from envs.scheduling import WirelessFLEnv
     from rayfl.compare import sort_by_policy
+    from rayfl.registry import ENVS, load
 
     if base.wireless is None:
         raise ValueError(
@@ -182,7 +182,7 @@ def fast_table(
     for seed in seeds:
         cfg = base.model_copy(update={"seed": int(seed)})
         for controls in sorted({c for *_, c in specs}):
-            env = WirelessFLEnv(cfg, mode="emulate", controls=controls)
+            env = load(ENVS["star"])(cfg, mode="emulate", controls=controls)
             try:
                 for label, extra, needs in specs:
                     if needs != controls:
@@ -217,8 +217,8 @@ def _fast_episode(env: Any, cfg: RunConfig, seed: int) -> dict[str, Any]:
     """Run one episode of ``cfg``'s policy on ``env``; return its final metrics."""
     import numpy as np
 
-    from envs.episode import run_episode
     from rayfl.metrics import round_summary
+    from rayfl.registry import load
     from rayfl.runner import env_policy, round_costs
 
     # reset first: env_policy binds the reset env's FL system
@@ -232,6 +232,7 @@ def _fast_episode(env: Any, cfg: RunConfig, seed: int) -> dict[str, Any]:
         for key, value in round_costs(out.rows, wireless=True).items():
             totals[key] += value
 
+    run_episode = load("envs.episode:run_episode")
     run_episode(env, policy, first_obs=obs, max_steps=cfg.rounds, on_step=add_costs)
     out = env.last_outcome
     assert out is not None

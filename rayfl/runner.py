@@ -129,8 +129,8 @@ def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
     """Return the star's one decider: its registered policy, with the run's context.
 
     A client-set policy reads eligibility and the round (the decider builds that
-    observation); any other gets the scheduling env's spaces (an env object
-    built for its spaces only: it never starts actors) and action rules.
+    observation); any other gets the scheduling env's spaces and action rules
+    (:class:`StarActions`).
     """
     context = star_context(system)
     if _chooses_participants(cfg):
@@ -142,11 +142,9 @@ def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
         policy = _policy(cfg, rules.spaces(), context, clients_per_round=k)
         observe = partial(rules.observe, system)
         return [PolicyDecider(policy, rules.to_schedule, observe)]
-    from envs.scheduling import WirelessFLEnv
-
-    spaces = WirelessFLEnv(cfg, mode="emulate", controls=policy_needs_controls(cfg))
-    actions = StarActions.of(spaces)
-    return [PolicyDecider(_policy(cfg, spaces, context), actions.to_schedule)]
+    actions = StarActions.from_config(cfg, controls=policy_needs_controls(cfg))
+    policy = _policy(cfg, actions.spaces(), context)
+    return [PolicyDecider(policy, actions.to_schedule)]
 
 
 def _or_close(system: Any, make: Callable[[], list[Any]]) -> list[Any]:

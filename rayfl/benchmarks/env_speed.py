@@ -6,18 +6,17 @@ Prints:
   2. decision time of each registered policy for N=1000 clients, K=100
      subchannels (median of 20 calls on observations of the real env).
 
-Run:  rayfl bench env-speed
+Run:  rayfl bench env
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
-from envs.scheduling import WirelessFLEnv
-from policies import POLICIES, make_policy
-from rayfl.registry import PARTICIPANT_RULES
+from rayfl.registry import ENVS, PARTICIPANT_RULES, POLICIES, load, make_policy
 
 BIG = [
     "data.dataset=synthetic",
@@ -27,7 +26,7 @@ BIG = [
 ]
 
 
-def steps_per_second(env: WirelessFLEnv, steps: int) -> float:
+def steps_per_second(env: Any, steps: int) -> float:
     """Return random-action env steps per second over ``steps`` steps."""
     env.reset(seed=0)
     env.action_space.seed(0)
@@ -41,9 +40,10 @@ def steps_per_second(env: WirelessFLEnv, steps: int) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print its table (``argv``: its command-line flags)."""
-    small = WirelessFLEnv(mode="surrogate")
+    env_class = load(ENVS["star"])  # WirelessFL-v0's class
+    small = env_class(mode="surrogate")
     print(f"surrogate env, N=10 K=4:      {steps_per_second(small, 3000):8.0f} steps/s")
-    big = WirelessFLEnv(mode="surrogate", overrides=BIG)
+    big = env_class(mode="surrogate", overrides=BIG)
     print(f"surrogate env, N=1000 K=100:  {steps_per_second(big, 300):8.0f} steps/s")
     obs, _ = big.reset(seed=0)
     print("policy decision time at N=1000, K=100 (median of 20 calls):")

@@ -19,8 +19,10 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from rayfl.observation import observation_space
+from rayfl.observation import TOPOLOGY_KEYS, observation_space
 from rayfl.schedule import Schedule
+from rayfl.wireless.config import WirelessConfig
+from rayfl.wireless.units import power_levels_w
 
 __all__ = ["StarActions", "StarParticipants"]
 
@@ -42,17 +44,51 @@ class StarActions:
     power_w: npt.NDArray[np.float64]
     control_names: tuple[str, ...] = ()
     default_controls: npt.NDArray[np.float32] | None = None
+    control_ranges: tuple[tuple[float, float], ...] = ()
 
     @classmethod
-    def of(cls, source: Any) -> StarActions:
-        """Return the rules of ``source`` (e.g. a scheduling env): N, K, levels, controls."""
+    def from_config(cls, cfg: Any, *, controls: bool = False) -> StarActions:
+        """Return the rules of ``cfg``'s star (``wireless`` or its defaults).
+
+        With ``controls``, the algorithm's declared per-client controls are part
+        of the action, defaulting to their configured values.
+        """
+        wireless = cfg.wireless or WirelessConfig()
+        n = cfg.data.num_clients
+        declared: dict[str, tuple[float, float]] = {}
+        if controls:
+            from rayfl.algorithms.registry import algorithm_controls
+
+            declared = algorithm_controls(cfg.algorithm)
+        configured = [getattr(cfg.algorithm, name) for name in declared]
         return cls(
-            num_clients=source.num_clients,
-            num_subchannels=source.num_subchannels,
-            power_w=source.power_w,
-            control_names=source.control_names,
-            default_controls=source.default_controls,
+            num_clients=n,
+            num_subchannels=wireless.num_subchannels,
+            power_w=power_levels_w(
+                tx_power_dbm=wireless.tx_power_dbm, power_levels=wireless.power_levels
+            ),
+            control_names=tuple(declared),
+            default_controls=np.tile(np.array(configured, np.float32), (n, 1)),
+            control_ranges=tuple(declared.values()),
         )
+
+    def spaces(self) -> tuple[spaces.Dict, spaces.Space[Any]]:
+        """The star's observation space and action space (see the module docstring)."""
+        n, k = self.num_clients, self.num_subchannels
+        assignment = spaces.MultiDiscrete(np.full(k, n + 1, dtype=np.int64))
+        parts: dict[str, spaces.Space[Any]] = {}
+        if len(self.power_w) > 1:
+            levels = np.full(k, len(self.power_w), dtype=np.int64)
+            parts["power"] = spaces.MultiDiscrete(levels)
+        if self.control_names:
+            low, high = np.array(self.control_ranges, np.float32).T
+            parts["controls"] = spaces.Box(
+                np.tile(low, (n, 1)), np.tile(high, (n, 1)), dtype=np.float32
+            )
+        action = (
+            spaces.Dict({"assignment": assignment, **parts}) if parts else assignment
+        )
+        return observation_space(TOPOLOGY_KEYS["star"], n, k), action
 
     def to_schedule(
         self, action: Any, eligible: npt.NDArray[np.bool_]
