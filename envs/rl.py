@@ -128,7 +128,7 @@ class HungarianTopK(_Decoder):
 
     When the env exposes per-client controls (``controls=True``) the action is
     ``Box(N·(1 + C))``, client-major: client n's score, then its C controls in
-    [−1, 1], mapped onto each control's range
+    [−1, 1], mapped onto each control's range around its configured value
     (:func:`policies.learned.controls_from_unit`), as ``learned`` does at run
     time. With ``positive`` only clients with a score > 0 are scheduled (the
     number becomes the policy's choice; ``learned``'s ``selection: positive``).
@@ -162,7 +162,10 @@ class HungarianTopK(_Decoder):
         out: dict[str, Any] = {"assignment": assignment}
         box = self.control_box
         if box is not None:
-            out["controls"] = controls_from_unit(table[:, 1:], box.low, box.high)
+            center = self.env.unwrapped.default_controls[0]  # the configured values
+            out["controls"] = controls_from_unit(
+                table[:, 1:], box.low, box.high, center
+            )
         return out
 
 

@@ -44,11 +44,14 @@ Implementation details:
        not guaranteed).
     5. Controls (``rl.controls``): a network with C > 0 control columns sets
        every client's controls when the run exposes them
-       (``scheduler.controls: true``): output a ∈ ℝ maps to
-       low + (clip(a, −1, 1) + 1)/2 · (high − low) of the control's range
-       (:func:`controls_from_unit`, the decoding PPO trained through). A
-       network without control columns leaves them to the config; a different
-       number of controls than the run exposes is refused.
+       (``scheduler.controls: true``): output a ∈ ℝ, clipped to [−1, 1], maps
+       piecewise linearly onto [low, c, high] of the control's range, where c
+       is the value configured in training (``policy.json``'s
+       ``control_centers``), so an untrained network sets the configured
+       controls (:func:`controls_from_unit`, the decoding PPO trained
+       through; a checkpoint without centers uses the middle of the range).
+       A network without control columns leaves them to the config; a
+       different number of controls than the run exposes is refused.
 """
 
 from __future__ import annotations
@@ -81,17 +84,28 @@ DEFAULT_CHECKPOINT = Path(__file__).parent / "checkpoints" / "learned_default"
 
 
 def controls_from_unit(
-    values: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike
+    values: npt.ArrayLike,
+    low: npt.ArrayLike,
+    high: npt.ArrayLike,
+    center: npt.ArrayLike | None = None,
 ) -> npt.NDArray[np.float32]:
-    """Map network outputs to control values: [−1, 1] onto [low, high], clipped.
+    """Map network outputs to control values: [−1, 0, 1] onto [low, center, high].
+
+    Piecewise linear and clipped: an output of 0 is ``center`` (the configured
+    value the policy was trained around), −1 is ``low`` and 1 is ``high``;
+    without ``center`` it is the middle of the range (plain linear).
 
     Example:
         >>> controls_from_unit([[-1.0, 0.0, 3.0]], 0.0, 0.5).tolist()
         [[0.0, 0.25, 0.5]]
+        >>> controls_from_unit([[-0.5, 0.0, 0.5]], 0.0, 1.0, center=0.25).tolist()
+        [[0.125, 0.25, 0.625]]
     """
-    unit = (np.clip(np.asarray(values, dtype=np.float64), -1.0, 1.0) + 1.0) / 2.0
+    unit = np.clip(np.asarray(values, dtype=np.float64), -1.0, 1.0)
     low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
-    return (low + unit * (high - low)).astype(np.float32)
+    mid = (low + high) / 2.0 if center is None else np.asarray(center, np.float64)
+    side = np.where(unit < 0.0, mid - low, high - mid)
+    return (mid + unit * side).astype(np.float32)
 
 
 def select_top_k(
@@ -320,7 +334,7 @@ class LearnedPolicy(Policy):
         if box is None or self._outputs is None or self._outputs.shape[1] == 1:
             return action
         action["controls"] = controls_from_unit(  # type: ignore[index]
-            self._outputs[:, 1:], box.low, box.high
+            self._outputs[:, 1:], box.low, box.high, self.meta.get("control_centers")
         )
         return action
 

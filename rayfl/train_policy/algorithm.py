@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from rayfl.config import RunConfig
 from rayfl.registry import ENVS, load
@@ -76,13 +77,19 @@ def _partition_offset(env_config: Mapping[str, Any]) -> int:
 
 
 # ------------------------------------------------------------------ networks
-def learned_controls(cfg: RunConfig) -> list[str]:
-    """The per-client controls the policy learns (``rl.controls``), else none."""
+def learned_controls(cfg: RunConfig) -> dict[str, float]:
+    """The per-client controls the policy learns (``rl.controls``), else none.
+
+    Returns:
+        Each control's name → its configured value (as the env holds it, in
+        float32), around which the network's output is decoded.
+    """
     if cfg.rl is None or not cfg.rl.controls:
-        return []
+        return {}
     from rayfl.algorithms.registry import algorithm_controls
 
-    return list(algorithm_controls(cfg.algorithm))
+    names = algorithm_controls(cfg.algorithm)
+    return {c: float(np.float32(getattr(cfg.algorithm, c))) for c in names}
 
 
 def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:

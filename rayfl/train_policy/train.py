@@ -234,12 +234,14 @@ def train_policy(
         check_env_runner_resources(cfg, rl)
         algo = build_algorithm(cfg, rl)
         run_dir, rows = _open_run(algo, cfg, resume)
+        controls = learned_controls(cfg)
         meta = {
             "mode": rl.mode,
             "reward": rl.reward,
             "num_clients": cfg.data.num_clients,
             "num_subchannels": _num_subchannels(cfg),
-            "controls": learned_controls(cfg),
+            "controls": list(controls),
+            "control_centers": list(controls.values()),
             # how the scores were decoded in training (policies.learned)
             "selection": "positive" if cfg.topology.kind == "d2d" else "top_k",
             "config": cfg.name,

@@ -38,6 +38,9 @@ DITTO = {
 }
 #: Ditto's controls and their ranges (rayfl/algorithms/ditto.py).
 RANGES = {"lr": (0.0, 1.0), "personal_lr": (0.0, 1.0), "lam": (0.0, 2.0)}
+#: DITTO's configured controls: lr 0.1, personal_lr = lr, λ's default 0.1
+#: (rayfl/algorithms/config.py), as float32 (the env's table).
+CONFIGURED = [float(np.float32(0.1))] * 3
 
 
 @pytest.fixture
@@ -52,9 +55,21 @@ def checkpoint(tmp_path):
         "log_std": np.zeros(1, np.float32),
     }
     np.savez(tmp_path / "policy.npz", **arrays)
-    meta = {"format": "rayfl-score-mlp", "version": 1, "controls": list(RANGES)}
+    meta = {
+        "format": "rayfl-score-mlp",
+        "version": 1,
+        "controls": list(RANGES),
+        "control_centers": CONFIGURED,
+    }
     (tmp_path / "policy.json").write_text(json.dumps(meta))
     return tmp_path, arrays
+
+
+def _decoded(out, center):
+    """Outputs → controls written out: [−1, 0, 1] onto [low, center, high]."""
+    u = np.clip(out, -1, 1)
+    low, high = (np.array([r[i] for r in RANGES.values()]) for i in (0, 1))
+    return np.where(u < 0, center + u * (center - low), center + u * (high - center))
 
 
 def _outputs(arrays, obs):
@@ -67,6 +82,12 @@ def test_controls_map_the_unit_interval_onto_each_range():
     low, high = np.array([0.0, 0.0, 0.0]), np.array([1.0, 1.0, 2.0])
     values = controls_from_unit([[-1.0, 0.0, 1.0], [-5.0, 0.5, 0.2]], low, high)
     np.testing.assert_allclose(values, [[0.0, 0.5, 2.0], [0.0, 0.75, 1.2]], atol=1e-7)
+    # around a configured value c: 0 ↦ c, ±1 ↦ the range's ends, linear between
+    centered = controls_from_unit(
+        [[-1.0, 0.0, 1.0], [-0.5, 0.5, 0.25]], low, high, center=[0.2, 0.1, 0.5]
+    )
+    expected = [[0.0, 0.1, 2.0], [0.1, 0.55, 0.875]]
+    np.testing.assert_allclose(centered, expected, atol=1e-7)
 
 
 def test_training_decoding_and_the_run_policy_agree(checkpoint):
@@ -87,13 +108,42 @@ def test_training_decoding_and_the_run_policy_agree(checkpoint):
         ran = policy(obs)
         np.testing.assert_array_equal(trained["assignment"], ran["assignment"])
         np.testing.assert_allclose(trained["controls"], ran["controls"], atol=1e-6)
-        # the controls are the outputs mapped onto Ditto's ranges
-        high = np.array([hi for _, hi in RANGES.values()])
-        expected = (np.clip(out[:, 1:], -1, 1) + 1) / 2 * high
+        # the controls are the outputs mapped onto Ditto's ranges around the
+        # configured values
+        expected = _decoded(out[:, 1:], np.array(CONFIGURED))
         np.testing.assert_allclose(ran["controls"], expected, rtol=1e-5, atol=1e-6)
         chosen = select_top_k(out[:, 0], obs["eligible"] > 0.5, 2)
         assert sorted(ran["assignment"][ran["assignment"] < 6]) == sorted(chosen)
         rl_env.step(out.reshape(-1))
+
+
+def test_an_untrained_network_sets_the_configured_controls(checkpoint, tmp_path):
+    # zero control outputs: training and the run both apply DITTO's 0.1s;
+    # a checkpoint without centers (written before them) decodes around the
+    # middle of each range, as it was trained
+    path, arrays = checkpoint
+    zeroed = {**arrays, "pi_w_out": arrays["pi_w_out"].copy()}
+    zeroed["pi_w_out"][:, 1:] = 0.0
+    zeroed["pi_b_out"] = np.concatenate([arrays["pi_b_out"][:1], np.zeros(3)])
+    np.savez(path / "policy.npz", **zeroed)
+    rl_env = make_rl_env(DITTO, mode="surrogate", controls=True)
+    base = rl_env.unwrapped
+    rl_env.reset(seed=0)
+    decoder = rl_env
+    while not isinstance(decoder, HungarianTopK):
+        decoder = decoder.env
+    out = _outputs(zeroed, decoder.last_obs)
+    trained = decoder.action(out.reshape(-1))
+    policy = LearnedPolicy(base.observation_space, base.action_space, checkpoint=path)
+    ran = policy(decoder.last_obs)
+    for controls in (trained["controls"], ran["controls"]):
+        np.testing.assert_allclose(controls, np.full((6, 3), 0.1), rtol=1e-6)
+    meta = json.loads((path / "policy.json").read_text())
+    del meta["control_centers"]
+    (path / "policy.json").write_text(json.dumps(meta))
+    old = LearnedPolicy(base.observation_space, base.action_space, checkpoint=path)
+    middle = np.tile([0.5, 0.5, 1.0], (6, 1))
+    np.testing.assert_allclose(old(decoder.last_obs)["controls"], middle, rtol=1e-6)
 
 
 def test_a_policy_without_controls_leaves_them_to_the_config():
@@ -173,6 +223,7 @@ def test_train_policy_learns_controls_that_reach_the_clients(ray_session, tmp_pa
     run_dir = train_tiny(config, tmp_path / "train")
     meta = json.loads((run_dir / "policy" / "policy.json").read_text())
     assert meta["controls"] == list(RANGES)
+    assert meta["control_centers"] == CONFIGURED
     arrays = np.load(run_dir / "policy" / "policy.npz")
     assert arrays["pi_w_out"].shape[1] == 4
     assert_trained(run_dir, config, num_clients=6, num_subchannels=2, mode="emulate")
