@@ -23,7 +23,7 @@ Checkpoint format (``policy/`` of a train-policy run directory):
 | file | content |
 |------|---------|
 | ``policy.npz`` | ``pi_w0, pi_b0, …, pi_w_out, pi_b_out`` (policy; ``pi_w_out`` has 1 + C columns: the score, then C learned controls), ``log_std``, and the value net ``vf_*`` (used only to resume training) |
-| ``policy.json`` | ``format`` (``"rayfl-score-mlp"``), ``version``, ``features``, ``hidden``, ``controls`` (their names, in column order), how it was trained |
+| ``policy.json`` | ``format`` (``"rayfl-score-mlp"``), ``version``, ``features``, ``hidden``, ``controls`` (their names, in column order), ``control_centers`` (their configured values in training), how it was trained |
 
 Implementation details:
     1. Deterministic action: the mean of the Gaussian over scores (the PPO
