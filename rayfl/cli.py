@@ -47,12 +47,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(_TABLE_HEADER)
     print(result.table())
     final = result.summary.get("final", {})
-    print(
-        f"\nrun directory: {result.run_dir}\n"
-        f"final global accuracy {final.get('global_acc', float('nan')):.4f}, "
-        f"max client loss {final.get('max_loss', float('nan')):.4f}, "
-        f"{result.summary['total_s']:.1f} s ({result.summary['status']})"
-    )
+    names = {"target_acc": "target accuracy"} if "target_acc" in final else {}
+    names = names or {"global_acc": "global accuracy", "max_loss": "max client loss"}
+    scores = [f"{name} {final[key]:.4f}" for key, name in names.items() if key in final]
+    parts = [f"final {', '.join(scores)}"] if scores else []
+    parts.append(f"{result.summary['total_s']:.1f} s ({result.summary['status']})")
+    print(f"\nrun directory: {result.run_dir}\n{', '.join(parts)}")
     for warning in result.summary.get("warnings") or []:
         print(f"warning: {warning}", file=sys.stderr)
     privacy = result.summary.get("privacy") or {}

@@ -185,3 +185,33 @@ def test_compare_bars_name_the_policy_and_the_algorithm(ray_session, tmp_path, b
         "tiny-fedavg",
         "tiny-fedprox",
     ]
+
+
+@pytest.mark.parametrize(
+    ("final", "line"),
+    [
+        (
+            {"global_acc": 0.9, "max_loss": 0.25},
+            "final global accuracy 0.9000, max client loss 0.2500, 1.0 s (completed)",
+        ),
+        # D2D: the target's accuracy, no made-up max loss
+        (
+            {"target_acc": 0.848, "global_acc": 0.848},
+            "final target accuracy 0.8480, 1.0 s (completed)",
+        ),
+        ({}, "1.0 s (completed)"),
+    ],
+    ids=["star", "d2d", "no-evaluation"],
+)
+def test_the_last_line_names_only_scores_the_run_has(monkeypatch, capsys, final, line):
+    result = RunResult(
+        Path("run"),
+        pd.DataFrame(),
+        pd.DataFrame({"round": [0], "global_acc": [0.5]}),
+        {"status": "completed", "final": final, "total_s": 1.0},
+    )
+    monkeypatch.setattr("rayfl.runner.run", lambda config: result)
+    assert cli.main(["run", "examples/quickstart.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == line
+    assert "nan" not in out
