@@ -91,7 +91,7 @@ def controls_from_unit(
     """
     unit = (np.clip(np.asarray(values, dtype=np.float64), -1.0, 1.0) + 1.0) / 2.0
     low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
-    return (low + unit * (high - low)).astype(np.float32)
+    return (low + unit * (high - low)).astype(np.float32)  # type: ignore[no-any-return]  # numpy stubs: Any
 
 
 def select_top_k(
@@ -319,9 +319,8 @@ class LearnedPolicy(Policy):
         box = self.control_box
         if box is None or self._outputs is None or self._outputs.shape[1] == 1:
             return action
-        action["controls"] = controls_from_unit(  # type: ignore[index]
-            self._outputs[:, 1:], box.low, box.high
-        )
+        assert isinstance(action, dict)  # a control box implies a Dict action space
+        action["controls"] = controls_from_unit(self._outputs[:, 1:], box.low, box.high)
         return action
 
 
