@@ -216,5 +216,7 @@ def _flipped(payload: Any, ber: float, *, seed: int, round: int, client: int) ->
     )
 
 
-CloudServer = ray.remote(ServerHost)
+CloudServer: Any = ray.remote(
+    ServerHost
+)  # Ray stubs: its handle's methods have no .remote
 """``ServerHost`` as a Ray actor class."""

@@ -150,5 +150,7 @@ class EdgeHost:
         return ray.get_runtime_context().get_node_id()
 
 
-EdgeServer = ray.remote(EdgeHost)
+EdgeServer: Any = ray.remote(
+    EdgeHost
+)  # Ray stubs: its handle's methods have no .remote
 """``EdgeHost`` as a Ray actor class."""
