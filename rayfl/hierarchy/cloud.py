@@ -41,7 +41,6 @@ class HierCloudHost(ServerHost):
         return (total / w.sum()).astype(np.float32)
 
 
-HierCloudServer: Any = ray.remote(
-    HierCloudHost
-)  # Ray stubs: its handle's methods have no .remote
+# Any: Ray's stubs give the handle's methods no .remote
+HierCloudServer: Any = ray.remote(HierCloudHost)
 """``HierCloudHost`` as a Ray actor class."""
