@@ -18,12 +18,12 @@ from envs.surrogate import SurrogateDynamics
 from rayfl.compression.payload import payload_size_bits
 from rayfl.config import RunConfig
 from rayfl.data.federated import FederatedData, build_federated
-from rayfl.observation import Observation, ObservationTracker
+from rayfl.observation import ObservationTracker
 from rayfl.rl.config import RLConfig
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.star import star_observation
-from rayfl.system import initial_vector
+from rayfl.system import Observation, initial_vector
 from rayfl.uplink import UplinkModel
 from rayfl.wireless.modulation import element_error_probability
 
@@ -80,12 +80,15 @@ class EmulatedBackend:
 
     def initial(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Test loss and accuracy of every client's model before the first round."""
-        return _eval_arrays(self.system.evaluate())
+        evals = self.system.evaluate()
+        assert evals is not None  # the star evaluates every client
+        return _eval_arrays(evals)
 
     def run(self, round: int, schedule: Schedule) -> Outcome:
         """Run one real round and evaluate every client."""
         result = self.system.run_round(round, schedule)
         evals = self.system.evaluate()
+        assert evals is not None  # the star evaluates every client
         loss, acc = _eval_arrays(evals)
         return Outcome(result.rows, result.delivered, loss, acc, evals)
 

@@ -184,7 +184,7 @@ class D2DNeighborEnv(FLEnv):
         reward: str = "loss_decrease",
         neighbor_cost: float = 0.0,
         invalid_action: str = "repair",
-        overrides: list[str] | Mapping[str, Any] = (),
+        overrides: Sequence[str] | Mapping[str, Any] = (),
         system: Any = None,
         data: FederatedData | None = None,
     ) -> None:
@@ -366,10 +366,10 @@ def _spaces(
     obs, action = selection_spaces(n, f)
     if not lead:
         return obs, action
-    boxes = {
+    boxes: dict[str, spaces.Space[Any]] = {
         k: spaces.Box(
-            np.broadcast_to(box.low, lead + box.shape),
-            np.broadcast_to(box.high, lead + box.shape),
+            np.broadcast_to(box.low, lead + box.shape),  # type: ignore[attr-defined, operator]  # gymnasium: Dict items are Space
+            np.broadcast_to(box.high, lead + box.shape),  # type: ignore[attr-defined, operator]  # gymnasium: Dict items are Space
             dtype=np.float32,
         )
         for k, box in obs.spaces.items()

@@ -72,6 +72,7 @@ from gymnasium import spaces
 
 from envs.base import FLEnv
 from rayfl.config import RunConfig
+from rayfl.hierarchy.config import TopologyConfig
 from rayfl.hierarchy.deciders import EdgeActions
 from rayfl.hierarchy.topology import build_topology
 from rayfl.rewards import COST_REWARDS, Scores
@@ -95,6 +96,7 @@ class HierarchicalSchedulingEnv(FLEnv):
         if reward is None:
             reward = "accuracy" if mode == "emulate" else "loss"
         cfg = self._setup(config, overrides, mode, reward)
+        assert isinstance(cfg.topology, TopologyConfig)  # _setup checked the kind
         topo = build_topology(cfg.topology, cfg.data.num_clients, cfg.seed)
         k_e = cfg.topology.scheduling.subchannels_per_edge
         self.sizes = [len(s) for s in topo.subnets]
@@ -156,6 +158,7 @@ class HierarchicalSchedulingEnv(FLEnv):
     def _restart(self, seed: int) -> dict[str, Any]:
         """Restart on the same subnets and data (restoring the env's scheduling)."""
         system, cfg = self._backend, self.config
+        assert isinstance(cfg.topology, TopologyConfig)
         if (system.config.topology.scheduling, system.config.scheduler) != (
             cfg.topology.scheduling,
             cfg.scheduler,
@@ -174,7 +177,7 @@ class HierarchicalSchedulingEnv(FLEnv):
             for rules, a in zip(self.rules, self.split_action(action), strict=True)
         ]
         result, extras = self.system.run_global_round(self.round, schedules)
-        costs = {k: float(extras[k]) for k in ("latency_s", "energy_j")}
+        costs: dict[str, Any] = {k: float(extras[k]) for k in ("latency_s", "energy_j")}
         info: dict[str, Any] = {
             "scheduled": sorted(int(r["client"]) for r in result.rows),
             **costs,

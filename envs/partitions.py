@@ -137,5 +137,5 @@ class DataPartitions(gym.Wrapper):
 
 def _engine(env: gym.Env) -> Any:
     """The system an env steps (None before its first reset)."""
-    backend = env.unwrapped._backend
+    backend = env.unwrapped._backend  # type: ignore[attr-defined]  # gymnasium: unwrapped is an Env
     return getattr(backend, "system", backend)

@@ -50,9 +50,9 @@ Implementation details:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -111,7 +111,7 @@ class _Decoder(gym.ActionWrapper):
         values = np.asarray(action, dtype=np.float64).reshape(-1)
         if values.shape != self.action_space.shape or np.isnan(values).any():
             raise ValueError(
-                f"action must be {self.action_space.shape[0]} finite values "
+                f"action must be {self.action_space.shape[0]} finite values "  # type: ignore[index]  # gymnasium: Space.shape may be None
                 f"{what}, got {action!r}"
             )
         return values
@@ -141,7 +141,7 @@ class HungarianTopK(_Decoder):
         self.positive = positive
         space = env.action_space
         self.control_box = (
-            space["controls"]
+            cast(spaces.Box, space["controls"])
             if isinstance(space, spaces.Dict) and "controls" in space.spaces
             else None
         )
@@ -154,6 +154,7 @@ class HungarianTopK(_Decoder):
             action, f"(the finite scores of {self.num_clients} clients)"
         )
         table = values.reshape(self.num_clients, -1)
+        assert self.last_obs is not None  # _values checked it
         assignment = _top_k_assignment(
             table[:, 0], self.last_obs, self.num_subchannels, positive=self.positive
         )
@@ -162,7 +163,9 @@ class HungarianTopK(_Decoder):
         out: dict[str, Any] = {"assignment": assignment}
         box = self.control_box
         if box is not None:
-            center = self.env.unwrapped.default_controls[0]  # the configured values
+            configured = cast(WirelessFLEnv, self.env.unwrapped).default_controls
+            assert configured is not None  # the star env (controls: star only)
+            center = configured[0]  # the same for every client
             out["controls"] = controls_from_unit(
                 table[:, 1:], box.low, box.high, center
             )
@@ -228,6 +231,7 @@ class EdgeScores(_Decoder):
     def action(self, action: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """Turn (I,) scores into the env's concatenated per-edge assignment."""
         scores = self._values(action, "(the finite scores of the devices)")
+        assert self.last_obs is not None  # _values checked it
         base = self.base
         blocks = np.split(scores, np.cumsum(base.sizes)[:-1])
         return base.join_actions(
@@ -290,10 +294,12 @@ class BinaryNeighbors(_Decoder):
 class _TargetInfo(gym.Wrapper):
     """Single-target D2D info without the target keys (vector envs want str keys)."""
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(
+        self, action: Any
+    ) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """Step; ``info[key][target]`` becomes ``info[key]``."""
         obs, reward, terminated, truncated, info = self.env.step(action)
-        (target,) = self.env.unwrapped.targets
+        (target,) = self.env.unwrapped.targets  # type: ignore[attr-defined]  # gymnasium: unwrapped is an Env
         info = {k: v[target] if isinstance(v, dict) else v for k, v in info.items()}
         return obs, reward, terminated, truncated, info
 
@@ -304,7 +310,7 @@ def make_rl_env(
     mode: str = "surrogate",
     reward: str = "min_max_loss",
     reward_scale: float = 1.0,
-    overrides: list[str] | Mapping[str, Any] = (),
+    overrides: Sequence[str] | Mapping[str, Any] = (),
     partition_seeds: list[int] | tuple[int, ...] | None = None,
     partition_every: int = 1,
     partition_offset: int = 0,
@@ -366,5 +372,5 @@ def make_rl_env(
         # D2D: only positive scores, so the policy picks how many neighbours
         env = ClientFeatures(HungarianTopK(env, positive=cfg.topology.kind == "d2d"))
     if reward_scale != 1.0:
-        env = gym.wrappers.TransformReward(env, lambda r: reward_scale * r)
+        env = gym.wrappers.TransformReward(env, lambda r: reward_scale * r)  # type: ignore[operator]  # gymnasium: rewards are SupportsFloat
     return env

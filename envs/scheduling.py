@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ class WirelessFLEnv(FLEnv):
         mode: str = "emulate",
         reward: str = "min_max_loss",
         controls: bool = False,
-        overrides: list[str] | Mapping[str, Any] = (),
+        overrides: Sequence[str] | Mapping[str, Any] = (),
         participants: bool = False,
     ) -> None:
         cfg = self._setup(config, overrides, mode, reward)

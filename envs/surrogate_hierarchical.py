@@ -45,6 +45,7 @@ from envs.surrogate import SurrogateDynamics
 from rayfl.config import RunConfig
 from rayfl.data.federated import build_federated
 from rayfl.hierarchy.accounting import record_ledger
+from rayfl.hierarchy.config import TopologyConfig
 from rayfl.hierarchy.cost import CostModel
 from rayfl.hierarchy.dp import ObserverLedger
 from rayfl.hierarchy.interval import Interval
@@ -71,6 +72,7 @@ class HierarchicalSurrogate:
 
     def __init__(self, config: RunConfig) -> None:
         topo = config.topology
+        assert isinstance(topo, TopologyConfig)  # a hierarchical config
         if topo.control.enabled:
             raise ValueError(
                 "the hierarchical surrogate does not model topology.control; "
@@ -100,6 +102,7 @@ class HierarchicalSurrogate:
         """Start over from w⁰ with ``seed`` (same subnets and data)."""
         cfg = self.config = self.config.model_copy(update={"seed": int(seed)})
         topo = cfg.topology
+        assert isinstance(topo, TopologyConfig)
         self.scheduling = EdgeScheduling(
             topo.scheduling,
             cost=topo.cost,
@@ -154,6 +157,7 @@ class HierarchicalSurrogate:
 
     def learning_rate(self, k: int) -> float:
         """Return η_k (detail 3)."""
+        assert isinstance(self.config.topology, TopologyConfig)
         lr = self.config.topology.lr
         if lr.mode == "constant":
             return float(self.config.algorithm.lr)
@@ -177,6 +181,7 @@ class HierarchicalSurrogate:
         """Run interval k with one schedule per edge; return (result, extras)."""
         cfg = self.config
         topo = cfg.topology
+        assert isinstance(topo, TopologyConfig)
         trusted = self.topology.trusted
         chosen, subchannel = self.scheduling.participants_of(
             schedules, self.topology.sizes
@@ -288,6 +293,7 @@ class HierarchicalSurrogate:
     def _cloud(self, chosen: list[list[int]]) -> None:
         """Average the edges' gaps with the cloud's weights (eq. 14)."""
         weights = np.array([self.num_train[m].sum() for m in chosen])
+        assert isinstance(self.config.topology, TopologyConfig)
         if self.config.topology.weighting == "equal" or weights.sum() <= 0:
             weights = np.ones(len(chosen))
         gap = float(np.average([d.gap for d in self.dynamics], weights=weights))

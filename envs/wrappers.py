@@ -36,9 +36,9 @@ class FlattenAction(gym.ActionWrapper):
                 "with controls use a Box-based wrapper (envs.rl.HungarianTopK)"
             )
         self._keys = tuple(space.spaces)
-        self._sizes = [len(space[k].nvec) for k in self._keys]
+        self._sizes = [len(space[k].nvec) for k in self._keys]  # type: ignore[attr-defined]  # gymnasium: Dict items are Space
         self.action_space = spaces.MultiDiscrete(
-            np.concatenate([space[k].nvec for k in self._keys])
+            np.concatenate([space[k].nvec for k in self._keys])  # type: ignore[attr-defined]  # gymnasium: Dict items are Space
         )
 
     def action(self, action: npt.NDArray[np.int64]) -> Any:

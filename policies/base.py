@@ -38,7 +38,7 @@ from policies.assignment import assign_subchannels, check_assignment
 from rayfl.observation import SystemContext, unit_shape
 
 Observation = Mapping[str, Any]
-Action = npt.NDArray[np.int64] | dict[str, npt.NDArray[np.int64]]
+Action = npt.NDArray[np.int64] | dict[str, npt.NDArray[Any]]
 
 # Parameter ranges, declared in the constructors' signatures: the config's
 # validation (``rayfl.registry.check_params``) refuses a value outside them before
@@ -98,7 +98,7 @@ class Policy:
     optional_parts: ClassVar[frozenset[str]] = frozenset({"power"})
     extra_params: ClassVar[Mapping[str, Any]] = {}
     fixed_params: ClassVar[frozenset[str]] = frozenset()
-    allows_idle: ClassVar[bool] = False
+    allows_idle: bool = False
 
     def __init__(
         self,

@@ -64,7 +64,7 @@ class ChannelThresholdPolicy(Policy):
 
     topologies: ClassVar[frozenset[str]] = frozenset({"d2d"})
 
-    allows_idle: ClassVar[bool] = True
+    allows_idle = True
 
     def __init__(
         self,

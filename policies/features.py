@@ -72,7 +72,7 @@ _Z_CLIP = 5.0
 def _zscore(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Return (x − mean) / (std + 1e-6) clipped to ±5 (0 for a constant vector)."""
     centred = values - values.mean()
-    return np.clip(centred / (values.std() + 1e-6), -_Z_CLIP, _Z_CLIP)
+    return np.clip(centred / (values.std() + 1e-6), -_Z_CLIP, _Z_CLIP)  # type: ignore[no-any-return]  # numpy stubs: Any
 
 
 def client_features(obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:

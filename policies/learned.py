@@ -105,7 +105,7 @@ def controls_from_unit(
     low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
     mid = (low + high) / 2.0 if center is None else np.asarray(center, np.float64)
     side = np.where(unit < 0.0, mid - low, high - mid)
-    return (mid + unit * side).astype(np.float32)
+    return (mid + unit * side).astype(np.float32)  # type: ignore[no-any-return]  # numpy stubs: Any
 
 
 def select_top_k(
@@ -333,7 +333,8 @@ class LearnedPolicy(Policy):
         box = self.control_box
         if box is None or self._outputs is None or self._outputs.shape[1] == 1:
             return action
-        action["controls"] = controls_from_unit(  # type: ignore[index]
+        assert isinstance(action, dict)  # a control box implies a Dict action space
+        action["controls"] = controls_from_unit(
             self._outputs[:, 1:], box.low, box.high, self.meta.get("control_centers")
         )
         return action

@@ -87,7 +87,7 @@ __all__ = ["LyapunovPolicy"]
 
 
 def _dbm_to_w(dbm: float) -> float:
-    return 10.0 ** ((dbm - 30.0) / 10.0)
+    return float(10.0 ** ((dbm - 30.0) / 10.0))
 
 
 def _run_values(context: SystemContext) -> dict[str, Any]:
@@ -434,11 +434,11 @@ class LyapunovPolicy(Policy):
         space = cast(spaces.Dict, self.action_space)
         sol, ids = self._solution, getattr(self, "_ids", None)
         if "controls" in space.spaces:  # s = 1 for everyone not scheduled
-            box = space["controls"]
+            box = cast(spaces.Box, space["controls"])
             table = np.ones(box.shape, dtype=box.dtype)
             if sol is not None and ids is not None:
                 table[ids[sol.rows], self.control_index] = sol.sparsity
-            action["controls"] = table  # type: ignore[index]
+            action["controls"] = table
         if sol is None or ids is None:
             return action
         if self.num_power_levels is not None:
@@ -446,5 +446,5 @@ class LyapunovPolicy(Policy):
             pmax = _dbm_to_w(self.tx_power_dbm)
             chosen = np.floor(sol.power_w / pmax * self.num_power_levels + 1e-9) - 1
             levels[sol.cols] = np.clip(chosen, 0, self.num_power_levels - 1)
-            action["power"] = levels.astype(space["power"].dtype)  # type: ignore[index]
+            action["power"] = levels.astype(space["power"].dtype)
         return action

@@ -45,12 +45,12 @@ def check_choices(
     ):
         if not 0 < value <= 1:
             raise ValueError(f"{name} must be in (0, 1], got {value}")
-    for name, value, allowed in (
+    for name, choice, allowed in (
         ("fairness_queue", fairness_queue, ("as_printed", "lower_bound")),
         ("solver", solver, ("alternating", "sweep")),
         ("payload_mode", payload_mode, ("sec2", "paper_sec5")),
     ):
-        if value not in allowed:
+        if choice not in allowed:
             raise ValueError(
-                f"{name} must be {allowed[0]!r} or {allowed[1]!r}, got {value!r}"
+                f"{name} must be {allowed[0]!r} or {allowed[1]!r}, got {choice!r}"
             )

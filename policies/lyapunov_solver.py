@@ -125,11 +125,15 @@ class RoundProblem:
     @property
     def shape(self) -> tuple[int, int]:
         """(U, N)."""
-        return self.gain.shape  # type: ignore[return-value]
+        return self.gain.shape
 
     def rate(self, power_w: npt.ArrayLike, gain: npt.ArrayLike) -> FloatArray:
         """R = B·log2(1 + P h/σ²) [bit/s] (seed_002 §2.6)."""
-        snr = np.asarray(power_w, np.float64) * np.asarray(gain) / self.noise_power_w
+        snr = (
+            np.asarray(power_w, np.float64)
+            * np.asarray(gain, np.float64)
+            / self.noise_power_w
+        )
         return self.bandwidth_hz * np.log1p(snr) / math.log(2.0)
 
     def delay_s(
@@ -141,7 +145,7 @@ class RoundProblem:
         ``(slice(None), None)`` to broadcast over the channels of ``rate``.
         """
         bits = self.bits_per_kept[rows] * sparsity + self.bits_fixed[rows]
-        return self.fixed_delay_s[rows] + bits / rate
+        return self.fixed_delay_s[rows] + bits / rate  # type: ignore[no-any-return]  # numpy stubs: Any
 
     def budget(self) -> FloatArray:
         """E^max − E^cp per client, broadcast to (U,)."""

@@ -81,7 +81,7 @@ def pl_weight(eta: npt.ArrayLike, *, mu: float, pl_contraction: float) -> FloatA
         0.0
     """
     eta = np.asarray(eta, dtype=np.float64)
-    return ((1.0 - pl_contraction) / eta + eta - mu) / (1.0 - mu / 2.0)
+    return ((1.0 - pl_contraction) / eta + eta - mu) / (1.0 - mu / 2.0)  # type: ignore[no-any-return]  # numpy stubs: Any
 
 
 def feasible_intervals(
@@ -312,13 +312,13 @@ class PLBound:
         drift = ((1 - lam / 2) * g0 + lam * (g0 / self.mu + self.model_gap)) ** 2
         with np.errstate(divide="ignore"):
             psi = (eta**2 + 1) * lam**2 + eta**3 / lam
-        return (1 + lam**3) * eta**2 * drift + psi * np.asarray(bracket)
+        return (1 + lam**3) * eta**2 * drift + psi * np.asarray(bracket)  # type: ignore[no-any-return]  # numpy stubs: Any
 
     def pl_contraction_of(self, eta: npt.ArrayLike, lam: npt.ArrayLike) -> FloatArray:
         """ε_{P,n} = 1 − η((1 − λ/2)μ + λ) + η² (Theorem 3)."""
         eta = np.asarray(eta, dtype=np.float64)
         lam = np.asarray(lam, dtype=np.float64)
-        return 1 - eta * ((1 - lam / 2) * self.mu + lam) + eta**2
+        return 1 - eta * ((1 - lam / 2) * self.mu + lam) + eta**2  # type: ignore[no-any-return]  # numpy stubs: Any
 
     def solve_pl(
         self, bracket: npt.ArrayLike

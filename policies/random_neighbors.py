@@ -51,7 +51,7 @@ class RandomNeighborsPolicy(Policy):
 
     topologies: ClassVar[frozenset[str]] = frozenset({"d2d"})
 
-    allows_idle: ClassVar[bool] = True
+    allows_idle = True
 
     def __init__(
         self,

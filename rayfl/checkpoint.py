@@ -72,7 +72,7 @@ def save_checkpoint(run_dir: Path, state: dict[str, Any]) -> None:
 
     def write_npz(path: Path) -> None:
         with open(path, "wb") as f:
-            np.savez(f, **arrays)
+            np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy stubs: **kwds vs allow_pickle
 
     atomic_write(folder / npz, write_npz)
     text = json.dumps({"format": _FORMAT, "arrays": npz, "state": tree})

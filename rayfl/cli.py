@@ -250,7 +250,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     if args.address or ray.is_initialized():
         started = False
         if not ray.is_initialized():
-            ray.init(address=args.address, logging_level="ERROR")
+            ray.init(address=args.address, logging_level="ERROR")  # type: ignore[arg-type]  # Ray stubs: a level name works
             started = True
         print("ray cluster resources:")
         for key, value in sorted(ray.cluster_resources().items()):

@@ -250,7 +250,7 @@ class RunConfig(_Section):
 
         topology = "star" if self.topology.kind == "flat" else self.topology.kind
         check_reward(rl.reward, topology=topology, mode=rl.mode, field="rl.reward")
-        if topology == "d2d" and self.topology.target == "all":
+        if self.topology.kind == "d2d" and self.topology.target == "all":
             raise ValueError(
                 "rl: training on D2D needs one target (topology.target: an id or "
                 "random); got topology.target=all"

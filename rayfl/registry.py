@@ -152,7 +152,7 @@ def registered_names() -> list[str]:
     return sorted(POLICIES)
 
 
-def policy_class(name: str) -> type:
+def policy_class(name: str) -> type[Any]:
     """Import and return the class registered under ``name``.
 
     Raises:

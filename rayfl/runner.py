@@ -16,7 +16,7 @@ hands both to ``rayfl.engine.loop.run_rounds``, which each round:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -55,7 +55,7 @@ def _progress(enabled: bool, total: int, desc: str | None = None) -> Any:
 
 def run(
     config: str | Path | Mapping[str, Any] | RunConfig | None = None,
-    overrides: list[str] | Mapping[str, Any] = (),
+    overrides: Iterable[str] | Mapping[str, Any] = (),
     **kw_overrides: Any,
 ) -> RunResult:
     """Run one experiment and return its results.
@@ -250,7 +250,7 @@ def _summary_writer(
     def write_summary(progress: RunProgress) -> None:
         if bar is not None:
             bar.close()
-        common = {
+        common: dict[str, Any] = {
             "name": cfg.name,
             "status": progress.status,
             "error": progress.error,

@@ -71,7 +71,7 @@ class RaySession:
         self.watchdog: subprocess.Popen[bytes] | None = None
         if ray.is_initialized():
             return
-        kwargs: dict[str, object] = {
+        kwargs: dict[str, Any] = {
             "include_dashboard": False,
             "logging_level": "ERROR",
             "log_to_driver": True,
@@ -131,7 +131,7 @@ def _start_watchdog() -> subprocess.Popen[bytes] | None:
     from rayfl._watchdog import start_time
 
     try:
-        node = ray._private.worker._global_node  # the local node just started
+        node: Any = ray._private.worker._global_node  # the local node just started
         pids = [p.process.pid for ps in node.all_processes.values() for p in ps]
         session_dir = node.get_session_dir_path()
     except Exception:  # Ray internals moved: run without the watchdog

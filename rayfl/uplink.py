@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rayfl.actors.cloud import LinkOutcome
-from rayfl.algorithms.config import LocalTrainingConfig
+from rayfl.algorithms.config import LocalTrainingConfig, WpflConfig
 from rayfl.compression.config import CompressionConfig
 from rayfl.privacy.accountant import PrivacyLedger
 from rayfl.privacy.calibration import calibrate_noise_std
@@ -155,7 +155,7 @@ def _local_dp_sgd(
 def _dither_scale(config: UplinkSections, num_train: npt.NDArray[np.int64]) -> float:
     """Return the Laplace scale b of the WPFL paper's Dithering baseline, else 0."""
     algo = config.algorithm
-    if algo.kind != "wpfl" or getattr(algo, "dp_mechanism", None) != "dithering":
+    if not isinstance(algo, WpflConfig) or algo.dp_mechanism != "dithering":
         return 0.0
     from rayfl.algorithms.wpfl import _dither_noise
 

@@ -68,7 +68,7 @@ class ClientHost:
             setup.privacy,
             setup.compression,
             noise_std=setup.noise_std,
-            layer_offsets=np.asarray(self.model.spec.offsets),
+            layer_offsets=self.model.spec.offsets,
         )
         self.state = ClientStateStore(self.clients)
         sizes = data.num_train
@@ -86,7 +86,7 @@ class ClientHost:
                 self.setup.privacy,
                 self.setup.compression,
                 noise_std=std,
-                layer_offsets=np.asarray(self.model.spec.offsets),
+                layer_offsets=self.model.spec.offsets,
             )
         return self._client_stages[std]
 
@@ -101,7 +101,7 @@ class ClientHost:
         downlink_ber: dict[int, float] | None = None,
         personal_only: list[int] | None = None,
         personal_controls: dict[str, list[float]] | None = None,
-    ) -> tuple[list[dict[str, float]], Uploads, dict[int, dict[str, Any]]]:
+    ) -> tuple[list[dict[str, Any]], Uploads, dict[int, dict[str, Any]]]:
         """Train the scheduled ``clients`` and run their uplink stages.
 
         Args:
@@ -136,7 +136,7 @@ class ClientHost:
             for i, client in enumerate(clients)
         ]
         updates = self.algorithm.client_update_many(contexts)
-        records: list[dict[str, float]] = []
+        records: list[dict[str, Any]] = []
         payloads = []
         weights = []
         for ctx, update in zip(contexts, updates, strict=True):
@@ -172,7 +172,7 @@ class ClientHost:
     ) -> ClientContext:
         """Return a hosted client's context of the round (``personal``: no upload)."""
         x, y = self.data.train(client)
-        common = {
+        common: dict[str, Any] = {
             "client": client,
             "round": round,
             "global_vector": global_vector,
@@ -304,11 +304,11 @@ class ClientHost:
         state_restored(self)
 
     @needs_state
-    def get_state(self) -> dict[int, dict[str, Any]]:
+    def get_state(self) -> dict[Any, Any]:
         """Return the per-client state (for checkpoints), ``{client: {name: value}}``."""
         return self.state.export()
 
-    def set_state(self, state: dict[int, dict[str, Any]]) -> None:
+    def set_state(self, state: dict[Any, Any]) -> None:
         """Restore per-client state saved by :meth:`get_state`."""
         self.state.load(state)
         state_restored(self)

@@ -216,5 +216,6 @@ def _flipped(payload: Any, ber: float, *, seed: int, round: int, client: int) ->
     )
 
 
-CloudServer = ray.remote(ServerHost)
+# Any: Ray's stubs give the handle's methods no .remote
+CloudServer: Any = ray.remote(ServerHost)
 """``ServerHost`` as a Ray actor class."""

@@ -9,7 +9,7 @@ run's seed and round count, not the whole run config.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from rayfl.algorithms.config import LocalTrainingConfig
@@ -56,13 +56,14 @@ class ActorSetup:
     server_noise_std: float = 0.0
     reduce_in_actor: bool = False
     client_noise_std: tuple[float, ...] | None = None
-    model: ModelConfig | None = None
-    algorithm: LocalTrainingConfig | None = None
-    privacy: PrivacyConfig | None = None
-    compression: CompressionConfig | None = None
-    wireless: WirelessConfig | None = None
-    seed: int | None = None
-    rounds: int | None = None
+    _: KW_ONLY
+    model: ModelConfig
+    algorithm: LocalTrainingConfig
+    privacy: PrivacyConfig
+    compression: CompressionConfig
+    wireless: WirelessConfig | None
+    seed: int
+    rounds: int
 
     @classmethod
     def from_config(cls, config: Any, **values: Any) -> ActorSetup:

@@ -51,7 +51,7 @@ class SharedData:
     def get(self) -> FederatedData:
         """Fetch the dataset (call inside an actor; waits for the holder)."""
         holder = ray.get_actor(self.holder)
-        data: FederatedData = ray.get(ray.get(holder.ref.remote()))
+        data: FederatedData = ray.get(ray.get(holder.ref.remote()))  # type: ignore[assignment]  # Ray stubs: untyped ref
         return data
 
 

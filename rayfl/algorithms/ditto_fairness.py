@@ -17,7 +17,7 @@ symbol table and implementation details (5-7) cover these functions too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -182,7 +182,11 @@ def optimal_lambda(
     lin: LinearModelParams, *, dim: int, num_clients: int, summed_noise_var: float
 ) -> tuple[float, float]:
     """Return (λ*, α0*) minimising R on λ ∈ [0, 2] (Theorem 3, detail 7)."""
-    kw = {"dim": dim, "num_clients": num_clients, "summed_noise_var": summed_noise_var}
+    kw: dict[str, Any] = {
+        "dim": dim,
+        "num_clients": num_clients,
+        "summed_noise_var": summed_noise_var,
+    }
     roots = fairness_derivative(lin, **kw).roots()
     real = roots.real[np.abs(roots.imag) <= 1e-9 * np.maximum(1.0, np.abs(roots))]
     cand = np.concatenate(([0.0, 1.0], real[(real >= 0.0) & (real <= 1.0)]))

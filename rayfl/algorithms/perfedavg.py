@@ -44,6 +44,8 @@ Implementation details:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -87,7 +89,7 @@ def perfedavg_local(
     Returns:
         (w after τ meta steps, mean outer-batch loss at w′, τ).
     """
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "batch_size": batch_size,
         "local_epochs": local_epochs,
         "local_steps": local_steps,

@@ -208,9 +208,9 @@ class Wpfl(Ditto):
             return {}
         if isinstance(payload, DitheredPayload):
             steps, _ = payload.draws()
+            assert payload.hi is not None  # a dithered payload's range is [-C, C]
             index = payload.codes.astype(np.int64) - level_offsets(
-                steps,
-                clip_norm=float(payload.hi),  # type: ignore[arg-type]
+                steps, clip_norm=float(payload.hi)
             )
             _, lengths = np.frexp(np.abs(index).astype(np.float64))
             mean_width = payload.payload_bits / payload.dim

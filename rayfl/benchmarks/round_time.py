@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     ray.init(
         num_cpus=args.cpus,
         include_dashboard=False,
-        logging_level="ERROR",
+        logging_level="ERROR",  # type: ignore[arg-type]  # Ray stubs: a level name works
         runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}},
     )
     t0 = time.perf_counter()

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
         }
     )
     t0 = time.perf_counter()
-    ray.init(num_cpus=args.cpus, include_dashboard=False, logging_level="ERROR")
+    ray.init(num_cpus=args.cpus, include_dashboard=False, logging_level="ERROR")  # type: ignore[arg-type]  # Ray stubs: a level name works
     t1 = time.perf_counter()
     system = Engine(cfg)
     t2 = time.perf_counter()

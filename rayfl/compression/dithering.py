@@ -165,7 +165,7 @@ def encode_indices(
     index = np.floor((x + np.asarray(dither, dtype=np.float64)) / step + 0.5)
     offsets = level_offsets(step, clip_norm=clip_norm)
     codes = np.clip(index.astype(np.int64) + offsets, 0, 2 * offsets)
-    return codes.astype(np.uint32)
+    return codes.astype(np.uint32)  # type: ignore[no-any-return]  # numpy stubs: Any
 
 
 def decode_indices(
@@ -216,6 +216,7 @@ class DitheredPayload(Payload):
     @property
     def payload_bits(self) -> float:
         """Uplink size: Σ_i w_i (the server knows each w_i, no width code)."""
+        assert self.widths is not None  # checked in __post_init__
         return float(np.sum(self.widths, dtype=np.int64))
 
     def draws(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:

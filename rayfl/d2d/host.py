@@ -157,7 +157,7 @@ class D2DClientHost(ClientHost):
         alpha: float,
         init: Vector,
         *model_dicts: dict[int, Vector],
-    ) -> dict[str, float]:
+    ) -> dict[str, Any]:
         """Aggregate (eq. 1), evaluate, train one local run, evaluate.
 
         Args:

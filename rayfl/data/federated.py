@@ -240,7 +240,7 @@ def _client_pools(
     try:
         parts = _partition(config, y, rng)
     except ValueError as error:
-        knobs = {"num_clients": config.num_clients}
+        knobs: dict[str, Any] = {"num_clients": config.num_clients}
         if config.partition == "dirichlet":
             knobs.update(
                 min_partition_size=config.min_partition_size, alpha=config.alpha

@@ -213,7 +213,9 @@ def summary_document(
 
     Fields read from the actors become None when they fail (:func:`query`).
     """
-    final = next((r for r in reversed(round_rows) if "global_acc" in r), {})
+    final: dict[str, Any] = next(
+        (r for r in reversed(round_rows) if "global_acc" in r), {}
+    )
     eps = (
         query(lambda: system.uplink.epsilons(evaluate=True)[0]) if round_rows else None
     )

@@ -8,6 +8,8 @@ float64), so a one-edge hierarchy reproduces the flat engine bit for bit.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import ray
@@ -39,5 +41,6 @@ class HierCloudHost(ServerHost):
         return (total / w.sum()).astype(np.float32)
 
 
-HierCloudServer = ray.remote(HierCloudHost)
+# Any: Ray's stubs give the handle's methods no .remote
+HierCloudServer: Any = ray.remote(HierCloudHost)
 """``HierCloudHost`` as a Ray actor class."""

@@ -102,7 +102,7 @@ class EdgeActions:
         return Schedule(self.members[values[on]], subchannel=on), []
 
 
-def check_edge_policy(name: str) -> type:
+def check_edge_policy(name: str) -> type[Any]:
     """Return policy ``name``'s class, or raise if it is not declared for the hierarchy.
 
     Raises:

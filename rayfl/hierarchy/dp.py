@@ -164,7 +164,7 @@ def stream_stds(
     delta_global = 2 * learning_rate * tau * g
     for c in range(n):
         constant = dp.edge_constant if trusted[c] else dp.device_constant
-        common = dict(
+        common: dict[str, Any] = dict(
             epsilon=eps,
             delta=dp.delta,
             sample_rate=sample_rate,

@@ -150,5 +150,6 @@ class EdgeHost:
         return ray.get_runtime_context().get_node_id()
 
 
-EdgeServer = ray.remote(EdgeHost)
+# Any: Ray's stubs give the handle's methods no .remote
+EdgeServer: Any = ray.remote(EdgeHost)
 """``EdgeHost`` as a Ray actor class."""

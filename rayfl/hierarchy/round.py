@@ -173,6 +173,7 @@ class HierarchicalRound:
         The subnets and trust flags drawn at build are kept (as the data
         partition is); the edges redraw their noise from the new seed.
         """
+        assert self.servers is not None  # started in build()
         self.servers.reset(seed)
         self._build_scheduling()
         self._reset_schedule()
@@ -240,12 +241,13 @@ class HierarchicalRound:
         self.interval = Interval.start(topo, sizes=self.topology.sizes, num_clients=n)
         dp = topo.dp
         self.uplink = ObserverLedger(n, delta=dp.delta, strict=dp.strict_accounting)
-        self.edge_rows = []
+        self.edge_rows: list[dict[str, Any]] = []
         self.edge_scheduling.reset()
         self._policies = None
 
     def placement(self, engine: Any) -> dict[str, Any]:
         """Return where the actors run (device actors, edges, cloud)."""
+        assert self.servers is not None  # started in build()
         return self.servers.placement(engine.pool, self.topology)
 
     # ------------------------------------------------------------------ round

@@ -174,7 +174,7 @@ class FlatModel:
         self.module = module
         self.spec = ModelSpec.of(module)
         self.flat = torch.zeros(self.spec.dim, dtype=torch.float32)
-        self.params: list[nn.Parameter] = []
+        self.params: list[torch.Tensor] = []
         with torch.no_grad():
             for p, start, stop in zip(
                 module.parameters(),

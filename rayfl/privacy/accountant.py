@@ -154,7 +154,7 @@ class PrivacyLedger:
         self,
         clients: npt.ArrayLike,
         *,
-        noise_multiplier: float | npt.ArrayLike,
+        noise_multiplier: float | npt.NDArray[np.float64],
         sample_rate: float,
         steps: int = 1,
     ) -> None:

@@ -157,6 +157,7 @@ def _formula_noise_std(
     """
     clip_norm = float(privacy.clip_norm)  # type: ignore[arg-type]  # validated
     eps, delta = privacy.epsilon, privacy.delta
+    assert eps is not None  # calibrate_noise_std returns 0 without a target ε
     rate = privacy.calibration_sample_rate  # a paper formula's input only
     if privacy.calibration == "accountant":
         z = accountant_noise_multiplier(

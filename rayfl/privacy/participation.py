@@ -62,7 +62,9 @@ def draw_epsilon_budgets(
 
 
 @lru_cache(maxsize=64)
-def _rdp_per_step(noise_multiplier: float, sample_rate: float) -> npt.NDArray:
+def _rdp_per_step(
+    noise_multiplier: float, sample_rate: float
+) -> npt.NDArray[np.float64]:
     """RDP of one Poisson-subsampled Gaussian step at dp-accounting's orders."""
     from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
@@ -167,7 +169,7 @@ def participation_targets(
         [0.5, 0.5, 1.0]
     """
     t_hat = np.asarray(max_participations, dtype=np.float64)
-    total = t_hat.sum()
+    total = float(t_hat.sum())
     if total <= 0:
         return np.zeros_like(t_hat)
     return np.minimum(num_subchannels * t_hat / total, 1.0)

@@ -116,7 +116,7 @@ def ma_noise_std(
         delta=delta,
         sample_rate=sample_rate,
         steps=int(max_uploads),
-        accountant=accountant,  # type: ignore[arg-type]
+        accountant=accountant,
     )
     return z * sensitivity
 

@@ -56,9 +56,9 @@ class ScoreRLModule(TorchRLModule, ValueFunctionAPI):
 
     def setup(self) -> None:
         """Build the networks from ``model_config`` (``hidden``, ``initial_log_std``)."""
-        config = dict(self.model_config or {})
+        config = dict(self.model_config or {})  # type: ignore[arg-type]  # RLlib: a dict here
         hidden = [int(h) for h in config.get("hidden", [64, 64])]
-        features = int(self.observation_space.shape[-1])
+        features = int(self.observation_space.shape[-1])  # type: ignore[union-attr, index]  # RLlib: set by now
         self.pi_trunk = _trunk(features, hidden)
         self.pi_out = nn.Linear(hidden[-1], int(config.get("outputs", 1)))
         nn.init.normal_(self.pi_out.weight, std=0.01)
@@ -104,7 +104,7 @@ def _linears(module: ScoreRLModule) -> dict[str, nn.Linear]:
     layers.update({f"vf_{i}": layer for i, layer in enumerate(module.vf_trunk)})
     layers["vf__pool"] = module.vf_pool
     layers["vf__out"] = module.vf_out
-    return layers
+    return layers  # type: ignore[return-value]  # torch stubs: ModuleList holds Module
 
 
 def export_arrays(module: ScoreRLModule) -> dict[str, np.ndarray]:

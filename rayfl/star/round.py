@@ -56,6 +56,7 @@ def star_observation(
         t: Round index.
     """
     state = uplink.channel_state(t)
+    assert state is not None  # observations exist with a wireless channel only
     eps, _ = uplink.epsilons(evaluate=True)
     tracked = tracker.fields()
     data_size = np.asarray(data_size)
@@ -221,7 +222,9 @@ class StarRound:
     ) -> tuple[list[Any], list[int]]:
         """Call ``train`` on each actor hosting a scheduled client (or every actor)."""
         pool: ActorPool = engine.pool
-        targets = np.unique(pool.actor_of[clients]) if len(clients) else []
+        targets: npt.NDArray[np.int64] | list[int] = (
+            np.unique(pool.actor_of[clients]) if len(clients) else []
+        )
         if self.algorithm.updates_unscheduled:
             targets = np.arange(len(pool.actors))
         calls, called = [], []

@@ -128,7 +128,7 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
         )
         .env_runners(
             num_env_runners=rl.num_env_runners,
-            num_cpus_per_env_runner=rl.num_cpus_per_env_runner,
+            num_cpus_per_env_runner=rl.num_cpus_per_env_runner,  # type: ignore[arg-type]  # RLlib stubs: a float works
             # each emulate-mode env copy is a whole FL system on Ray: one per runner
             num_envs_per_env_runner=(
                 rl.num_envs_per_env_runner if rl.mode == "surrogate" else 1

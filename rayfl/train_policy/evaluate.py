@@ -76,7 +76,9 @@ def evaluate_policies(
     )
     if not seeds:
         raise ValueError("partition_seeds must name at least one partition")
-    policies = [(n, {}) for n in (rl.baselines if baselines is None else baselines)]
+    policies: list[tuple[str, dict[str, Any]]] = [
+        (n, {}) for n in (rl.baselines if baselines is None else baselines)
+    ]
     if checkpoint is not None:
         learned = {"checkpoint": str(checkpoint)}
         if rl.controls:  # its schedule with the configured controls: who vs how

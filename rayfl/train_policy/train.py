@@ -156,7 +156,7 @@ def export_policy(algo: Any, out: Path, meta: dict[str, Any]) -> None:
     tmp = out.with_name(out.name + ".new")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    np.savez(tmp / "policy.npz", **arrays)
+    np.savez(tmp / "policy.npz", **arrays)  # type: ignore[arg-type]  # numpy stubs: **kwds vs allow_pickle
     (tmp / "policy.json").write_text(json.dumps(info, indent=2) + "\n")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
@@ -353,7 +353,7 @@ def _iterate(
     elapsed = float(rows[-1]["elapsed_s"]) if rows else 0.0
     cpu_before = float(rows[-1].get("cpu_s", 0.0)) if rows else 0.0
     cpu_start = time.process_time()
-    steps_before = _lifetime_steps(None)
+    steps_before: float | None = None
     iteration = start
     for iteration in range(start + 1, rl.iterations + 1):
         t0 = time.perf_counter()
@@ -387,9 +387,7 @@ def _iterate(
     return iteration
 
 
-def _lifetime_steps(result: Mapping[str, Any] | None) -> float | None:
-    if result is None:
-        return None
+def _lifetime_steps(result: Mapping[str, Any]) -> float:
     runners = result.get("env_runners", {})
     value = runners.get(
         "num_env_steps_sampled_lifetime", result.get("num_env_steps_sampled_lifetime")
