@@ -172,6 +172,9 @@ def _cmd_train_policy(args: argparse.Namespace) -> int:
     if not rllib_available():
         print(f"rayfl: {INSTALL_HINT}", file=sys.stderr)
         return 2
+    if args.resume is not None and args.config is not None and "=" in args.config:
+        # `--resume RUN_DIR rl.iterations=60`: the first override, not a config
+        args.overrides, args.config = [args.config, *args.overrides], None
     if (args.config is None) == (args.resume is None):
         print("rayfl: train-policy needs CONFIG or --resume RUN_DIR", file=sys.stderr)
         return 2

@@ -28,3 +28,38 @@ def test_example_config_loads_without_rllib():
 def test_bad_rl_values_name_the_field(override, field):
     with pytest.raises(ConfigError, match=field):
         load_config("examples/rl_scheduler.yaml", [override])
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--resume", "runs/x", "rl.iterations=60"], (None, ["rl.iterations=60"])),
+        (
+            ["--resume", "runs/x", "rl.iterations=60", "rl.lr=0.001"],
+            (None, ["rl.iterations=60", "rl.lr=0.001"]),
+        ),
+        (["cfg.yaml", "rl.iterations=60"], ("cfg.yaml", ["rl.iterations=60"])),
+    ],
+    ids=["resume-one-override", "resume-two-overrides", "config"],
+)
+def test_train_policy_passes_config_and_overrides(
+    monkeypatch, tmp_path, argv, expected
+):
+    # docs/learned_scheduler.md: `rayfl train-policy --resume RUN_DIR rl.iterations=60`
+    monkeypatch.setattr("rayfl.train_policy.train.rllib_available", lambda: True)
+    calls = []
+
+    def fake(config, overrides, resume=None):
+        calls.append((config, list(overrides), resume))
+        return tmp_path
+
+    monkeypatch.setattr("rayfl.train_policy.train.train_policy", fake)
+    assert cli.main(["train-policy", *argv]) == 0
+    resume = "runs/x" if "--resume" in argv else None
+    assert calls == [(*expected, resume)]
+
+
+def test_train_policy_refuses_both_a_config_and_resume(monkeypatch, capsys):
+    monkeypatch.setattr("rayfl.train_policy.train.rllib_available", lambda: True)
+    assert cli.main(["train-policy", "cfg.yaml", "--resume", "runs/x"]) == 2
+    assert "needs CONFIG or --resume" in capsys.readouterr().err
