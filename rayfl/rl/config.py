@@ -60,8 +60,8 @@ class RLConfig(BaseModel):
     time_budget_s: float | None = Field(
         None,
         gt=0,
-        description="Stop after the iteration that crosses this wall time [s] "
-        "(None: run all iterations).",
+        description="Stop after the iteration that crosses this training wall "
+        "time [s], summed over the run and its resumes (None: run all iterations).",
     )
     train_batch_size: int = Field(
         1000, ge=8, description="Env steps collected per iteration."
