@@ -94,6 +94,13 @@ CATEGORY: dict[str, str] = {
         "390627b 8f3785c b579e94 f94b3ea d5fef6b b06625b d6904b2 b4c44ad d1ec119 "
         "ed8765d c899012 c06f4c3 67dc236 090cb3f c61b300 a1ff208",
     ),
+    # session 16 (28 Nov 2026)
+    **_tagged(f"{CAPABILITY}: sections", "d6d9ed6"),  # rayfl never imports envs
+    **_tagged(f"{CAPABILITY}: rl", "699c70a 9c7b35d"),  # controls decoded around c
+    **_tagged(
+        OTHER,  # mypy clean (STYLE.md rule 29); CLI fixes
+        "7823429 25b9f25 80ed82d d08a939 600e42d 4f3222c 9287857",
+    ),
 }
 
 
