@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -50,8 +51,11 @@ class OutputConfig(BaseModel):
                 f"output.dir must be a directory (or one that can be created), but "
                 f"{existing} is a file: got {self.dir!r}"
             )
-        if not os.access(existing, os.W_OK | os.X_OK):
+        try:  # mkdir itself: os.access says yes to root where mkdir fails (/proc)
+            os.rmdir(tempfile.mkdtemp(prefix=".rayfl-probe-", dir=existing))
+        except OSError as e:
             raise ValueError(
-                f"output.dir: {existing} is not writable (got {self.dir!r})"
-            )
+                f"output.dir: cannot create a directory in {existing} "
+                f"({e.strerror}; got {self.dir!r})"
+            ) from None
         return self

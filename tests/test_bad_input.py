@@ -1,5 +1,7 @@
 """Bad input ends in a short, clear error and leaves no run directory behind."""
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -252,3 +254,16 @@ def test_the_hierarchy_refuses_a_policy_that_needs_the_star_system(monkeypatch):
     assert "scheduler.policy=needs_controls sets per-client controls" in str(
         error.value
     )
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_output_dir_that_cannot_be_made_is_refused_even_for_root(tmp_path):
+    # os.access says /proc is writable to root, but mkdir there fails: the
+    # validator tries mkdir itself (the fuzz test met this as a crashed run)
+    with pytest.raises(ConfigError) as error:
+        load_config("examples/quickstart.yaml", {"output.dir": "/proc/rayfl-no/x"})
+    assert "output.dir: cannot create a directory in /proc" in str(error.value)
+    # a creatable one is accepted and the probe leaves nothing behind
+    cfg = load_config("examples/quickstart.yaml", {"output.dir": str(tmp_path / "a")})
+    assert cfg.output.dir == str(tmp_path / "a")
+    assert list(tmp_path.iterdir()) == []
