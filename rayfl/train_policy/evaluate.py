@@ -182,8 +182,12 @@ def write_evaluation(run_dir: Path, table: pd.DataFrame, *, verbose: bool) -> No
         print(text)
 
 
-def plot_training(run_dir: Path) -> None:
-    """Draw the learning curve and, after an evaluation, the evaluation bars."""
+def plot_training(run_dir: Path, reward_scale: float = 1.0) -> None:
+    """Draw the learning curve and, after an evaluation, the evaluation bars.
+
+    The training returns (PPO's, times ``rl.reward_scale``) are divided by
+    ``reward_scale``, so they share the evaluation's unscaled axis.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -199,7 +203,9 @@ def plot_training(run_dir: Path) -> None:
     )
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(
-        progress["iteration"], progress["episode_return_mean"], label="PPO (training)"
+        progress["iteration"],
+        progress["episode_return_mean"] / reward_scale,
+        label="PPO (training)",
     )
     if evaluation is not None:
         means = evaluation.groupby("policy", sort=False)["return"].mean()

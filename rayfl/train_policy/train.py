@@ -258,7 +258,7 @@ def train_policy(
                 cfg, run_dir / "policy", episodes=rl.eval_episodes
             )
             write_evaluation(run_dir, table, verbose=verbose)
-        plot_training(run_dir)
+        plot_training(run_dir, rl.reward_scale)
     finally:
         session.close()
     return run_dir

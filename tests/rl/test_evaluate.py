@@ -84,3 +84,29 @@ def test_env_copies_start_on_different_partitions():
         first.append(env.get_wrapper_attr("partition_seed"))
         env.close()
     assert first[0] != first[1]
+
+
+def test_the_learning_curve_undoes_the_reward_scale(tmp_path, monkeypatch):
+    # PPO's returns carry rl.reward_scale; the evaluation's do not. The curve
+    # must put both on the evaluation's axis (a scaled curve at -1 drawn beside
+    # unscaled evaluations at -110 looked far better than it was).
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    from rayfl.train_policy.evaluate import plot_training
+
+    pd.DataFrame({"iteration": [1, 2], "episode_return_mean": [-2.0, -1.0]}).to_csv(
+        tmp_path / "progress.csv", index=False
+    )
+    pd.DataFrame(
+        {"policy": ["learned", "round_robin"], "episode": [0, 0], "return": [-40, -110]}
+    ).to_csv(tmp_path / "evaluation.csv", index=False)
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    plot_training(tmp_path, reward_scale=0.02)
+    monkeypatch.undo()
+    curve = figures[0].axes[0].lines[0]
+    np.testing.assert_allclose(curve.get_ydata(), [-100.0, -50.0])
+    for fig in figures:
+        plt.close(fig)
