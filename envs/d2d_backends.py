@@ -72,7 +72,7 @@ class D2DEmulatedBackend:
 
         system = self.system
         if system is not None and self.fresh and system.config.seed == seed:
-            return system.layout  # type: ignore[no-any-return]
+            return system.layout
         if not self.owned:
             raise RuntimeError(
                 "this env drives an external D2D engine (the runner's): it covers "
@@ -84,13 +84,13 @@ class D2DEmulatedBackend:
         cfg = self.config.model_copy(update={"seed": int(seed)})
         self.system = build_system(cfg, data=self.data)
         self.fresh = True
-        return self.system.layout  # type: ignore[no-any-return]
+        return self.system.layout
 
     @property
     def data_size(self) -> npt.NDArray[np.int64]:
         """(N,) train samples per client."""
         assert self.system is not None
-        return self.system.data.num_train  # type: ignore[no-any-return]
+        return self.system.data.num_train
 
     def initial(
         self, targets: Sequence[int]

@@ -352,7 +352,7 @@ def make_rl_env(
             return WirelessFLEnv(
                 run_config, mode=mode, reward=reward, controls=controls
             )
-        if run_config.topology.target == "all":  # type: ignore[union-attr]
+        if run_config.topology.target == "all":
             raise ValueError(
                 "make_rl_env needs one D2D target (topology.target: an id or "
                 "random), got topology.target=all"

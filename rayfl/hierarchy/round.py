@@ -438,7 +438,7 @@ class HierarchicalRound:
 
     def observe(self, engine: Any, t: int) -> tuple[Observation, ...]:
         """Return each edge's observation (``rayfl.hierarchy.scheduling``)."""
-        return tuple(self.scheduling_observations(t))  # type: ignore[arg-type]
+        return tuple(self.scheduling_observations(t))
 
     def exhausted(self, engine: Any) -> bool:
         """Never: the hierarchy has no upload budget."""

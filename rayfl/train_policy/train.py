@@ -289,7 +289,7 @@ def _num_subchannels(cfg: RunConfig) -> int | None:
     """K of the trained decision (hierarchy: K_e, None = one per device)."""
     topology: Any = cfg.topology
     if topology.kind == "hierarchical":
-        return topology.scheduling.subchannels_per_edge  # type: ignore[no-any-return]
+        return topology.scheduling.subchannels_per_edge
     return int((cfg.wireless or topology).num_subchannels)
 
 
