@@ -47,8 +47,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(_TABLE_HEADER)
     print(result.table())
     final = result.summary.get("final", {})
-    names = {"target_acc": "target accuracy"} if "target_acc" in final else {}
-    names = names or {"global_acc": "global accuracy", "max_loss": "max client loss"}
+    names = (
+        {"target_acc": "target accuracy"}  # D2D: the target's score
+        if "target_acc" in final
+        else {"global_acc": "global accuracy", "max_loss": "max client loss"}
+    )
     scores = [f"{name} {final[key]:.4f}" for key, name in names.items() if key in final]
     parts = [f"final {', '.join(scores)}"] if scores else []
     parts.append(f"{result.summary['total_s']:.1f} s ({result.summary['status']})")

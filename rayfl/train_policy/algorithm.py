@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from rayfl.config import RunConfig
 from rayfl.registry import ENVS, load
 from rayfl.rl.config import RLConfig
+from rayfl.star.actions import StarActions
 
 __all__ = [
     "RLlibScoresEnv",
@@ -81,15 +81,16 @@ def learned_controls(cfg: RunConfig) -> dict[str, float]:
     """The per-client controls the policy learns (``rl.controls``), else none.
 
     Returns:
-        Each control's name → its configured value (as the env holds it, in
-        float32), around which the network's output is decoded.
+        Each control's name → its configured value as the env holds it
+        (:meth:`rayfl.star.actions.StarActions.from_config`), around which the
+        network's output is decoded.
     """
     if cfg.rl is None or not cfg.rl.controls:
         return {}
-    from rayfl.algorithms.registry import algorithm_controls
-
-    names = algorithm_controls(cfg.algorithm)
-    return {c: float(np.float32(getattr(cfg.algorithm, c))) for c in names}
+    actions = StarActions.from_config(cfg, controls=True)
+    assert actions.default_controls is not None  # from_config always sets it
+    values = map(float, actions.default_controls[0])
+    return dict(zip(actions.control_names, values, strict=True))
 
 
 def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
