@@ -99,7 +99,7 @@ CATEGORY: dict[str, str] = {
     **_tagged(f"{CAPABILITY}: rl", "699c70a 9c7b35d"),  # controls decoded around c
     **_tagged(
         OTHER,  # mypy clean (STYLE.md rule 29); CLI fixes
-        "7823429 25b9f25 80ed82d d08a939 600e42d 4f3222c 9287857 4acb706 a48cac8 52054c8",
+        "7823429 25b9f25 80ed82d d08a939 600e42d 4f3222c 9287857 4acb706 a48cac8 52054c8 e23ed5d",
     ),
 }
 
