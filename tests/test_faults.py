@@ -27,6 +27,10 @@ def _actor_names():
     return ray.util.list_named_actors()
 
 
+def _run_dir_made(root):
+    return any(not p.name.startswith(".") for p in root.iterdir())
+
+
 def test_killed_actor_mid_round_loses_that_round_only(ray_session, tmp_path):
     # Arrange: run in a thread so the test can kill an actor while rounds run
     box = {}
@@ -35,9 +39,14 @@ def test_killed_actor_mid_round_loses_that_round_only(ray_session, tmp_path):
     )
     thread.start()
     deadline = time.time() + 90
-    while time.time() < deadline and not any(tmp_path.iterdir()):
-        time.sleep(0.1)  # the run directory appears once the actors are up
-    names = [n for n in _actor_names() if n.endswith("-clients-0")]
+    # the run directory appears once the actors are up (config validation's
+    # mkdir probe, a hidden .rayfl-probe-* directory, does not count)
+    while time.time() < deadline and not _run_dir_made(tmp_path):
+        time.sleep(0.1)
+    names = []
+    while time.time() < deadline and not names:  # the name may lag the actor
+        names = [n for n in _actor_names() if n.endswith("-clients-0")]
+        time.sleep(0.1)
     assert names, "client actor never appeared"
     actor = ray.get_actor(names[0])
     # Act: let a round or so run, then kill the actor hosting clients 0 and 1
