@@ -315,6 +315,7 @@ def make_rl_env(
     partition_every: int = 1,
     partition_offset: int = 0,
     controls: bool = False,
+    neighbor_cost: float = 0.0,
 ) -> gym.Env:
     """Build the wrapped scheduling env (module docstring).
 
@@ -331,6 +332,8 @@ def make_rl_env(
         partition_offset: Index of the first partition seed.
         controls: Star only: the action also sets the algorithm's per-client
             controls (:class:`HungarianTopK`).
+        neighbor_cost: D2D only: the reward's price per selected neighbor
+            (:class:`envs.d2d.D2DNeighborEnv`).
 
     Returns:
         The env: ``Box(N, F)`` observations, ``Box(N)`` actions.
@@ -343,6 +346,10 @@ def make_rl_env(
     if controls and cfg.topology.kind != "flat":
         raise ValueError(
             f"controls=True is for the star env; got topology.kind={cfg.topology.kind}"
+        )
+    if neighbor_cost and cfg.topology.kind != "d2d":
+        raise ValueError(
+            f"neighbor_cost is for the D2D env; got topology.kind={cfg.topology.kind}"
         )
 
     def make(run_config: RunConfig) -> gym.Env:
@@ -357,7 +364,11 @@ def make_rl_env(
                 "make_rl_env needs one D2D target (topology.target: an id or "
                 "random), got topology.target=all"
             )
-        return _TargetInfo(D2DNeighborEnv(run_config, mode=mode, reward=reward))
+        return _TargetInfo(
+            D2DNeighborEnv(
+                run_config, mode=mode, reward=reward, neighbor_cost=neighbor_cost
+            )
+        )
 
     env: gym.Env = (
         make(cfg)

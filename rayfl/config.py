@@ -259,6 +259,11 @@ class RunConfig(_Section):
             check_policy(name, topology=topology, field="rl.baselines")
         if rl.controls:
             self._check_rl_controls(topology, rl.mode)
+        if rl.neighbor_cost and topology != "d2d":
+            raise ValueError(
+                "rl.neighbor_cost prices D2D neighbor selections; it needs "
+                f"topology.kind=d2d (got {topology})"
+            )
 
     def _check_rl_controls(self, topology: str, mode: str) -> None:
         """``rl.controls`` needs the star and emulate mode.

@@ -54,6 +54,13 @@ class RLConfig(BaseModel):
     reward_scale: float = Field(
         1.0, gt=0, description="Multiplies every reward before PPO sees it."
     )
+    neighbor_cost: float = Field(
+        0.0,
+        ge=0,
+        description="D2D only: subtracted from each round's reward per selected "
+        "neighbor (mean over the targets; envs.d2d), so the policy pays for the "
+        "models it receives. Charged to the baselines in the final evaluation too.",
+    )
     iterations: int = Field(
         40, ge=1, description="PPO iterations (one batch of env steps each)."
     )

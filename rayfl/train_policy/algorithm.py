@@ -40,6 +40,7 @@ def _env_creator(env_config: Mapping[str, Any]) -> Any:
         partition_every=env_config.get("partition_every", 1),
         partition_offset=_partition_offset(env_config),
         controls=env_config.get("controls", False),
+        neighbor_cost=env_config.get("neighbor_cost", 0.0),
     )
 
 
@@ -52,7 +53,7 @@ class RLlibScoresEnv(gym.Wrapper):
     Args:
         env_config: ``config`` (the run config as a dict), ``mode``,
             ``reward``, ``reward_scale``, ``partition_seeds``,
-            ``partition_every``, ``controls``.
+            ``partition_every``, ``controls``, ``neighbor_cost``.
     """
 
     def __init__(self, env_config: Mapping[str, Any]) -> None:
@@ -118,6 +119,7 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
         "partition_seeds": rl.partition_seeds,
         "partition_every": rl.partition_every,
         "controls": rl.controls,
+        "neighbor_cost": rl.neighbor_cost,
     }
     config = (
         PPOConfig()

@@ -123,6 +123,7 @@ def _episode_env(cfg: RunConfig, partition: int, mode: str) -> Any:
         mode=mode,
         reward=rl.reward,
         **({"controls": True} if rl.controls else {}),  # star only
+        **({"neighbor_cost": rl.neighbor_cost} if rl.neighbor_cost else {}),  # D2D
     )
 
 
