@@ -58,7 +58,7 @@ demo: install
 	$(BIN)/rayfl run examples/quickstart.yaml
 
 test: install data
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 test-slow: install data
 	$(BIN)/python -m pytest -q -m slow
