@@ -364,11 +364,7 @@ def make_rl_env(
                 "make_rl_env needs one D2D target (topology.target: an id or "
                 "random), got topology.target=all"
             )
-        return _TargetInfo(
-            D2DNeighborEnv(
-                run_config, mode=mode, reward=reward, neighbor_cost=neighbor_cost
-            )
-        )
+        return _TargetInfo(D2DNeighborEnv(run_config, mode, reward, neighbor_cost))
 
     env: gym.Env = (
         make(cfg)
