@@ -102,7 +102,7 @@ CATEGORY: dict[str, str] = {
         "7823429 25b9f25 80ed82d d08a939 600e42d 4f3222c 9287857 4acb706 a48cac8 52054c8 e23ed5d",
     ),
     # session 17 (28 Nov 2026)
-    **_tagged(f"{CAPABILITY}: rl", "a72f13f"),  # rl.neighbor_cost (D2D)
+    **_tagged(f"{CAPABILITY}: rl", "a72f13f dd71930"),  # rl.neighbor_cost (D2D)
 }
 
 
