@@ -169,9 +169,11 @@ class D2DNeighborEnv(FLEnv):
     | overrides | list or mapping | () | config overrides ``key.path=value`` |
     | system | Engine (D2D) | None | drive an existing system (emulate; the runner) |
     | data | FederatedData | None | a prebuilt dataset |
+    | render_mode | str or None | None | "ansi" or "rgb_array": the candidates' gains per sub-channel and the round's M_n (:mod:`envs.render`) |
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version; ``render_mode`` added later (spaces, reward and
+      dynamics unchanged).
     """
 
     topology_kind = "d2d"
@@ -187,6 +189,7 @@ class D2DNeighborEnv(FLEnv):
         overrides: Sequence[str] | Mapping[str, Any] = (),
         system: Any = None,
         data: FederatedData | None = None,
+        render_mode: str | None = None,
     ) -> None:
         if invalid_action not in ("repair", "raise"):
             raise ValueError(
@@ -197,7 +200,12 @@ class D2DNeighborEnv(FLEnv):
         if system is not None and mode != "emulate":
             raise ValueError("system= needs mode='emulate'")
         cfg = self._setup(
-            config, overrides, mode, reward, None if system is None else system.config
+            config,
+            overrides,
+            mode,
+            reward,
+            None if system is None else system.config,
+            render_mode=render_mode,
         )
         self.topology: D2DTopologyConfig = cfg.topology  # type: ignore[assignment]
         self.neighbor_cost = float(neighbor_cost)
@@ -240,6 +248,12 @@ class D2DNeighborEnv(FLEnv):
     def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
         """One round with the neighbors the action selects."""
         selections, ignored = self.decode(action)
+        n = self.num_nodes
+        self.marks = [
+            (i * n + s, f)
+            for i, t in enumerate(self.targets)
+            for s, f in zip(*selections[t], strict=True)
+        ]
         outcome = self._backend.run(self.round, selections)
         for t in self.targets:
             self._em[t] = outcome.em_weight[t]
@@ -287,6 +301,22 @@ class D2DNeighborEnv(FLEnv):
             np.array([self._loss[t] for t in self.targets], dtype=np.float64),
             np.array([self._acc[t] for t in self.targets], dtype=np.float64),
         )
+
+    def _gain_table(
+        self, obs: Mapping[str, Any]
+    ) -> tuple[npt.NDArray[np.float64], list[str]]:
+        """Each target's candidates (rows, target after target) on the sub-channels.
+
+        The target's own row (a placeholder gain in the observation) is NaN.
+        """
+        gain = np.asarray(obs["channel_gain"], dtype=np.float64)
+        table = gain.reshape(-1, self.num_subchannels).copy()
+        n = self.num_nodes
+        table[[i * n + t for i, t in enumerate(self.targets)]] = np.nan
+        labels = [
+            f"target {t} node {s}" for t in self.targets for s in range(self.num_nodes)
+        ]
+        return table, labels
 
     def target_observation(
         self, obs: Mapping[str, npt.NDArray[np.float32]], index: int
