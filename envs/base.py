@@ -25,7 +25,6 @@ import numpy as np
 import numpy.typing as npt
 
 from envs.render import RENDER_MODES, render_ansi, render_rgb
-
 from rayfl.config import RunConfig, load_config
 from rayfl.rewards import DIFFERENCE_REWARDS, Scores, check_reward, reward
 
