@@ -62,13 +62,10 @@ DEFAULT_REWARD = "min_max_loss"
 ConfigLike = str | Path | Mapping[str, Any] | RunConfig
 
 
-class FlatFLEnv(gym.Env):  # type: ignore[type-arg]  # gymnasium: Env is generic
+class FlatFLEnv(gym.Env):
     """The RL-ready env of one topology (module docstring); subclasses name it."""
 
-    metadata: ClassVar[dict[str, Any]] = {
-        "render_modes": list(RENDER_MODES),
-        "render_fps": 1,
-    }
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 1}
     #: ``topology.kind`` of the configs this env takes.
     topology_kind: ClassVar[str]
     #: The config of ``gym.make(id)`` without one.
@@ -114,7 +111,7 @@ class FlatFLEnv(gym.Env):  # type: ignore[type-arg]  # gymnasium: Env is generic
     ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
         """Start an episode; ``seed`` goes to the base env (detail 2)."""
         super().reset(seed=seed)
-        return self.inner.reset(seed=seed, options=options)  # type: ignore[no-any-return]  # gymnasium: ObsType
+        return self.inner.reset(seed=seed, options=options)
 
     def step(
         self, action: Any

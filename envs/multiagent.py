@@ -64,7 +64,7 @@ F32 = npt.NDArray[np.float32]
 ConfigLike = str | Path | Mapping[str, Any] | RunConfig
 
 
-class _UnitAgents(ParallelEnv):  # type: ignore[misc]  # pettingzoo: untyped base
+class _UnitAgents(ParallelEnv):
     """One agent per decision unit of a base env (module docstring)."""
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -167,7 +167,7 @@ class _UnitAgents(ParallelEnv):  # type: ignore[misc]  # pettingzoo: untyped bas
         shape = self._action_spaces[agent].shape
         if values.shape != shape or np.isnan(values).any():
             raise ValueError(
-                f"agent {agent!r}: action must be {shape[0]} finite scores, "  # type: ignore[index]  # gymnasium: Box.shape is a tuple
+                f"agent {agent!r}: action must be {shape[0]} finite scores, "
                 f"got {actions[agent]!r}"
             )
         return values

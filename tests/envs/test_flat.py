@@ -127,6 +127,25 @@ def test_flat_ids_share_one_default_mode_and_reward_and_bounded_spaces(env_id):
     env.close()
 
 
+@pytest.mark.parametrize("env_id", FLAT_IDS)
+def test_flat_ids_pass_gymnasiums_checker_and_replay_a_seed(env_id):
+    env = gym.make(env_id)
+    gym_check_env(env.unwrapped, skip_render_check=True)
+    actions = [env.action_space.sample() for _ in range(4)]
+
+    def rollout():
+        record = [env.reset(seed=11)[0]]
+        for action in actions:
+            obs, reward, *_ = env.step(action)
+            record += [obs, np.float32(reward)]
+        return record
+
+    first, second = rollout(), rollout()
+    for a, b in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a, b)
+    env.close()
+
+
 def test_bounded_features_map_each_column_into_minus_one_one():
     # Arrange: the features of a real observation, with extremes added
     env = _make_surrogate("WirelessFL-v0")
