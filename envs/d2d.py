@@ -131,8 +131,23 @@ class D2DNeighborEnv(FLEnv):
     ## Observation Space
     A ``Dict`` of float32 arrays, the keys ``TOPOLOGY_KEYS["d2d"]`` of
     :mod:`rayfl.observation` (leading T axis in all-targets mode), built by
-    :func:`rayfl.d2d.selection.round_observation`, whose table gives the
-    meaning of each key (rows: the N nodes; the target's row is ineligible).
+    :func:`rayfl.d2d.selection.round_observation` (rows: the N nodes; the
+    target's row is ineligible):
+
+    | key | shape | meaning | unit | low | high |
+    |-----|-------|---------|------|-----|------|
+    | channel_gain | (N, F) | P ĥ² h̃_f² of link s → target on sub-channel f | dB | -inf | inf |
+    | eligible | (N,) | 1 for the neighbors G_n (every node but the target) | – | 0 | 1 |
+    | loss | (N,) | last train loss of s whose model reached the target | nats | 0 | inf |
+    | upload_count | (N,) | rounds the model of s reached the target | count | 0 | inf |
+    | privacy_spent | (N,) | always 0 (no DP in D2D runs) | ε | 0 | inf |
+    | staleness | (N,) | rounds since the model of s last reached the target | rounds | 0 | inf |
+    | data_size | (N,) | train samples of s | samples | 0 | inf |
+    | round | (1,) | round index t | – | 0 | inf |
+    | error_probability | (N,) | analytic P_s^err (1 for the target) | – | 0 | 1 |
+    | distance_m | (N,) | distance to the target | m | 0 | inf |
+    | em_weight | (N,) | π_s after the previous round | – | 0 | 1 |
+    | selected | (N,) | 1 for last round's M_n | – | 0 | 1 |
 
     ## Rewards
     The reward set of every topology (:mod:`rayfl.rewards`) over the targets'

@@ -32,9 +32,19 @@ on a closed one does not upload (``rayfl.hierarchy.scheduling`` detail 1).
 
 ## Observation Space
 ``Dict({"edge_0": obs_0, …, "edge_{N-1}": obs_{N-1}})``, obs_c being the flat
-env's table for the subnet (keys ``channel_gain`` (n_c, K_e) dB, ``loss``,
-``upload_count``, ``privacy_spent``, ``staleness``, ``data_size``,
-``eligible``, ``round``; see ``rayfl.hierarchy.scheduling``).
+env's table for the subnet (``rayfl.hierarchy.scheduling``), float32, rows the
+devices of S_c by ascending id:
+
+| key | shape | meaning | unit | low | high |
+|-----|-------|---------|------|-----|------|
+| channel_gain | (n_c, K_e) | gain of device d_j on edge c's subchannel k this round (−inf: closed) | dB | -inf | inf |
+| eligible | (n_c,) | 1 if the device may upload | – | 0 | 1 |
+| loss | (n_c,) | last training loss the device reported | nats | 0 | inf |
+| upload_count | (n_c,) | uploads so far | count | 0 | inf |
+| privacy_spent | (n_c,) | worst-observer accountant ε of the device (0 without DP) | ε | 0 | inf |
+| staleness | (n_c,) | rounds since the device's update last arrived | rounds | 0 | inf |
+| data_size | (n_c,) | train samples of the device | samples | 0 | inf |
+| round | (1,) | global round index k | – | 0 | inf |
 
 ## Rewards
 The reward set of every topology (:mod:`rayfl.rewards`) over the global model
