@@ -91,10 +91,13 @@ def test_gym_make_without_arguments_works_for_every_registered_id(env_id):
 @pytest.mark.slow
 @pytest.mark.usefixtures("ray_session")
 @pytest.mark.parametrize(
-    "env_id", [i for i, m in LEGACY_MODE.items() if m == "emulate"]
+    ("env_id", "kwargs"),
+    [(i, {}) for i, m in LEGACY_MODE.items() if m == "emulate"]
+    + [(i, {"mode": "emulate"}) for i in FLAT_IDS],
+    ids=lambda v: v if isinstance(v, str) else ("emulate" if v else "default"),
 )
-def test_the_emulate_default_ids_step_without_arguments(env_id):
-    env = gym.make(env_id)
+def test_the_emulate_mode_steps_on_every_default_system(env_id, kwargs):
+    env = gym.make(env_id, **kwargs)
     try:
         obs, _ = env.reset(seed=0)
         obs, reward, *_ = env.step(env.action_space.sample())
