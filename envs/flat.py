@@ -10,10 +10,10 @@ the ``learned`` policy's schedule: top K eligible, subchannels by the
 Hungarian rule) under :class:`envs.wrappers.BoundedFeatures`.
 
 Why surrogate by default: an RL library needs many thousand steps, and the
-surrogate steps in milliseconds where the emulation (real training on Ray) takes 0.04–1 s a step and a minute or more
-to start (issue 34); pass ``mode="emulate"`` to
-score or fine-tune on the real rounds (a vectorised emulate env may make that
-the better default later). Why ``min_max_loss``: it is the fairness objective
+surrogate steps in milliseconds where the emulation (real training on Ray)
+takes 0.04–1 s a step and a minute or more to start (issue 34); pass
+``mode="emulate"`` to score or fine-tune on the real rounds (a vectorised
+emulate env may make that the better default later). Why ``min_max_loss``: it is the fairness objective
 of the papers' scheduling (seed_000 §3.3) and the one reward every topology
 has in both modes.
 
