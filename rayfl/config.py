@@ -22,8 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -37,6 +36,7 @@ from pydantic import (
 
 from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_names
 from rayfl.compression.config import CompressionConfig
+from rayfl.config_numbers import booleans_as_numbers, union_kind
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
@@ -142,7 +142,7 @@ class RunConfig(_Section):
     ) -> RunConfig:
         """The topology's default policy, validate, then check the policy."""
         if isinstance(data, dict):
-            booleans = _booleans_as_numbers(data)
+            booleans = booleans_as_numbers(data, cls)
             if booleans:
                 raise ValueError("; ".join(booleans))
             data = topology_policy(data)
@@ -328,75 +328,6 @@ class RunConfig(_Section):
         return self.model_dump(mode="json")
 
 
-def _is_number_type(annotation: Any) -> bool:
-    """Whether a field of this type takes ints or floats but not booleans."""
-    if annotation in (int, float):
-        return True
-    args = get_args(annotation)
-    if get_origin(annotation) is Annotated:
-        return _is_number_type(args[0])
-    if get_origin(annotation) in (Union, UnionType):
-        return bool not in args and any(_is_number_type(a) for a in args)
-    return False
-
-
-def _element_type(annotation: Any) -> Any:
-    """The element type of a list/tuple field (or of its list member), or None."""
-    for member in get_args(annotation) or (annotation,):
-        if get_origin(member) in (list, tuple):
-            return get_args(member)[0]
-    return None
-
-
-def _booleans_as_numbers(data: Any, model: Any = None, path: str = "") -> list[str]:
-    """Return one message per number field given a boolean (pydantic takes True as 1).
-
-    Walks the raw input beside the config's types before validation (so no
-    section's own check sees ``True`` as 1 first): every int and float field of
-    every section refuses ``true``/``false``, a union section by the member its
-    ``kind`` names (or its first, the default); fields typed ``Any``
-    (``sweep``, ``scheduler.params``) are checked where they are validated.
-
-    Args:
-        data: The raw input mapping of the section at ``path``.
-        model: The section's model class (default: :class:`RunConfig`).
-        path: Dotted field path (empty at the root).
-
-    Returns:
-        ``"<path> must be a number, not a boolean (got True)"`` per offender.
-
-    Example:
-        >>> _booleans_as_numbers({"rounds": True, "data": {"num_clients": 4}})
-        ['rounds must be a number, not a boolean (got True)']
-    """
-    fields = getattr(model or RunConfig, "model_fields", {})
-    found: list[str] = []
-    for key, value in data.items() if isinstance(data, Mapping) else ():
-        if key not in fields:
-            continue
-        annotation, where = fields[key].annotation, f"{path}{key}"
-        members = [
-            a
-            for a in get_args(annotation) or (annotation,)
-            if isinstance(a, type) and issubclass(a, BaseModel)
-        ]
-        if isinstance(value, Mapping) and members:
-            kind = value.get("kind")
-            chosen = [m for m in members if _kind(m) == kind] or members[:1]
-            found += _booleans_as_numbers(value, chosen[0], f"{where}.")
-        elif isinstance(value, bool) and _is_number_type(annotation):
-            found.append(f"{where} must be a number, not a boolean (got {value})")
-        elif isinstance(value, list | tuple) and _is_number_type(
-            _element_type(annotation)
-        ):
-            found += [
-                f"{where}[{i}] must be a number, not a boolean (got {item})"
-                for i, item in enumerate(value)
-                if isinstance(item, bool)
-            ]
-    return found
-
-
 def _parse_override(item: str) -> tuple[list[str], Any]:
     if "=" not in item:
         raise ConfigError(f"override {item!r} must look like key.path=value")
@@ -436,19 +367,11 @@ def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
     node[path[-1]] = value
 
 
-def _kind(model: Any) -> Any:
-    """The ``kind`` tag of a union member's model (None if it has none)."""
-    fields = getattr(model, "model_fields", None)
-    if not isinstance(fields, dict) or "kind" not in fields:
-        return None
-    return fields["kind"].default
-
-
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str] | None:
     """The keys of the section at ``loc[:-1]`` (a union's tag picks its member)."""
     models: list[Any] = [RunConfig]
     for part in loc[:-1]:
-        tagged = [m for m in models if _kind(m) == part]
+        tagged = [m for m in models if union_kind(m) == part]
         if tagged:
             models = tagged
             continue

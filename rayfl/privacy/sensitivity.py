@@ -18,6 +18,18 @@ known rate inside the release. This module is the single place that says which
 | H2FDP trusted edge | each device's step to η·s·G; the edge noises the mean | 2η·s·G·max ρ (= 2η·s·G/s_c with equal weights ρ = 1/s_c) | any two datasets of one device | 1 |
 | Dithering baseline of the WPFL paper | the model to ‖x‖ ≤ C; Laplace(b) per coordinate | L1: 2C·√d | any two datasets of the client | pure ε = uploads·2C√d/b |
 
+The adjacency column is the relation the *ledger* assumes for the noised
+release alone. What else the server side sees can narrow it, and
+:func:`adjacency` says what a run really holds for: an aggregation weight
+abs(D_n) sent in the clear (every algorithm but Ditto/WPFL with
+``aggregation: uniform``), a σ, sampling rate or schedule computed from
+abs(D_n) (DP-Ditto's eq. 8, WPFL's ``sample_level`` baselines, DP-SparFL's q_i,
+H2FDP's default q, ``topology.weighting: data_size``, a policy reading
+``data_size``) changes with certainty when a record is added or removed, so
+the guarantee holds for one record *replaced* only; a policy reading the
+un-noised ``loss`` leaves none. ``summary.json`` reports it as
+``privacy.adjacency`` (the ledger's relation as ``privacy.ledger_adjacency``).
+
 Why 2C for a whole clipped update. The clipped update lies in the C-ball
 whatever the client's data, so two datasets (differing in one record, or in all
 of them) give updates at most 2C apart. A bound of C would need one record to
