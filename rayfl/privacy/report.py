@@ -137,7 +137,12 @@ class LedgerReport:
         return eps, nominal
 
     def ledger_rule(self) -> dict[str, Any]:
-        """Return the sensitivity, adjacency, ledger q and z(s) the ledger used."""
+        """Return the sensitivity, the ledger's adjacency, its q and z(s).
+
+        ``ledger_adjacency`` is the relation the ledger's analysis assumes for
+        the noised release alone; the run's ``adjacency`` (what it really holds
+        for) is :func:`rayfl.privacy.sensitivity.adjacency`'s.
+        """
         privacy = self.sections.privacy
         if self.local_dp is not None:
             q = np.asarray(self.local_dp.sample_rate, dtype=np.float64)

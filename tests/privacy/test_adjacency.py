@@ -213,6 +213,43 @@ def test_poisson_dp_sgd_with_a_released_size_states_the_group_privacy_cost():
     assert "(2 epsilon, (1 + e^epsilon) delta) by group privacy" in claim.reason
 
 
+def test_the_paper_epsilon_is_in_the_privacy_block_not_a_column():
+    from types import SimpleNamespace
+
+    from rayfl.engine.rows import client_rows, privacy_block
+    from rayfl.system import RoundResult
+    from rayfl.uplink import UplinkModel
+
+    # Arrange: DP-Ditto's eq. 8 calibration, every client's one planned upload
+    cfg = load_config(
+        {
+            **BASE,
+            "rounds": 1,
+            "algorithm": {"kind": "ditto"},
+            "privacy": {
+                "mechanism": "gaussian",
+                "clip_norm": 1.0,
+                "epsilon": 10.0,
+                "calibration": "dp_ditto",
+            },
+        }
+    )
+    uplink = UplinkModel(cfg, num_train=[50, 60, 70, 80], model_dim=10)
+    uplink.record_releases([0, 1, 2, 3])
+    system = SimpleNamespace(config=cfg, uplink=uplink)
+    # Act
+    eps, _ = uplink.epsilons(evaluate=True)
+    privacy = privacy_block(system, eps)
+    rows = client_rows(0, 4, RoundResult(round=0, rows=[], delivered=[]), None, eps)
+    # Assert: at its planned uploads eq. 8's nominal ε is its target
+    np.testing.assert_allclose(privacy["paper_epsilon_per_client"], [10.0] * 4)
+    assert privacy["epsilon_max"] > 10.0  # the spent ε is the ledger's
+    assert privacy["adjacency"] == adjacency(cfg).relation == ADJACENCY_REPLACE_ONE
+    assert privacy["ledger_adjacency"] == ADJACENCY_CLIENT  # the noise alone
+    assert "epsilon" in rows[0] and not any("nominal" in k for k in rows[0])
+
+
+@pytest.mark.slow
 @pytest.mark.usefixtures("ray_session")
 def test_summary_json_states_the_claim_and_no_paper_epsilon_column(tmp_path):
     import pandas as pd
@@ -224,15 +261,24 @@ def test_summary_json_states_the_claim_and_no_paper_epsilon_column(tmp_path):
             **BASE,
             "rounds": 1,
             "algorithm": {"kind": "ditto", "local_steps": 1, "batch_size": 8},
-            "privacy": {**DP, "epsilon": None},
+            "privacy": {  # DP-Ditto: the paper's σ_n from abs(D_n) (eq. 8)
+                "mechanism": "gaussian",
+                "clip_norm": 1.0,
+                "epsilon": 10.0,
+                "calibration": "dp_ditto",
+            },
             "output": {"dir": str(tmp_path), "progress": False, "plots": False},
         }
     )
     result = rayfl.run(cfg)
-    summary = json.loads((result.run_dir / "summary.json").read_text())
+    privacy = json.loads((result.run_dir / "summary.json").read_text())["privacy"]
     claim = adjacency(cfg)
-    assert summary["privacy"]["adjacency"] == claim.relation == ADJACENCY_CLIENT
-    assert summary["privacy"]["adjacency_reason"] == claim.reason
+    assert privacy["adjacency"] == claim.relation == ADJACENCY_REPLACE_ONE
+    assert privacy["adjacency_reason"] == claim.reason
+    assert privacy["ledger_adjacency"] == ADJACENCY_CLIENT  # the noise alone
+    # the paper's ε: every client made its one planned upload, so eq. 8's target
+    np.testing.assert_allclose(privacy["paper_epsilon_per_client"], [10.0] * 4)
+    assert privacy["epsilon_max"] > 10.0  # the spent ε is the ledger's, not it
     columns = pd.read_parquet(result.run_dir / "metrics.parquet").columns
     assert "epsilon" in columns and "epsilon_nominal" not in columns
 
