@@ -93,6 +93,7 @@ class D2DClientHost(ClientHost):
             records.append({"client": client, **metrics})
         return records, models
 
+    @needs_state
     def current_models(
         self, clients: list[int], key: str, init: Vector
     ) -> dict[int, Vector]:
@@ -147,6 +148,7 @@ class D2DClientHost(ClientHost):
         self.model.module.train()
         return torch.cat(out).double().numpy()
 
+    @needs_state
     def target_round(
         self,
         round: int,
@@ -246,6 +248,7 @@ class D2DClientHost(ClientHost):
                 servers[int(t)].set_state(store)
         self.__dict__["_servers"] = servers
 
+    @needs_state
     def group_download_refs(
         self,
         round: int,
@@ -264,6 +267,7 @@ class D2DClientHost(ClientHost):
         )
         return refs
 
+    @needs_state
     def aggregate_group(
         self,
         round: int,
