@@ -15,6 +15,11 @@ federated baselines reuse ``ClientHost.train`` unchanged; pFedWN adds
   evaluated after each;
 * :meth:`D2DClientHost.aggregate_group`: the target as the (virtual) aggregator of
   a federated baseline over its group (``ServerHost.aggregate``).
+
+Every method that reads the hosted clients' state (models, group servers) is
+``@needs_state`` (:mod:`rayfl.actors.restart`): a host Ray restarted refuses it
+until the driver gives the state back; ``em_update`` reads only the data and the
+models it is sent.
 """
 
 from __future__ import annotations
