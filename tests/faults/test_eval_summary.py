@@ -71,3 +71,35 @@ def test_the_report_names_the_partial_rounds():
     (warning,) = report["warnings"]
     assert "1 of 2 evaluated rounds" in warning and "round 2: 2 of 4" in warning
     assert evaluation_report(rows[:2], 4) == {"partial_eval_rounds": [], "warnings": []}
+
+
+def test_an_edge_that_lost_devices_in_its_subnet_evaluation_is_flagged():
+    from types import SimpleNamespace
+
+    from rayfl.hierarchy.accounting import edge_rows
+
+    # Arrange: edge 0's devices 0 (acc 0.5) and 1 (lost with its actor); edge 1 whole
+    zeros = np.zeros(2)
+    stds = SimpleNamespace(
+        edge_local=zeros, edge_global=zeros, device_local=zeros, device_global=zeros
+    )
+    evals = [
+        (0, [{"client": 0, "test_acc": 0.5, "test_loss": 1.0}]),
+        (0, None),
+        (1, [{"client": 2, "test_acc": 0.8, "test_loss": 0.3}]),
+    ]
+    # Act
+    rows = edge_rows(
+        k=0,
+        trusted=np.array([True, True]),
+        participants=np.array([2, 1]),
+        stds=stds,
+        edge_records=[],
+        edge_evals=evals,
+        num_test=NUM_TEST,
+        energy=zeros,
+        delay=zeros,
+    )
+    # Assert
+    assert [r["subnet_partial_eval"] for r in rows] == [True, False]
+    assert [r["subnet_acc"] for r in rows] == [0.5, 0.8]
