@@ -136,3 +136,50 @@ def fail_then_resume(
     assert summary["error"]["round"] == at, summary["error"]
     assert summary["error"]["resume_from"] == at, summary["error"]
     return run_dir
+
+
+def sigkill_driver_then_resume(config: dict[str, Any], out: Path) -> Path:
+    """Run ``config`` in its own process, SIGKILL it after a checkpoint, resume it.
+
+    Returns:
+        The run directory, resumed to completion by ``rayfl resume`` in a
+        fresh process.
+    """
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import yaml
+
+    cfg_path = out / "cfg.yaml"
+    out.mkdir(parents=True, exist_ok=True)
+    cfg_path.write_text(yaml.safe_dump(config))
+    rayfl_cli = [sys.executable, "-m", "rayfl.cli"]
+    proc = subprocess.Popen(
+        [*rayfl_cli, "run", str(cfg_path), f"output.dir={out / 'runs'}"],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.time() + 300
+    marker = None
+    while time.time() < deadline and proc.poll() is None:
+        found = list((out / "runs").glob("*/checkpoint/round.json"))
+        if found and json.loads(found[0].read_text())["next_round"] >= 1:
+            marker = found[0]
+            break
+        time.sleep(0.02)
+    assert marker is not None, proc.stderr.read().decode() if proc.stderr else ""
+    assert proc.poll() is None, "the run ended before the kill: make it longer"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    run_dir = marker.parent.parent
+    done = subprocess.run(
+        [*rayfl_cli, "resume", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return run_dir

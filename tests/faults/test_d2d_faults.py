@@ -25,6 +25,7 @@ from tests.faults.scenarios import (
     during_gather,
     fail_then_resume,
     kill_for_good,
+    sigkill_driver_then_resume,
     tables,
 )
 from tests.ray_faults import kill_until_restarted
@@ -107,4 +108,14 @@ def test_resume_after_a_fault_equals_the_uninterrupted_run(
     resumed = rayfl.resume(run_dir)
     # Assert
     assert resumed.summary["status"] == "completed"
+    assert_same_run(tables(run_dir), reference)
+
+
+@pytest.mark.slow  # two driver processes, each starting its own Ray
+def test_resume_after_the_driver_is_sigkilled_equals_the_uninterrupted_run(
+    reference, tmp_path
+):
+    # Arrange and Act: the driver killed once a checkpoint exists, then resumed
+    run_dir = sigkill_driver_then_resume(CFG, tmp_path)
+    # Assert
     assert_same_run(tables(run_dir), reference)

@@ -21,6 +21,7 @@ from tests.faults.scenarios import (
     fail_then_resume,
     kill_for_good,
     only_run_dir,
+    sigkill_driver_then_resume,
     tables,
 )
 from tests.ray_faults import kill_until_restarted
@@ -120,3 +121,13 @@ def test_a_device_host_restarted_in_evaluation_is_retried(
     got["rounds"] = got["rounds"].drop(columns="eval_retried")
     want = {**reference, "rounds": reference["rounds"].drop(columns="eval_retried")}
     assert_same_run(got, want)
+
+
+@pytest.mark.slow  # two driver processes, each starting its own Ray
+def test_resume_after_the_driver_is_sigkilled_equals_the_uninterrupted_run(
+    reference, tmp_path
+):
+    # Arrange and Act: the driver killed once a checkpoint exists, then resumed
+    run_dir = sigkill_driver_then_resume(CFG, tmp_path)
+    # Assert
+    assert_same_run(tables(run_dir), reference)
