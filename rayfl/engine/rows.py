@@ -68,7 +68,7 @@ _FAIRNESS_KEYS = (
 
 
 class PartialEvaluationWarning(RuntimeWarning):
-    """A round's evaluation missed clients (their host failed twice or for good)."""
+    """A round's evaluation missed clients (their host failed, and again on the retry)."""
 
 
 def client_rows(
@@ -185,7 +185,7 @@ def evaluation_summary(
     """Return a round's evaluation aggregates, never silently over a subset.
 
     A client whose evaluation is missing (``eval_failed``: its host failed, was
-    retried once and failed again, or is dead for good) makes the round
+    restarted and retried once, and failed again) makes the round
     ``partial_eval``: ``eval_clients`` counts the clients evaluated, the
     accuracy and loss means cover those clients only, and the fairness
     aggregates (max/worst-10 % loss, min/worst-10 % accuracy, Jain's indices,
