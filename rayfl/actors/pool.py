@@ -13,6 +13,8 @@ M-client actors started the same way::
     pool.remember_state(a, state_ref) # the latest client-state snapshot of actor a
     pool.restore_failed()             # before the next call: restarted actors
                                       # get their clients' state back
+    pool.evaluate_all(submit, keys)   # every client's evaluation, a failed host
+                                      # retried once (rows marked eval_failed)
     pool.placement(); pool.close()
 
 What ``start`` does, identically for every topology: packs the clients
@@ -28,6 +30,11 @@ Actor failure is packet loss: :meth:`gather` turns a dead actor's results into
 None and marks the actor; the caller records its clients' updates as lost, and
 :meth:`restore_failed` hands the restarted actor the last state snapshot its
 caller remembered (:meth:`remember_state`).
+
+Evaluation never shrinks silently (:meth:`evaluate_all`): a host that fails
+while evaluating is restored and asked once more; a client still without an
+evaluation gets NaN scores and ``eval_failed = True``, which
+``rayfl.engine.rows.round_row`` turns into a round marked ``partial_eval``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -245,6 +253,53 @@ class ActorPool:
                 time.sleep(wait_s)
             else:
                 self.to_restore.clear()
+
+    def evaluate_all(
+        self, submit: Callable[[Any], Any], keys: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """Evaluate every client on its host; retry a failed host once.
+
+        1. restore the hosts that failed before (:meth:`restore_failed`) and
+           submit ``submit(actor)`` to every host;
+        2. a host whose call failed (dead, or restarted without its state) is
+           restored and called once more; its rows then carry
+           ``eval_retried = True``;
+        3. a host failing again leaves its clients with NaN ``keys`` and
+           ``eval_failed = True``; it stays marked for restoring, so the next
+           call to the actors restores it.
+
+        A host that cannot restart (dead for good) raises in step 2, as in a
+        training round: the run fails and ``rayfl resume`` re-runs the round
+        from the last checkpoint, evaluation included.
+
+        Args:
+            submit: ``submit(actor) -> ref`` of a list of per-client records
+                (each with ``client``).
+            keys: The score keys a missing client gets as NaN.
+
+        Returns:
+            One record per client, sorted by client id.
+        """
+        self.restore_failed()
+        ids = list(range(len(self.actors)))
+        batches = self.gather([submit(self.actors[a]) for a in ids], ids)
+        failed = [a for a in ids if batches[a] is None]
+        if failed:
+            self.restore_failed()  # a host that cannot restart fails the run here
+            retried = self.gather([submit(self.actors[a]) for a in failed], failed)
+            for a, batch in zip(failed, retried, strict=True):
+                if batch is not None:
+                    batches[a] = [{**row, "eval_retried": True} for row in batch]
+        nan = float("nan")
+        rows: list[dict[str, Any]] = []
+        for a, batch in enumerate(batches):
+            if batch is None:
+                batch = [
+                    {"client": c, **dict.fromkeys(keys, nan), "eval_failed": True}
+                    for c in self.groups[a]
+                ]
+            rows += batch
+        return sorted(rows, key=lambda r: r["client"])
 
     # ------------------------------------------------------------------ the rest
     def placement(self) -> list[dict[str, Any]]:

@@ -15,6 +15,11 @@ federated baselines reuse ``ClientHost.train`` unchanged; pFedWN adds
   evaluated after each;
 * :meth:`D2DClientHost.aggregate_group`: the target as the (virtual) aggregator of
   a federated baseline over its group (``ServerHost.aggregate``).
+
+Every method that reads the hosted clients' state (models, group servers) is
+``@needs_state`` (:mod:`rayfl.actors.restart`): a host Ray restarted refuses it
+until the driver gives the state back; ``em_update`` reads only the data and the
+models it is sent.
 """
 
 from __future__ import annotations
@@ -93,6 +98,7 @@ class D2DClientHost(ClientHost):
             records.append({"client": client, **metrics})
         return records, models
 
+    @needs_state
     def current_models(
         self, clients: list[int], key: str, init: Vector
     ) -> dict[int, Vector]:
@@ -147,6 +153,7 @@ class D2DClientHost(ClientHost):
         self.model.module.train()
         return torch.cat(out).double().numpy()
 
+    @needs_state
     def target_round(
         self,
         round: int,
@@ -246,6 +253,7 @@ class D2DClientHost(ClientHost):
                 servers[int(t)].set_state(store)
         self.__dict__["_servers"] = servers
 
+    @needs_state
     def group_download_refs(
         self,
         round: int,
@@ -264,6 +272,7 @@ class D2DClientHost(ClientHost):
         )
         return refs
 
+    @needs_state
     def aggregate_group(
         self,
         round: int,

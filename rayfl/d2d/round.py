@@ -42,9 +42,11 @@ Implementation details:
        training loses its model that round, like a lost packet (``delivered``
        false, ``rejected = actor_lost``); at the end of the round the restarted
        actor gets the state of its clients at the end of the previous round. A
-       target's actor lost, any actor lost in a federated baseline, or an actor
-       that cannot restart fails the round (the run ends ``failed`` and
-       ``rayfl resume`` continues from the last checkpoint).
+       target's actor lost (also while the target is evaluated: a restarted host
+       refuses ``target_round`` until its state is back, never evaluating or
+       training from empty state), any actor lost in a federated baseline, or an
+       actor that cannot restart fails the round (the run ends ``failed`` and
+       ``rayfl resume`` continues from the last checkpoint; tests/faults).
     7. :meth:`D2DRound.state_dict` is plain data (:mod:`rayfl.d2d.snapshot`).
 """
 

@@ -3,12 +3,16 @@
 - :func:`client_rows`: one ``metrics.parquet`` row per client and round;
 - :func:`round_row`: one ``rounds.parquet`` row per round (counts, costs,
   ε, the evaluation summary, the topology's ``RoundResult.extras``);
+- :func:`evaluation_summary`: a round's evaluation aggregates, marked
+  ``partial_eval`` (fairness aggregates NaN) when clients' evaluations are
+  missing, and :func:`evaluation_report`, the summary's account of such rounds;
 - :func:`summary_document`: ``summary.json`` of a finished (or failed) run,
   with :func:`divergence_report` and per-column totals.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -18,8 +22,11 @@ from rayfl.metrics import round_summary
 from rayfl.system import EvalRow, RoundResult
 
 __all__ = [
+    "PartialEvaluationWarning",
     "client_rows",
     "divergence_report",
+    "evaluation_report",
+    "evaluation_summary",
     "privacy_block",
     "query",
     "round_costs",
@@ -39,6 +46,30 @@ _EVAL_KEYS = (
     "eval_train_reg_loss",
     "eval_train_pl_objective",
 )
+#: Aggregates that rank or spread the clients (fairness): over a subset of the
+#: clients they look fairer than the run was, so a partial round reports NaN.
+_FAIRNESS_KEYS = (
+    "min_acc",
+    "worst10_acc",
+    "max_loss",
+    "worst10_loss",
+    "jain_acc",
+    "jain_train_loss",
+    "var_train_loss",
+    "jain_train_reg_loss",
+    "jain_train_pl_objective",
+    "personal_min_acc",
+    "personal_max_loss",
+    "personal_jain_acc",
+    "personal_worst10_acc",
+    "eval_worst10_acc",
+    "eval_jain_acc",
+    "eval_max_loss",
+)
+
+
+class PartialEvaluationWarning(RuntimeWarning):
+    """A round's evaluation missed clients (their host failed, and again on the retry)."""
 
 
 def client_rows(
@@ -77,6 +108,7 @@ def client_rows(
                 "delivered": bool(r.get("delivered", False)),
                 "actor_failed": bool(r.get("actor_failed", False)),
                 "rejected": r.get("rejected") or None,  # reason string, or None
+                "eval_failed": bool(e.get("eval_failed", False)),
                 "train_loss": float(r.get("train_loss", _NAN)),
                 **{k: float(e.get(k, _NAN)) for k in _EVAL_KEYS},
                 "epsilon": float(epsilon[c]) if epsilon is not None else _NAN,
@@ -142,8 +174,87 @@ def round_row(
         )
         if wireless
         else _NAN,
-        **(round_summary(evals, num_test) if evals else {}),
+        **evaluation_summary(evals, num_test, round=result.round),
         **result.extras,
+    }
+
+
+def evaluation_summary(
+    evals: list[EvalRow] | None, num_test: np.ndarray, *, round: int = -1
+) -> dict[str, Any]:
+    """Return a round's evaluation aggregates, never silently over a subset.
+
+    A client whose evaluation is missing (``eval_failed``: its host failed, was
+    restarted and retried once, and failed again) makes the round
+    ``partial_eval``: ``eval_clients`` counts the clients evaluated, the
+    accuracy and loss means cover those clients only, and the fairness
+    aggregates (max/worst-10 % loss, min/worst-10 % accuracy, Jain's indices,
+    train-loss variance) are NaN; a :class:`PartialEvaluationWarning` says so.
+
+    Args:
+        evals: Every client's evaluation record, or None (not evaluated).
+        num_test: Test samples per client (weights of the global accuracy).
+        round: The round (for the warning).
+
+    Returns:
+        ``eval_clients``, ``partial_eval``, ``eval_retried`` (clients evaluated
+        on the second try, their host restarted) and, when evaluated,
+        :func:`rayfl.metrics.round_summary`'s aggregates.
+    """
+    if not evals:
+        return {"eval_clients": 0, "partial_eval": False, "eval_retried": 0}
+    missing = sum(bool(e.get("eval_failed")) for e in evals)
+    out: dict[str, Any] = {
+        **round_summary(evals, num_test),
+        "eval_clients": len(evals) - missing,
+        "partial_eval": bool(missing),
+        "eval_retried": sum(bool(e.get("eval_retried")) for e in evals),
+    }
+    if missing:
+        out.update({k: _NAN for k in _FAIRNESS_KEYS if k in out})
+        warnings.warn(
+            f"round {round}: {missing} of {len(evals)} clients could not be "
+            "evaluated (their actor failed twice); the round's accuracy and loss "
+            "cover the other clients only, its fairness metrics are NaN",
+            PartialEvaluationWarning,
+            stacklevel=2,
+        )
+    return out
+
+
+def evaluation_report(
+    round_rows: list[dict[str, Any]], num_clients: int
+) -> dict[str, Any]:
+    """Return the summary fields of rounds whose evaluation missed clients.
+
+    Args:
+        round_rows: The ``rounds.parquet`` rows so far.
+        num_clients: N, the clients every evaluation should cover.
+
+    Returns:
+        ``partial_eval_rounds`` (the rounds marked ``partial_eval``) and
+        ``warnings``: ``partial evaluation: P of E evaluated rounds missed
+        clients whose actor failed (round r: k of N clients, ...)...``.
+    """
+    evaluated = [
+        r for r in round_rows if r.get("eval_clients") or r.get("partial_eval")
+    ]
+    partial = [r for r in evaluated if r.get("partial_eval")]
+    warnings_ = []
+    if partial:
+        detail = ", ".join(
+            f"round {r['round']}: {r['eval_clients']} of {num_clients} clients"
+            for r in partial[:5]
+        )
+        warnings_.append(
+            f"partial evaluation: {len(partial)} of {len(evaluated)} evaluated "
+            f"rounds missed clients whose actor failed ({detail}); their "
+            "fairness metrics are NaN and their accuracy covers the evaluated "
+            "clients only (rounds.parquet: partial_eval, eval_clients)"
+        )
+    return {
+        "partial_eval_rounds": [int(r["round"]) for r in partial],
+        "warnings": warnings_,
     }
 
 
@@ -199,6 +310,17 @@ def divergence_report(round_rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _reports(round_rows: list[dict[str, Any]], num_clients: int) -> dict[str, Any]:
+    """:func:`divergence_report` and :func:`evaluation_report`, warnings joined."""
+    divergence = divergence_report(round_rows)
+    evaluation = evaluation_report(round_rows, num_clients)
+    return {
+        **divergence,
+        **evaluation,
+        "warnings": divergence["warnings"] + evaluation["warnings"],
+    }
+
+
 def summary_document(
     system: Any,
     round_rows: list[dict[str, Any]],
@@ -240,7 +362,7 @@ def summary_document(
                 sum(r.get("download_bits", 0.0) for r in round_rows)
             ),
         },
-        **divergence_report(round_rows),
+        **_reports(round_rows, system.num_clients),
         "privacy": query(lambda: privacy_block(system, eps)),
     }
 

@@ -207,7 +207,9 @@ def edge_rows(
         stds: The interval's noise stds.
         edge_records: The edges' aggregation records of the round.
         edge_evals: ``(edge, evaluation records)`` of the subnet models (None:
-            the actor died during the evaluation).
+            the actor died during the evaluation; the edge's
+            ``subnet_acc``/``subnet_loss`` then cover its other devices and
+            ``subnet_partial_eval`` is true).
         num_test: Test samples per device (weights the subnet accuracy).
         energy: Energy (J) per edge, uploads and backhaul hop.
         delay: Delay (s) per edge, uploads and backhaul hop.
@@ -217,6 +219,9 @@ def edge_rows(
     for rec in edge_records:
         noise_by_edge[rec["edge"]] += rec["edge_noise_norm"] ** 2
     acc = {c: [0.0, 0.0, 0.0] for c in range(n_edges)}
+    # an edge whose subnet evaluation lost an actor's devices: flagged, never a
+    # silently smaller subnet
+    partial = {c for c, evals in edge_evals if evals is None}
     for c, evals in edge_evals:
         for e in evals or ():
             w = float(num_test[int(e["client"])])
@@ -232,6 +237,7 @@ def edge_rows(
             "participants": int(participants[c]),
             "subnet_acc": acc[c][0] / acc[c][2] if acc[c][2] else nan,
             "subnet_loss": acc[c][1] / acc[c][2] if acc[c][2] else nan,
+            "subnet_partial_eval": c in partial,
             "edge_noise_norm": float(math.sqrt(noise_by_edge[c])),
             "edge_noise_std_local": float(stds.edge_local[c]),
             "edge_noise_std_global": float(stds.edge_global[c]),

@@ -148,17 +148,11 @@ DeviceActor = ray.remote(DeviceHost)
 def evaluate_devices(pool: Any, global_ref: Any) -> list[dict[str, Any]]:
     """Evaluate ``global_ref`` on every device's test split, one row per device by id.
 
-    Devices of an actor that fails during evaluation get NaN metrics.
+    A host failing during evaluation is restored and retried once; devices still
+    missing get NaN scores and ``eval_failed`` (``ActorPool.evaluate_all``).
     """
-    pool.restore_failed()
-    refs = [a.evaluate.remote(global_ref) for a in pool.actors]
-    batches = pool.gather(refs, list(range(len(pool.actors))))
-    nan = float("nan")
-    rows = []
-    for a, batch in enumerate(batches):
-        if batch is None:
-            batch = [
-                {"client": c, "test_loss": nan, "test_acc": nan} for c in pool.groups[a]
-            ]
-        rows += batch
-    return sorted(rows, key=lambda r: r["client"])
+    return list(
+        pool.evaluate_all(
+            lambda actor: actor.evaluate.remote(global_ref), ("test_loss", "test_acc")
+        )
+    )

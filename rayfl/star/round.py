@@ -336,22 +336,14 @@ class StarRound:
     def evaluate(self, engine: Any) -> list[EvalRow]:
         """Evaluate every client's models; one record per client, by id.
 
-        Clients of an actor that fails during evaluation get NaN metrics.
+        A host failing during evaluation is restored and retried once; clients
+        still missing get NaN scores and ``eval_failed`` (``ActorPool.evaluate_all``).
         """
         pool: ActorPool = engine.pool
-        pool.restore_failed()
-        refs = [a.evaluate.remote(engine.global_ref) for a in pool.actors]
-        batches = pool.gather(refs, list(range(len(pool.actors))))
-        nan = float("nan")
-        keys = ("test_loss", "test_acc", "eval_train_loss")
-        rows = []
-        for a, batch in enumerate(batches):
-            if batch is None:
-                batch = [
-                    {"client": c, **dict.fromkeys(keys, nan)} for c in pool.groups[a]
-                ]
-            rows += batch
-        return sorted(rows, key=lambda r: r["client"])
+        return pool.evaluate_all(
+            lambda actor: actor.evaluate.remote(engine.global_ref),
+            ("test_loss", "test_acc", "eval_train_loss"),
+        )
 
     # ------------------------------------------------------------------ state
     def state_dict(self, engine: Any) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""Fault injection across the topologies (rayfl.actors.pool, rayfl.engine.loop)."""
