@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from rayfl.atomic import atomic_write  # noqa: E402
+
 __all__ = ["ROUND_AXIS", "overlay_dir", "plot_rounds"]
 
 #: Rounds are counted from 0 everywhere: rounds.parquet, the console table, plots.
@@ -56,6 +58,10 @@ def plot_rounds(runs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[P
 
     Returns:
         The paths written.
+
+    Raises:
+        rayfl.atomic.DiskFullError: If the disk is full (each PNG is written
+            atomically: the ones not written keep their previous version).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -82,7 +88,9 @@ def plot_rounds(runs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[P
             ax.legend(fontsize=8)
         fig.tight_layout()
         path = out / f"{column}.png"
-        fig.savefig(path)
-        plt.close(fig)
+        try:  # atomically: a full disk leaves the previous PNG, not a cut one
+            atomic_write(path, lambda tmp, fig=fig: fig.savefig(tmp, format="png"))
+        finally:
+            plt.close(fig)
         written.append(path)
     return written
