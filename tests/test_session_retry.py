@@ -3,10 +3,12 @@ attempt leaves no process behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import pytest
@@ -72,7 +74,9 @@ class _SpawningInit:
 
     def __call__(self, **kwargs):
         tree = subprocess.Popen(["bash", "-c", "sleep 60 & sleep 60 & wait"])
-        time.sleep(0.3)
+        deadline = time.monotonic() + 30  # bash and its two sleeps (busy host)
+        while len(descendants({tree.pid})) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.trees.append([(p, start_time(p)) for p in descendants({tree.pid})])
         if len(self.trees) <= self.failures:
             raise Exception("The current node timed out during startup.")
@@ -123,3 +127,55 @@ def test_stop_new_processes_spares_older_children_and_reaps():
         for p in (older, newer):
             p.kill()
             p.wait()
+
+
+RETRY_DRIVER = textwrap.dedent(
+    """
+    import json, os, time
+    import ray._private.services as services
+    from rayfl import session
+    from rayfl._watchdog import descendants, start_time
+    from rayfl.config import RayConfig
+
+    first = []
+    get_node = services.get_node
+
+    def timing_out(*args, **kwargs):  # the first attempt's wait runs out
+        if not first:
+            time.sleep(2)  # let the raylet start its agents
+            me = os.getpid()
+            first.extend((p, start_time(p)) for p in descendants({me}) - {me})
+            raise Exception("The current node timed out during startup.")
+        return get_node(*args, **kwargs)
+
+    services.get_node = timing_out
+    session.time.sleep = lambda s: None
+    ray_session = session.RaySession(RayConfig(num_cpus=1))
+    time.sleep(1)
+    left = [(p, s) for p, s in first if s is not None and start_time(p) == s]
+    print(json.dumps({"first": first, "left": left}), flush=True)
+    ray_session.close()
+    """
+)
+
+
+@pytest.mark.slow  # starts Ray twice in a subprocess
+@linux_only
+def test_a_real_ray_start_up_timeout_leaves_nothing_of_the_first_attempt():
+    # Arrange / Act: Ray's first start-up wait "times out" (its processes are
+    # running by then); RaySession retries
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    done = subprocess.run(
+        [sys.executable, "-c", RETRY_DRIVER],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        start_new_session=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    # Assert: the first attempt had started Ray's processes (GCS, raylet, ...);
+    # none of them was alive once the second attempt had started
+    assert len(report["first"]) >= 3, report
+    assert report["left"] == [], report
