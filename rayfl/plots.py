@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -44,6 +46,10 @@ def overlay_dir(run_dirs: Sequence[str | Path], root: str | Path = ".") -> Path:
     if len(name) > 120:
         name = f"plots-compare-{names[0]}-and-{len(names) - 1}-more"
     return Path(root) / name
+
+
+def _save_png(fig: Any, path: Path) -> None:
+    fig.savefig(path, format="png")
 
 
 def plot_rounds(runs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[Path]:
@@ -89,7 +95,7 @@ def plot_rounds(runs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[P
         fig.tight_layout()
         path = out / f"{column}.png"
         try:  # atomically: a full disk leaves the previous PNG, not a cut one
-            atomic_write(path, lambda tmp, fig=fig: fig.savefig(tmp, format="png"))
+            atomic_write(path, partial(_save_png, fig))
         finally:
             plt.close(fig)
         written.append(path)
