@@ -76,6 +76,10 @@ def run(
 
     Raises:
         ConfigError: For an invalid config (nothing is written).
+        RunFailed: If the run fails, in a round or in its set-up (Ray start-up,
+            data loading, actor creation): the run directory holds
+            ``summary.json`` with status ``failed`` and ``error.txt``.
+        RunInterrupted: On Ctrl-C or SIGTERM (a KeyboardInterrupt).
 
     Example:
         >>> result = rayfl.run("examples/quickstart.yaml", rounds=2)  # doctest: +SKIP
