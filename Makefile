@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 # `rl` (ray[rllib], pins gymnasium 1.2.2) so the learned-scheduler tests run in CI;
 # `docs` (mkdocs) so the suite builds the documentation site with --strict;
+# `sb3`, `pettingzoo` so the third-party RL tests of the envs run (tests/envs/test_flat.py);
 # `make test EXTRAS=dev` tests without them (those tests then skip).
-EXTRAS ?= dev,rl,docs
+EXTRAS ?= dev,rl,docs,sb3,pettingzoo
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-slow lint docs install data clean torch-pip-args

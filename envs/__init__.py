@@ -10,6 +10,11 @@ _ENTRY_POINTS = {
     "HierarchicalFL-v0": "envs.hierarchical:HierarchicalSchedulingEnv",
     # one D2D target's neighbour selection (rayfl.d2d, issue 9)
     "D2DNeighbor-v0": "envs.d2d:D2DNeighborEnv",
+    # RL-ready (issue 34): flat observations in [-1, 1], flat score actions,
+    # gym.make(id) without arguments, surrogate mode and min_max_loss by default
+    "WirelessFL-Flat-v0": "envs.flat:WirelessFLFlatEnv",
+    "HierarchicalFL-Flat-v0": "envs.flat:HierarchicalFLFlatEnv",
+    "D2DNeighbor-Flat-v0": "envs.flat:D2DNeighborFlatEnv",
 }
 ENV_IDS = tuple(_ENTRY_POINTS)
 

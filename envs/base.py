@@ -6,9 +6,12 @@ the config and checking its topology, the episode-seed rule, building the
 dynamics (the engine or a surrogate) lazily on the first reset, the reward over
 :class:`rayfl.rewards.Scores` (the previous step's scores are the "before" of
 the difference rewards), the round counter, truncation after ``config.rounds``
-steps, and ``close``. A topology's env supplies the hooks: ``_build`` (its
-dynamics), ``_restart`` (a new episode on them), ``_initial_scores``, ``_play``
-(one round from an action), ``_get_obs``, and optionally ``_terminated`` and
+steps, ``close``, and ``render`` (``render_mode`` "ansi" or "rgb_array":
+the round's channel gains and schedule, :mod:`envs.render`). A topology's env
+supplies the hooks: ``_build`` (its dynamics), ``_restart`` (a new episode on
+them), ``_initial_scores``, ``_play`` (one round from an action; it sets
+``self.marks``, the schedule's cells of the gain table), ``_get_obs``,
+``_gain_table`` (what ``render`` shows), and optionally ``_terminated`` and
 ``_penalty``.
 """
 
@@ -18,7 +21,10 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
 
+from envs.render import RENDER_MODES, render_ansi, render_rgb
 from rayfl.config import RunConfig, load_config
 from rayfl.rewards import DIFFERENCE_REWARDS, Scores, check_reward, reward
 
@@ -31,7 +37,7 @@ MODES = ("emulate", "surrogate")
 class FLEnv(gym.Env):
     """The lifecycle shared by the topologies' envs (see the module docstring)."""
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 1}
     #: The topology's name in :mod:`rayfl.rewards` and the policy registry.
     topology_kind: ClassVar[str]
     #: The config of ``gym.make(id)`` without one (None: a config is required).
@@ -43,6 +49,11 @@ class FLEnv(gym.Env):
     round: int
     _backend: Any = None
     _scores: Scores | None = None
+    #: The observation the last action was decided on (what ``render`` shows).
+    frame_obs: Any = None
+    #: The last round's schedule as (row, column) cells of :meth:`_gain_table`.
+    marks: list[tuple[int, int]]
+    _next_obs: Any = None
 
     def _setup(
         self,
@@ -51,8 +62,15 @@ class FLEnv(gym.Env):
         mode: str,
         reward: str,
         cfg: RunConfig | None = None,
+        render_mode: str | None = None,
     ) -> RunConfig:
-        """Check ``mode`` and ``reward``, load the config (or take ``cfg``), check its topology."""
+        """Check ``mode``, ``reward`` and ``render_mode``, load the config (or take ``cfg``), check its topology."""
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(
+                f"render_mode must be one of {', '.join(RENDER_MODES)} or None, "
+                f"got {render_mode!r}"
+            )
+        self.render_mode, self.marks = render_mode, []
         if mode not in MODES:
             raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
         check_reward(reward, topology=self.topology_kind, mode=mode)
@@ -98,7 +116,9 @@ class FLEnv(gym.Env):
         self._scores = (
             self._initial_scores() if self.reward_kind in DIFFERENCE_REWARDS else None
         )
-        return self._get_obs(), {"round": 0, **info}
+        obs = self.frame_obs = self._get_obs()
+        self.marks, self._next_obs = [], obs
+        return obs, {"round": 0, **info}
 
     def step(
         self, action: Any
@@ -106,12 +126,14 @@ class FLEnv(gym.Env):
         """Run one round with what ``action`` decides; ``info["round"]``: rounds done."""
         if self._backend is None:
             raise RuntimeError("call reset() before step()")
+        decided_on = self._next_obs
         scores, info = self._play(action)
         value = reward(self.reward_kind, scores, self._scores) - self._penalty(info)
         self._scores = scores
         self.round += 1
         info["round"] = self.round
-        obs = self._get_obs()
+        obs = self._next_obs = self._get_obs()
+        self.frame_obs = decided_on
         return obs, value, self._terminated(obs), self.round >= self.config.rounds, info
 
     @property
@@ -120,6 +142,39 @@ class FLEnv(gym.Env):
         if self._backend is None:
             raise RuntimeError("call reset() first")
         return self._backend
+
+    @property
+    def scores(self) -> Scores | None:
+        """The scores after the last step (or the initial ones; None before any)."""
+        return self._scores
+
+    def render(self) -> str | npt.NDArray[np.uint8] | None:  # type: ignore[override]  # gymnasium: RenderFrame
+        """Render the frame in ``render_mode`` (None without one): gains and schedule.
+
+        After ``reset`` the gains of the first round and no schedule; after a
+        step the gains that round's action was decided on and the schedule it
+        made (:mod:`envs.render`).
+        """
+        if self.render_mode is None:
+            return None
+        return self.render_frame(self.render_mode)
+
+    def render_frame(self, mode: str) -> str | npt.NDArray[np.uint8]:
+        """Return the current frame as ``mode`` ("ansi" text or "rgb_array" image)."""
+        if self.frame_obs is None:
+            raise RuntimeError("call reset() before render()")
+        gain, labels = self._gain_table(self.frame_obs)
+        if mode == "rgb_array":
+            return render_rgb(gain, self.marks)
+        if mode != "ansi":
+            raise ValueError(
+                f"mode must be one of {', '.join(RENDER_MODES)}, got {mode!r}"
+            )
+        title = (
+            f"{type(self).__name__} round {self.round} ({self.mode}, "
+            f"reward {self.reward_kind}): channel gain [dB], * = scheduled"
+        )
+        return render_ansi(gain, self.marks, title, labels)
 
     def close(self) -> None:
         """Stop the engine's actors (if this env built them)."""
@@ -145,6 +200,12 @@ class FLEnv(gym.Env):
         raise NotImplementedError
 
     def _get_obs(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _gain_table(
+        self, obs: Mapping[str, Any]
+    ) -> tuple[npt.NDArray[np.float64], list[str]]:
+        """The (rows, columns) gain table of ``obs`` [dB] and its row labels."""
         raise NotImplementedError
 
     def _terminated(self, obs: Mapping[str, Any]) -> bool:

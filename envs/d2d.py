@@ -131,8 +131,23 @@ class D2DNeighborEnv(FLEnv):
     ## Observation Space
     A ``Dict`` of float32 arrays, the keys ``TOPOLOGY_KEYS["d2d"]`` of
     :mod:`rayfl.observation` (leading T axis in all-targets mode), built by
-    :func:`rayfl.d2d.selection.round_observation`, whose table gives the
-    meaning of each key (rows: the N nodes; the target's row is ineligible).
+    :func:`rayfl.d2d.selection.round_observation` (rows: the N nodes; the
+    target's row is ineligible):
+
+    | key | shape | meaning | unit | low | high |
+    |-----|-------|---------|------|-----|------|
+    | channel_gain | (N, F) | P ĥ² h̃_f² of link s → target on sub-channel f | dB | -inf | inf |
+    | eligible | (N,) | 1 for the neighbors G_n (every node but the target) | – | 0 | 1 |
+    | loss | (N,) | last train loss of s whose model reached the target | nats | 0 | inf |
+    | upload_count | (N,) | rounds the model of s reached the target | count | 0 | inf |
+    | privacy_spent | (N,) | always 0 (no DP in D2D runs) | ε | 0 | inf |
+    | staleness | (N,) | rounds since the model of s last reached the target | rounds | 0 | inf |
+    | data_size | (N,) | train samples of s | samples | 0 | inf |
+    | round | (1,) | round index t | – | 0 | inf |
+    | error_probability | (N,) | analytic P_s^err (1 for the target) | – | 0 | 1 |
+    | distance_m | (N,) | distance to the target | m | 0 | inf |
+    | em_weight | (N,) | π_s after the previous round | – | 0 | 1 |
+    | selected | (N,) | 1 for last round's M_n | – | 0 | 1 |
 
     ## Rewards
     The reward set of every topology (:mod:`rayfl.rewards`) over the targets'
@@ -169,9 +184,11 @@ class D2DNeighborEnv(FLEnv):
     | overrides | list or mapping | () | config overrides ``key.path=value`` |
     | system | Engine (D2D) | None | drive an existing system (emulate; the runner) |
     | data | FederatedData | None | a prebuilt dataset |
+    | render_mode | str or None | None | "ansi" or "rgb_array": the candidates' gains per sub-channel and the round's M_n (:mod:`envs.render`) |
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version; ``render_mode`` added later (spaces, reward and
+      dynamics unchanged).
     """
 
     topology_kind = "d2d"
@@ -187,6 +204,7 @@ class D2DNeighborEnv(FLEnv):
         overrides: Sequence[str] | Mapping[str, Any] = (),
         system: Any = None,
         data: FederatedData | None = None,
+        render_mode: str | None = None,
     ) -> None:
         if invalid_action not in ("repair", "raise"):
             raise ValueError(
@@ -197,7 +215,12 @@ class D2DNeighborEnv(FLEnv):
         if system is not None and mode != "emulate":
             raise ValueError("system= needs mode='emulate'")
         cfg = self._setup(
-            config, overrides, mode, reward, None if system is None else system.config
+            config,
+            overrides,
+            mode,
+            reward,
+            None if system is None else system.config,
+            render_mode=render_mode,
         )
         self.topology: D2DTopologyConfig = cfg.topology  # type: ignore[assignment]
         self.neighbor_cost = float(neighbor_cost)
@@ -240,6 +263,12 @@ class D2DNeighborEnv(FLEnv):
     def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
         """One round with the neighbors the action selects."""
         selections, ignored = self.decode(action)
+        n = self.num_nodes
+        self.marks = [
+            (i * n + s, f)
+            for i, t in enumerate(self.targets)
+            for s, f in zip(*selections[t], strict=True)
+        ]
         outcome = self._backend.run(self.round, selections)
         for t in self.targets:
             self._em[t] = outcome.em_weight[t]
@@ -287,6 +316,22 @@ class D2DNeighborEnv(FLEnv):
             np.array([self._loss[t] for t in self.targets], dtype=np.float64),
             np.array([self._acc[t] for t in self.targets], dtype=np.float64),
         )
+
+    def _gain_table(
+        self, obs: Mapping[str, Any]
+    ) -> tuple[npt.NDArray[np.float64], list[str]]:
+        """Each target's candidates (rows, target after target) on the sub-channels.
+
+        The target's own row (a placeholder gain in the observation) is NaN.
+        """
+        gain = np.asarray(obs["channel_gain"], dtype=np.float64)
+        table = gain.reshape(-1, self.num_subchannels).copy()
+        n = self.num_nodes
+        table[[i * n + t for i, t in enumerate(self.targets)]] = np.nan
+        labels = [
+            f"target {t} node {s}" for t in self.targets for s in range(self.num_nodes)
+        ]
+        return table, labels
 
     def target_observation(
         self, obs: Mapping[str, npt.NDArray[np.float32]], index: int

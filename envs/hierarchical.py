@@ -19,7 +19,8 @@ idle. :meth:`HierarchicalSchedulingEnv.split_action` and
 :meth:`~HierarchicalSchedulingEnv.join_actions` convert. A value outside
 [0, n_c] or a wrong length raises ``ValueError``; a device named on several
 subchannels of its block keeps the lowest one, the others idle (the repair of
-``WirelessFL-v0`` and ``D2DNeighbor-v0``), so every sample of the space steps.
+``WirelessFL-v0`` and ``D2DNeighbor-v0``), so every sample of the space steps;
+``info["ignored"]`` lists the device id of each repeated naming.
 
 With ``participants=True`` (for a policy that picks a device set only, e.g.
 ``uniform``) the action is ``MultiBinary(Σ_c n_c)`` instead: edge c's block
@@ -31,9 +32,19 @@ on a closed one does not upload (``rayfl.hierarchy.scheduling`` detail 1).
 
 ## Observation Space
 ``Dict({"edge_0": obs_0, …, "edge_{N-1}": obs_{N-1}})``, obs_c being the flat
-env's table for the subnet (keys ``channel_gain`` (n_c, K_e) dB, ``loss``,
-``upload_count``, ``privacy_spent``, ``staleness``, ``data_size``,
-``eligible``, ``round``; see ``rayfl.hierarchy.scheduling``).
+env's table for the subnet (``rayfl.hierarchy.scheduling``), float32, rows the
+devices of S_c by ascending id:
+
+| key | shape | meaning | unit | low | high |
+|-----|-------|---------|------|-----|------|
+| channel_gain | (n_c, K_e) | gain of device d_j on edge c's subchannel k this round (−inf: closed) | dB | -inf | inf |
+| eligible | (n_c,) | 1 if the device may upload | – | 0 | 1 |
+| loss | (n_c,) | last training loss the device reported | nats | 0 | inf |
+| upload_count | (n_c,) | uploads so far | count | 0 | inf |
+| privacy_spent | (n_c,) | worst-observer accountant ε of the device (0 without DP) | ε | 0 | inf |
+| staleness | (n_c,) | rounds since the device's update last arrived | rounds | 0 | inf |
+| data_size | (n_c,) | train samples of the device | samples | 0 | inf |
+| round | (1,) | global round index k | – | 0 | inf |
 
 ## Rewards
 The reward set of every topology (:mod:`rayfl.rewards`) over the global model
@@ -50,14 +61,20 @@ Truncation after ``config.rounds`` global rounds.
 ## Arguments
 | parameter | type | default | description |
 |---|---|---|---|
-| config | path, mapping or RunConfig | – | a run config with ``topology.kind: hierarchical`` |
+| config | path, mapping or RunConfig | ``DEFAULT_HIERARCHICAL_CONFIG`` (12 digits devices, 3 edges, K_e = 2) | a run config with ``topology.kind: hierarchical`` |
 | mode | str | "emulate" | "emulate" (real training on Ray) or "surrogate" |
 | reward | str or None | None | one of ``rayfl.rewards.REWARDS``; None: accuracy (emulate) or loss (surrogate) |
 | overrides | list or mapping | () | config overrides ``key.path=value`` |
 | participants | bool | False | a device-set action ``MultiBinary(Σ_c n_c)`` instead of the assignment |
+| render_mode | str or None | None | "ansi" or "rgb_array": the devices' gains on their edge's subchannels and the round's schedule (:mod:`envs.render`) |
 
 ``topology.scheduling.subchannels_per_edge`` sets K_e (None: n_c); its
 ``policy`` is ignored (the agent decides).
+
+## Version History
+* v0: initial version; the default config (``gym.make`` without one),
+  ``render_mode`` and ``info["ignored"]`` added later (spaces, reward and
+  dynamics unchanged).
 """
 
 from __future__ import annotations
@@ -77,25 +94,51 @@ from rayfl.hierarchy.deciders import EdgeActions
 from rayfl.hierarchy.topology import build_topology
 from rayfl.rewards import COST_REWARDS, Scores
 
-__all__ = ["EdgePolicies", "HierarchicalSchedulingEnv"]
+__all__ = ["DEFAULT_HIERARCHICAL_CONFIG", "EdgePolicies", "HierarchicalSchedulingEnv"]
+
+#: The small default system of ``gym.make("HierarchicalFL-v0")``: shipped digits
+#: data, 12 devices under 3 edges with 2 subchannels each.
+DEFAULT_HIERARCHICAL_CONFIG: dict[str, Any] = {
+    "name": "hier-env",
+    "rounds": 10,
+    "data": {
+        "dataset": "digits",
+        "num_clients": 12,
+        "partition": "dirichlet",
+        "alpha": 1.0,
+        "min_partition_size": 30,
+    },
+    "model": {"kind": "mlp", "hidden": [32]},
+    "algorithm": {"kind": "fedavg", "local_steps": 3, "batch_size": 16, "lr": 0.1},
+    "topology": {
+        "kind": "hierarchical",
+        "num_edges": 3,
+        "tau": 3,
+        "local_period": 3,
+        "scheduling": {"subchannels_per_edge": 2},
+    },
+    "output": {"progress": False, "plots": False},
+}
 
 
 class HierarchicalSchedulingEnv(FLEnv):
     """Schedule every edge's subnet on its subchannels, one global round per step."""
 
     topology_kind = "hierarchical"
+    default_config = DEFAULT_HIERARCHICAL_CONFIG
 
     def __init__(
         self,
-        config: str | Path | Mapping[str, Any] | RunConfig,
+        config: str | Path | Mapping[str, Any] | RunConfig | None = None,
         reward: str | None = None,
         overrides: Sequence[str] | Mapping[str, Any] = (),
         mode: str = "emulate",
         participants: bool = False,
+        render_mode: str | None = None,
     ) -> None:
         if reward is None:
             reward = "accuracy" if mode == "emulate" else "loss"
-        cfg = self._setup(config, overrides, mode, reward)
+        cfg = self._setup(config, overrides, mode, reward, render_mode=render_mode)
         assert isinstance(cfg.topology, TopologyConfig)  # _setup checked the kind
         topo = build_topology(cfg.topology, cfg.data.num_clients, cfg.seed)
         k_e = cfg.topology.scheduling.subchannels_per_edge
@@ -172,14 +215,16 @@ class HierarchicalSchedulingEnv(FLEnv):
 
     def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
         """One global round with the per-edge schedules of ``action``."""
+        blocks = self.split_action(action)
         schedules = [
-            rules.to_schedule(a)[0]
-            for rules, a in zip(self.rules, self.split_action(action), strict=True)
+            rules.to_schedule(a)[0] for rules, a in zip(self.rules, blocks, strict=True)
         ]
+        self.marks = self._marks(schedules)
         result, extras = self.system.run_global_round(self.round, schedules)
         costs: dict[str, Any] = {k: float(extras[k]) for k in ("latency_s", "energy_j")}
         info: dict[str, Any] = {
             "scheduled": sorted(int(r["client"]) for r in result.rows),
+            "ignored": [] if self.rules[0].participants else self._repeated(blocks),
             **costs,
         }
         if self.reward_kind in COST_REWARDS:  # no evaluation needed
@@ -200,6 +245,46 @@ class HierarchicalSchedulingEnv(FLEnv):
             loss = np.array([e["test_loss"] for e in evals], dtype=np.float64)
             acc = np.array([e["test_acc"] for e in evals], dtype=np.float64)
         return Scores(loss, acc, weights, latency_s, energy_j)
+
+    def _repeated(self, blocks: Sequence[npt.ArrayLike]) -> list[int]:
+        """The device ids a block names again after their first subchannel."""
+        out = []
+        for rules, block in zip(self.rules, blocks, strict=True):
+            values = np.asarray(block).reshape(-1).tolist()
+            n = len(rules.members)
+            out += [
+                int(rules.members[j])
+                for k, j in enumerate(values)
+                if j != n and j in values[:k]
+            ]
+        return out
+
+    def _marks(self, schedules: Sequence[Any]) -> list[tuple[int, int]]:
+        """The schedules' (row, column) cells of :meth:`_gain_table`."""
+        rows, cols = np.cumsum([0, *self.sizes]), np.cumsum([0, *self.num_subchannels])
+        marks = []
+        for c, (rules, schedule) in enumerate(zip(self.rules, schedules, strict=True)):
+            index = {int(m): j for j, m in enumerate(rules.members)}
+            for d, k in zip(
+                schedule.clients.tolist(), schedule.subchannel.tolist(), strict=True
+            ):
+                if k >= 0:  # a participants action names no subchannel
+                    marks.append((int(rows[c]) + index[int(d)], int(cols[c]) + int(k)))
+        return marks
+
+    def _gain_table(
+        self, obs: Mapping[str, Any]
+    ) -> tuple[npt.NDArray[np.float64], list[str]]:
+        """Block table: edge c's devices (rows) on edge c's subchannels; NaN elsewhere."""
+        table = np.full((sum(self.sizes), sum(self.num_subchannels)), np.nan)
+        labels: list[str] = []
+        r = k = 0
+        for c, rules in enumerate(self.rules):
+            gain = np.asarray(obs[f"edge_{c}"]["channel_gain"], dtype=np.float64)
+            table[r : r + gain.shape[0], k : k + gain.shape[1]] = gain
+            labels += [f"edge {c} device {int(d)}" for d in rules.members]
+            r, k = r + gain.shape[0], k + gain.shape[1]
+        return table, labels
 
     @property
     def system(self) -> Any:

@@ -76,17 +76,28 @@ __all__ = [
     "EdgeScores",
     "HungarianTopK",
     "make_rl_env",
+    "top_k_assignment",
 ]
 
 
-def _top_k_assignment(
+def top_k_assignment(
     scores: npt.NDArray[np.float64],
     obs: Mapping[str, Any],
     k: int,
     *,
     positive: bool = False,
 ) -> npt.NDArray[np.int64]:
-    """The assignment of ``learned``: top-K eligible by score, Hungarian subchannels."""
+    """Return the assignment of ``learned``: top-K eligible by score, Hungarian subchannels.
+
+    Args:
+        scores: (N,) finite scores, one per row of ``obs``.
+        obs: One unit's observation (``channel_gain`` (N, K) dB, ``eligible``).
+        k: How many rows at most get a subchannel.
+        positive: Only rows with a score > 0 (the D2D selection).
+
+    Returns:
+        (K,) int64: the row on each subchannel, N for idle.
+    """
     chosen = select_top_k(scores, obs["eligible"] > 0.5, k, positive=positive)
     return assign_subchannels(obs["channel_gain"], chosen, idle=len(scores))
 
@@ -155,7 +166,7 @@ class HungarianTopK(_Decoder):
         )
         table = values.reshape(self.num_clients, -1)
         assert self.last_obs is not None  # _values checked it
-        assignment = _top_k_assignment(
+        assignment = top_k_assignment(
             table[:, 0], self.last_obs, self.num_subchannels, positive=self.positive
         )
         if not isinstance(self.env.action_space, spaces.Dict):
@@ -236,7 +247,7 @@ class EdgeScores(_Decoder):
         blocks = np.split(scores, np.cumsum(base.sizes)[:-1])
         return base.join_actions(
             [
-                _top_k_assignment(
+                top_k_assignment(
                     block,
                     base.edge_observation(self.last_obs, c),
                     base.num_subchannels[c],

@@ -59,8 +59,10 @@ class WirelessFLEnv(FLEnv):
     omitted: missing ``power`` means maximum power, missing ``controls`` the
     algorithm's configured values. Rules: a client named on several subchannels
     keeps the lowest-indexed one (the others idle); a client that is not
-    eligible (privacy budget or T0 spent) is ignored (reported in
-    ``info["ignored"]``); ``action_masks()`` gives the valid choices.
+    eligible (privacy budget or T0 spent) is ignored. ``info["ignored"]`` lists
+    the client of every entry that was not scheduled: the ineligible ones,
+    then each repeated naming (a client named on subchannels 0 and 2 is
+    scheduled on 0 and listed once); ``action_masks()`` gives the valid choices.
     With ``participants=True`` (for a policy that picks a client set only, e.g.
     ``all``) the action is ``MultiBinary(N)`` instead: the i-th chosen client by
     id gets subchannel i at maximum power; ineligible clients and those past the
@@ -107,9 +109,11 @@ class WirelessFLEnv(FLEnv):
     | controls | bool | False | expose the algorithm's per-client controls |
     | participants | bool | False | a client-set action ``MultiBinary(N)`` instead of the assignment |
     | overrides | list or mapping | () | config overrides ``key.path=value`` |
+    | render_mode | str or None | None | "ansi" (text) or "rgb_array" (image): the round's channel gains and schedule (:mod:`envs.render`) |
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version; ``render_mode`` and the repeated clients in
+      ``info["ignored"]`` added later (spaces, reward and dynamics unchanged).
     """
 
     topology_kind = "star"
@@ -123,8 +127,9 @@ class WirelessFLEnv(FLEnv):
         controls: bool = False,
         overrides: Sequence[str] | Mapping[str, Any] = (),
         participants: bool = False,
+        render_mode: str | None = None,
     ) -> None:
-        cfg = self._setup(config, overrides, mode, reward)
+        cfg = self._setup(config, overrides, mode, reward, render_mode=render_mode)
         if cfg.wireless is None:
             cfg = self.config = cfg.model_copy(update={"wireless": WirelessConfig()})
         actions = self.actions = StarActions.from_config(cfg, controls=controls)
@@ -156,6 +161,11 @@ class WirelessFLEnv(FLEnv):
     def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
         rules = self.participants or self.actions
         schedule, ignored = rules.to_schedule(action, self.backend.uplink.eligible())
+        if self.participants is None:
+            ignored = ignored + _repeated(action, self.num_clients)
+        self.marks = list(
+            zip(schedule.clients.tolist(), _subchannels(schedule), strict=True)
+        )
         outcome = self.last_outcome = self._backend.run(self.round, schedule)
         info = self._get_info()
         info.update(ignored=ignored, scheduled=schedule.clients.tolist())
@@ -183,6 +193,13 @@ class WirelessFLEnv(FLEnv):
         return np.tile(row, (self.num_subchannels, 1))
 
     # ---------------------------------------------------------------- helpers
+    def _gain_table(
+        self, obs: Mapping[str, Any]
+    ) -> tuple[npt.NDArray[np.float64], list[str]]:
+        """The clients' gains per subchannel [dB], rows labelled by client id."""
+        gain = np.asarray(obs["channel_gain"], dtype=np.float64)
+        return gain, [f"client {n}" for n in range(gain.shape[0])]
+
     def _get_obs(self) -> dict[str, npt.NDArray[np.float32]]:
         return dict(self.backend.observe(self.round))
 
@@ -203,3 +220,20 @@ class WirelessFLEnv(FLEnv):
                 None if out is None or np.isnan(out.test_acc).all() else out.test_acc
             ),
         }
+
+
+def _repeated(action: Any, num_clients: int) -> list[int]:
+    """The clients an assignment names again after their first subchannel."""
+    assignment = action["assignment"] if isinstance(action, Mapping) else action
+    seen: set[int] = set()
+    repeated = []
+    for client in np.asarray(assignment).reshape(-1).tolist():
+        if client != num_clients and client in seen:
+            repeated.append(int(client))
+        seen.add(client)
+    return repeated
+
+
+def _subchannels(schedule: Any) -> list[int]:
+    """The schedule's subchannel per client (the i-th on i where it has none, -1)."""
+    return [int(k) if k >= 0 else i for i, k in enumerate(schedule.subchannel)]

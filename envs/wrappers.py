@@ -5,6 +5,9 @@
 - :class:`envs.rl.HungarianTopK`: a ``Box(N)`` of per-client scores → the
   assignment the ``learned`` policy makes at run time (top K eligible by score,
   subchannels by the Hungarian rule), with per-client controls when exposed.
+- :class:`BoundedFeatures`: the (N, F) per-client features of
+  :class:`envs.rl.ClientFeatures` → one flat ``Box(N·F)`` in [−1, 1]
+  (:func:`bounded_features`), the observation of the ``*-Flat-v0`` ids.
 - ``gymnasium.wrappers.FlattenObservation`` flattens the observation ``Dict``.
 """
 
@@ -17,7 +20,88 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-__all__ = ["FlattenAction"]
+from policies.features import FEATURE_NAMES, NUM_FEATURES
+
+__all__ = ["BOUNDED_FEATURES", "BoundedFeatures", "FlattenAction", "bounded_features"]
+
+#: How :func:`bounded_features` maps each column of ``policies.features`` into
+#: [−1, 1]: "unit" (already in [0, 1]), "z" (a z-score clipped to ±5, divided
+#: by 5) or "squash" (x ≥ 0 → x / (1 + x), in [0, 1)).
+BOUNDED_FEATURES: dict[str, str] = {
+    "loss_relative": "unit",
+    "loss_z": "z",
+    "log1p_loss": "squash",
+    "staleness_share": "unit",
+    "upload_share": "unit",
+    "upload_z": "z",
+    "data_share": "squash",
+    "best_gain_z": "z",
+    "mean_gain_z": "z",
+    "eligible": "unit",
+    "log1p_epsilon": "squash",
+    "subchannels_per_client": "squash",
+}
+_MAPS = ("unit", "z", "squash")
+_ORDER = np.array([_MAPS.index(BOUNDED_FEATURES[name]) for name in FEATURE_NAMES])
+
+
+def bounded_features(features: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """Return the (N, F) client features mapped into [−1, 1], flattened row-major.
+
+    Column by column (:data:`BOUNDED_FEATURES`): the [0, 1] columns stay, the
+    z-scores (clipped to ±5 by ``client_features``) are divided by 5, and the
+    unbounded non-negative columns x become x / (1 + x). Every map is monotone,
+    so no ordering between clients is lost, and stateless, like the features.
+
+    Args:
+        features: (N, ``NUM_FEATURES``) from ``policies.features.client_features``.
+
+    Returns:
+        float32 array of shape (N · ``NUM_FEATURES``,), every value in [−1, 1].
+
+    Example:
+        >>> row = np.zeros((1, NUM_FEATURES))
+        >>> row[0, FEATURE_NAMES.index("loss_z")] = 5.0
+        >>> row[0, FEATURE_NAMES.index("data_share")] = 1.0
+        >>> out = bounded_features(row)
+        >>> float(out[FEATURE_NAMES.index("loss_z")]), float(out[FEATURE_NAMES.index("data_share")])
+        (1.0, 0.5)
+    """
+    table = np.asarray(features, dtype=np.float64)
+    if table.ndim != 2 or table.shape[1] != NUM_FEATURES:
+        raise ValueError(
+            f"features must have shape (N, {NUM_FEATURES}), got {table.shape}"
+        )
+    z = table / 5.0
+    positive = np.maximum(table, 0.0)
+    squash = positive / (1.0 + positive)
+    out = np.choose(_ORDER, [table, z, squash])
+    return np.clip(out, -1.0, 1.0).astype(np.float32).reshape(-1)
+
+
+class BoundedFeatures(gym.ObservationWrapper):
+    """Observation = :func:`bounded_features` of a (N, F) feature matrix: ``Box(N·F)`` in [−1, 1].
+
+    Goes over :class:`envs.rl.ClientFeatures` (or :class:`envs.rl.EdgeScores`):
+    the flat, bounded, scaled vector RL libraries take without a running
+    normaliser (Stable-Baselines3 ``MlpPolicy`` without ``VecNormalize``).
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        shape = env.observation_space.shape
+        if shape is None or len(shape) != 2 or shape[1] != NUM_FEATURES:
+            raise ValueError(
+                f"BoundedFeatures needs a (N, {NUM_FEATURES}) feature observation "
+                f"(envs.rl.ClientFeatures), got {env.observation_space}"
+            )
+        self.observation_space = spaces.Box(
+            -1.0, 1.0, (shape[0] * NUM_FEATURES,), np.float32
+        )
+
+    def observation(self, observation: Any) -> npt.NDArray[np.float32]:
+        """Return ``bounded_features(observation)``."""
+        return bounded_features(observation)
 
 
 class FlattenAction(gym.ActionWrapper):

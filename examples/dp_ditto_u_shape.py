@@ -162,11 +162,8 @@ def summarise(result: Any, epsilon: float, rounds: int, seed: int) -> dict[str, 
     last = metrics[metrics["round"] == metrics["round"].max()]
     privacy = result.summary.get("privacy", {})
     accountant = privacy.get("epsilon_max", math.inf)
-    nominal = (
-        float(last["epsilon_nominal"].max())
-        if "epsilon_nominal" in last and last["epsilon_nominal"].notna().any()
-        else math.inf
-    )
+    # the paper formula's ε per client (summary.json only; none without DP)
+    nominal = max(privacy.get("paper_epsilon_per_client") or [math.inf])
     return {
         "epsilon": epsilon,
         "T": rounds,

@@ -20,7 +20,8 @@ of the worst 10 % of clients), ``max_test_loss``, ``var_train_loss`` and
 the paper's fairness, Definition 1; lower is fairer), ``jain_acc`` and
 ``jain_train_loss`` (Jain's index, an extra diagnostic; higher is fairer), the
 global model's accuracy ``global_acc``, ``sigma_u`` (largest per-client noise
-std), ``epsilon_nominal`` (the paper's ε that eq. 8 calibrates σ_u to),
+std), ``epsilon_nominal`` (the paper's ε that eq. 8 calibrates σ_u to, from
+``summary.json``'s ``privacy.paper_epsilon_per_client``),
 ``epsilon_accountant`` (the privacy ledger's ε for the same noise at the
 sensitivity the code enforces: Δ = 2C, no subsampling, so much larger) and
 ``wall_s``.
@@ -201,14 +202,9 @@ def summarise(result: Any, kind: str, seed: int) -> dict[str, Any]:
     """Return the CSV row of one finished run (personalized models, last round)."""
     rounds = result.rounds.dropna(subset=["global_acc"])
     last = rounds.iloc[-1]
-    metrics = result.metrics
-    final = metrics[metrics["round"] == metrics["round"].max()]
     privacy = result.summary.get("privacy", {})
-    nominal = (
-        float(final["epsilon_nominal"].max())
-        if "epsilon_nominal" in final and final["epsilon_nominal"].notna().any()
-        else math.inf
-    )
+    # the paper formula's ε per client (summary.json only; none without DP)
+    nominal = max(privacy.get("paper_epsilon_per_client") or [math.inf])
     per_client = privacy.get("noise_std_per_client") or [privacy.get("noise_std", 0)]
     return {
         "algorithm": kind,

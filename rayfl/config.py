@@ -36,6 +36,7 @@ from pydantic import (
 
 from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_names
 from rayfl.compression.config import CompressionConfig
+from rayfl.config_numbers import booleans_as_numbers, union_kind
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
@@ -141,6 +142,9 @@ class RunConfig(_Section):
     ) -> RunConfig:
         """The topology's default policy, validate, then check the policy."""
         if isinstance(data, dict):
+            booleans = booleans_as_numbers(data, cls)
+            if booleans:
+                raise ValueError("; ".join(booleans))
             data = topology_policy(data)
         cfg = handler(data)
         cfg._check_policy()
@@ -364,15 +368,20 @@ def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str] | None:
-    model: Any = RunConfig
+    """The keys of the section at ``loc[:-1]`` (a union's tag picks its member)."""
+    models: list[Any] = [RunConfig]
     for part in loc[:-1]:
-        fields = getattr(model, "model_fields", None)
-        if not fields or part not in fields:
+        tagged = [m for m in models if union_kind(m) == part]
+        if tagged:
+            models = tagged
+            continue
+        fields = getattr(models[0], "model_fields", None)
+        if len(models) != 1 or not fields or part not in fields:
             return None
         ann = fields[part].annotation
         args = [a for a in getattr(ann, "__args__", ()) if hasattr(a, "model_fields")]
-        model = args[0] if args else ann
-    fields = getattr(model, "model_fields", None)
+        models = args or [ann]
+    fields = getattr(models[0], "model_fields", None) if len(models) == 1 else None
     return sorted(fields) if fields else None
 
 
@@ -395,11 +404,14 @@ def _unknown_name(path: str, err: Any) -> str | None:
 
 
 def _format(error: ValidationError) -> str:
-    names = set(algorithm_names())
+    tags = {  # union members' tags pydantic puts in the location
+        "algorithm": set(algorithm_names()),
+        "topology": {"flat", "hierarchical", "d2d"},
+    }
     lines = []
     for err in error.errors():
-        loc = tuple(err["loc"])
-        if len(loc) > 1 and loc[0] == "algorithm" and loc[1] in names:
+        loc = raw_loc = tuple(err["loc"])
+        if len(loc) > 1 and loc[1] in tags.get(str(loc[0]), ()):
             loc = (loc[0],) + loc[2:]
         path = ".".join(str(p) for p in loc) or "<config>"
         msg = err["msg"].removeprefix("Value error, ")
@@ -407,7 +419,7 @@ def _format(error: ValidationError) -> str:
         if unknown:
             lines.append(unknown)
         elif err["type"] == "extra_forbidden":
-            allowed = _allowed_keys(loc)
+            allowed = _allowed_keys(raw_loc)
             hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
             lines.append(f"{path}: unknown key{hint}")
         elif loc == ():  # a cross-section check: its message names the fields

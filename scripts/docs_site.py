@@ -112,8 +112,10 @@ def api_pages() -> dict[str, str]:
             "envs",
             "Gymnasium environments over the engine, registered on `import envs`: "
             + ", ".join(f"`{i}`" for i in env_ids)
-            + ". All three share one lifecycle, `envs.base.FLEnv`.",
-            [*env_entries, "envs.base.FLEnv", "envs.wrappers"],
+            + ". The engine's envs share one lifecycle, `envs.base.FLEnv`; the "
+            "`-Flat-` ids wrap them for any RL library (`envs.flat.FlatFLEnv`), and "
+            "`envs.multiagent` has PettingZoo parallel envs.",
+            [*env_entries, "envs.base.FLEnv", "envs.flat.FlatFLEnv", "envs.wrappers"],
         ),
         API_PAGES["policies"]: _api_page(
             "policies",

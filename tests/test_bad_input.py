@@ -267,3 +267,149 @@ def test_an_output_dir_that_cannot_be_made_is_refused_even_for_root(tmp_path):
     cfg = load_config("examples/quickstart.yaml", {"output.dir": str(tmp_path / "a")})
     assert cfg.output.dir == str(tmp_path / "a")
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------
+# Issue 36's config gaps: each refused at validation in one line, before Ray
+
+HIER_DP = {"kind": "hierarchical", "num_edges": 2}
+#: gap id -> (config, the one line the refusal prints); ``FILE`` is replaced by
+#: a regular file's path.
+CONFIG_GAPS = {
+    "subchannels-per-edge-2^70": (
+        {"topology": {**HIER_DP, "scheduling": {"subchannels_per_edge": 2**70}}},
+        "topology.scheduling.subchannels_per_edge: Input should be less than or "
+        f"equal to 100000 (got {2**70})",
+    ),
+    "h2fdp-dp-without-grad-bound": (
+        {"topology": {**HIER_DP, "dp": {"grad_bound": None}}},
+        "topology.dp.grad_bound is required when topology.dp.enabled is true "
+        "(baseline h2fdp adds DP noise calibrated to G), got None",
+    ),
+    "no-noise-mechanism-with-noise-std": (
+        {"privacy": {"mechanism": "none", "noise_std": 0.1}},
+        "privacy.mechanism is 'none' (no noise) but the privacy section sets "
+        "noise_std=0.1",
+    ),
+    "no-noise-mechanism-with-multiplier-and-epsilon": (
+        {"privacy": {"noise_multiplier": 1.0, "epsilon": 2.0}},
+        "sets noise_multiplier=1.0, epsilon=2.0",
+    ),
+    "gaussian-with-zero-multiplier": (
+        {
+            "privacy": {
+                "mechanism": "gaussian",
+                "clip_norm": 1.0,
+                "noise_multiplier": 0,
+            }
+        },
+        "privacy.noise_multiplier must be > 0",
+    ),
+    "rounds-true": ({"rounds": True}, "rounds must be a number, not a boolean"),
+    "num-clients-true": (
+        {"data": {"num_clients": True}},
+        "data.num_clients must be a number, not a boolean (got True)",
+    ),
+    "local-epochs-true": (
+        {"algorithm": {"local_epochs": True}},
+        "algorithm.local_epochs must be a number, not a boolean (got True)",
+    ),
+    "data-root-is-a-file": (
+        {"data": {"dataset": "mnist", "root": "FILE"}},
+        "data.root must be a directory",
+    ),
+}
+
+
+def _gap_config(config, a_file):
+    """The config with ``"FILE"`` replaced by ``a_file``'s path."""
+    if isinstance(config, dict):
+        return {k: _gap_config(v, a_file) for k, v in config.items()}
+    return str(a_file) if config == "FILE" else config
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"), CONFIG_GAPS.values(), ids=CONFIG_GAPS.keys()
+)
+def test_config_gap_is_refused_by_load_config(config, expected, tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a directory\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(_gap_config(config, a_file))
+    lines = str(error.value).splitlines()
+    assert lines[0] == "invalid config:" and len(lines) == 2, lines
+    assert expected in lines[1]
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"), CONFIG_GAPS.values(), ids=CONFIG_GAPS.keys()
+)
+@pytest.mark.usefixtures("no_ray")
+def test_config_gap_is_one_cli_line_and_no_run_directory(
+    config, expected, tmp_path, capsys
+):
+    import yaml
+
+    from rayfl.cli import main
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a directory\n")
+    path = tmp_path / "gap.yaml"
+    path.write_text(yaml.safe_dump(_gap_config(config, a_file)))
+    out = tmp_path / "runs"
+    assert main(["run", str(path), f"output.dir={out}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == "rayfl: invalid config:" and len(err) == 2, err
+    assert expected in err[1] and "Traceback" not in err[1]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"topology": {**HIER_DP, "dp": {"grad_bound": None, "enabled": False}}}, 0),
+        ({"topology": {**HIER_DP, "baseline": "hfl", "dp": {"grad_bound": None}}}, 0),
+        ({"topology": {**HIER_DP, "scheduling": {"subchannels_per_edge": 10**5}}}, 0),
+        ({"privacy": {"mechanism": "none", "clip_norm": 1.0, "max_uploads": 3}}, 0),
+        ({"algorithm": {"kind": "sparse_dp"}, "privacy": {"delta": 1e-3}}, 0),
+        ({"model": {"kind": "mlp", "hidden": [8]}, "algorithm": {"lr": 1}}, 0),
+    ],
+    ids=[
+        "no-dp-without-grad-bound",
+        "hfl-without-grad-bound",
+        "subchannels-at-the-bound",
+        "no-noise-clipping-and-t0",
+        "sparse-dp-ledger-delta",
+        "int-where-float",
+    ],
+)
+def test_the_neighbours_of_each_gap_stay_valid(config, expected):
+    assert load_config(config) is not None
+
+
+def test_a_boolean_is_refused_by_every_number_field():
+    """Every int/float leaf of every example config refuses ``true``."""
+    import yaml
+
+    examples = sorted(Path(__file__).parents[1].glob("examples/*.yaml"))
+    checked = 0
+    for path in examples:
+        tree = yaml.safe_load(path.read_text())
+        cfg = load_config(tree).to_dict()
+        for field in _number_leaves(cfg):
+            with pytest.raises(ConfigError) as error:
+                load_config(tree, {field: True})
+            message = str(error.value)
+            # named, and refused as True (a Literal like qam_order lists its values)
+            assert field in message and "(got True)" in message, message
+            checked += 1
+    assert checked > 100  # every section's numbers, not a handful
+
+
+def _number_leaves(tree, prefix=""):
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and key not in ("sweep", "params"):
+            yield from _number_leaves(value, f"{path}.")
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            yield path

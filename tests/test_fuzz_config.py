@@ -12,6 +12,8 @@ Design (seeded, bounded time):
       at most a screen long and names the mutated field (or its section, for a
       section that does not belong, e.g. ``wireless`` with a D2D topology);
       any other exception fails the test.
+    * The config gaps of issue 36 (``GAPS``) join the cases, and each must be
+      rejected the same way.
     * A seeded subset of the accepted cases (``N_RUN`` = 2 in the default
       suite, all of them in the slow test) runs for one round of one local
       step on at most 40 samples per client, in a shared 2-CPU Ray session;
@@ -231,11 +233,41 @@ def _check_runs(accepted, tmp_path, monkeypatch) -> None:
         assert status in ("completed", "failed", "interrupted"), config.parent
 
 
+#: Issue 36's config gaps, (example, field, value) each accepted before and
+#: silently shrunk (a bound-less K_e, DP without G, noise dropped, no noise, a
+#: boolean taken as 1, a file root ignored); ``A_FILE`` is a regular file.
+GAPS = [
+    ("h2fdp_fmnist.yaml", "topology.scheduling.subchannels_per_edge", 2**70),
+    ("h2fdp_fmnist.yaml", "topology.dp.grad_bound", None),
+    ("quickstart.yaml", "privacy.noise_std", 0.1),
+    ("quickstart.yaml", "privacy.epsilon", 4.0),
+    ("dp_fedavg_fmnist.yaml", "privacy.noise_multiplier", 0),
+    ("quickstart.yaml", "rounds", True),
+    ("quickstart.yaml", "data.num_clients", True),
+    ("quickstart.yaml", "algorithm.local_epochs", True),
+    ("h2fdp_fmnist.yaml", "topology.tau", True),
+    ("fedavg_fmnist.yaml", "data.root", "A_FILE"),
+]
+
+
+def gap_cases(a_file: Path) -> list[tuple[str, str, Any, dict]]:
+    """Return the :data:`GAPS` as fuzz cases on their example configs."""
+    import yaml
+
+    out = []
+    for name, field, value in GAPS:
+        tree = yaml.safe_load((EXAMPLES[0].parent / name).read_text())
+        value = str(a_file) if value == "A_FILE" else value
+        _set(tree, field, value)
+        out.append((name, field, value, tree))
+    return out
+
+
 @pytest.fixture(scope="module")
 def fuzz_cases(tmp_path_factory):
     a_file = tmp_path_factory.mktemp("fuzz") / "a_file"
     a_file.write_text("a regular file, not a directory\n")
-    all_cases = cases(SEED, N_CASES, a_file)
+    all_cases = cases(SEED, N_CASES, a_file) + gap_cases(a_file)
     accepted = []
     for case in all_cases:
         _, field, value, tree = case
@@ -251,6 +283,14 @@ def test_every_hostile_config_is_rejected_clearly_or_accepted(fuzz_cases):
     # the fuzzer exercises both outcomes (a generator that only made valid or
     # only invalid configs would test nothing)
     assert rejected >= len(all_cases) // 2 and len(accepted) >= N_RUN
+
+
+def test_every_config_gap_is_rejected_clearly(fuzz_cases):
+    all_cases, accepted = fuzz_cases
+    gaps = all_cases[-len(GAPS) :]
+    assert [(c[0], c[1]) for c in gaps] == [(n, f) for n, f, _ in GAPS]
+    slipped = [(c[0], c[1], c[2]) for c in gaps if any(c is a for a in accepted)]
+    assert not slipped, f"config gaps accepted: {slipped}"
 
 
 def test_accepted_configs_run_to_completion(

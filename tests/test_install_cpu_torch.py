@@ -107,7 +107,7 @@ def test_rayfl_requirements_keep_the_installed_cpu_torch(pypi, tmp_path):
 
     if not torch.__version__.endswith("+cpu"):
         pytest.skip(f"this environment's torch is {torch.__version__}, not a CPU build")
-    install, log = _dry_run(["-e", f"{ROOT}[dev,rl]"], tmp_path)
+    install, log = _dry_run(["-e", f"{ROOT}[dev,rl,sb3,pettingzoo]"], tmp_path)
     names = [d["metadata"]["name"].lower() for d in install]
     assert "torch" not in names
     assert not [n for n in names if n.startswith(("nvidia-", "cuda-"))], names

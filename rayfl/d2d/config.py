@@ -65,7 +65,13 @@ class D2DTopologyConfig(BaseModel):
         "`all` (every client is a target with its own neighbors).",
     )
     side_m: float = Field(50.0, gt=0, description="Side of the square area in m.")
-    num_subchannels: int = Field(14, ge=1, description="|F|: ISM sub-channels.")
+    num_subchannels: int = Field(
+        14,
+        ge=1,
+        le=100_000,
+        description="|F|: ISM sub-channels, 1..1e5 (the star's "
+        "wireless.num_subchannels bound).",
+    )
     rayleigh_factor: float = Field(2.0, gt=0, description="Γ: Rayleigh factor.")
     path_loss_exponent: float = Field(3.0, gt=0, description="α_s: path-loss exponent.")
     reference_distance_m: float = Field(1.0, gt=0, description="d_0 in m.")

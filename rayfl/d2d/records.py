@@ -193,4 +193,13 @@ def summary_document(
         "final": dict(round_rows[-1]) if round_rows else {},
         "totals": {"bits": float(sum(r["bits"] for r in round_rows))},
         "d2d": report,
+        "privacy": _adjacency(system.config),
     }
+
+
+def _adjacency(config: Any) -> dict[str, str]:
+    """Return summary.json's ``privacy`` block of a D2D run: its adjacency."""
+    from rayfl.privacy.sensitivity import adjacency
+
+    claim = adjacency(config)
+    return {"adjacency": claim.relation, "adjacency_reason": claim.reason}

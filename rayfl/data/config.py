@@ -6,6 +6,7 @@ digits, 20 iid clients, 75/25 per-client train/test split of the merged pool.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -125,6 +126,7 @@ class DataConfig(BaseModel):
             if not ok:
                 value = getattr(self, field)
                 raise ValueError(f"data.{field} must be {allowed}, got {value}")
+        self._check_root()
         pool = DATASET_SIZES.get(self.dataset)
         if pool is not None and self.num_clients > pool:
             raise ValueError(
@@ -147,3 +149,20 @@ class DataConfig(BaseModel):
                     f"got {self.partition!r}"
                 )
         return self
+
+    def _check_root(self) -> None:
+        """Refuse a ``root`` that exists but is not a directory.
+
+        The loaders look for the files under ``root`` and fall back to the
+        system copy (Fashion-MNIST): a file given as the root would be ignored
+        silently. A root that does not exist here is left to the loader (on a
+        cluster the data may live on the workers only).
+        """
+        if self.root is None:
+            return
+        path = Path(self.root).expanduser()
+        if path.exists() and not path.is_dir():
+            raise ValueError(
+                f"data.root must be a directory (torchvision layout: MNIST/raw, "
+                f"FashionMNIST/raw, cifar-10-batches-py), got the file {self.root}"
+            )

@@ -276,6 +276,8 @@ def load_dataset(
             f"unknown dataset {name!r}; known: {', '.join(DATASET_NAMES)}"
         )
     canonical = None if name == "digits" else _canonical_root(root)
+    if canonical is not None and Path(canonical).is_file():  # a worker's check
+        raise DatasetError(f"data.root must be a directory, got the file {root}")
     return _load_cached(name, canonical)
 
 

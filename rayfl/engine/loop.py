@@ -140,10 +140,8 @@ def _records(
     """Return round ``t``'s ``metrics.parquet`` rows and ``rounds.parquet`` row."""
     if settings.records is not None:
         return settings.records(result, time.perf_counter() - t0)
-    epsilon, nominal = system.uplink.epsilons(evaluate=True)  # type: ignore[attr-defined]
-    rows = client_rows(
-        t, system.num_clients, result, evals, epsilon, nominal, settings.logged
-    )
+    epsilon, _ = system.uplink.epsilons(evaluate=True)  # type: ignore[attr-defined]
+    rows = client_rows(t, system.num_clients, result, evals, epsilon, settings.logged)
     row = round_row(
         result,
         evals=evals,

@@ -20,6 +20,7 @@ from rayfl.system import EvalRow, RoundResult
 __all__ = [
     "client_rows",
     "divergence_report",
+    "privacy_block",
     "query",
     "round_costs",
     "round_row",
@@ -46,7 +47,6 @@ def client_rows(
     result: RoundResult,
     evals: list[EvalRow] | None,
     epsilon: np.ndarray | None,
-    nominal: np.ndarray | None,
     extra: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """Return round ``t``'s ``metrics.parquet`` rows, one per client 0..n−1.
@@ -56,8 +56,9 @@ def client_rows(
         n: Number of clients.
         result: The round's records (scheduled clients only).
         evals: Every client's evaluation record, or None (not evaluated).
-        epsilon: Each client's ε spent, or None (no accountant).
-        nominal: Each client's nominal ε, or None.
+        epsilon: Each client's ε spent, or None (no accountant). A paper
+            formula's ε is not a column: it goes to ``summary.json``
+            (``privacy.paper_epsilon_per_client``), so it cannot be read as spent.
         extra: The algorithm's own record keys (``Algorithm.logged_metrics``).
     """
     by_client = {int(r["client"]): r for r in result.rows}
@@ -79,7 +80,6 @@ def client_rows(
                 "train_loss": float(r.get("train_loss", _NAN)),
                 **{k: float(e.get(k, _NAN)) for k in _EVAL_KEYS},
                 "epsilon": float(epsilon[c]) if epsilon is not None else _NAN,
-                "epsilon_nominal": float(nominal[c]) if nominal is not None else _NAN,
                 "bits": float(r.get("bits", 0.0)),
                 "latency_s": float(r.get("latency_s", _NAN)),
                 "energy_j": float(r.get("energy_j", _NAN)),
@@ -241,5 +241,20 @@ def summary_document(
             ),
         },
         **divergence_report(round_rows),
-        "privacy": query(lambda: system.uplink.privacy_summary(eps)),
+        "privacy": query(lambda: privacy_block(system, eps)),
     }
+
+
+def privacy_block(system: Any, eps: Any) -> dict[str, Any]:
+    """Return summary.json's ``privacy``: the ledger's block and the adjacency.
+
+    ``adjacency`` and ``adjacency_reason`` come from
+    :func:`rayfl.privacy.sensitivity.adjacency` (what the run's server side
+    sees decides which neighbouring datasets the ε is for).
+    """
+    from rayfl.privacy.sensitivity import adjacency
+
+    claim = adjacency(system.config)
+    uplink = getattr(system, "uplink", None)
+    block = {} if uplink is None else dict(uplink.privacy_summary(eps))
+    return {**block, "adjacency": claim.relation, "adjacency_reason": claim.reason}

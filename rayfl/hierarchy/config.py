@@ -33,6 +33,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "MAX_SUBCHANNELS",
     "ControlConfig",
     "CostConfig",
     "HierDPConfig",
@@ -40,6 +41,12 @@ __all__ = [
     "LearningRateConfig",
     "TopologyConfig",
 ]
+
+
+MAX_SUBCHANNELS = 100_000
+"""Largest K_e, as the star's ``wireless.num_subchannels``: a round draws an
+(n_c, K_e) float64 fading matrix per edge (10^5 subchannels × 100 devices =
+80 MB) and offers the edge's policy K_e slots; no OFDMA band has more."""
 
 
 class _Section(BaseModel):
@@ -69,7 +76,8 @@ class HierDPConfig(_Section):
         1.0,
         gt=0,
         description="G: each device's accumulated step over s SGD steps is clipped to "
-        "η·s·G (so ‖u_i‖ ≤ η τ G as Lemma 3.2 needs); None = no clipping.",
+        "η·s·G (so ‖u_i‖ ≤ η τ G as Lemma 3.2 needs); None = no clipping, "
+        "allowed only without DP (enabled false or baseline hfl).",
     )
     edge_constant: float = Field(1.5, gt=0, description="c_2 of eq. 15 (trusted edge).")
     device_constant: float = Field(1.5, gt=0, description="v_2 of eq. 15 (device).")
@@ -210,9 +218,12 @@ class HierSchedulingConfig(_Section):
     subchannels_per_edge: int | None = Field(
         None,
         ge=1,
-        description="K_e, uplink subchannels of each edge's band; at most K_e devices "
-        "of a subnet upload per global round. None: K_e = n_c (every device of the "
-        "subnet can get one; with uniform: no cap, s_c^k as today).",
+        le=MAX_SUBCHANNELS,
+        description="K_e, uplink subchannels of each edge's band, 1..1e5 (the "
+        "star's wireless.num_subchannels bound: every round draws an (n_c, K_e) "
+        "fading matrix per edge and its policy picks from K_e slots); at most K_e "
+        "devices of a subnet upload per global round. None: K_e = n_c (every "
+        "device of the subnet can get one; with uniform: no cap, s_c^k as today).",
     )
     frequency_selective: bool = Field(
         True,
@@ -313,6 +324,12 @@ class TopologyConfig(_Section):
             )
         if self.cost.distance_min_m > self.cost.distance_max_m:
             raise ValueError("topology.cost.distance_min_m must be <= distance_max_m")
+        if self.dp.enabled and self.baseline != "hfl" and self.dp.grad_bound is None:
+            raise ValueError(
+                "topology.dp.grad_bound is required when topology.dp.enabled is true "
+                f"(baseline {self.baseline} adds DP noise calibrated to G), got None; "
+                "for no DP set topology.dp.enabled: false or topology.baseline: hfl"
+            )
         return self
 
     def changed(

@@ -27,12 +27,28 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+_NOISE_FIELDS = (
+    "noise_std",
+    "noise_multiplier",
+    "epsilon",
+    "epsilon_budget",
+    "calibration",
+    "calibration_sample_rate",
+    "placement",
+)
+"""Fields read only when a mechanism adds noise (``mechanism: none`` refuses them).
+
+``clip_norm`` and ``max_uploads`` act without noise; ``delta`` and
+``accountant`` also serve DP-SparFL's ledger (its noise is the algorithm's)."""
+
 
 class PrivacyConfig(BaseModel):
     """DP mechanism of the uplink and how its noise is calibrated and placed.
 
     ``mechanism="none"`` adds no noise (clipping still applies when ``clip_norm``
-    is set). For the Gaussian mechanisms the noise std comes from, in order of
+    is set) and refuses the fields only noise reads (``_NOISE_FIELDS``: a
+    section that says no noise but sets ``noise_std`` is an error, not a
+    silent drop). For the Gaussian mechanisms the noise std comes from, in order of
     precedence: ``noise_std``; ``noise_multiplier`` × 2C, the L2 sensitivity of a
     whole update clipped to C (for ``calibration="sparse"`` the multiplier is σ̂
     and enters the DP-SparFL paper's formula); else the ``calibration`` formula applied to
@@ -79,7 +95,7 @@ class PrivacyConfig(BaseModel):
     noise_multiplier: float | None = Field(
         default=None,
         description=(
-            "Noise multiplier z ≥ 0 = std / L2 sensitivity, the sensitivity of a "
+            "Noise multiplier z > 0 = std / L2 sensitivity, the sensitivity of a "
             "whole clipped update being 2C (σ = 2C·z). If set, overrides the "
             "ε-based calibration; with calibration='sparse' it is the DP-SparFL "
             "paper's σ̂."
@@ -88,7 +104,7 @@ class PrivacyConfig(BaseModel):
     noise_std: float | None = Field(
         default=None,
         description=(
-            "Absolute per-coordinate noise std σ_DP ≥ 0, overriding everything else "
+            "Absolute per-coordinate noise std σ_DP > 0, overriding everything else "
             "(e.g. the values of Table II of the WPFL paper)."
         ),
     )
@@ -193,13 +209,16 @@ class PrivacyConfig(BaseModel):
         for name, value in positive.items():
             if value is not None and not value > 0:
                 raise ValueError(f"privacy.{name} must be > 0, got {value}")
-        nonnegative = {
-            "noise_multiplier": self.noise_multiplier,
-            "noise_std": self.noise_std,
-        }
-        for name, value in nonnegative.items():
-            if value is not None and not value >= 0:
-                raise ValueError(f"privacy.{name} must be >= 0, got {value}")
+        noise = {"noise_multiplier": self.noise_multiplier, "noise_std": self.noise_std}
+        for name, value in noise.items():
+            if value is not None and not value > 0:
+                raise ValueError(
+                    f"privacy.{name} must be > 0 (a Gaussian mechanism with no "
+                    f"noise is no DP; for none use privacy.mechanism: none), got "
+                    f"{value}"
+                )
+        if self.mechanism == "none":
+            self._check_no_noise_fields()
         if self.max_uploads is not None and self.max_uploads < 1:
             raise ValueError(
                 f"privacy.max_uploads must be >= 1, got {self.max_uploads}"
@@ -220,3 +239,24 @@ class PrivacyConfig(BaseModel):
                 "is 'sparse', got None"
             )
         return self
+
+    def _check_no_noise_fields(self) -> None:
+        """Refuse the noise fields under ``mechanism: none`` (they would be dropped).
+
+        Raises:
+            ValueError: Naming every noise field that is set.
+        """
+        defaults = {
+            name: type(self).model_fields[name].default for name in _NOISE_FIELDS
+        }
+        found = [
+            f"{name}={getattr(self, name)}"
+            for name, default in defaults.items()
+            if getattr(self, name) != default
+        ]
+        if found:
+            raise ValueError(
+                "privacy.mechanism is 'none' (no noise) but the privacy section "
+                f"sets {', '.join(found)}: choose privacy.mechanism gaussian or "
+                "quantized_gaussian, or remove them"
+            )

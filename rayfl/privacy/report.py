@@ -100,7 +100,12 @@ class LedgerReport:
     def epsilons(
         self, *, evaluate: bool
     ) -> tuple[npt.NDArray[np.float64] | None, npt.NDArray[np.float64] | None]:
-        """Return (accountant ε, nominal ε) per client, or (None, None).
+        """Return (accountant ε, the paper formula's ε) per client, or (None, None).
+
+        The second is the ε a paper's calibration claims for the releases so
+        far (the accountant's own for 'accountant'/'sparse'); it is reported
+        once, as ``paper_epsilon_per_client`` in ``summary.json``, never beside
+        the spent ε in ``metrics.parquet``.
 
         Args:
             evaluate: Compute now (False returns (None, None) to save time).
@@ -132,13 +137,18 @@ class LedgerReport:
         return eps, nominal
 
     def ledger_rule(self) -> dict[str, Any]:
-        """Return the sensitivity, adjacency, ledger q and z(s) the ledger used."""
+        """Return the sensitivity, the ledger's adjacency, its q and z(s).
+
+        ``ledger_adjacency`` is the relation the ledger's analysis assumes for
+        the noised release alone; the run's ``adjacency`` (what it really holds
+        for) is :func:`rayfl.privacy.sensitivity.adjacency`'s.
+        """
         privacy = self.sections.privacy
         if self.local_dp is not None:
             q = np.asarray(self.local_dp.sample_rate, dtype=np.float64)
             return {
                 "sensitivity": self.local_dp.sensitivity,
-                "adjacency": self.local_dp.adjacency,
+                "ledger_adjacency": self.local_dp.adjacency,
                 "ledger_sample_rate": (
                     float(q[0]) if np.all(q == q[0]) else q.tolist()
                 ),
@@ -150,7 +160,7 @@ class LedgerReport:
                 "sensitivity": f"L1 2C*sqrt(d) = {2 * float(clip or 0):g}*sqrt("
                 f"{self.model_dim}) (Laplace({self.laplace_scale:.4g}) per "
                 "coordinate, pure epsilon by basic composition)",
-                "adjacency": ADJACENCY_CLIENT,
+                "ledger_adjacency": ADJACENCY_CLIENT,
                 "ledger_sample_rate": 1.0,
                 "laplace_scale": self.laplace_scale,
             }
@@ -161,7 +171,7 @@ class LedgerReport:
                 if privacy.placement == "cloud"
                 else ""
             ),
-            "adjacency": ADJACENCY_CLIENT,
+            "ledger_adjacency": ADJACENCY_CLIENT,
             "ledger_sample_rate": 1.0,
             "noise_multiplier": self.noise_multiplier,
         }
@@ -169,6 +179,15 @@ class LedgerReport:
             rule["noise_multiplier_per_client"] = self.client_noise_multiplier.tolist()
             rule["noise_multiplier"] = float(np.max(self.client_noise_multiplier))
         return rule
+
+    def _paper_epsilon(self, paper: bool) -> dict[str, Any]:
+        """Return the paper formula's ε per client (summary.json only), or {}."""
+        if not paper or self.sections.privacy.epsilon is None:
+            return {}
+        _, claimed = self.epsilons(evaluate=True)
+        if claimed is None:
+            return {}
+        return {"paper_epsilon_per_client": [float(e) for e in claimed]}
 
     def privacy_summary(self, eps: npt.NDArray[np.float64] | None) -> dict[str, Any]:
         """Return the privacy block of ``summary.json``."""
@@ -194,7 +213,8 @@ class LedgerReport:
                 {
                     "epsilon_target_meaning": "nominal epsilon of the paper's "
                     f"formula ('{privacy.calibration}' calibration), not a "
-                    "guarantee; epsilon_* are the ledger's"
+                    "guarantee, as is paper_epsilon_per_client (the formula's "
+                    "epsilon for each client's uploads); epsilon_* are the ledger's"
                 }
                 if paper
                 else {}
@@ -205,6 +225,7 @@ class LedgerReport:
                 else {}
             ),
             "epsilon_target": privacy.epsilon,
+            **self._paper_epsilon(paper),
             "epsilon_max": float(np.max(eps)),
             "epsilon_median": float(np.median(eps)),
             "epsilon_min": float(np.min(eps)),

@@ -18,6 +18,18 @@ known rate inside the release. This module is the single place that says which
 | H2FDP trusted edge | each device's step to η·s·G; the edge noises the mean | 2η·s·G·max ρ (= 2η·s·G/s_c with equal weights ρ = 1/s_c) | any two datasets of one device | 1 |
 | Dithering baseline of the WPFL paper | the model to ‖x‖ ≤ C; Laplace(b) per coordinate | L1: 2C·√d | any two datasets of the client | pure ε = uploads·2C√d/b |
 
+The adjacency column is the relation the *ledger* assumes for the noised
+release alone. What else the server side sees can narrow it, and
+:func:`adjacency` says what a run really holds for: an aggregation weight
+abs(D_n) sent in the clear (every algorithm but Ditto/WPFL with
+``aggregation: uniform``), a σ, sampling rate or schedule computed from
+abs(D_n) (DP-Ditto's eq. 8, WPFL's ``sample_level`` baselines, DP-SparFL's q_i,
+H2FDP's default q, ``topology.weighting: data_size``, a policy reading
+``data_size``) changes with certainty when a record is added or removed, so
+the guarantee holds for one record *replaced* only; a policy reading the
+un-noised ``loss`` leaves none. ``summary.json`` reports it as
+``privacy.adjacency`` (the ledger's relation as ``privacy.ledger_adjacency``).
+
 Why 2C for a whole clipped update. The clipped update lies in the C-ball
 whatever the client's data, so two datasets (differing in one record, or in all
 of them) give updates at most 2C apart. A bound of C would need one record to
@@ -62,15 +74,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
     "ADJACENCY_CLIENT",
+    "ADJACENCY_NONE",
     "ADJACENCY_REMOVE_ONE",
     "ADJACENCY_REPLACE_ONE",
+    "NO_DP",
+    "Adjacency",
     "LedgerRule",
+    "adjacency",
     "dp_sgd_rule",
     "h2fdp_release_sensitivity",
     "laplace_vector_epsilon",
@@ -85,8 +102,14 @@ ADJACENCY_CLIENT = (
 )
 #: Adjacency of Poisson-sampled DP-SGD: one record added or removed.
 ADJACENCY_REMOVE_ONE = "add/remove one record"
-#: Adjacency of fixed-size-batch DP-SGD: one record replaced.
+#: Adjacency of fixed-size-batch DP-SGD, and of any mechanism whose server sees
+#: abs(D_n) (an aggregation weight, a σ or a schedule computed from it): one
+#: record replaced, abs(D_n) fixed.
 ADJACENCY_REPLACE_ONE = "replace one record"
+#: No record-level guarantee: the server sees an un-noised function of the data.
+ADJACENCY_NONE = "none (no record-level guarantee)"
+#: No DP mechanism in the run.
+NO_DP = "no DP"
 
 
 @dataclass(frozen=True)
@@ -234,3 +257,181 @@ def laplace_vector_epsilon(
         else math.inf
     )
     return np.where(counts > 0, counts * per_upload, 0.0)
+
+
+@dataclass(frozen=True)
+class Adjacency:
+    """The neighbouring datasets a run's privacy guarantee is stated for.
+
+    Attributes:
+        relation: One of ``ADJACENCY_CLIENT``, ``ADJACENCY_REMOVE_ONE``,
+            ``ADJACENCY_REPLACE_ONE``, ``ADJACENCY_NONE`` or ``NO_DP``.
+        reason: Why, from what the run's server side sees (summary.json's
+            ``adjacency_reason``).
+    """
+
+    relation: str
+    reason: str
+
+
+#: Algorithms whose ``aggregation`` field may make the upload weight uniform;
+#: every other one weighs an upload by abs(D_n) (``ClientUpdate.weight``).
+_UNIFORM_CAPABLE = ("ditto", "wpfl")
+
+
+def adjacency(cfg: Any) -> Adjacency:
+    """Return the adjacency a run's DP guarantee really holds for, and why.
+
+    The ledger's ε bounds the releases' noise at the sensitivity the code
+    enforces, for the relation of its mechanism (the table above). What else
+    the server side sees can narrow it: a value computed from abs(D_n) without
+    noise (an aggregation weight, a noise std, a sampling rate or a schedule
+    that reads ``data_size``) changes when a record is added or removed, so the
+    guarantee then holds for replacing one record only (abs(D_n) fixed); an
+    un-noised training loss read by the scheduler leaves no record-level
+    guarantee at all. This is the one place that decides it: ``summary.json``
+    (``privacy.adjacency``, ``privacy.adjacency_reason``) and the table of
+    ``docs/privacy.md`` come from it.
+
+    Args:
+        cfg: The run config (:class:`rayfl.config.RunConfig`).
+
+    Returns:
+        The relation and its reason.
+
+    Example:
+        >>> from rayfl.config import load_config
+        >>> dp = {"mechanism": "gaussian", "clip_norm": 1.0, "noise_multiplier": 1.0}
+        >>> adjacency(load_config({"privacy": dp})).relation
+        'replace one record'
+        >>> uniform = {"kind": "ditto", "aggregation": "uniform"}
+        >>> adjacency(load_config({"privacy": dp, "algorithm": uniform})).relation
+        'any two datasets of one client (implies replace-one and add/remove-one record)'
+    """
+    mechanism = _mechanism(cfg)
+    if mechanism is None:
+        return Adjacency(NO_DP, _no_dp_reason(cfg))
+    relation, reason = mechanism
+    keys = _policy_keys(cfg)
+    if "loss" in keys:
+        return Adjacency(
+            ADJACENCY_NONE,
+            f"{reason}; but scheduler.policy={cfg.scheduler.policy} reads each "
+            "client's training loss, computed on its data without noise, so the "
+            "schedule carries an un-noised function of the records",
+        )
+    sizes = _size_releases(cfg, keys)
+    if not sizes:
+        return Adjacency(relation, reason)
+    why = (
+        f"{reason}; but {'; '.join(sizes)}: adding or removing a record changes "
+        "abs(D_n), which the server side sees, so the guarantee covers one record "
+        "replaced (abs(D_n) fixed)"
+    )
+    if relation == ADJACENCY_REMOVE_ONE:
+        why += (
+            "; the ledger's epsilon is the add/remove-one bound and a replacement "
+            "is a removal plus an addition, so replace-one holds at (2 epsilon, "
+            "(1 + e^epsilon) delta) by group privacy"
+        )
+    return Adjacency(ADJACENCY_REPLACE_ONE, why)
+
+
+def _mechanism(cfg: Any) -> tuple[str, str] | None:
+    """Return the relation of the run's DP mechanism and what it bounds, or None."""
+    topology, algo, privacy = cfg.topology, cfg.algorithm, cfg.privacy
+    if topology.kind == "hierarchical":
+        if not topology.dp.enabled or topology.baseline == "hfl":
+            return None
+        return (
+            ADJACENCY_CLIENT,
+            "each device's step is clipped to eta*s*G and noised on the device "
+            "(untrusted edge) or in the trusted edge's mean, whatever its data",
+        )
+    if topology.kind == "d2d" and topology.method != "federated":
+        return None
+    if algo.kind == "sparse_dp":
+        if algo.sampling == "poisson":
+            return (
+                ADJACENCY_REMOVE_ONE,
+                "DP-SGD clips each sample's gradient and Poisson-samples records "
+                "(the accountant's add/remove-one analysis)",
+            )
+        return (
+            ADJACENCY_REPLACE_ONE,
+            "DP-SGD with fixed-size batches, accounted under replace-one (2C)",
+        )
+    if privacy.mechanism == "none" or getattr(algo, "dp_mechanism", "") == "none":
+        return None
+    noise = "the server adds" if privacy.placement == "cloud" else "the client adds"
+    return (
+        ADJACENCY_CLIENT,
+        f"each upload is clipped to C as a whole and {noise} noise calibrated to "
+        "2C, whatever the client's data",
+    )
+
+
+def _no_dp_reason(cfg: Any) -> str:
+    if cfg.topology.kind == "hierarchical":
+        return "topology.dp is off (enabled false or baseline hfl): no noise"
+    if cfg.topology.kind == "d2d" and cfg.topology.method != "federated":
+        return (
+            f"topology.method={cfg.topology.method} sends models without a DP "
+            "mechanism (privacy.mechanism must be none)"
+        )
+    if getattr(cfg.algorithm, "dp_mechanism", "") == "none":
+        return "algorithm.dp_mechanism=none adds no noise"
+    return "privacy.mechanism=none: no noise"
+
+
+def _policy_keys(cfg: Any) -> tuple[str, ...]:
+    """Return the observation keys the run's scheduling policy reads."""
+    from rayfl.registry import policy_class
+
+    keys: tuple[str, ...] = getattr(
+        policy_class(cfg.scheduler.policy), "required_keys", ()
+    )
+    return keys
+
+
+def _size_releases(cfg: Any, keys: tuple[str, ...]) -> list[str]:
+    """Return what the server side sees that is computed from abs(D_n), un-noised."""
+    topology, algo, privacy = cfg.topology, cfg.algorithm, cfg.privacy
+    found = []
+    if "data_size" in keys:
+        found.append(
+            f"scheduler.policy={cfg.scheduler.policy} reads each client's data_size"
+        )
+    if topology.kind == "hierarchical":
+        if topology.weighting == "data_size":
+            found.append("topology.weighting=data_size weighs devices by abs(D_i)")
+        if topology.dp.calibration_sample_rate is None:
+            found.append(
+                "sigma uses eq. 15's q = B / mean abs(D_i) "
+                "(topology.dp.calibration_sample_rate unset)"
+            )
+        return found
+    if algo.kind not in _UNIFORM_CAPABLE or algo.aggregation != "uniform":
+        found.append(
+            f"algorithm.kind={algo.kind} sends abs(D_n) in the clear as the "
+            "upload's aggregation weight"
+            + (
+                " (and the server's noise scales with it)"
+                * (privacy.placement == "cloud")
+            )
+        )
+    if algo.kind == "sparse_dp" and algo.sampling == "poisson":
+        found.append("q_i = B/abs(D_i) sets each client's participations")
+    if (
+        privacy.calibration == "dp_ditto"
+        and privacy.noise_std is None
+        and privacy.noise_multiplier is None
+    ):
+        found.append("privacy.calibration=dp_ditto sets sigma from abs(D_n) (eq. 8)")
+    if (
+        algo.kind == "wpfl"
+        and algo.dp_mechanism not in ("proposed", "none")
+        and algo.sensitivity == "sample_level"
+    ):
+        found.append("algorithm.sensitivity=sample_level sets sigma from min abs(D_n)")
+    return found

@@ -29,9 +29,30 @@ def test_defaults_are_no_dp() -> None:
         ({"clip_norm": -1.0}, r"privacy.clip_norm must be > 0, got -1.0"),
         (
             {"noise_multiplier": -0.5},
-            r"privacy.noise_multiplier must be >= 0, got -0.5",
+            r"privacy.noise_multiplier must be > 0 \(a Gaussian mechanism with no "
+            r"noise is no DP; for none use privacy.mechanism: none\), got -0.5",
         ),
-        ({"noise_std": -0.1}, r"privacy.noise_std must be >= 0, got -0.1"),
+        ({"noise_std": -0.1}, r"privacy.noise_std must be > 0 .*, got -0.1"),
+        (
+            {"mechanism": "gaussian", "clip_norm": 1.0, "noise_multiplier": 0.0},
+            r"privacy.noise_multiplier must be > 0 .*, got 0.0",
+        ),
+        (
+            {"mechanism": "gaussian", "clip_norm": 1.0, "noise_std": 0.0},
+            r"privacy.noise_std must be > 0 .*, got 0.0",
+        ),
+        (
+            {"noise_std": 0.1},
+            r"privacy.mechanism is 'none' \(no noise\) but the privacy section "
+            r"sets noise_std=0.1: choose privacy.mechanism gaussian or "
+            r"quantized_gaussian, or remove them",
+        ),
+        (
+            {"noise_multiplier": 1.0, "epsilon": 4.0, "placement": "cloud"},
+            r"sets noise_multiplier=1.0, epsilon=4.0, placement=cloud:",
+        ),
+        ({"calibration": "wpfl"}, r"'none' \(no noise\) .* calibration=wpfl:"),
+        ({"epsilon_budget": 5.0}, r"'none' \(no noise\) .* epsilon_budget=5.0:"),
         ({"sample_rate": 0.1}, r"privacy.sample_rate=0.1 is not accepted"),
         (
             {"calibration_sample_rate": 0.0},
@@ -58,6 +79,12 @@ def test_defaults_are_no_dp() -> None:
         "clip-negative",
         "multiplier-negative",
         "std-negative",
+        "gaussian-multiplier-0",
+        "gaussian-std-0",
+        "none-with-noise-std",
+        "none-with-three-noise-fields",
+        "none-with-calibration",
+        "none-with-budget",
         "sample-rate-set",
         "calibration-sample-rate-0",
         "clip-inf",

@@ -281,7 +281,10 @@ def test_dp_sparfl_epsilon_matches_the_oracle(ray_session, tmp_path, sampling):
             _check(eps, 0.5, steps, delta)
     if sampling == "fixed":
         assert privacy["ledger_sample_rate"] == 1.0
-        assert privacy["adjacency"] == "replace one record"
+        assert privacy["ledger_adjacency"] == "replace one record"
+    else:  # the ledger's add/remove-one bound; |D_i| is the upload's weight
+        assert privacy["ledger_adjacency"] == "add/remove one record"
+    assert privacy["adjacency"] == "replace one record"
 
 
 # ------------------------------------------------------------------ H2FDP

@@ -31,10 +31,14 @@ def chains(
 ) -> tuple[np.ndarray, PrivacyConfig, CompressionConfig, float]:
     dim = draw(st.integers(1, 300))
     vector = draw(arrays(np.float32, dim, elements=finite))
+    mechanism = draw(st.sampled_from(["none", "gaussian", "quantized_gaussian"]))
     privacy = PrivacyConfig(
-        mechanism=draw(st.sampled_from(["none", "gaussian", "quantized_gaussian"])),
+        mechanism=mechanism,
         clip_norm=draw(st.floats(1e-3, 1e3)),
-        placement=draw(st.sampled_from(["client", "edge", "cloud"])),
+        # no noise: no placement (mechanism none refuses the noise fields)
+        placement="client"
+        if mechanism == "none"
+        else draw(st.sampled_from(["client", "edge", "cloud"])),
     )
     bits = draw(st.one_of(st.none(), st.integers(1, 32)))
     compression = CompressionConfig(
