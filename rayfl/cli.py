@@ -12,7 +12,9 @@
 
 Configuration errors print in a few lines, without a traceback (exit code 2). A
 run that fails prints its error, the run directory and how to resume it (exit
-code 1; 130 when interrupted by Ctrl-C or SIGTERM); ``rayfl --debug ...`` or the
+code 1; 130 when interrupted by Ctrl-C or SIGTERM), also when it fails during its
+set-up (Ray start-up, data loading, actor creation); a full disk prints one line
+naming the file and the space left (exit code 1). ``rayfl --debug ...`` or the
 environment variable ``RAYFL_DEBUG=1`` prints the full traceback as well.
 """
 
@@ -405,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = list(args.overrides) + extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    from rayfl.atomic import DiskFullError
     from rayfl.run_status import RunFailed, RunInterrupted
 
     try:
@@ -422,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"rayfl: {e}", file=sys.stderr)
         return 2
+    except DiskFullError as e:
+        print(f"rayfl: {e}", file=sys.stderr)  # one line: the file, the space left
+        return 1
     except RuntimeError as e:
         from rayfl.resources import ResourceError
 

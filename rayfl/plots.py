@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+
+from rayfl.atomic import atomic_write  # noqa: E402
 
 __all__ = ["ROUND_AXIS", "overlay_dir", "plot_rounds"]
 
@@ -44,6 +48,10 @@ def overlay_dir(run_dirs: Sequence[str | Path], root: str | Path = ".") -> Path:
     return Path(root) / name
 
 
+def _save_png(fig: Any, path: Path) -> None:
+    fig.savefig(path, format="png")
+
+
 def plot_rounds(runs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[Path]:
     """Write one PNG per metric, each overlaying every run's curve over rounds.
 
@@ -56,6 +64,10 @@ def plot_rounds(runs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[P
 
     Returns:
         The paths written.
+
+    Raises:
+        rayfl.atomic.DiskFullError: If the disk is full (each PNG is written
+            atomically: the ones not written keep their previous version).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -82,7 +94,9 @@ def plot_rounds(runs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[P
             ax.legend(fontsize=8)
         fig.tight_layout()
         path = out / f"{column}.png"
-        fig.savefig(path)
-        plt.close(fig)
+        try:  # atomically: a full disk leaves the previous PNG, not a cut one
+            atomic_write(path, partial(_save_png, fig))
+        finally:
+            plt.close(fig)
         written.append(path)
     return written

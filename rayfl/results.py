@@ -11,18 +11,17 @@ Layout of ``<output.dir>/<name>-<timestamp>/`` (DESIGN.md "Outputs of a run"):
 | ``error.txt`` | the traceback of a failed run (an earlier attempt's, after ``rayfl resume``, is kept as ``error.1.txt``, ``error.2.txt``, …) |
 | ``plots/*.png`` | accuracy, loss and fairness curves |
 
-Every file is written to a temporary name in the same directory and renamed, so
-a reader never sees a half-written file.
+Every file is written to a temporary name in the same directory and renamed
+(:func:`rayfl.atomic.atomic_write`), so a reader never sees a half-written file;
+a full disk raises :class:`rayfl.atomic.DiskFullError`, one line naming the file
+and the space left.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from rayfl.atomic import atomic_write, disk_full
 from rayfl.run_status import json_safe
 
 __all__ = [
@@ -42,19 +42,6 @@ __all__ = [
     "make_run_dir",
     "safe_name",
 ]
-
-
-def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
-    """Call ``write(tmp)`` on a temporary path beside ``path``, then rename it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=,@-]+")
@@ -81,6 +68,9 @@ def make_run_dir(root: str | Path, name: str) -> Path:
 
     ``name`` is made one safe path component (:func:`safe_name`), so the run
     directory is always directly inside ``root``.
+
+    Raises:
+        DiskFullError: If the disk is full.
     """
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = Path(root) / f"{safe_name(name)}-{stamp}"
@@ -92,6 +82,11 @@ def make_run_dir(root: str | Path, name: str) -> Path:
         except FileExistsError:
             k += 1
             path = base.with_name(f"{base.name}-{k}")
+        except OSError as error:
+            full = disk_full(error, path / "config.yaml")
+            if full is None:
+                raise
+            raise full from error
 
 
 def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:

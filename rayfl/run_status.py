@@ -6,15 +6,17 @@ Every round loop (:func:`rayfl.runner.run`, every topology) runs its rounds insi
 | status | when |
 |--------|------|
 | ``completed`` | every round ran (or the run stopped early by design, e.g. a T0 cap) |
-| ``failed`` | an exception in a round: a bug, a diverged computation that raised, a client or server actor lost for good |
-| ``interrupted`` | Ctrl-C (SIGINT) or SIGTERM |
+| ``failed`` | an exception in a round: a bug, a diverged computation that raised, a client or server actor lost for good, a full disk; or in the set-up (:func:`setup_status`: Ray start-up, data loading, actor creation) |
+| ``interrupted`` | Ctrl-C (SIGINT) or SIGTERM (``error.message`` names the signal) |
 
 A ``failed`` or ``interrupted`` summary has an ``error`` block: ``type``,
-``message``, ``round`` (the round it happened in), ``traceback`` (the file of the
-run directory holding the full traceback, ``error.txt``) and ``resume_from``
-(the round a ``rayfl resume RUN_DIR`` continues from, or None without a
-checkpoint). ``metrics.parquet`` and ``rounds.parquet`` hold every round
-completed before it. When a failed run is resumed, the earlier attempt's
+``message``, ``round`` (the round it happened in; None in the set-up, where
+``phase`` is ``setup``), ``traceback`` (the file of the run directory holding
+the full traceback, ``error.txt``) and ``resume_from`` (the round a ``rayfl
+resume RUN_DIR`` continues from, or None without a checkpoint). ``metrics.parquet``
+and ``rounds.parquet`` hold every round completed before it. Every file is
+written atomically: a full disk leaves the last complete version of each file
+(and the last checkpoint), never a truncated one. When a failed run is resumed, the earlier attempt's
 ``error.txt`` is renamed ``error.1.txt`` (then ``error.2.txt``, …) before the
 rounds start, so ``error.txt`` only ever belongs to the status in
 ``summary.json``. The run then raises :class:`RunFailed` (or
@@ -25,6 +27,7 @@ command prints it in a few lines and exits with code 1 (failed) or 130
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -39,11 +42,17 @@ from typing import Any
 
 import numpy as np
 
+from rayfl.atomic import atomic_write, disk_full
+
 __all__ = [
     "RunFailed",
     "RunInterrupted",
     "RunProgress",
+    "bad_input",
+    "interrupt_signals",
     "json_safe",
+    "setup_status",
+    "signal_message",
     "terminal_status",
 ]
 
@@ -81,14 +90,22 @@ class _RunEnded:
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.status = status
         self.error = dict(error)
-        if self.run_dir is None:
-            return str(error.get("message", status))
         e = self.error
-        where = f" in round {e['round']}" if e.get("round") is not None else ""
+        setup = e.get("phase") == "setup"
+        where = " during set-up" if setup else ""
+        if e.get("round") is not None:
+            where = f" in round {e['round']}"
+        if self.run_dir is None:
+            if not setup:
+                return str(error.get("message", status))
+            return f"run {status}{where}: {e.get('message')}"
         lines = [f"run {status}{where}: {e.get('type')}: {e.get('message')}"]
         if e.get("traceback"):
             lines.append(f"traceback: {self.run_dir / e['traceback']}")
-        lines.append(f"run directory: {self.run_dir} (rounds done are kept)")
+        if e.get("summary"):
+            lines.append(str(e["summary"]))
+        kept = "" if setup else " (rounds done are kept)"
+        lines.append(f"run directory: {self.run_dir}{kept}")
         if e.get("resume_from") is not None:
             lines.append(
                 f"continue it with: rayfl resume {self.run_dir} "
@@ -179,20 +196,71 @@ def json_safe(value: Any) -> Any:
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
+RESERVE_FILE = ".rayfl-reserve"
+"""Ballast file of a running run: removed when the disk fills, to make room for
+``summary.json`` and ``error.txt`` (see :func:`terminal_status`)."""
+RESERVE_BYTES = 64 * 1024
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise RunInterrupted()
+#: Signals that end a run ``interrupted`` (besides SIGINT, Python's own).
+INTERRUPT_SIGNALS = (signal.SIGTERM,)
+
+
+def signal_message(signum: int) -> str:
+    """Return the ``error.message`` of a run ended by signal ``signum``.
+
+    Example:
+        >>> signal_message(signal.SIGTERM), signal_message(signal.SIGINT)
+        ('the driver received SIGTERM', 'the driver received SIGINT (Ctrl-C)')
+    """
+    name = signal.Signals(signum).name
+    return f"the driver received {name}" + (
+        " (Ctrl-C)" if signum == signal.SIGINT else ""
+    )
+
+
+@contextmanager
+def interrupt_signals() -> Iterator[list[int]]:
+    """Inside the block SIGTERM raises :class:`RunInterrupted` (main thread only).
+
+    Yields the list of the signals received, newest last: Ray turns any
+    KeyboardInterrupt raised while it waits (``ray.get``) into a bare
+    KeyboardInterrupt, so the exception alone cannot say which signal came.
+    The previous handlers are restored afterwards.
+    """
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        received.append(signum)
+        raise RunInterrupted(
+            error={"type": "RunInterrupted", "message": signal_message(signum)}
+        )
+
+    installed = threading.current_thread() is threading.main_thread()
+    previous = {
+        s: signal.signal(s, on_signal) for s in (INTERRUPT_SIGNALS if installed else ())
+    }
+    try:
+        yield received
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
 
 
 def _describe(
-    exc: BaseException, progress: RunProgress, traceback_file: str | None
+    exc: BaseException,
+    progress: RunProgress,
+    traceback_file: str | None,
+    received: list[int] | None = None,
 ) -> dict[str, Any]:
-    if isinstance(exc, RunInterrupted):
-        message = "the driver received SIGTERM"
-        if exc.run_dir is not None:  # a nested run's end: keep its own message
-            message = str(exc.error.get("message"))
+    if isinstance(exc, RunInterrupted) and exc.run_dir is not None:
+        message = str(exc.error.get("message"))  # a nested run's end: keep it
+    elif isinstance(exc, (KeyboardInterrupt, SystemExit)) and received:
+        message = signal_message(received[-1])
+        exc = RunInterrupted()
+    elif isinstance(exc, RunInterrupted):
+        message = str(exc.error.get("message"))
     elif isinstance(exc, KeyboardInterrupt):
-        message = "the driver received SIGINT (Ctrl-C)"
+        message = signal_message(signal.SIGINT)
     else:
         cause = getattr(exc, "cause", None)  # ray.exceptions.RayTaskError: the
         if isinstance(cause, Exception):  # exception raised inside the actor
@@ -208,6 +276,80 @@ def _describe(
     }
 
 
+def _write_error_file(run_dir: Path, exc: BaseException) -> str | None:
+    """Write ``exc``'s traceback to ``error.txt`` (atomically); its name, or None."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        atomic_write(Path(run_dir) / ERROR_FILE, lambda p: p.write_text(text))
+    except OSError:
+        return None
+    return ERROR_FILE
+
+
+def _reserve_space(run_dir: Path) -> None:
+    """Write the ballast file (best effort; none if the disk is full already)."""
+    path = Path(run_dir) / RESERVE_FILE
+    try:
+        path.write_bytes(bytes(RESERVE_BYTES))
+    except OSError:
+        path.unlink(missing_ok=True)
+
+
+def _release_space(run_dir: Path) -> None:
+    with contextlib.suppress(OSError):
+        (Path(run_dir) / RESERVE_FILE).unlink(missing_ok=True)
+
+
+def _write_status(
+    run_dir: Path, progress: RunProgress, summary_error: BaseException | None
+) -> bool:
+    """Write the status and error block into ``summary.json``; False if impossible.
+
+    The other fields of an existing ``summary.json`` (an earlier attempt's)
+    are kept. Written atomically; never raises for a disk that stays full.
+    """
+    path = Path(run_dir) / "summary.json"
+    doc: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        old = json.loads(path.read_text())
+        doc = old if isinstance(old, dict) else {}
+    doc.update(status=progress.status, error=progress.error)
+    if summary_error is not None:
+        doc["summary_error"] = f"{type(summary_error).__name__}: {summary_error}"
+    text = json.dumps(json_safe(doc), indent=2, allow_nan=False)
+    try:
+        atomic_write(path, lambda p: p.write_text(text))
+    except OSError:
+        return False
+    return True
+
+
+def _end(
+    run_dir: Path,
+    progress: RunProgress,
+    write_summary: Callable[[RunProgress], None],
+    failure: BaseException | None,
+) -> BaseException | None:
+    """Write ``summary.json`` (the fallback if ``write_summary`` fails); the failure."""
+    try:
+        write_summary(progress)
+        return failure
+    except Exception as e:  # the summary itself failed: keep the status at least
+        _release_space(run_dir)
+        if failure is None:
+            progress.status = "failed"
+            progress.error = _describe(e, progress, _write_error_file(run_dir, e))
+            failure = e
+        elif progress.status == "failed" and not (progress.error or {}).get(
+            "traceback"
+        ):  # error.txt did not fit before the ballast was released
+            assert progress.error is not None
+            progress.error["traceback"] = _write_error_file(run_dir, failure)
+        if not _write_status(run_dir, progress, e) and progress.error is not None:
+            progress.error["summary"] = f"summary.json not written: {e}"
+        return failure
+
+
 @contextmanager
 def terminal_status(
     run_dir: Path, write_summary: Callable[[RunProgress], None]
@@ -217,10 +359,12 @@ def terminal_status(
     Inside the block SIGTERM raises :class:`RunInterrupted` (on the main
     thread; the previous handler is restored afterwards). When the block ends,
     ``progress.status`` is set and ``write_summary(progress)`` is called; if
-    that fails too, a minimal ``summary.json`` with the status and error is
-    written instead. An exception is then re-raised as :class:`RunFailed`, an
-    interrupt as :class:`RunInterrupted` (a KeyboardInterrupt), chained to the
-    original.
+    that fails too (a full disk), a minimal ``summary.json`` with the status
+    and error is written instead, in the room kept by a 64 KiB ballast file
+    (``.rayfl-reserve``, removed then, and at the end). Every file is written
+    atomically, so a full disk leaves no truncated file. An exception is then
+    re-raised as :class:`RunFailed`, an interrupt as :class:`RunInterrupted`
+    (a KeyboardInterrupt), chained to the original.
 
     Args:
         run_dir: The run directory (``error.txt`` is written there on failure).
@@ -235,49 +379,86 @@ def terminal_status(
         RunInterrupted: If the loop was interrupted (SIGINT, SIGTERM).
     """
     _retire_previous_error(run_dir)
+    _reserve_space(run_dir)
     progress = RunProgress()
-    installed = threading.current_thread() is threading.main_thread()
-    previous: Any = signal.signal(signal.SIGTERM, _on_sigterm) if installed else None
     failure: BaseException | None = None
     try:
-        try:
-            yield progress
-            progress.status = "completed"
-        except (KeyboardInterrupt, SystemExit) as e:
-            progress.status = "interrupted"
-            progress.error = _describe(e, progress, None)
-            failure = e
-        except Exception as e:
-            progress.status = "failed"
-            text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        with interrupt_signals() as received:
             try:
-                (Path(run_dir) / ERROR_FILE).write_text(text)
-                tb_file: str | None = ERROR_FILE
-            except OSError:
-                tb_file = None
-            progress.error = _describe(e, progress, tb_file)
-            failure = e
-        try:
-            write_summary(progress)
-        except Exception as e:  # the summary itself failed: keep the status at least
-            if failure is None:
-                progress.status = "failed"
-                progress.error = _describe(e, progress, None)
+                yield progress
+                progress.status = "completed"
+            except (KeyboardInterrupt, SystemExit) as e:
+                progress.status = "interrupted"
+                progress.error = _describe(e, progress, None, received)
                 failure = e
-            doc = {
-                "status": progress.status,
-                "error": progress.error,
-                "summary_error": f"{type(e).__name__}: {e}",
-            }
-            text = json.dumps(json_safe(doc), indent=2, allow_nan=False)
-            (Path(run_dir) / "summary.json").write_text(text)
+            except Exception as e:
+                progress.status = "failed"
+                if disk_full(e, Path(run_dir)) is not None:
+                    _release_space(run_dir)
+                tb_file = _write_error_file(run_dir, e)
+                progress.error = _describe(e, progress, tb_file)
+                failure = e
+            failure = _end(run_dir, progress, write_summary, failure)
     finally:
-        if installed:
-            signal.signal(
-                signal.SIGTERM, previous if previous is not None else signal.SIG_DFL
-            )
+        _release_space(run_dir)
     if failure is not None:
         assert progress.error is not None
         if progress.status == "interrupted":
             raise RunInterrupted(run_dir, progress.status, progress.error) from failure
         raise RunFailed(run_dir, progress.status, progress.error) from failure
+
+
+def bad_input(error: BaseException) -> bool:
+    """Whether ``error`` is the user's input refused, not a failure of the run.
+
+    A config, dataset or name error of rayfl (its ``ValueError`` subclasses), a
+    missing file, or resources the run cannot have (``ResourceError``): these
+    print one line and write no run directory.
+    """
+    from rayfl.resources import ResourceError
+
+    if isinstance(error, (ResourceError, FileNotFoundError)):
+        return True
+    return isinstance(error, ValueError) and type(error).__module__.startswith("rayfl")
+
+
+@contextmanager
+def setup_status(
+    open_run_dir: Callable[[], Path], *, resume_from: int | None = None
+) -> Iterator[None]:
+    """Make a failure while a run is set up end ``failed``, with its run directory.
+
+    Actor creation, data loading and Ray start-up run inside this block. An
+    exception there (other than :func:`bad_input`, re-raised as is) gets the run
+    directory (``open_run_dir()`` makes it for a new run), its traceback in
+    ``error.txt`` and ``summary.json`` with status ``failed`` and an error
+    block whose ``phase`` is ``setup``, then is raised as :class:`RunFailed`.
+    Ctrl-C or SIGTERM raise :class:`RunInterrupted` (no run directory is made).
+
+    Args:
+        open_run_dir: Returns the run directory, making it if needed.
+        resume_from: The checkpoint's next round, for a resumed run.
+
+    Raises:
+        RunFailed: If the set-up raised.
+        RunInterrupted: If it was interrupted.
+    """
+    with interrupt_signals() as received:
+        try:
+            yield
+        except (KeyboardInterrupt, SystemExit) as e:
+            error = _describe(e, RunProgress(), None, received)
+            raise RunInterrupted(
+                None, "interrupted", {**error, "phase": "setup"}
+            ) from e
+        except Exception as e:
+            if bad_input(e):
+                raise
+            run_dir = open_run_dir()
+            _retire_previous_error(run_dir)
+            progress = RunProgress(resume_from=resume_from, status="failed")
+            error = _describe(e, progress, _write_error_file(run_dir, e))
+            progress.error = {**error, "phase": "setup"}
+            if not _write_status(run_dir, progress, None):
+                progress.error["summary"] = "summary.json not written (disk full?)"
+            raise RunFailed(run_dir, "failed", progress.error) from e

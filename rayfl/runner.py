@@ -15,6 +15,7 @@ hands both to ``rayfl.engine.loop.run_rounds``, which each round:
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rayfl.algorithms.registry import algorithm_class
+from rayfl.atomic import DiskFullError
 from rayfl.checkpoint import load_checkpoint
 from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.engine import build_system
@@ -37,7 +39,7 @@ from rayfl.engine.rows import (
 from rayfl.plots import plot_rounds
 from rayfl.registry import make_policy, policy_class
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
-from rayfl.run_status import RunProgress, terminal_status
+from rayfl.run_status import RunProgress, setup_status, terminal_status
 from rayfl.scheduler_config import BUILTIN_POLICIES
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.star.context import star_context
@@ -74,6 +76,10 @@ def run(
 
     Raises:
         ConfigError: For an invalid config (nothing is written).
+        RunFailed: If the run fails, in a round or in its set-up (Ray start-up,
+            data loading, actor creation): the run directory holds
+            ``summary.json`` with status ``failed`` and ``error.txt``.
+        RunInterrupted: On Ctrl-C or SIGTERM (a KeyboardInterrupt).
 
     Example:
         >>> result = rayfl.run("examples/quickstart.yaml", rounds=2)  # doctest: +SKIP
@@ -276,22 +282,34 @@ def _run(
 ) -> RunResult:
     started = time.perf_counter()
     d2d = cfg.topology.kind == "d2d"  # server-free D2D (pFedWN): one unit per target
-    system, deciders, settings = _build_d2d(cfg) if d2d else _build(cfg)
-    log = RunLog(run_dir or make_run_dir(cfg.output.dir, cfg.name))
-    try:
-        start = 0
-        if checkpoint is not None:
-            start = restore(checkpoint, system, deciders, log)
-        else:
+    log = RunLog(run_dir) if run_dir is not None else None
+    system: Any = None
+
+    def open_run_dir() -> Path:  # a new run's directory: made once, with its config
+        nonlocal log
+        if log is None:
+            log = RunLog(make_run_dir(cfg.output.dir, cfg.name))
             log.write_config(cfg.to_dict())
+        return log.run_dir
+
+    resume_from = None if checkpoint is None else int(checkpoint["next_round"])
+    try:
+        # a failure before the first round (Ray start-up, data, actors) ends
+        # `failed` with its run directory, as one in a round does
+        with setup_status(open_run_dir, resume_from=resume_from):
+            system, deciders, settings = _build_d2d(cfg) if d2d else _build(cfg)
+            open_run_dir()
+            assert log is not None
+            start = (
+                0 if checkpoint is None else restore(checkpoint, system, deciders, log)
+            )
         bar = _progress(cfg.output.progress, cfg.rounds, desc=cfg.name)
         if bar is not None and start:
             bar.update(start)
         setup_s = time.perf_counter() - started
         write = _summary_writer(cfg, system, log, bar, started, setup_s)
         with terminal_status(log.run_dir, write) as progress:
-            if checkpoint is not None:
-                progress.resume_from = start
+            progress.resume_from = resume_from
             run_rounds(
                 system,
                 deciders,
@@ -302,7 +320,16 @@ def _run(
                 on_round=_on_round(bar),
             )
     finally:
-        query(system.close)
+        if system is not None:
+            query(system.close)
     if cfg.output.plots:
-        plot_rounds({cfg.name: load_run(log.run_dir).rounds}, log.run_dir / "plots")
+        _plot(cfg.name, log.run_dir)
     return load_run(log.run_dir)
+
+
+def _plot(name: str, run_dir: Path) -> None:
+    """Draw the run's plots; a full disk leaves them out with a warning."""
+    try:
+        plot_rounds({name: load_run(run_dir).rounds}, run_dir / "plots")
+    except DiskFullError as error:
+        print(f"rayfl: warning: plots not written: {error}", file=sys.stderr)

@@ -12,12 +12,17 @@ left behind. Sessions rayfl reuses or connects to are never watched.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -37,22 +42,82 @@ def _init_with_retries(
 ) -> None:
     """Call ``init(**kwargs)``; retry when Ray's start-up wait runs out.
 
-    Only Ray's start-up timeout is retried (after ``ray.shutdown()`` to clear the
-    half-started node, with a growing pause); any other error propagates.
+    Only Ray's start-up timeout is retried (with a growing pause); any other
+    error propagates. A failed attempt leaves the processes it started running
+    (Ray raises before it records its node, so ``ray.shutdown()`` does not know
+    them): they are stopped (:func:`_stop_new_processes`) before the next
+    attempt, and before any error propagates.
     """
     for attempt in range(1, attempts + 1):
+        before = _child_processes()
         try:
             init(**kwargs)
             return
         except Exception as error:  # Ray raises a bare Exception here
+            ray.shutdown()
+            _stop_new_processes(before)
             if _STARTUP_TIMEOUT not in str(error) or attempt == attempts:
                 raise
-            ray.shutdown()
             print(
                 f"rayfl: Ray start-up timed out (machine busy?); retry {attempt}/"
                 f"{attempts - 1}"
             )
             time.sleep(5.0 * attempt)
+
+
+def _child_processes() -> set[tuple[int, int]]:
+    """Return (pid, start time) of every process below this one (Linux; else empty)."""
+    if not sys.platform.startswith("linux"):
+        return set()
+    from rayfl._watchdog import descendants, start_time
+
+    me = os.getpid()
+    out = set()
+    for pid in descendants({me}) - {me}:
+        start = start_time(pid)
+        if start is not None:
+            out.add((pid, start))
+    return out
+
+
+def _stop_new_processes(before: set[tuple[int, int]]) -> list[int]:
+    """Stop the processes below this one that are not in ``before``; their pids.
+
+    These are what a failed ``ray.init`` started (GCS, raylet, agents, the
+    dashboard, the log monitor...). Each gets SIGTERM, then SIGKILL after a
+    grace period (Ray's agents may ignore SIGTERM), together with every process
+    naming their session directory; each is identified by (pid, start time),
+    so a recycled pid is never signalled. Direct children are reaped.
+    """
+    new = sorted(_child_processes() - before)
+    if not new:
+        return []
+    from rayfl._watchdog import teardown
+
+    sessions = {
+        match.group(1)
+        for pid, _ in new
+        for match in [_SESSION_DIR.search(_command_line(pid))]
+        if match is not None
+    }
+    stopped = set(teardown(new, ""))
+    for session_dir in sessions:
+        stopped |= teardown([], session_dir)
+    for pid in stopped:  # a child of ours stays a zombie until waited for
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+    return sorted(stopped)
+
+
+_SESSION_DIR = re.compile(r"(/\S*?/session_\d{4}-\d\d-\d\d_[\d_-]+)")
+
+
+def _command_line(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace")
 
 
 class RaySession:
@@ -94,7 +159,7 @@ class RaySession:
             # address="local": a new local session, even where `ray start` left a
             # cluster on this machine (ray.init() would try to join that one, and
             # refuse num_cpus).
-            _init_with_retries(
+            _init_keeping_sigterm(
                 ray.init,
                 address="local",
                 num_cpus=config.num_cpus,
@@ -118,6 +183,23 @@ class RaySession:
         if self.started_here and ray.is_initialized():
             ray.shutdown()
         self.started_here = False
+
+
+def _init_keeping_sigterm(init: Callable[..., Any], **kwargs: Any) -> None:
+    """:func:`_init_with_retries`, keeping the caller's SIGTERM handler.
+
+    ``ray.init`` replaces the driver's SIGTERM handler by one calling
+    ``sys.exit``; a handler the caller installed (a run's, which ends it
+    ``interrupted`` and names the signal) is put back. Without one (the
+    default action), Ray's stays.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        _init_with_retries(init, **kwargs)
+    finally:
+        if callable(previous):
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _start_watchdog() -> subprocess.Popen[bytes] | None:
