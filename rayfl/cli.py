@@ -29,11 +29,12 @@ _TABLE_HEADER = "evaluated rounds (counted from 0, as in rounds.parquet and the 
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from rayfl.compare import sweep
     from rayfl.config import load_config
+
+    config = load_config(args.config, args.overrides)  # errors before torch/Ray load
+    from rayfl.compare import sweep
     from rayfl.runner import run
 
-    config = load_config(args.config, args.overrides)
     if config.sweep:
         table, out = sweep(config)
         print(
@@ -339,7 +340,12 @@ def _add_train_policy(sub: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``rayfl`` command."""
+    from rayfl import __version__
+
     parser = argparse.ArgumentParser(prog="rayfl", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--version", action="version", version=f"rayfl {__version__}"
+    )
     parser.add_argument(
         "--debug",
         action="store_true",
@@ -389,8 +395,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rayfl`` console script."""
-    from rayfl.config import ConfigError
-
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if "--debug" in extra:  # also accepted after the subcommand
@@ -405,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = list(args.overrides) + extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    from rayfl.config import ConfigError
     from rayfl.run_status import RunFailed, RunInterrupted
 
     try:
