@@ -6,6 +6,7 @@
     rayfl compare CONFIG --algorithms a,b   same config and seed under each algorithm
     rayfl plot RUN_DIR [RUN_DIR ...]        (re)draw plots; several runs: overlaid
                                             in ./plots-<run>-vs-<run> (or --out)
+    rayfl runs [DIR]                        a table of the runs under DIR
     rayfl info [--data-root DIR]            Ray resources and datasets found
     rayfl bench NAME [args]                 benchmarks (bench/results.md)
     rayfl train-policy CONFIG [options]     train the learned scheduler (PPO, RLlib)
@@ -233,6 +234,20 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def human_resource(key: str, value: float) -> str:
+    """Format a Ray resource: memory in GiB, counts as plain numbers.
+
+    Example:
+        >>> human_resource("memory", 3.54304e10)
+        '33.0 GiB'
+        >>> human_resource("CPU", 2.0)
+        '2'
+    """
+    if "memory" in key:
+        return f"{value / 2**30:.1f} GiB"
+    return f"{value:g}"
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     import ray
 
@@ -262,7 +277,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print("ray cluster resources:")
         for key, value in sorted(ray.cluster_resources().items()):
             if not key.startswith("node:"):
-                print(f"  {key:24s} {value:g}")
+                print(f"  {key:24s} {human_resource(key, value)}")
         alive = [n for n in ray.nodes() if n.get("Alive")]
         print(f"nodes: {len(alive)} alive")
         for node in alive:
@@ -329,12 +344,36 @@ def _add_train_policy(sub: Any) -> None:
     )
     p.add_argument("config", nargs="?", help="YAML config with a wireless section")
     p.add_argument("overrides", nargs="*", help="key.path=value overrides")
-    p.add_argument("--mode", choices=["surrogate", "emulate"], default=None)
-    p.add_argument("--iterations", type=int, default=None, help="PPO iterations")
-    p.add_argument("--num-env-runners", type=int, default=None)
-    p.add_argument("--init-from", default=None, help="start from an exported policy")
-    p.add_argument("--time-budget", type=float, default=None, help="stop after [s]")
-    p.add_argument("--resume", default=None, help="continue a train-policy run dir")
+    p.add_argument(
+        "--mode",
+        choices=["surrogate", "emulate"],
+        default=None,
+        help="train on the cheap surrogate or on the emulation itself "
+        "(sets rl.mode; default: the config's)",
+    )
+    p.add_argument(
+        "--iterations", type=int, default=None, help="PPO iterations (rl.iterations)"
+    )
+    p.add_argument(
+        "--num-env-runners",
+        type=int,
+        default=None,
+        help="RLlib environment runners, one Ray actor each (rl.num_env_runners)",
+    )
+    p.add_argument(
+        "--init-from",
+        default=None,
+        help="start from an exported policy directory (rl.init_from)",
+    )
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="stop training after this many seconds (rl.time_budget_s)",
+    )
+    p.add_argument(
+        "--resume", default=None, help="continue a train-policy run directory"
+    )
     p.set_defaults(func=_cmd_train_policy)
 
 
@@ -357,14 +396,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="*", help="key.path=value overrides")
     p.set_defaults(func=_cmd_run)
     p = sub.add_parser("resume", help="continue a run from its last checkpoint")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", help="the run directory (runs/<name>-<timestamp>)")
     p.set_defaults(func=_cmd_resume)
     p = sub.add_parser(
         "tune-ditto",
         help="the rounds T* and Ditto weight λ* that the DP-Ditto paper's bound "
         "(Zhao et al., arXiv:2506.14251) recommends for a DP-Ditto config",
     )
-    p.add_argument("config")
+    p.add_argument("config", help="YAML config of a DP-Ditto run")
     p.add_argument(
         "overrides", nargs="*", help="config overrides, or analysis inputs (dim=582026)"
     )
@@ -374,15 +413,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "bench", help="run a benchmark (round-time, flute, scale, env, all)"
     )
-    p.add_argument("name", choices=["round-time", "flute", "scale", "env", "all"])
+    p.add_argument(
+        "name",
+        choices=["round-time", "flute", "scale", "env", "all"],
+        help="which benchmark (all: each in turn)",
+    )
     p.add_argument("overrides", nargs="*", help="arguments of the benchmark")
     p.set_defaults(func=_cmd_bench)
     p = sub.add_parser("plot", help="draw the plots of one or more run directories")
-    p.add_argument("run_dirs", nargs="+")
+    p.add_argument("run_dirs", nargs="+", help="one or more run directories")
     p.add_argument(
         "--out",
-        help="output directory (default: RUN_DIR/plots for one run; for several, "
-        "a new folder ./plots-<run>-vs-<run>, never a run's own plots/)",
+        help="output directory (default: RUN_DIR/plots for one run; for two, "
+        "./plots-<run>-vs-<run>; for more, ./plots-<first run>-vs-<k>-more; "
+        "never a run's own plots/)",
     )
     p.set_defaults(func=_cmd_plot)
     p = sub.add_parser("info", help="show Ray resources and the datasets found")
