@@ -148,16 +148,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             args.overrides,
             fast=args.fast,
             algorithms=bool(args.algorithms),
+            csv=args.csv,
         )
         print(markdown_table(pretty_summary(summary)))
         if args.csv:
-            import pandas as pd
-
-            csv = Path(args.csv)
-            csv.parent.mkdir(parents=True, exist_ok=True)
-            table = pd.read_csv(out / "table_all.csv")
-            table.drop(columns=["run_dir"], errors="ignore").to_csv(csv, index=False)
-            print(f"\nper-seed table: {csv}")
+            print(f"\nper-seed table: {args.csv}")
         print(f"\ncomparison directory: {out}")
         return 0
     run = compare_algorithms if args.algorithms else compare
@@ -231,6 +226,23 @@ def _cmd_plot(args: argparse.Namespace) -> int:
             return 2
     for path in plot_rounds(runs, out):
         print(path)
+    return 0
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    from rayfl.runs import format_runs, runs_table
+
+    root = Path(args.dir)
+    if not root.is_dir():
+        print(f"rayfl runs: no directory {root}", file=sys.stderr)
+        return 2
+    table = runs_table(root)
+    print(format_runs(table))
+    if args.csv:
+        from rayfl.results import atomic_write
+
+        atomic_write(Path(args.csv), lambda p: table.to_csv(p, index=False))
+        print(f"\ntable: {args.csv}")
     return 0
 
 
@@ -382,9 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     from rayfl import __version__
 
     parser = argparse.ArgumentParser(prog="rayfl", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--version", action="version", version=f"rayfl {__version__}"
-    )
+    parser.add_argument("--version", action="version", version=f"rayfl {__version__}")
     parser.add_argument(
         "--debug",
         action="store_true",
@@ -429,12 +439,26 @@ def build_parser() -> argparse.ArgumentParser:
         "never a run's own plots/)",
     )
     p.set_defaults(func=_cmd_plot)
+    p = sub.add_parser(
+        "runs", help="a table of the runs under a folder (status, accuracy, ε, time)"
+    )
+    p.add_argument(
+        "dir", nargs="?", default="runs", help="folder of run directories (runs)"
+    )
+    p.add_argument("--csv", default=None, help="also write the table to this CSV file")
+    p.set_defaults(func=_cmd_runs)
     p = sub.add_parser("info", help="show Ray resources and the datasets found")
     p.add_argument("--data-root", default=None, help="directory of user datasets")
     p.add_argument("--address", default=None, help="Ray address, e.g. auto")
     p.add_argument("--run", default=None, help="a run directory: where its actors ran")
     p.set_defaults(func=_cmd_info)
     return parser
+
+
+def _command(args: argparse.Namespace) -> str:
+    """``"compare: "`` for commands that run many runs, else ``""``."""
+    many = ("compare", "train-policy")
+    return f"{args.command}: " if args.command in many else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -453,12 +477,13 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = list(args.overrides) + extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    from rayfl.compare_progress import CompareFailed
     from rayfl.config import ConfigError
     from rayfl.run_status import RunFailed, RunInterrupted
 
     try:
         return int(args.func(args))
-    except (RunFailed, RunInterrupted) as e:
+    except (RunFailed, RunInterrupted, CompareFailed) as e:
         # The run directory holds the rounds done, summary.json and error.txt.
         import os
 
@@ -466,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exception(e.__cause__ or e, file=sys.stderr)
-        print(f"rayfl: {e}", file=sys.stderr)
+        print(f"rayfl: {_command(args)}{e}", file=sys.stderr)
         return 130 if e.status == "interrupted" else 1
     except ConfigError as e:
         print(f"rayfl: {e}", file=sys.stderr)
