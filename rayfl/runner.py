@@ -41,6 +41,7 @@ from rayfl.run_status import RunProgress, terminal_status
 from rayfl.scheduler_config import BUILTIN_POLICIES
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.star.context import star_context
+from rayfl.tracking import Tracker
 
 __all__ = ["divergence_report", "env_policy", "resume", "round_costs", "run"]
 
@@ -278,6 +279,7 @@ def _run(
     d2d = cfg.topology.kind == "d2d"  # server-free D2D (pFedWN): one unit per target
     system, deciders, settings = _build_d2d(cfg) if d2d else _build(cfg)
     log = RunLog(run_dir or make_run_dir(cfg.output.dir, cfg.name))
+    tracker = Tracker.for_run(cfg, log.run_dir)  # output.loggers (rayfl.tracking)
     try:
         start = 0
         if checkpoint is not None:
@@ -299,9 +301,10 @@ def _run(
                 settings,
                 start=start,
                 progress=progress,
-                on_round=_on_round(bar),
+                on_round=tracker.chain(_on_round(bar)),
             )
     finally:
+        tracker.close()
         query(system.close)
     if cfg.output.plots:
         plot_rounds({cfg.name: load_run(log.run_dir).rounds}, log.run_dir / "plots")
