@@ -421,11 +421,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_train_policy(sub)
     p = sub.add_parser(
-        "bench", help="run a benchmark (round-time, flute, scale, env, all)"
+        "bench", help="run a benchmark (round-time, flute, scale, env, startup, all)"
     )
     p.add_argument(
         "name",
-        choices=["round-time", "flute", "scale", "env", "all"],
+        choices=["round-time", "flute", "scale", "env", "startup", "all"],
         help="which benchmark (all: each in turn)",
     )
     p.add_argument("overrides", nargs="*", help="arguments of the benchmark")
