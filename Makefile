@@ -63,7 +63,7 @@ test: install data
 # The smoke subset (pytest marker `quick`): run, resume, the env, a policy per
 # topology, tracking, the CLI's errors and help. No Fashion-MNIST needed.
 test-quick: install
-	$(BIN)/python -m pytest -q -m quick --durations=10
+	$(BIN)/python -m pytest -q -m "quick and not slow" --durations=10
 
 test-slow: install data
 	$(BIN)/python -m pytest -q -m slow

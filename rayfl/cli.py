@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rayfl.cli_info import cmd_info, cmd_runs
+
 __all__ = ["main"]
 
 _TABLE_HEADER = "evaluated rounds (counted from 0, as in rounds.parquet and the plots):"
@@ -229,86 +231,6 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_runs(args: argparse.Namespace) -> int:
-    from rayfl.runs import format_runs, runs_table
-
-    root = Path(args.dir)
-    if not root.is_dir():
-        print(f"rayfl runs: no directory {root}", file=sys.stderr)
-        return 2
-    table = runs_table(root)
-    print(format_runs(table))
-    if args.csv:
-        from rayfl.results import atomic_write
-
-        atomic_write(Path(args.csv), lambda p: table.to_csv(p, index=False))
-        print(f"\ntable: {args.csv}")
-    return 0
-
-
-def human_resource(key: str, value: float) -> str:
-    """Format a Ray resource: memory in GiB, counts as plain numbers.
-
-    Example:
-        >>> human_resource("memory", 3.54304e10)
-        '33.0 GiB'
-        >>> human_resource("CPU", 2.0)
-        '2'
-    """
-    if "memory" in key:
-        return f"{value / 2**30:.1f} GiB"
-    return f"{value:g}"
-
-
-def _cmd_info(args: argparse.Namespace) -> int:
-    import ray
-
-    from rayfl.data.datasets import available_datasets
-
-    if args.run:
-        import json
-
-        summary = json.loads((Path(args.run) / "summary.json").read_text())
-        placement = summary.get("placement", {})
-        print(f"run {args.run}: {placement.get('num_nodes', '?')} node(s)")
-        for i, actor in enumerate(placement.get("client_actors", [])):
-            first, last = actor["clients"]
-            print(
-                f"  client actor {i:3d} (clients {first}-{last}) on node {actor['node'][:12]}"
-            )
-        print(f"  cloud server on node {placement.get('cloud', '?')[:12]}")
-        return 0
-    print("datasets:")
-    for name, status in available_datasets(args.data_root).items():
-        print(f"  {name:14s} {status}")
-    if args.address or ray.is_initialized():
-        started = False
-        if not ray.is_initialized():
-            ray.init(address=args.address, logging_level="ERROR")  # type: ignore[arg-type]  # Ray stubs: a level name works
-            started = True
-        print("ray cluster resources:")
-        for key, value in sorted(ray.cluster_resources().items()):
-            if not key.startswith("node:"):
-                print(f"  {key:24s} {human_resource(key, value)}")
-        alive = [n for n in ray.nodes() if n.get("Alive")]
-        print(f"nodes: {len(alive)} alive")
-        for node in alive:
-            cpus = node.get("Resources", {}).get("CPU", 0)
-            print(
-                f"  {node['NodeID'][:12]} {node['NodeManagerAddress']:15s} {cpus:g} CPU"
-            )
-        if started:
-            ray.shutdown()
-    else:
-        import os
-
-        print(
-            f"ray: no cluster address given (local runs use {os.cpu_count()} CPUs); "
-            "pass --address auto to inspect a running cluster"
-        )
-    return 0
-
-
 def _add_compare(sub: Any) -> None:
     """Add the ``compare`` subcommand to the subparsers ``sub``."""
     p = sub.add_parser("compare", help="run one config under several policies")
@@ -446,12 +368,12 @@ def build_parser() -> argparse.ArgumentParser:
         "dir", nargs="?", default="runs", help="folder of run directories (runs)"
     )
     p.add_argument("--csv", default=None, help="also write the table to this CSV file")
-    p.set_defaults(func=_cmd_runs)
+    p.set_defaults(func=cmd_runs)
     p = sub.add_parser("info", help="show Ray resources and the datasets found")
     p.add_argument("--data-root", default=None, help="directory of user datasets")
     p.add_argument("--address", default=None, help="Ray address, e.g. auto")
     p.add_argument("--run", default=None, help="a run directory: where its actors ran")
-    p.set_defaults(func=_cmd_info)
+    p.set_defaults(func=cmd_info)
     return parser
 
 

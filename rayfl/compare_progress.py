@@ -61,6 +61,15 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+def _csv_writer(table: Any) -> Callable[[Path], None]:
+    """Return a writer of ``table`` as CSV (for :func:`rayfl.results.atomic_write`)."""
+
+    def write(path: Path) -> None:
+        table.to_csv(path, index=False)
+
+    return write
+
+
 class RowLog:
     """A progress bar and CSV files that hold every finished row at all times.
 
@@ -110,7 +119,7 @@ class RowLog:
                 if (path in self.plain)
                 else table
             )
-            atomic_write(path, lambda p, t=out: t.to_csv(p, index=False))
+            atomic_write(path, _csv_writer(out))
         self.bar.update()
 
     def close(self) -> None:

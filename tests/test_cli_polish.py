@@ -69,7 +69,9 @@ def test_version_prints_the_package_version(capsys):
     ids=["memory", "object-store", "cpu", "fraction"],
 )
 def test_info_prints_memory_in_gib(key, value, shown):
-    assert cli.human_resource(key, value) == shown
+    from rayfl.cli_info import human_resource
+
+    assert human_resource(key, value) == shown
 
 
 def _backticked(text: str) -> set[str]:
