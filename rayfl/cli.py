@@ -390,11 +390,12 @@ def main(argv: list[str] | None = None) -> int:
     if "--debug" in extra:  # also accepted after the subcommand
         extra = [e for e in extra if e != "--debug"]
         args.debug = True
-    # Overrides may follow options (`compare CFG --policies a,b rounds=5`).
+    # Overrides may follow options (`compare CFG --policies a,b rounds=5`);
+    # a benchmark's own flags go to it (`bench startup --repeats 5`).
     if (
         extra
         and hasattr(args, "overrides")
-        and not any(e.startswith("-") for e in extra)
+        and (args.command == "bench" or not any(e.startswith("-") for e in extra))
     ):
         args.overrides = list(args.overrides) + extra
     elif extra:

@@ -122,3 +122,23 @@ def test_plot_overlays_are_git_ignored():
         line.endswith("/") and re.fullmatch(line[:-1].replace("*", ".*"), name)
         for line in ignored
     ), f"{name}/ is not matched by .gitignore"
+
+
+def test_bench_startup_takes_its_own_flags_and_writes_the_csv(
+    tmp_path, monkeypatch, capsys
+):
+    import pandas as pd
+
+    import rayfl.benchmarks.startup as startup
+
+    seen = []
+
+    def fake_measure(repeats):
+        seen.append(repeats)
+        return [{"ratio": "help_vs_import_torch", "value": 0.1, "target": 0.25}]
+
+    monkeypatch.setattr(startup, "measure", fake_measure)
+    out = tmp_path / "startup.csv"
+    assert cli.main(["bench", "startup", "--repeats", "5", "--out", str(out)]) == 0
+    assert seen == [5]
+    assert pd.read_csv(out)["ratio"].tolist() == ["help_vs_import_torch"]

@@ -68,9 +68,19 @@ def _wall(argv: list[str], repeats: int) -> float:
     return statistics.median(times)
 
 
-def _last_line(argv: list[str]) -> str:
-    out = subprocess.run(argv, env=_env(), capture_output=True, text=True, check=True)
-    return out.stdout.strip().splitlines()[-1]
+def _last_line(argv: list[str], attempts: int = 3) -> str:
+    """Return the last line ``argv`` prints, retried on failure.
+
+    Ray's start-up can time out on a busy machine (:mod:`rayfl.session` retries
+    it the same way).
+    """
+    for attempt in range(attempts):
+        out = subprocess.run(argv, env=_env(), capture_output=True, text=True)
+        if out.returncode == 0:
+            return out.stdout.strip().splitlines()[-1]
+        if attempt == attempts - 1:
+            raise RuntimeError(f"{argv[:3]} failed: {out.stderr.strip()[-500:]}")
+    raise AssertionError("unreachable")
 
 
 def measure(repeats: int = 3) -> list[dict[str, object]]:
