@@ -10,7 +10,7 @@ TORCH_VERSION ?= 2.13.0
 EXTRAS ?= dev,rl,docs,sb3,pettingzoo
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint docs install data clean torch-pip-args
+.PHONY: demo test test-quick test-slow lint docs install data clean torch-pip-args
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -60,6 +60,11 @@ demo: install
 
 test: install data
 	$(BIN)/python -m pytest -q --durations=25
+
+# The smoke subset (pytest marker `quick`): run, resume, the env, a policy per
+# topology, tracking, the CLI's errors and help. No Fashion-MNIST needed.
+test-quick: install
+	$(BIN)/python -m pytest -q -m "quick and not slow" --durations=10
 
 test-slow: install data
 	$(BIN)/python -m pytest -q -m slow

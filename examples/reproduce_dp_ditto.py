@@ -39,12 +39,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from rayfl.compare_progress import progress_bar, script_main
 from rayfl.config import RayConfig
 from rayfl.session import RaySession
 
@@ -243,7 +245,7 @@ def compare(args: argparse.Namespace) -> pd.DataFrame:
     # One Ray session for every run (a Ray started by the caller is left running)
     session = RaySession(RayConfig(num_cpus=args.num_cpus)) if todo else None
     try:
-        for kind, seed in todo:
+        for kind, seed in progress_bar(todo, desc="reproduce_dp_ditto"):
             started = time.perf_counter()
             result = rayfl.run(run_config(args, kind, seed))
             row = {**setting_of(args), **summarise(result, kind, seed)}
@@ -274,4 +276,4 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(script_main(main))

@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rayfl.compare_progress import progress_bar, script_main
 from rayfl.config import load_config
 from rayfl.engine import Engine, build_system
 from rayfl.hierarchy.topology import build_topology
@@ -259,11 +260,14 @@ def main(argv: list[str] | None = None) -> None:
     }
     if any(todo.values()):
         session = _session(cfg)
+        bar = progress_bar(total=sum(map(len, todo.values())), desc="reproduce_h2fdp")
         try:
             for seed in seeds:
                 if todo[seed]:
                     curves = _seed(args, overrides, seed, todo[seed], curves, out)
+                    bar.update(len(todo[seed]))
         finally:
+            bar.close()
             session.close()
     else:
         print("every run is already in", path, flush=True)
@@ -387,7 +391,7 @@ def equal_privacy(args: argparse.Namespace) -> pd.DataFrame:
     table = pd.read_csv(path) if path.exists() else pd.DataFrame()
     session = None
     try:
-        for seed in seeds:
+        for seed in progress_bar(seeds, desc="h2fdp equal privacy"):
             have = (
                 set()
                 if table.empty
@@ -465,4 +469,4 @@ def _hierarchical(
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(script_main(main))

@@ -44,6 +44,7 @@ import pandas as pd
 
 from rayfl.algorithms.config import algorithm_names
 from rayfl.algorithms.registry import ALGORITHMS
+from rayfl.compare_progress import progress_bar, script_main
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.selection import make_layout, select_neighbors
 from rayfl.data.datasets import available_datasets
@@ -374,7 +375,9 @@ def main(argv: list[str] | None = None) -> None:
 
         _init_ray(args.num_cpus)
         try:
-            for dataset, gamma, seed, method in todo:
+            for dataset, gamma, seed, method in progress_bar(
+                todo, desc="reproduce_pfedwn"
+            ):
                 row = run_one(dataset, gamma, seed, method, args)
                 _record((dataset, gamma, seed, method), row, args.out)
         finally:
@@ -383,4 +386,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(script_main(main))

@@ -35,12 +35,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from rayfl.compare_progress import progress_bar, script_main
 
 CONFIG = Path(__file__).with_name("sparse_dp_lyapunov.yaml")
 
@@ -186,7 +189,7 @@ def _compare(
     rounds_path: Path,
 ) -> None:
     """Run the scheduler comparison; append each run's rounds to ``rounds.csv``."""
-    for policy, seed in todo:
+    for policy, seed in progress_bar(todo, desc="sparse_dp compare"):
         df = run_one(
             policy_overrides(policy),
             args.rounds,
@@ -216,7 +219,7 @@ def _sweep(
     sweep_path: Path,
 ) -> None:
     """Run the V sweep; append one row per run to ``v_sweep.csv``."""
-    for v, seed in todo_v:
+    for v, seed in progress_bar(todo_v, desc="sparse_dp V sweep"):
         df = run_one(
             {"scheduler.policy": "lyapunov", "scheduler.params": {"V": v}},
             args.v_rounds,
@@ -426,4 +429,4 @@ def plot_sweep(sweep: pd.DataFrame, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(script_main(main))

@@ -60,6 +60,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from rayfl.compare_progress import progress_bar, script_main
+
 HERE = Path(__file__).resolve().parent
 BASE_CONFIG = HERE / "wpfl_minmax.yaml"
 if str(HERE) not in sys.path:  # loaded by path (the tests), not run as a script
@@ -426,7 +428,7 @@ def main(argv: list[str] | None = None) -> None:
     # actors then need --num-cpus large enough to be scheduled together).
     with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         futures = [pool.submit(_run_one, key, args, results, lock) for key in todo]
-        for future in futures:
+        for future in progress_bar(futures, desc="reproduce_wpfl"):
             future.result()
     rows = load_rows(results)
     if rows:
@@ -436,4 +438,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(script_main(main))

@@ -6,6 +6,7 @@
     rayfl compare CONFIG --algorithms a,b   same config and seed under each algorithm
     rayfl plot RUN_DIR [RUN_DIR ...]        (re)draw plots; several runs: overlaid
                                             in ./plots-<run>-vs-<run> (or --out)
+    rayfl runs [DIR]                        a table of the runs under DIR
     rayfl info [--data-root DIR]            Ray resources and datasets found
     rayfl bench NAME [args]                 benchmarks (bench/results.md)
     rayfl train-policy CONFIG [options]     train the learned scheduler (PPO, RLlib)
@@ -25,17 +26,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rayfl.cli_info import cmd_info, cmd_runs
+
 __all__ = ["main"]
 
 _TABLE_HEADER = "evaluated rounds (counted from 0, as in rounds.parquet and the plots):"
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from rayfl.compare import sweep
     from rayfl.config import load_config
+
+    config = load_config(args.config, args.overrides)  # errors before torch/Ray load
+    from rayfl.compare import sweep
     from rayfl.runner import run
 
-    config = load_config(args.config, args.overrides)
     if config.sweep:
         table, out = sweep(config)
         print(
@@ -148,16 +152,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             args.overrides,
             fast=args.fast,
             algorithms=bool(args.algorithms),
+            csv=args.csv,
         )
         print(markdown_table(pretty_summary(summary)))
         if args.csv:
-            import pandas as pd
-
-            csv = Path(args.csv)
-            csv.parent.mkdir(parents=True, exist_ok=True)
-            table = pd.read_csv(out / "table_all.csv")
-            table.drop(columns=["run_dir"], errors="ignore").to_csv(csv, index=False)
-            print(f"\nper-seed table: {csv}")
+            print(f"\nper-seed table: {args.csv}")
         print(f"\ncomparison directory: {out}")
         return 0
     run = compare_algorithms if args.algorithms else compare
@@ -234,55 +233,6 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_info(args: argparse.Namespace) -> int:
-    import ray
-
-    from rayfl.data.datasets import available_datasets
-
-    if args.run:
-        import json
-
-        summary = json.loads((Path(args.run) / "summary.json").read_text())
-        placement = summary.get("placement", {})
-        print(f"run {args.run}: {placement.get('num_nodes', '?')} node(s)")
-        for i, actor in enumerate(placement.get("client_actors", [])):
-            first, last = actor["clients"]
-            print(
-                f"  client actor {i:3d} (clients {first}-{last}) on node {actor['node'][:12]}"
-            )
-        print(f"  cloud server on node {placement.get('cloud', '?')[:12]}")
-        return 0
-    print("datasets:")
-    for name, status in available_datasets(args.data_root).items():
-        print(f"  {name:14s} {status}")
-    if args.address or ray.is_initialized():
-        started = False
-        if not ray.is_initialized():
-            ray.init(address=args.address, logging_level="ERROR")  # type: ignore[arg-type]  # Ray stubs: a level name works
-            started = True
-        print("ray cluster resources:")
-        for key, value in sorted(ray.cluster_resources().items()):
-            if not key.startswith("node:"):
-                print(f"  {key:24s} {value:g}")
-        alive = [n for n in ray.nodes() if n.get("Alive")]
-        print(f"nodes: {len(alive)} alive")
-        for node in alive:
-            cpus = node.get("Resources", {}).get("CPU", 0)
-            print(
-                f"  {node['NodeID'][:12]} {node['NodeManagerAddress']:15s} {cpus:g} CPU"
-            )
-        if started:
-            ray.shutdown()
-    else:
-        import os
-
-        print(
-            f"ray: no cluster address given (local runs use {os.cpu_count()} CPUs); "
-            "pass --address auto to inspect a running cluster"
-        )
-    return 0
-
-
 def _add_compare(sub: Any) -> None:
     """Add the ``compare`` subcommand to the subparsers ``sub``."""
     p = sub.add_parser("compare", help="run one config under several policies")
@@ -330,18 +280,45 @@ def _add_train_policy(sub: Any) -> None:
     )
     p.add_argument("config", nargs="?", help="YAML config with a wireless section")
     p.add_argument("overrides", nargs="*", help="key.path=value overrides")
-    p.add_argument("--mode", choices=["surrogate", "emulate"], default=None)
-    p.add_argument("--iterations", type=int, default=None, help="PPO iterations")
-    p.add_argument("--num-env-runners", type=int, default=None)
-    p.add_argument("--init-from", default=None, help="start from an exported policy")
-    p.add_argument("--time-budget", type=float, default=None, help="stop after [s]")
-    p.add_argument("--resume", default=None, help="continue a train-policy run dir")
+    p.add_argument(
+        "--mode",
+        choices=["surrogate", "emulate"],
+        default=None,
+        help="train on the cheap surrogate or on the emulation itself "
+        "(sets rl.mode; default: the config's)",
+    )
+    p.add_argument(
+        "--iterations", type=int, default=None, help="PPO iterations (rl.iterations)"
+    )
+    p.add_argument(
+        "--num-env-runners",
+        type=int,
+        default=None,
+        help="RLlib environment runners, one Ray actor each (rl.num_env_runners)",
+    )
+    p.add_argument(
+        "--init-from",
+        default=None,
+        help="start from an exported policy directory (rl.init_from)",
+    )
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="stop training after this many seconds (rl.time_budget_s)",
+    )
+    p.add_argument(
+        "--resume", default=None, help="continue a train-policy run directory"
+    )
     p.set_defaults(func=_cmd_train_policy)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``rayfl`` command."""
+    from rayfl import __version__
+
     parser = argparse.ArgumentParser(prog="rayfl", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"rayfl {__version__}")
     parser.add_argument(
         "--debug",
         action="store_true",
@@ -353,14 +330,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="*", help="key.path=value overrides")
     p.set_defaults(func=_cmd_run)
     p = sub.add_parser("resume", help="continue a run from its last checkpoint")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", help="the run directory (runs/<name>-<timestamp>)")
     p.set_defaults(func=_cmd_resume)
     p = sub.add_parser(
         "tune-ditto",
         help="the rounds T* and Ditto weight λ* that the DP-Ditto paper's bound "
         "(Zhao et al., arXiv:2506.14251) recommends for a DP-Ditto config",
     )
-    p.add_argument("config")
+    p.add_argument("config", help="YAML config of a DP-Ditto run")
     p.add_argument(
         "overrides", nargs="*", help="config overrides, or analysis inputs (dim=582026)"
     )
@@ -368,51 +345,71 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_train_policy(sub)
     p = sub.add_parser(
-        "bench", help="run a benchmark (round-time, flute, scale, env, all)"
+        "bench", help="run a benchmark (round-time, flute, scale, env, startup, all)"
     )
-    p.add_argument("name", choices=["round-time", "flute", "scale", "env", "all"])
+    p.add_argument(
+        "name",
+        choices=["round-time", "flute", "scale", "env", "startup", "all"],
+        help="which benchmark (all: each in turn)",
+    )
     p.add_argument("overrides", nargs="*", help="arguments of the benchmark")
     p.set_defaults(func=_cmd_bench)
     p = sub.add_parser("plot", help="draw the plots of one or more run directories")
-    p.add_argument("run_dirs", nargs="+")
+    p.add_argument("run_dirs", nargs="+", help="one or more run directories")
     p.add_argument(
         "--out",
-        help="output directory (default: RUN_DIR/plots for one run; for several, "
-        "a new folder ./plots-<run>-vs-<run>, never a run's own plots/)",
+        help="output directory (default: RUN_DIR/plots for one run; for two, "
+        "./plots-<run>-vs-<run>; for more, ./plots-<first run>-vs-<k>-more; "
+        "never a run's own plots/)",
     )
     p.set_defaults(func=_cmd_plot)
+    p = sub.add_parser(
+        "runs", help="a table of the runs under a folder (status, accuracy, ε, time)"
+    )
+    p.add_argument(
+        "dir", nargs="?", default="runs", help="folder of run directories (runs)"
+    )
+    p.add_argument("--csv", default=None, help="also write the table to this CSV file")
+    p.set_defaults(func=cmd_runs)
     p = sub.add_parser("info", help="show Ray resources and the datasets found")
     p.add_argument("--data-root", default=None, help="directory of user datasets")
     p.add_argument("--address", default=None, help="Ray address, e.g. auto")
     p.add_argument("--run", default=None, help="a run directory: where its actors ran")
-    p.set_defaults(func=_cmd_info)
+    p.set_defaults(func=cmd_info)
     return parser
+
+
+def _command(args: argparse.Namespace) -> str:
+    """``"compare: "`` for commands that run many runs, else ``""``."""
+    many = ("compare", "train-policy")
+    return f"{args.command}: " if args.command in many else ""
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rayfl`` console script."""
-    from rayfl.config import ConfigError
-
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if "--debug" in extra:  # also accepted after the subcommand
         extra = [e for e in extra if e != "--debug"]
         args.debug = True
-    # Overrides may follow options (`compare CFG --policies a,b rounds=5`).
+    # Overrides may follow options (`compare CFG --policies a,b rounds=5`);
+    # a benchmark's own flags go to it (`bench startup --repeats 5`).
     if (
         extra
         and hasattr(args, "overrides")
-        and not any(e.startswith("-") for e in extra)
+        and (args.command == "bench" or not any(e.startswith("-") for e in extra))
     ):
         args.overrides = list(args.overrides) + extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     from rayfl.atomic import DiskFullError
+    from rayfl.compare_progress import CompareFailed
+    from rayfl.config import ConfigError
     from rayfl.run_status import RunFailed, RunInterrupted
 
     try:
         return int(args.func(args))
-    except (RunFailed, RunInterrupted) as e:
+    except (RunFailed, RunInterrupted, CompareFailed) as e:
         # The run directory holds the rounds done, summary.json and error.txt.
         import os
 
@@ -420,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exception(e.__cause__ or e, file=sys.stderr)
-        print(f"rayfl: {e}", file=sys.stderr)
+        print(f"rayfl: {_command(args)}{e}", file=sys.stderr)
         return 130 if e.status == "interrupted" else 1
     except ConfigError as e:
         print(f"rayfl: {e}", file=sys.stderr)

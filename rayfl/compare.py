@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
 
+from rayfl.compare_progress import RowLog
 from rayfl.config import RunConfig, load_config
 from rayfl.plots import plot_rounds
 from rayfl.results import atomic_write, make_run_dir
@@ -103,41 +105,61 @@ def run_variants(
     *,
     label: str = "variant",
     extra_columns: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    log: RowLog | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """Run ``base`` once per variant (label, overrides) in one Ray session.
 
     Every variant is validated before any runs. Each run's directory is made
     inside ``<output.dir>/compare-<name>-<timestamp>/``. ``extra_columns`` maps a
-    run's summary to more table columns (placed before ``run_dir``).
+    run's summary to more table columns (placed before ``run_dir``). A progress
+    bar counts the runs, and ``table.csv`` holds every finished run's row as soon
+    as it finishes (:class:`~rayfl.compare_progress.RowLog`); ``log``, when
+    given (``compare --seeds``), takes the rows and the bar instead.
 
     Returns:
         The table (one row per variant, first column named ``label``) and the
         comparison directory.
+
+    Raises:
+        CompareFailed: A run failed or was interrupted (the rows done are kept).
     """
     if not variants:
         raise ValueError("nothing to compare: no variants given")
     for _, extra in variants:
         load_config(base, extra)
     out = make_run_dir(base.output.dir, f"compare-{base.name}")
+    own = log is None
+    if log is None:
+        log = RowLog(
+            [out / "table.csv"],
+            total=len(variants),
+            desc=f"compare {base.name}",
+            progress=base.output.progress,
+        )
     session = RaySession(base.ray)
     rows, curves = [], {}
     try:
-        for name, extra in variants:
-            tag = name.replace("=", "_").replace(".", "-").replace(" ", "")
-            result = run(
-                base,
-                {
-                    **extra,
-                    "sweep": {},
-                    "name": f"{base.name}-{tag}",
-                    "output.dir": str(out),
-                },
-            )
-            row = _row(name, result.summary, result.run_dir)
-            more = extra_columns(result.summary) if extra_columns else {}
-            run_dir = row.pop("run_dir")
-            rows.append({label: row.pop("policy"), **row, **more, "run_dir": run_dir})
-            curves[name] = result.rounds
+        with log.guard() if own else nullcontext(log):
+            for name, extra in variants:
+                log.describe(name)
+                tag = name.replace("=", "_").replace(".", "-").replace(" ", "")
+                result = run(
+                    base,
+                    {
+                        **extra,
+                        "sweep": {},
+                        "name": f"{base.name}-{tag}",
+                        "output.dir": str(out),
+                    },
+                )
+                row = _row(name, result.summary, result.run_dir)
+                more = extra_columns(result.summary) if extra_columns else {}
+                run_dir = row.pop("run_dir")
+                rows.append(
+                    {label: row.pop("policy"), **row, **more, "run_dir": run_dir}
+                )
+                curves[name] = result.rounds
+                log.add(rows[-1])
     finally:
         session.close()
     table = pd.DataFrame(rows).dropna(axis=1, how="all")  # e.g. no ε without DP
@@ -152,6 +174,8 @@ def compare(
     config: str | Path | Mapping[str, Any] | RunConfig,
     policies: Sequence[str],
     overrides: Sequence[str] | Mapping[str, Any] = (),
+    *,
+    log: RowLog | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """Run ``config`` once per scheduling policy (same seed) and tabulate.
 
@@ -159,6 +183,7 @@ def compare(
         config: The base config (its ``scheduler.policy`` is overridden).
         policies: Policy names (built-in or registered in ``policies.POLICIES``).
         overrides: Config overrides applied to every run.
+        log: Where finished rows go at once (default: ``table.csv`` and a bar).
 
     Returns:
         The comparison table and the directory it was written to.
@@ -174,7 +199,7 @@ def compare(
         (spec if names.count(name) > 1 else name, extra)
         for spec, (name, extra) in zip(policies, variants, strict=True)
     ]
-    return run_variants(base, variants, label="policy")
+    return run_variants(base, variants, label="policy", log=log)
 
 
 def policy_variant(base: RunConfig, spec: str) -> tuple[str, dict[str, Any]]:
@@ -220,6 +245,8 @@ def compare_algorithms(
     config: str | Path | Mapping[str, Any] | RunConfig,
     algorithms: Sequence[str],
     overrides: Sequence[str] | Mapping[str, Any] = (),
+    *,
+    log: RowLog | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """Run ``config`` once per FL algorithm (same seed, data, model) and tabulate.
 
@@ -236,6 +263,7 @@ def compare_algorithms(
         config: The base config.
         algorithms: ``algorithm.kind`` names (see ``rayfl.algorithms.ALGORITHMS``).
         overrides: Config overrides applied before the algorithm is swapped.
+        log: Where finished rows go at once (default: ``table.csv`` and a bar).
 
     Returns:
         The comparison table and the directory it was written to.
@@ -256,7 +284,7 @@ def compare_algorithms(
         for a in algorithms
     ]
     return run_variants(
-        base, variants, label="algorithm", extra_columns=_algorithm_columns
+        base, variants, label="algorithm", extra_columns=_algorithm_columns, log=log
     )
 
 

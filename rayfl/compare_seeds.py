@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from rayfl.compare import compare, compare_algorithms, markdown_table
+from rayfl.compare_progress import RowLog
 from rayfl.config import RunConfig, load_config
 from rayfl.results import atomic_write, make_run_dir
 from rayfl.session import RaySession
@@ -97,6 +98,7 @@ def compare_seeds(
     *,
     fast: bool = False,
     algorithms: bool = False,
+    csv: str | Path | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """Run ``rayfl compare`` for each seed; return the summary and its directory.
 
@@ -110,9 +112,14 @@ def compare_seeds(
             instead of one full run per (policy, seed).
         algorithms: Compare FL algorithms (:func:`rayfl.compare.compare_algorithms`,
             ``rayfl compare --algorithms``) instead of policies.
+        csv: Also write the per-seed table, without run directories, here.
+
+    ``table_all.csv`` (and ``csv``) hold every finished (seed, policy) row as
+    soon as it finishes, and a progress bar counts the runs.
 
     Raises:
         ValueError: If ``seeds`` is empty, or for ``fast`` with ``algorithms``.
+        CompareFailed: A run failed or was interrupted (the rows done are kept).
     """
     if not seeds:
         raise ValueError("compare --seeds needs at least one seed")
@@ -120,23 +127,43 @@ def compare_seeds(
         raise ValueError("compare --fast compares policies, not --algorithms")
     base = load_config(config, overrides)
     out = make_run_dir(base.output.dir, f"compare-seeds-{base.name}")
+    plain = [Path(csv)] if csv else []
+    log = RowLog(
+        [out / "table_all.csv", *plain],
+        total=len(seeds) * len(policies),
+        desc=f"compare {base.name}",
+        progress=base.output.progress,
+        without_run_dir=plain,
+    )
     session = RaySession(base.ray)
     tables = []
     try:
-        if fast:
-            tables.append(fast_table(base, policies, seeds))
-        else:
-            run = compare_algorithms if algorithms else compare
-            for seed in seeds:
-                table, _ = run(
-                    base, policies, {"seed": int(seed), "output.dir": str(out)}
-                )
-                tables.append(table.assign(seed=int(seed)))
+        with log.guard():
+            if fast:
+                tables.append(fast_table(base, policies, seeds, log=log))
+            else:
+                run = compare_algorithms if algorithms else compare
+                for seed in seeds:
+                    log.context = {"seed": int(seed)}
+                    table, _ = run(
+                        base,
+                        policies,
+                        {"seed": int(seed), "output.dir": str(out)},
+                        log=log,
+                    )
+                    tables.append(table.assign(seed=int(seed)))
     finally:
         session.close()
     full = pd.concat(tables, ignore_index=True)
     summary = summarise(full.drop(columns=["run_dir"], errors="ignore"))
     atomic_write(out / "table_all.csv", lambda p: full.to_csv(p, index=False))
+    for path in plain:
+        atomic_write(
+            path,
+            lambda p: full.drop(columns=["run_dir"], errors="ignore").to_csv(
+                p, index=False
+            ),
+        )
     atomic_write(out / "summary.csv", lambda p: summary.to_csv(p, index=False))
     text = markdown_table(pretty_summary(summary))
     atomic_write(out / "summary.md", lambda p: p.write_text(text + "\n"))
@@ -145,7 +172,11 @@ def compare_seeds(
 
 
 def fast_table(
-    base: RunConfig, policies: Sequence[str], seeds: Sequence[int]
+    base: RunConfig,
+    policies: Sequence[str],
+    seeds: Sequence[int],
+    *,
+    log: RowLog | None = None,
 ) -> pd.DataFrame:
     """Final metrics of every (policy, seed) from one FL system per seed.
 
@@ -153,6 +184,8 @@ def fast_table(
         base: The run config (needs ``wireless``); ``seed`` is set per seed.
         policies: ``--policies`` entries (``name[:key=value...]``).
         seeds: Config seeds (data partition and run seed, as in full runs).
+        log: Takes each row as it finishes and shows the progress (default: a
+            bar only).
 
     Returns:
         One row per (seed, policy) with the columns of ``rayfl compare`` except
@@ -161,8 +194,6 @@ def fast_table(
     Raises:
         ValueError: Without a ``wireless`` section, or for an unknown policy.
     """
-    from tqdm.auto import tqdm
-
     from rayfl.compare import sort_by_policy
     from rayfl.registry import ENVS, load
 
@@ -173,13 +204,17 @@ def fast_table(
         )
     specs = _fast_specs(base, policies)
     labels = [label for label, *_ in specs]
-    rows: list[dict[str, Any]] = []
-    bar = tqdm(
-        total=len(seeds) * len(specs),
-        desc="compare --fast",
-        disable=not base.output.progress,
-    )
+    own = log is None
+    if log is None:
+        log = RowLog(
+            [],
+            total=len(seeds) * len(specs),
+            desc="compare --fast",
+            progress=base.output.progress,
+        )
+    first = len(log.rows)
     for seed in seeds:
+        log.context = {"seed": int(seed)}
         cfg = base.model_copy(update={"seed": int(seed)})
         for controls in sorted({c for *_, c in specs}):
             env = load(ENVS["star"])(cfg, mode="emulate", controls=controls)
@@ -187,14 +222,15 @@ def fast_table(
                 for label, extra, needs in specs:
                     if needs != controls:
                         continue
-                    bar.set_description(f"compare --fast: seed {seed}, {label}")
+                    log.describe(f"seed {seed}, {label}")
                     row = _fast_episode(env, load_config(cfg, extra), int(seed))
-                    rows.append({"policy": label, **row, "seed": int(seed)})
-                    bar.update()
+                    log.add({"policy": label, **row})
             finally:
                 env.close()
-    bar.close()
-    return sort_by_policy(pd.DataFrame(rows), labels, first=["seed"])
+    if own:
+        log.close()
+    rows = pd.DataFrame(log.rows[first:])
+    return sort_by_policy(rows, labels, first=["seed"])
 
 
 def _fast_specs(

@@ -9,11 +9,20 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+#: ``output.loggers`` → (module that must be importable, the extra that brings it);
+#: the loggers themselves are :mod:`rayfl.tracking`.
+LOGGER_EXTRAS = {
+    "tensorboard": ("tensorboardX", "tensorboard"),
+    "mlflow": ("mlflow", "mlflow"),
+}
 
 __all__ = ["OutputConfig"]
 
@@ -37,6 +46,24 @@ class OutputConfig(BaseModel):
         description="Checkpoint the run every this many rounds (0 = never); "
         "`rayfl resume RUN_DIR` continues from the last one.",
     )
+    loggers: list[Literal["tensorboard", "mlflow"]] = Field(
+        default_factory=list,
+        description="Experiment trackers that also get each round's metrics and "
+        "the config: `tensorboard` (event files in RUN_DIR/tensorboard; extra "
+        "`.[tensorboard]`), `mlflow` (a file store in RUN_DIR/mlruns; extra "
+        "`.[mlflow]`). Empty: the run directory only.",
+    )
+
+    @model_validator(mode="after")
+    def _check_loggers(self) -> OutputConfig:
+        for name in self.loggers:
+            module, extra = LOGGER_EXTRAS[name]
+            if importlib.util.find_spec(module) is None:
+                raise ValueError(
+                    f"output.loggers: {name!r} needs the {module} package: "
+                    f"pip install -e '.[{extra}]'"
+                )
+        return self
 
     @model_validator(mode="after")
     def _check_dir(self) -> OutputConfig:

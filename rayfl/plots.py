@@ -33,18 +33,20 @@ _PANELS = (
 def overlay_dir(run_dirs: Sequence[str | Path], root: str | Path = ".") -> Path:
     """Return the default folder of an overlay of several runs, named after them.
 
-    ``root/plots-<run A>-vs-<run B>...`` (``root/plots-compare-<run A>-and-<k>-more``
-    when that name would exceed 120 characters); never inside a run directory,
-    whose ``plots/`` holds that run's own curves.
+    ``root/plots-<run A>-vs-<run B>`` for two runs; ``root/plots-<run A>-vs-<k>-more``
+    for more (or when two names exceed 120 characters), so the name stays short.
+    Never inside a run directory, whose ``plots/`` holds that run's own curves.
 
     Example:
         >>> overlay_dir(["runs/a-1", "runs/b-2"]).as_posix()
         'plots-a-1-vs-b-2'
+        >>> overlay_dir(["runs/a-1", "runs/b-2", "runs/c-3"]).as_posix()
+        'plots-a-1-vs-2-more'
     """
     names = [Path(d).resolve().name for d in run_dirs]
     name = "plots-" + "-vs-".join(names)
-    if len(name) > 120:
-        name = f"plots-compare-{names[0]}-and-{len(names) - 1}-more"
+    if len(names) > 2 or len(name) > 120:
+        name = f"plots-{names[0][:80]}-vs-{len(names) - 1}-more"
     return Path(root) / name
 
 

@@ -43,6 +43,7 @@ from rayfl.run_status import RunProgress, setup_status, terminal_status
 from rayfl.scheduler_config import BUILTIN_POLICIES
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.star.context import star_context
+from rayfl.tracking import Tracker
 
 __all__ = ["divergence_report", "env_policy", "resume", "round_costs", "run"]
 
@@ -284,6 +285,7 @@ def _run(
     d2d = cfg.topology.kind == "d2d"  # server-free D2D (pFedWN): one unit per target
     log = RunLog(run_dir) if run_dir is not None else None
     system: Any = None
+    tracker: Any = None
 
     def open_run_dir() -> Path:  # a new run's directory: made once, with its config
         nonlocal log
@@ -303,6 +305,7 @@ def _run(
             start = (
                 0 if checkpoint is None else restore(checkpoint, system, deciders, log)
             )
+        tracker = Tracker.for_run(cfg, log.run_dir)  # output.loggers (rayfl.tracking)
         bar = _progress(cfg.output.progress, cfg.rounds, desc=cfg.name)
         if bar is not None and start:
             bar.update(start)
@@ -317,9 +320,11 @@ def _run(
                 settings,
                 start=start,
                 progress=progress,
-                on_round=_on_round(bar),
+                on_round=tracker.chain(_on_round(bar)),
             )
     finally:
+        if tracker is not None:
+            tracker.close()
         if system is not None:
             query(system.close)
     if cfg.output.plots:

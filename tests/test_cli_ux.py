@@ -77,7 +77,11 @@ def test_plot_of_several_runs_never_overwrites_a_runs_own_plots(
 def test_overlay_dir_name_stays_short():
     many = [f"runs/quickstart-20260101-0000{i:02d}" for i in range(12)]
     name = overlay_dir(many).name
-    assert name == "plots-compare-quickstart-20260101-000000-and-11-more"
+    assert name == "plots-quickstart-20260101-000000-vs-11-more"
+    # two runs: the README's plots-<run>-vs-<run>
+    assert overlay_dir(many[:2]).name == (
+        "plots-quickstart-20260101-000000-vs-quickstart-20260101-000001"
+    )
 
 
 def test_plots_and_table_count_rounds_from_zero_like_rounds_parquet(

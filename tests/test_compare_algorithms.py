@@ -15,7 +15,7 @@ CFG = {
 def test_each_algorithm_keeps_shared_fields_and_its_own_defaults(monkeypatch):
     seen = {}
 
-    def fake(base, variants, *, label, extra_columns):
+    def fake(base, variants, *, label, extra_columns, log=None):
         seen.update(variants=variants, label=label, extra=extra_columns)
         return None, None
 
@@ -68,7 +68,7 @@ def test_seeds_with_algorithms_runs_each_seed_and_writes_the_csv(monkeypatch, tm
 
     calls = []
 
-    def fake(base, names, overrides):
+    def fake(base, names, overrides, log=None):
         calls.append(overrides["seed"])
         acc = {"fedavg": 0.5, "ditto": 0.9}
         rows = [

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from rayfl.algorithms.base import Algorithm
-from rayfl.algorithms.config import LocalTrainingConfig
+if TYPE_CHECKING:  # the classes import torch; validating a config must not
+    from rayfl.algorithms.base import Algorithm
+    from rayfl.algorithms.config import LocalTrainingConfig
 
 __all__ = ["ALGORITHMS", "algorithm_class", "algorithm_controls", "make_algorithm"]
 

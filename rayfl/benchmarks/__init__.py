@@ -5,6 +5,7 @@ BENCHMARKS = {
     "flute": "rayfl.benchmarks.flute_workload",
     "scale": "rayfl.benchmarks.scale",
     "env": "rayfl.benchmarks.env_speed",
+    "startup": "rayfl.benchmarks.startup",
 }
 
 __all__ = ["BENCHMARKS"]

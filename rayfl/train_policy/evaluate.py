@@ -42,6 +42,7 @@ def evaluate_policies(
     baselines: Sequence[str] | None = None,
     mode: str | None = None,
     partition_seeds: Sequence[int] | None = None,
+    csv: Path | None = None,
 ) -> pd.DataFrame:
     """Score the learned policy and the baselines on the same episode seeds.
 
@@ -55,6 +56,8 @@ def evaluate_policies(
             ``rl.partition_seeds``, else the one of ``cfg.seed``): episode i
             runs on partition ``partition_seeds[i % len(partition_seeds)]``,
             the same for every policy. The partitions are built one at a time.
+        csv: Rewritten after every episode with the rows so far (a progress
+            bar counts the episodes; a failure keeps the finished rows).
 
     With ``rl.controls`` the learned policy is also scored without its
     controls (row ``learned_schedule_only``: its schedule, the configured
@@ -64,10 +67,13 @@ def evaluate_policies(
         One row per (policy, episode): ``partition`` (its data seed),
         ``return`` (unscaled env reward summed over the episode) and
         ``final_reward``.
+
+    Raises:
+        CompareFailed: An episode failed or was interrupted (rows kept in ``csv``).
     """
     from rayfl.compare import sort_by_policy
+    from rayfl.compare_progress import RowLog
 
-    run_episode = load("envs.episode:run_episode")
     rl = cfg.rl or RLConfig()
     seeds = list(
         partition_seeds
@@ -84,19 +90,43 @@ def evaluate_policies(
         if rl.controls:  # its schedule with the configured controls: who vs how
             policies.insert(0, (SCHEDULE_ONLY, learned))
         policies.insert(0, ("learned", learned))
-    rows = []
+    log = RowLog(
+        [csv] if csv else [],
+        total=episodes * len(policies),
+        desc="evaluate policies",
+        progress=cfg.output.progress,
+    )
+    with log.guard():
+        _evaluate(cfg, seeds, episodes, policies, mode or rl.mode, log)
+    table = pd.DataFrame(log.rows)
+    if table.empty:
+        return table
+    return sort_by_policy(table, [name for name, _ in policies], then=["episode"])
+
+
+def _evaluate(
+    cfg: RunConfig,
+    seeds: list[Any],
+    episodes: int,
+    policies: list[tuple[str, dict[str, Any]]],
+    mode: str,
+    log: Any,
+) -> None:
+    """Run every (partition, policy, episode) of :func:`evaluate_policies`."""
+    run_episode = load("envs.episode:run_episode")
     for index, partition in enumerate(seeds):
         mine = [e for e in range(episodes) if e % len(seeds) == index]
         if not mine:
             continue
-        env = _episode_env(cfg, int(partition), mode or rl.mode)
+        env = _episode_env(cfg, int(partition), mode)
         try:
             for name, params in policies:
                 policy = _policy_for(cfg, env, name, params)
                 for episode in mine:
+                    log.describe(f"{name}, episode {episode}")
                     policy.reset(seed=episode)
                     result = run_episode(env, policy, seed=EVAL_SEED + episode)
-                    rows.append(
+                    log.add(
                         {
                             "policy": name,
                             "episode": episode,
@@ -107,10 +137,6 @@ def evaluate_policies(
                     )
         finally:
             env.close()
-    table = pd.DataFrame(rows)
-    if table.empty:
-        return table
-    return sort_by_policy(table, [name for name, _ in policies], then=["episode"])
 
 
 def _episode_env(cfg: RunConfig, partition: int, mode: str) -> Any:

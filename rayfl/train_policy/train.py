@@ -255,7 +255,10 @@ def train_policy(
         algo.stop()
         if rl.eval_episodes:
             table = evaluate_policies(
-                cfg, run_dir / "policy", episodes=rl.eval_episodes
+                cfg,
+                run_dir / "policy",
+                episodes=rl.eval_episodes,
+                csv=run_dir / "evaluation.csv",
             )
             write_evaluation(run_dir, table, verbose=verbose)
         plot_training(run_dir, rl.reward_scale)

@@ -1,0 +1,78 @@
+"""Start-up stays light: the CLI and config validation import neither torch nor Ray.
+
+Issue 35: ``rayfl --help`` imported torch (1.4 s of its 1.9 s), and a typo in a
+config key took as long to report as a run's set-up. Each check runs in a fresh
+interpreter and reads ``sys.modules`` afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "ray")
+
+
+def _modules_after(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; return what it printed as JSON."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+pytestmark = pytest.mark.quick
+
+
+def test_importing_the_cli_and_validating_every_example_imports_no_torch_or_ray():
+    code = f"""
+import glob, json, sys
+import rayfl.cli
+from rayfl.config import load_config
+checked = [load_config(p).name for p in sorted(glob.glob("examples/*.yaml"))]
+print(json.dumps({{"checked": len(checked),
+                   "heavy": [m for m in {HEAVY!r} if m in sys.modules]}}))
+"""
+    found = _modules_after(code)
+    assert found["checked"] >= 10  # it validated the examples
+    assert found["heavy"] == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["--version"],
+        ["run", "--help"],
+        ["run", "no-such-config.yaml"],
+        ["run", "examples/quickstart.yaml", "roundz=3"],
+        ["run", "examples/quickstart.yaml", "scheduler.policy=nope"],
+    ],
+    ids=["help", "version", "run-help", "missing-file", "typo-key", "bad-policy"],
+)
+def test_help_version_and_config_errors_import_no_torch_or_ray(argv):
+    code = f"""
+import json, sys
+from rayfl import cli
+try:
+    code = cli.main({argv!r})
+except SystemExit as e:
+    code = e.code
+print(json.dumps({{"code": code,
+                   "heavy": [m for m in {HEAVY!r} if m in sys.modules]}}))
+"""
+    found = _modules_after(code)
+    assert found["code"] in (0, 2)  # help/version, or a one-line config error
+    assert found["heavy"] == []
