@@ -7,7 +7,7 @@ TORCH_VERSION ?= 2.13.0
 # `docs` (mkdocs) so the suite builds the documentation site with --strict;
 # `sb3`, `pettingzoo` so the third-party RL tests of the envs run (tests/envs/test_flat.py);
 # `make test EXTRAS=dev` tests without them (those tests then skip).
-EXTRAS ?= dev,rl,docs,sb3,pettingzoo
+EXTRAS ?= dev,rl,docs,sb3,pettingzoo,tensorboard,mlflow
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-quick test-slow lint docs install data clean torch-pip-args
