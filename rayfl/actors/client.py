@@ -71,7 +71,12 @@ class ClientHost:
             layer_offsets=self.model.spec.offsets,
         )
         self.state = ClientStateStore(self.clients)
-        sizes = data.num_train
+        # One (N,) array for every context: ``data.num_train`` is computed on each
+        # access, and a context per scheduled client each holding its own copy
+        # made a round of K clients cost K x N x 8 bytes (issue 37's N² term).
+        self.num_train_all = np.asarray(data.num_train, dtype=np.int64)
+        self.num_train_all.flags.writeable = False
+        sizes = self.num_train_all
         self.max_train_size = int(sizes.max()) if len(sizes) else 0
         self._client_stages: dict[float, list[Any]] = {}
 
@@ -191,7 +196,7 @@ class ClientHost:
             max_train_size=self.max_train_size,
             download=download,
             num_rounds=self.setup.rounds,
-            num_train_all=np.asarray(self.data.num_train),
+            num_train_all=self.num_train_all,
         )
 
     def _upload(
@@ -279,7 +284,7 @@ class ClientHost:
                         client=client,
                     ),
                     num_rounds=self.setup.rounds,
-                    num_train_all=np.asarray(self.data.num_train),
+                    num_train_all=self.num_train_all,
                 )
             )
             loss, acc = evaluate(self.model, vectors["global"], x_te, y_te)
