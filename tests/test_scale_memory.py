@@ -56,3 +56,77 @@ def test_round_contexts_are_linear_in_the_population(monkeypatch):
     small, large = _contexts_bytes(2000), _contexts_bytes(4000)
     assert 1.5 < large / small < 2.5, (small, large)
     assert small / 2000 < 4096, small  # per client, not per client pair
+
+
+def _digits_host(clients, reduce_in_actor):
+    from rayfl.data.federated import build_federated
+
+    cfg = load_config(
+        {
+            "data": {"dataset": "digits", "num_clients": 6, "partition": "iid"},
+            "model": {"kind": "mlr"},
+            "algorithm": {"batch_size": 8, "lr": 0.1},
+        }
+    )
+    data = build_federated(cfg.data, seed=cfg.seed)
+    setup = ActorSetup.from_config(
+        cfg,
+        input_shape=tuple(data.input_shape),
+        num_classes=data.num_classes,
+        noise_std=0.0,
+        server_noise_std=0.0,
+        reduce_in_actor=reduce_in_actor,
+    )
+    host = ClientHost(data, clients, setup)
+    return host, np.zeros(host.model.spec.dim, np.float32)
+
+
+def test_chunked_training_gives_the_same_uploads(monkeypatch):
+    # Training a host's clients 2 at a time (memory O(chunk)) changes no bit.
+    monkeypatch.setattr("rayfl.actors.client.mark_restarted", _no_ray)
+    clients = [0, 1, 2, 3, 4]
+    for reduce in (True, False):
+        host, start = _digits_host(clients, reduce)
+        whole = host.train(0, start, clients)
+        monkeypatch.setattr("rayfl.actors.client.TRAIN_CHUNK", 2)
+        host, start = _digits_host(clients, reduce)
+        chunked = host.train(0, start, clients)
+        monkeypatch.undo()
+        monkeypatch.setattr("rayfl.actors.client.mark_restarted", _no_ray)
+        assert [r["train_loss"] for r in whole[0]] == [
+            r["train_loss"] for r in chunked[0]
+        ]
+        a, b = whole[1], chunked[1]
+        np.testing.assert_array_equal(a.clients, b.clients)
+        np.testing.assert_array_equal(a.weights, b.weights)
+        if reduce:
+            np.testing.assert_array_equal(a.partial.mean(), b.partial.mean())
+            assert a.partial.count == b.partial.count == 5
+        else:
+            for p, q in zip(a.payloads, b.payloads, strict=True):
+                np.testing.assert_array_equal(p.to_dense(), q.to_dense())
+
+
+def test_state_snapshot_is_columnar_and_restores():
+    from rayfl.actors.state import ClientStateStore, StateSnapshot
+
+    store = ClientStateStore(list(range(1000)))
+    for c in range(0, 1000, 7):
+        store[c]["local_updates"] = c
+        store[c]["rate"] = c / 2
+    store[3]["personal"] = np.ones(4, np.float32)
+    store[5]["tag"] = "odd"  # fits no column
+    assert not store.other.keys() - {5}  # counters are columns, not dicts
+    assert store.scalars["local_updates"].dtype == np.int64
+    snap = store.snapshot()
+    assert isinstance(snap, StateSnapshot)
+    store[7]["local_updates"] = -1  # the snapshot does not move
+    again = ClientStateStore(list(range(1000)))
+    again.load(snap)
+    assert again[7]["local_updates"] == 7 and again[14]["rate"] == 7.0
+    assert again[5]["tag"] == "odd" and again[3]["personal"][0] == 1.0
+    expected = {c for c in range(0, 1000, 7)} | {3, 5}
+    assert set(again.export()) == expected
+    repacked = ClientStateStore([14, 999, 5])  # another packing of the clients
+    repacked.load(snap)
+    assert set(repacked.export()) == {14, 5}
