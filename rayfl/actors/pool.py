@@ -122,6 +122,7 @@ class ActorPool:
         dim: int,
         role: str = "clients",
         run_id: str | None = None,
+        memory_hints: dict[str, int] | None = None,
     ) -> ActorPool:
         """Pack, check, reserve and start one actor per group; ping them all.
 
@@ -133,16 +134,24 @@ class ActorPool:
             dim: Model dimension (for the memory check).
             role: Name part of the actors (``clients``, ``devices``, ``nodes``).
             run_id: Short id in actor names (default: a fresh one).
+            memory_hints: ``state_vectors_per_client`` and ``uploads`` (per round)
+                for the memory check (``rayfl.resources.estimate_memory``).
 
         Raises:
             rayfl.resources.ResourceError: If the run cannot fit in memory or
                 the CPUs cannot be reserved in time.
         """
-        n = len(data.train_slices)
+        n = data.num_clients
         cpus = run_cpus(ray_settings.run_cpus)
         per_actor = resolve_clients_per_actor(ray_settings.clients_per_actor, n, cpus)
         groups = pack_clients(n, per_actor)
-        _check_memory(data, num_clients=n, clients_per_actor=per_actor, dim=dim)
+        _check_memory(
+            data,
+            num_clients=n,
+            clients_per_actor=per_actor,
+            dim=dim,
+            **(memory_hints or {}),
+        )
         actor_of = np.empty(n, dtype=np.int64)
         for a, group in enumerate(groups):
             actor_of[group] = a
@@ -267,7 +276,12 @@ class ActorPool:
 
 
 def _check_memory(
-    data: FederatedData, *, num_clients: int, clients_per_actor: int, dim: int
+    data: FederatedData,
+    *,
+    num_clients: int,
+    clients_per_actor: int,
+    dim: int,
+    **hints: int,
 ) -> None:
     """Refuse, before any actor starts, a run that cannot fit (rayfl.resources)."""
     resources = ray.cluster_resources()
@@ -277,6 +291,7 @@ def _check_memory(
             clients_per_actor=clients_per_actor,
             dim=dim,
             data_bytes=data.x.nbytes + data.y.nbytes,
+            **hints,
         ),
         memory_bytes=resources.get("memory", float("inf")),
         object_store_bytes=resources.get("object_store_memory", float("inf")),

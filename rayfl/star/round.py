@@ -99,9 +99,21 @@ class StarRound:
             ray_settings=engine.config.ray,
             dim=engine.dim,
             role="clients",
+            memory_hints=self._memory_hints(engine),
         )
         self.cloud = CloudServer.options(num_cpus=0).remote(setup)
         self.cloud_node: str = ray.get(self.cloud.ping.remote())
+
+    def _memory_hints(self, engine: Any) -> dict[str, int]:
+        """Per-client state vectors and uploads per round, for the memory check."""
+        cfg = engine.config
+        per_round = cfg.scheduler.clients_per_round
+        return {
+            "state_vectors_per_client": int(
+                algorithm_class(cfg.algorithm).keeps_personal
+            ),
+            "uploads": engine.num_clients if per_round is None else int(per_round),
+        }
 
     def _start(self, engine: Any) -> ActorSetup:
         """Set the run-level state of ``engine.config`` (seed): uplink and setup."""
