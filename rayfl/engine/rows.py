@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from rayfl.eval_sample import sampled_standard_errors
 from rayfl.metrics import round_summary
 from rayfl.system import EvalRow, RoundResult
 
@@ -61,10 +62,12 @@ def client_rows(
         extra: The algorithm's own record keys (``Algorithm.logged_metrics``).
     """
     by_client = {int(r["client"]): r for r in result.rows}
+    # by id: a sampled evaluation (``eval_clients``) covers some clients only
+    evaluated = {int(e["client"]): e for e in evals} if evals is not None else {}
     rows = []
     for c in range(n):
         r = by_client.get(c, {})
-        e = evals[c] if evals is not None else {}
+        e = evaluated.get(c, {})
         rows.append(
             {
                 "round": t,
@@ -142,9 +145,19 @@ def round_row(
         )
         if wireless
         else _NAN,
-        **(round_summary(evals, num_test) if evals else {}),
+        **(_evaluation_summary(evals, num_test) if evals else {}),
         **result.extras,
     }
+
+
+def _evaluation_summary(evals: list[EvalRow], num_test: np.ndarray) -> dict[str, Any]:
+    """``round_summary`` of the evaluated clients (+ standard errors if sampled)."""
+    if len(evals) == len(num_test):
+        return round_summary(evals, num_test)
+    weights = np.asarray(num_test)[[int(e["client"]) for e in evals]]
+    return round_summary(evals, weights) | sampled_standard_errors(
+        evals, weights, len(num_test)
+    )
 
 
 def total(rows: list[dict[str, Any]], key: str) -> float | None:

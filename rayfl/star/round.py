@@ -31,6 +31,7 @@ from rayfl.actors.cloud import REJECT_ACTOR_LOST, CloudServer
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
 from rayfl.algorithms.registry import algorithm_class, make_algorithm
+from rayfl.eval_sample import eval_sample
 from rayfl.observation import ObservationTracker
 from rayfl.schedule import Schedule
 from rayfl.system import Decision, EvalRow, Observation, RoundResult
@@ -87,6 +88,8 @@ class StarRound:
     def __init__(self) -> None:
         #: The clients' history; started by the first :meth:`observe`.
         self.tracker: ObservationTracker | None = None
+        #: The last round run (keys a sampled evaluation's draw); -1 before any.
+        self.last_round = -1
 
     # ------------------------------------------------------------------ build
     def build(self, engine: Any) -> None:
@@ -158,7 +161,7 @@ class StarRound:
         The first call evaluates every client once for the initial losses.
         """
         if self.tracker is None:
-            evals = self.evaluate(engine)
+            evals = self.evaluate(engine, sampled=False)
             self.tracker = ObservationTracker(
                 engine.num_clients, [e["eval_train_loss"] for e in evals]
             )
@@ -179,6 +182,7 @@ class StarRound:
             decision: One schedule (the star's one unit).
         """
         (schedule,) = decision
+        self.last_round = t
         pool: ActorPool = engine.pool
         pool.restore_failed()
         order = np.argsort(schedule.clients, kind="stable")
@@ -345,23 +349,37 @@ class StarRound:
         return downlink_bit_error_rate(state, qam_order=wireless.qam_order)
 
     # ------------------------------------------------------------------ evaluate
-    def evaluate(self, engine: Any) -> list[EvalRow]:
-        """Evaluate every client's models; one record per client, by id.
+    def evaluate(self, engine: Any, *, sampled: bool = True) -> list[EvalRow]:
+        """Evaluate the clients' models; one record per client, by id.
 
+        With ``eval_clients: K`` (and ``sampled``) only K clients drawn by
+        :func:`rayfl.eval_sample.eval_sample` are evaluated, O(K) work.
         Clients of an actor that fails during evaluation get NaN metrics.
         """
         pool: ActorPool = engine.pool
         pool.restore_failed()
-        refs = [a.evaluate.remote(engine.global_ref) for a in pool.actors]
-        batches = pool.gather(refs, list(range(len(pool.actors))))
+        cfg = engine.config
+        sample = (
+            eval_sample(cfg.seed, self.last_round, engine.num_clients, cfg.eval_clients)
+            if sampled
+            else None
+        )
+        if sample is None:
+            asked = dict(enumerate(pool.groups))
+            refs = [a.evaluate.remote(engine.global_ref) for a in pool.actors]
+        else:
+            asked = pool.by_actor(sample)
+            refs = [
+                pool.actors[a].evaluate.remote(engine.global_ref, clients)
+                for a, clients in asked.items()
+            ]
+        batches = pool.gather(refs, list(asked))
         nan = float("nan")
         keys = ("test_loss", "test_acc", "eval_train_loss")
         rows = []
-        for a, batch in enumerate(batches):
+        for clients, batch in zip(asked.values(), batches, strict=True):
             if batch is None:
-                batch = [
-                    {"client": c, **dict.fromkeys(keys, nan)} for c in pool.groups[a]
-                ]
+                batch = [{"client": c, **dict.fromkeys(keys, nan)} for c in clients]
             rows += batch
         return sorted(rows, key=lambda r: r["client"])
 
