@@ -37,6 +37,13 @@ class OutputConfig(BaseModel):
         description="Checkpoint the run every this many rounds (0 = never); "
         "`rayfl resume RUN_DIR` continues from the last one.",
     )
+    client_rows_max: int = Field(
+        100_000,
+        ge=0,
+        description="Largest population written as round × client rows "
+        "(metrics.parquet); a larger one gets clients.parquet instead, one summary "
+        "row per client (rayfl.results_stream), so a round costs O(participants).",
+    )
 
     @model_validator(mode="after")
     def _check_dir(self) -> OutputConfig:

@@ -37,6 +37,7 @@ from rayfl.engine.rows import (
 from rayfl.plots import plot_rounds
 from rayfl.registry import make_policy, policy_class
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
+from rayfl.results_stream import ClientSummary
 from rayfl.run_status import RunProgress, terminal_status
 from rayfl.scheduler_config import BUILTIN_POLICIES
 from rayfl.star.actions import StarActions, StarParticipants
@@ -278,6 +279,8 @@ def _run(
     d2d = cfg.topology.kind == "d2d"  # server-free D2D (pFedWN): one unit per target
     system, deciders, settings = _build_d2d(cfg) if d2d else _build(cfg)
     log = RunLog(run_dir or make_run_dir(cfg.output.dir, cfg.name))
+    if not d2d and system.num_clients > cfg.output.client_rows_max:
+        log.summary = ClientSummary(system.num_clients)  # rayfl.results_stream
     try:
         start = 0
         if checkpoint is not None:
