@@ -113,6 +113,8 @@ class ClientStateStore(Mapping[int, ClientState]):
 
     def __init__(self, clients: list[int]) -> None:
         self.clients = [int(c) for c in clients]
+        self.client_ids = np.asarray(self.clients, dtype=np.int64)
+        self.client_ids.flags.writeable = False
         self.rows = {c: i for i, c in enumerate(self.clients)}
         self.arrays: dict[str, npt.NDArray[np.float32]] = {}
         self.scalars: dict[str, npt.NDArray[Any]] = {}
@@ -181,7 +183,7 @@ class ClientStateStore(Mapping[int, ClientState]):
     def snapshot(self) -> StateSnapshot:
         """Return a columnar copy of the whole store (cheap; no object per client)."""
         return StateSnapshot(
-            clients=np.asarray(self.clients, dtype=np.int64),
+            clients=self.client_ids,  # read-only, shared
             arrays={k: v.copy() for k, v in self.arrays.items()},
             scalars={k: v.copy() for k, v in self.scalars.items()},
             present={k: v.copy() for k, v in self.present.items()},
@@ -198,7 +200,7 @@ class ClientStateStore(Mapping[int, ClientState]):
         self.present.clear()
         self.other = {}
         if isinstance(state, StateSnapshot):
-            if np.array_equal(state.clients, self.clients):  # the same host: columns
+            if np.array_equal(state.clients, self.client_ids):  # same host: columns
                 self.arrays.update({k: v.copy() for k, v in state.arrays.items()})
                 self.scalars.update({k: v.copy() for k, v in state.scalars.items()})
                 self.present.update({k: v.copy() for k, v in state.present.items()})
