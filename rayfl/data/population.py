@@ -140,7 +140,9 @@ def build_population(config: DataConfig, *, seed: int) -> dict[str, object]:
         name = f"synthetic({config.synthetic_alpha:g},{config.synthetic_beta:g})"
         shape: tuple[int, ...] = (SYNTHETIC_DIM,)
     else:
-        train, test = load_dataset(config.dataset, root=config.root)
+        # the merged pool is a copy: then the loader's cache would be a second one
+        merged = config.pool == "all"
+        train, test = load_dataset(config.dataset, root=config.root, cached=not merged)
         x, y = train.x, train.y
         if config.pool == "all":
             x = np.concatenate([train.x, test.x])
