@@ -107,6 +107,14 @@ class RunConfig(_Section):
         ge=1,
         description="Evaluate all clients every this many rounds (and the last).",
     )
+    eval_clients: int | None = Field(
+        None,
+        ge=1,
+        description="Evaluate a uniform sample of this many clients, drawn anew "
+        "at each evaluation from (seed, round) (rayfl.eval_sample); rounds.parquet "
+        "then has the aggregates' standard errors (global_acc_se, ...). None = "
+        "every client (star topology).",
+    )
     data: DataConfig = Field(default_factory=DataConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     algorithm: AlgorithmConfig = Field(default_factory=FedAvgConfig)

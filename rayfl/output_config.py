@@ -65,6 +65,14 @@ class OutputConfig(BaseModel):
                 )
         return self
 
+    client_rows_max: int = Field(
+        100_000,
+        ge=0,
+        description="Largest population written as round × client rows "
+        "(metrics.parquet); a larger one gets clients.parquet instead, one summary "
+        "row per client (rayfl.results_stream), so a round costs O(participants).",
+    )
+
     @model_validator(mode="after")
     def _check_dir(self) -> OutputConfig:
         path = Path(self.dir).expanduser()

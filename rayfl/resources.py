@@ -69,12 +69,14 @@ def estimate_memory(
     dim: int,
     data_bytes: int,
     state_vectors_per_client: int = 1,
+    uploads: int | None = None,
 ) -> MemoryEstimate:
     """Return the memory estimate of a run (see the module table).
 
     Example:
         >>> e = estimate_memory(num_clients=4, clients_per_actor=2, dim=1000,
         ...                     data_bytes=10**6)
+        >>> # ``uploads``: uploads of one round in the store (default: all N)
         >>> e.per_actor - ACTOR_BASE_BYTES  # 4 buffers + 2 states of 1000 floats
         24000
     """
@@ -85,7 +87,7 @@ def estimate_memory(
         + 4 * model
         + clients_per_actor * state_vectors_per_client * model
     )
-    store = data_bytes + model + num_clients * model
+    store = data_bytes + model + (num_clients if uploads is None else uploads) * model
     return MemoryEstimate(num_actors * per_actor, store, per_actor)
 
 

@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from rayfl.atomic import atomic_write, disk_full
+from rayfl.results_stream import ClientSummary, RowStream, read_clients, read_metrics
 from rayfl.run_status import json_safe
 
 __all__ = [
@@ -105,6 +106,14 @@ class RunLog:
         self.run_dir = Path(run_dir)
         self.client_rows: list[dict[str, Any]] = []
         self.round_rows: list[dict[str, Any]] = []
+        #: Finished rounds' client rows, on disk (rayfl.results_stream).
+        self.stream = RowStream(self.run_dir)
+        #: Per-client summary replacing the rows of a large population, or None.
+        self.summary: ClientSummary | None = None
+
+    def add_client_rows(self, t: int, rows: list[dict[str, Any]]) -> None:
+        """Stream round ``t``'s ``metrics.parquet`` rows to disk (not kept here)."""
+        self.stream.append(t, rows)
 
     def write_config(self, config: dict[str, Any]) -> None:
         """Write ``config.yaml`` (the resolved config)."""
@@ -113,7 +122,12 @@ class RunLog:
 
     def flush(self, summary: dict[str, Any]) -> None:
         """Write ``metrics.parquet``, ``rounds.parquet`` and ``summary.json``."""
-        _write_parquet(self.run_dir / "metrics.parquet", self.client_rows)
+        if self.stream.parts():  # merge the streamed rounds (+ rows kept here)
+            self.stream.finish(self.run_dir / "metrics.parquet", self.client_rows)
+        else:
+            _write_parquet(self.run_dir / "metrics.parquet", self.client_rows)
+        if self.summary is not None:
+            self.summary.write(self.run_dir)
         _write_parquet(self.run_dir / "rounds.parquet", self.round_rows)
         # strict JSON: NaN/inf are written as null (json_safe)
         text = json.dumps(json_safe(summary), indent=2, allow_nan=False)
@@ -129,12 +143,15 @@ class RunResult:
         metrics: Round × client rows.
         rounds: Per-round aggregates.
         summary: Final numbers.
+        clients: One summary row per client (populations above
+            ``output.client_rows_max``), else None.
     """
 
     run_dir: Path
     metrics: pd.DataFrame
     rounds: pd.DataFrame
     summary: dict[str, Any]
+    clients: pd.DataFrame | None = None
 
     def table(
         self,
@@ -167,8 +184,11 @@ def load_run(run_dir: str | Path) -> RunResult:
     summary = json.loads((path / "summary.json").read_text())
     if summary.get("status") == "finished":  # written before "completed"
         summary["status"] = "completed"
-    frames = [
-        pd.read_parquet(path / f) if (path / f).is_file() else pd.DataFrame()
-        for f in ("metrics.parquet", "rounds.parquet")
-    ]
-    return RunResult(path, frames[0], frames[1], summary)
+    rounds = path / "rounds.parquet"
+    return RunResult(
+        path,
+        read_metrics(path),
+        pd.read_parquet(rounds) if rounds.is_file() else pd.DataFrame(),
+        summary,
+        read_clients(path),
+    )

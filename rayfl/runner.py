@@ -39,6 +39,7 @@ from rayfl.engine.rows import (
 from rayfl.plots import plot_rounds
 from rayfl.registry import make_policy, policy_class
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
+from rayfl.results_stream import ClientSummary
 from rayfl.run_status import RunProgress, setup_status, terminal_status
 from rayfl.scheduler_config import BUILTIN_POLICIES
 from rayfl.star.actions import StarActions, StarParticipants
@@ -302,6 +303,8 @@ def _run(
             system, deciders, settings = _build_d2d(cfg) if d2d else _build(cfg)
             open_run_dir()
             assert log is not None
+            if not d2d and system.num_clients > cfg.output.client_rows_max:
+                log.summary = ClientSummary(system.num_clients)  # results_stream
             start = (
                 0 if checkpoint is None else restore(checkpoint, system, deciders, log)
             )

@@ -55,6 +55,9 @@ PURPOSES: dict[str, int] = {
     "dither": 60,
     # learned-scheduler training over several data partitions (envs.rl, issue 11)
     "partition_cycle": 70,
+    # populations generated on demand and sampled evaluation (issue 37): 80+
+    "population": 80,
+    "eval_sample": 81,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]

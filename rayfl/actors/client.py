@@ -19,7 +19,7 @@ from rayfl.actors.messages import Uploads
 from rayfl.actors.restart import mark_restarted, needs_state, state_restored
 from rayfl.actors.setup import ActorSetup
 from rayfl.actors.shared_data import SharedData
-from rayfl.actors.state import ClientStateStore
+from rayfl.actors.state import ClientStateStore, StateSnapshot
 from rayfl.algorithms.base import ClientContext, ClientUpdate, Download
 from rayfl.algorithms.registry import make_algorithm
 from rayfl.compression.payload import Payload
@@ -30,7 +30,10 @@ from rayfl.learning.train import evaluate
 from rayfl.privacy.pipeline import build_client_stages, run_stages
 from rayfl.seeding import rng_for
 
-__all__ = ["ClientActor", "ClientHost"]
+__all__ = ["TRAIN_CHUNK", "ClientActor", "ClientHost"]
+
+#: Scheduled clients trained together by a host (bounds its memory per round).
+TRAIN_CHUNK = 512
 
 
 class ClientHost:
@@ -71,7 +74,12 @@ class ClientHost:
             layer_offsets=self.model.spec.offsets,
         )
         self.state = ClientStateStore(self.clients)
-        sizes = data.num_train
+        # One (N,) array for every context: ``data.num_train`` is computed on each
+        # access, and a context per scheduled client each holding its own copy
+        # made a round of K clients cost K x N x 8 bytes (issue 37's N² term).
+        self.num_train_all = np.asarray(data.num_train, dtype=np.int64)
+        self.num_train_all.flags.writeable = False
+        sizes = self.num_train_all
         self.max_train_size = int(sizes.max()) if len(sizes) else 0
         self._client_stages: dict[float, list[Any]] = {}
 
@@ -101,7 +109,7 @@ class ClientHost:
         downlink_ber: dict[int, float] | None = None,
         personal_only: list[int] | None = None,
         personal_controls: dict[str, list[float]] | None = None,
-    ) -> tuple[list[dict[str, Any]], Uploads, dict[int, dict[str, Any]]]:
+    ) -> tuple[list[dict[str, Any]], Uploads, StateSnapshot]:
         """Train the scheduled ``clients`` and run their uplink stages.
 
         Args:
@@ -124,26 +132,22 @@ class ClientHost:
             a restarted actor can be restored; empty for stateless algorithms).
         """
         received = _resolve(downloads or {})
-        contexts = [
-            self._context(
-                round,
-                global_vector,
-                client,
-                {k: float(v[i]) for k, v in (controls or {}).items()},
-                (downlink_ber or {}).get(client, 0.0),
-                received.get(client),
-            )
-            for i, client in enumerate(clients)
-        ]
-        updates = self.algorithm.client_update_many(contexts)
         records: list[dict[str, Any]] = []
-        payloads = []
-        weights = []
-        for ctx, update in zip(contexts, updates, strict=True):
-            payload, record = self._upload(round, ctx, update)
-            payloads.append(payload)
-            weights.append(update.weight)
-            records.append(record)
+        bundles = []
+        for first in range(0, len(clients), TRAIN_CHUNK):
+            part = clients[first : first + TRAIN_CHUNK]
+            contexts = [
+                self._context(
+                    round,
+                    global_vector,
+                    client,
+                    {k: float(v[first + i]) for k, v in (controls or {}).items()},
+                    (downlink_ber or {}).get(client, 0.0),
+                    received.get(client),
+                )
+                for i, client in enumerate(part)
+            ]
+            bundles.append(self._train_chunk(round, contexts, records))
         for i, client in enumerate(personal_only or []):
             ctx = self._context(
                 round,
@@ -157,7 +161,29 @@ class ClientHost:
                 {"client": client, "personal_only": True}
                 | self.algorithm.personal_update(ctx)
             )
-        return records, self._bundle(clients, payloads, weights), self.state.export()
+        if not bundles:  # no scheduled client here (personal updates only)
+            bundles.append(self._bundle([], [], []))
+        return records, _merge(clients, bundles), self.state.snapshot()
+
+    def _train_chunk(
+        self, round: int, contexts: list[ClientContext], records: list[dict[str, Any]]
+    ) -> Uploads:
+        """Train one chunk of scheduled clients; append their records; bundle them.
+
+        A round's clients are trained :data:`TRAIN_CHUNK` at a time so that a
+        host's memory is O(chunk × dim), not O(K × dim), when its uploads are
+        pre-reduced (the exact sum does not depend on the grouping, and the
+        vectorized trainer's results do not depend on a client's stack partners).
+        """
+        updates = self.algorithm.client_update_many(contexts)
+        payloads = []
+        weights = []
+        for ctx, update in zip(contexts, updates, strict=True):
+            payload, record = self._upload(round, ctx, update)
+            payloads.append(payload)
+            weights.append(update.weight)
+            records.append(record)
+        return self._bundle([c.client for c in contexts], payloads, weights)
 
     def _context(
         self,
@@ -191,7 +217,7 @@ class ClientHost:
             max_train_size=self.max_train_size,
             download=download,
             num_rounds=self.setup.rounds,
-            num_train_all=np.asarray(self.data.num_train),
+            num_train_all=self.num_train_all,
         )
 
     def _upload(
@@ -279,7 +305,7 @@ class ClientHost:
                         client=client,
                     ),
                     num_rounds=self.setup.rounds,
-                    num_train_all=np.asarray(self.data.num_train),
+                    num_train_all=self.num_train_all,
                 )
             )
             loss, acc = evaluate(self.model, vectors["global"], x_te, y_te)
@@ -328,6 +354,23 @@ class ClientHost:
     def ping(self) -> str:
         """Return the node id this actor runs on (placement reports)."""
         return ray.get_runtime_context().get_node_id()
+
+
+def _merge(clients: list[int], bundles: list[Uploads]) -> Uploads:
+    """Return one round's uploads from its chunks' bundles (sums added exactly)."""
+    if len(bundles) == 1:
+        return bundles[0]
+    partials = [b.partial for b in bundles if b.partial is not None]
+    total = partials[0] if partials else None
+    for partial in partials[1:]:
+        total = total + partial if total is not None else partial
+    return Uploads(
+        np.asarray(clients, dtype=np.int64),
+        tuple(p for b in bundles for p in b.payloads),
+        np.concatenate([b.weights for b in bundles]),
+        partial=total,
+        rejected=tuple(c for b in bundles for c in b.rejected),
+    )
 
 
 def _resolve(downloads: dict[int, Any]) -> dict[int, Any]:

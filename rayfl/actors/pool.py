@@ -130,6 +130,7 @@ class ActorPool:
         dim: int,
         role: str = "clients",
         run_id: str | None = None,
+        memory_hints: dict[str, int] | None = None,
     ) -> ActorPool:
         """Pack, check, reserve and start one actor per group; ping them all.
 
@@ -141,16 +142,24 @@ class ActorPool:
             dim: Model dimension (for the memory check).
             role: Name part of the actors (``clients``, ``devices``, ``nodes``).
             run_id: Short id in actor names (default: a fresh one).
+            memory_hints: ``state_vectors_per_client`` and ``uploads`` (per round)
+                for the memory check (``rayfl.resources.estimate_memory``).
 
         Raises:
             rayfl.resources.ResourceError: If the run cannot fit in memory or
                 the CPUs cannot be reserved in time.
         """
-        n = len(data.train_slices)
+        n = data.num_clients
         cpus = run_cpus(ray_settings.run_cpus)
         per_actor = resolve_clients_per_actor(ray_settings.clients_per_actor, n, cpus)
         groups = pack_clients(n, per_actor)
-        _check_memory(data, num_clients=n, clients_per_actor=per_actor, dim=dim)
+        _check_memory(
+            data,
+            num_clients=n,
+            clients_per_actor=per_actor,
+            dim=dim,
+            **(memory_hints or {}),
+        )
         actor_of = np.empty(n, dtype=np.int64)
         for a, group in enumerate(groups):
             actor_of[group] = a
@@ -255,12 +264,15 @@ class ActorPool:
                 self.to_restore.clear()
 
     def evaluate_all(
-        self, submit: Callable[[Any], Any], keys: Sequence[str]
+        self,
+        submit: Callable[[Any, list[int] | None], Any],
+        keys: Sequence[str],
+        asked: dict[int, list[int]] | None = None,
     ) -> list[dict[str, Any]]:
-        """Evaluate every client on its host; retry a failed host once.
+        """Evaluate every (or every asked) client on its host; retry a failed host once.
 
         1. restore the hosts that failed before (:meth:`restore_failed`) and
-           submit ``submit(actor)`` to every host;
+           submit ``submit(actor, clients)`` to every host asked;
         2. a host whose call failed (dead, or restarted without its state) is
            restored and called once more; its rows then carry
            ``eval_retried = True``;
@@ -273,30 +285,38 @@ class ActorPool:
         from the last checkpoint, evaluation included.
 
         Args:
-            submit: ``submit(actor) -> ref`` of a list of per-client records
-                (each with ``client``).
+            submit: ``submit(actor, clients) -> ref`` of a list of per-client
+                records (each with ``client``); ``clients`` None: all its clients.
             keys: The score keys a missing client gets as NaN.
+            asked: ``{actor: clients}`` to evaluate (:meth:`by_actor` of a
+                sample), or None: every client of every host.
 
         Returns:
-            One record per client, sorted by client id.
+            One record per client asked, sorted by client id.
         """
         self.restore_failed()
-        ids = list(range(len(self.actors)))
-        batches = self.gather([submit(self.actors[a]) for a in ids], ids)
+        plan: dict[int, list[int] | None] = (
+            dict.fromkeys(range(len(self.actors))) if asked is None else dict(asked)
+        )
+        ids = list(plan)
+        got = self.gather([submit(self.actors[a], plan[a]) for a in ids], ids)
+        batches = dict(zip(ids, got, strict=True))
         failed = [a for a in ids if batches[a] is None]
         if failed:
             self.restore_failed()  # a host that cannot restart fails the run here
-            retried = self.gather([submit(self.actors[a]) for a in failed], failed)
-            for a, batch in zip(failed, retried, strict=True):
+            again = [submit(self.actors[a], plan[a]) for a in failed]
+            for a, batch in zip(failed, self.gather(again, failed), strict=True):
                 if batch is not None:
                     batches[a] = [{**row, "eval_retried": True} for row in batch]
         nan = float("nan")
         rows: list[dict[str, Any]] = []
-        for a, batch in enumerate(batches):
+        for a in ids:
+            batch = batches[a]
             if batch is None:
+                clients = self.groups[a] if plan[a] is None else plan[a]
                 batch = [
                     {"client": c, **dict.fromkeys(keys, nan), "eval_failed": True}
-                    for c in self.groups[a]
+                    for c in clients
                 ]
             rows += batch
         return sorted(rows, key=lambda r: r["client"])
@@ -322,7 +342,12 @@ class ActorPool:
 
 
 def _check_memory(
-    data: FederatedData, *, num_clients: int, clients_per_actor: int, dim: int
+    data: FederatedData,
+    *,
+    num_clients: int,
+    clients_per_actor: int,
+    dim: int,
+    **hints: int,
 ) -> None:
     """Refuse, before any actor starts, a run that cannot fit (rayfl.resources)."""
     resources = ray.cluster_resources()
@@ -332,6 +357,7 @@ def _check_memory(
             clients_per_actor=clients_per_actor,
             dim=dim,
             data_bytes=data.x.nbytes + data.y.nbytes,
+            **hints,
         ),
         memory_bytes=resources.get("memory", float("inf")),
         object_store_bytes=resources.get("object_store_memory", float("inf")),

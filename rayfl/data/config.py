@@ -93,6 +93,21 @@ class DataConfig(BaseModel):
         "(rayfl.data.partition.sized_partition). DP-SparFL's split: 5 × [300, 600, "
         "1800, 2100]. None = the partition decides the sizes.",
     )
+    population: Literal["partition", "resampled"] = Field(
+        "partition",
+        description="'partition': the pool is split over the clients (each sample "
+        "in one client, num_clients ≤ the pool's samples); 'resampled': clients are "
+        "generated on demand from (seed, client) and store nothing: with a real "
+        "dataset each draws samples_per_client samples of the shared pool, with "
+        "'synthetic' its FedProx synthetic(α, β) data is generated lazily, so "
+        "num_clients may exceed the data (up to 1e6). partition, client_sizes "
+        "and min_partition_size do not apply.",
+    )
+    samples_per_client: int = Field(
+        20,
+        description="Resampled real-data population: samples (train + test) each "
+        "client draws from the pool (≥ 2).",
+    )
     synthetic_alpha: float = Field(
         1.0, description="FedProx synthetic α (≥ 0): std of the local-model means."
     )
@@ -119,6 +134,7 @@ class DataConfig(BaseModel):
                 self.max_samples_per_client is None or self.max_samples_per_client >= 2,
                 "≥ 2 or null",
             ),
+            "samples_per_client": (self.samples_per_client >= 2, "≥ 2"),
             "synthetic_alpha": (self.synthetic_alpha >= 0, "≥ 0"),
             "synthetic_beta": (self.synthetic_beta >= 0, "≥ 0"),
         }
@@ -128,10 +144,17 @@ class DataConfig(BaseModel):
                 raise ValueError(f"data.{field} must be {allowed}, got {value}")
         self._check_root()
         pool = DATASET_SIZES.get(self.dataset)
-        if pool is not None and self.num_clients > pool:
+        resampled = self.population == "resampled"
+        if pool is not None and self.num_clients > pool and not resampled:
             raise ValueError(
                 f"data.num_clients must be at most the {pool} samples of "
-                f"{self.dataset} (every client needs data), got {self.num_clients}"
+                f"{self.dataset} (every client needs data), got {self.num_clients}; "
+                "data.population=resampled has no such cap"
+            )
+        if resampled and self.client_sizes is not None:
+            raise ValueError(
+                "data.client_sizes needs data.population=partition "
+                "(a resampled population's sizes are samples_per_client)"
             )
         if self.client_sizes is not None:
             if len(self.client_sizes) != self.num_clients:

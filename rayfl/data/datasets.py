@@ -256,13 +256,15 @@ def _load_cached(name: str, root: str | None) -> tuple[ArrayDataset, ArrayDatase
 
 
 def load_dataset(
-    name: str, *, root: str | Path | None = None
+    name: str, *, root: str | Path | None = None, cached: bool = True
 ) -> tuple[ArrayDataset, ArrayDataset]:
     """Load a real dataset by name, cached per process (arrays are read-only).
 
     Args:
         name: One of ``DATASET_NAMES``.
         root: Optional user data directory (see the module docstring).
+        cached: False reads the files again and keeps nothing (a caller that
+            copies the arrays anyway saves the cache's copy).
 
     Returns:
         ``(train, test)`` datasets.
@@ -278,7 +280,7 @@ def load_dataset(
     canonical = None if name == "digits" else _canonical_root(root)
     if canonical is not None and Path(canonical).is_file():  # a worker's check
         raise DatasetError(f"data.root must be a directory, got the file {root}")
-    return _load_cached(name, canonical)
+    return _load_cached(name, canonical) if cached else _LOADERS[name](canonical)
 
 
 def available_datasets(root: str | Path | None = None) -> dict[str, str]:

@@ -24,7 +24,7 @@ Implementation details:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -41,12 +41,27 @@ from rayfl.data.partition import (
     sized_partition,
     train_test_split_per_client,
 )
+from rayfl.data.population import build_population
 from rayfl.data.synthetic import make_synthetic
 from rayfl.seeding import PURPOSES, rng_for
 
 PARTITION_PURPOSE = PURPOSES["partition"]
 SYNTHETIC_MIN_SAMPLES = 50
 SYNTHETIC_MAX_SAMPLES = 1000
+
+
+class ClientSource(Protocol):
+    """Generates a client's samples on demand (``rayfl.data.population``)."""
+
+    def draw(
+        self,
+        pool_x: npt.NDArray[np.float32],
+        pool_y: npt.NDArray[np.int64],
+        client: int,
+        size: int,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Return client ``client``'s ``size`` samples, train first then test."""
+        ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,6 +77,10 @@ class FederatedData:
         num_classes: Number of classes.
         input_shape: Shape of one input, e.g. ``(1, 28, 28)`` or ``(60,)``.
         name: Dataset name.
+        source: None for stored clients; for a population generated on demand
+            (``data.population: resampled``) what draws a client's samples:
+            then ``x``/``y`` are the shared pool and the slices are virtual
+            (they give the sizes; ``train``/``test`` draw the samples).
     """
 
     x: npt.NDArray[np.float32]
@@ -71,12 +90,15 @@ class FederatedData:
     num_classes: int
     input_shape: tuple[int, ...]
     name: str
+    source: ClientSource | None = None
 
     def __post_init__(self) -> None:
         """Check that the slices tile ``x`` as [train_k | test_k] for k = 0..N−1."""
         n = self.train_slices.shape[0]
         if self.train_slices.shape != (n, 2) or self.test_slices.shape != (n, 2):
             raise ValueError("train_slices and test_slices must both be (N, 2)")
+        if self.source is not None:  # virtual slices: sizes only
+            return
         bounds = np.stack([self.train_slices, self.test_slices], axis=1).reshape(-1, 2)
         contiguous = np.array_equal(bounds[1:, 0], bounds[:-1, 1])
         if not (contiguous and bounds[0, 0] == 0 and bounds[-1, 1] == len(self.y)):
@@ -102,16 +124,31 @@ class FederatedData:
     def train(
         self, client: int
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-        """Return client ``client``'s train ``(x, y)`` as views (no copy)."""
+        """Return client ``client``'s train ``(x, y)`` (views of stored data)."""
         start, stop = (int(v) for v in self.train_slices[client])
+        if self.source is not None:
+            x, y = self._drawn(client)
+            return x[: stop - start], y[: stop - start]
         return self.x[start:stop], self.y[start:stop]
 
     def test(
         self, client: int
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-        """Return client ``client``'s test ``(x, y)`` as views (no copy)."""
+        """Return client ``client``'s test ``(x, y)`` (views of stored data)."""
         start, stop = (int(v) for v in self.test_slices[client])
+        if self.source is not None:
+            x, y = self._drawn(client)
+            skip = len(y) - (stop - start)
+            return x[skip:], y[skip:]
         return self.x[start:stop], self.y[start:stop]
+
+    def _drawn(
+        self, client: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Return a generated client's samples (train then test)."""
+        assert self.source is not None
+        size = int(self.test_slices[client, 1] - self.train_slices[client, 0])
+        return self.source.draw(self.x, self.y, int(client), size)
 
     def label_counts(
         self, split: Literal["train", "test", "all"] = "train"
@@ -130,7 +167,16 @@ class FederatedData:
         else:
             bounds = slices[split]
         client_of = np.repeat(np.arange(self.num_clients), bounds[:, 1] - bounds[:, 0])
-        labels = np.concatenate([self.y[start:stop] for start, stop in bounds])
+        if self.source is not None:  # generated clients: draw each (slow for 10^6)
+            parts = {"train": self.train, "test": self.test}
+            labels = np.concatenate(
+                [
+                    self._drawn(c)[1] if split == "all" else parts[split](c)[1]
+                    for c in range(self.num_clients)
+                ]
+            )
+        else:
+            labels = np.concatenate([self.y[start:stop] for start, stop in bounds])
         counts = np.zeros((self.num_clients, self.num_classes), dtype=np.int64)
         np.add.at(counts, (client_of, labels), 1)
         return counts
@@ -273,6 +319,8 @@ def build_federated(config: DataConfig, *, seed: int) -> FederatedData:
         DatasetError: Dataset missing/corrupt, partition impossible, or a client
             with no train or no test sample (names the client and fixes).
     """
+    if config.population == "resampled":
+        return FederatedData(**build_population(config, seed=seed))  # type: ignore[arg-type]  # typed fields
     rng = rng_for(seed, "partition")
     pool_x, pool_y, parts, num_classes, name = _client_pools(config, rng)
     train_parts, test_parts = train_test_split_per_client(

@@ -82,13 +82,45 @@ def make_synthetic(
     sizes = np.clip(sizes, min_samples, max_samples)
     model_mean = rng.normal(0.0, alpha, num_clients)
     feature_shift = rng.normal(0.0, beta, num_clients)
+    return [
+        synthetic_client(
+            rng,
+            int(sizes[k]),
+            model_mean=float(model_mean[k]),
+            feature_shift=float(feature_shift[k]),
+            dim=dim,
+            num_classes=num_classes,
+        )
+        for k in range(num_clients)
+    ]
+
+
+def synthetic_client(
+    rng: np.random.Generator,
+    size: int,
+    *,
+    model_mean: float,
+    feature_shift: float,
+    dim: int = 60,
+    num_classes: int = 10,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """Draw one client's ``size`` samples given its u_k and B_k (v_k, W_k, b_k, x).
+
+    Args:
+        rng: The client's draws, in the order v_k, W_k, b_k, x.
+        size: Number of samples n_k.
+        model_mean: u_k.
+        feature_shift: B_k.
+        dim: Input dimension.
+        num_classes: Number of classes.
+
+    Returns:
+        ``x (size, dim) float32`` and ``y (size,) int64``.
+    """
     feature_std = np.arange(1, dim + 1, dtype=np.float64) ** (-1.2 / 2.0)
-    clients = []
-    for k in range(num_clients):
-        feature_mean = rng.normal(feature_shift[k], 1.0, dim)
-        weights = rng.normal(model_mean[k], 1.0, (dim, num_classes))
-        bias = rng.normal(model_mean[k], 1.0, num_classes)
-        x = feature_mean + feature_std * rng.standard_normal((int(sizes[k]), dim))
-        y = np.argmax(x @ weights + bias, axis=1)
-        clients.append((x.astype(np.float32), y.astype(np.int64)))
-    return clients
+    feature_mean = rng.normal(feature_shift, 1.0, dim)
+    weights = rng.normal(model_mean, 1.0, (dim, num_classes))
+    bias = rng.normal(model_mean, 1.0, num_classes)
+    x = feature_mean + feature_std * rng.standard_normal((size, dim))
+    y = np.argmax(x @ weights + bias, axis=1)
+    return x.astype(np.float32), y.astype(np.int64)

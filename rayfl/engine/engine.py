@@ -68,7 +68,7 @@ class Engine:
         self.data = (
             data if data is not None else build_federated(cfg.data, seed=cfg.seed)
         )
-        self.num_clients = len(self.data.train_slices)
+        self.num_clients = self.data.num_clients
         self.num_train = np.asarray(self.data.num_train, dtype=np.int64)
         self.num_test = np.asarray(self.data.num_test, dtype=np.int64)
         self._put_initial()

@@ -13,8 +13,13 @@ Evaluation is due every ``eval_every`` rounds, at the last round, at the round
 that exhausts the budgets, and every round when ``evaluate_every_round`` is set
 (policy-driven star runs, whose policies read the test metrics today).
 
+Client rows stream to disk as rounds finish (``RunLog.add_client_rows``,
+``rayfl.results_stream``); a population above ``output.client_rows_max`` gets a
+per-client summary (``log.summary``) instead of rows.
+
 A checkpoint holds ``{next_round, system, deciders, client_rows, round_rows}``
-(plain data, ``rayfl.checkpoint``); :func:`restore` loads one into a freshly
+(plain data, ``rayfl.checkpoint``; ``client_rows`` holds only rows not streamed,
+and ``client_summary`` the summary's columns); :func:`restore` loads one into a freshly
 built system and deciders and returns the round to continue from.
 """
 
@@ -114,8 +119,8 @@ def run_rounds(
         result = system.run_round(t, decide(system, deciders, t))
         stop = system.exhausted()  # seed 000: T0 uploads used up
         evals = system.evaluate() if settings.evaluation_due(t, stop) else None
-        rows, row = _records(system, settings, t, result, evals, t0)
-        log.client_rows += rows
+        rows, row = _records(system, settings, t, result, evals, t0, log)
+        log.add_client_rows(t, rows)  # streamed to disk (rayfl.results_stream)
         log.round_rows.append(row)
         done += 1
         if on_round is not None:
@@ -136,12 +141,23 @@ def _records(
     result: RoundResult,
     evals: list[EvalRow] | None,
     t0: float,
+    log: RunLog,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Return round ``t``'s ``metrics.parquet`` rows and ``rounds.parquet`` row."""
+    """Return round ``t``'s ``metrics.parquet`` rows and ``rounds.parquet`` row.
+
+    A population with a per-client summary (``log.summary``) gets no rows: the
+    summary takes the round's records, O(participants).
+    """
     if settings.records is not None:
         return settings.records(result, time.perf_counter() - t0)
     epsilon, _ = system.uplink.epsilons(evaluate=True)  # type: ignore[attr-defined]
-    rows = client_rows(t, system.num_clients, result, evals, epsilon, settings.logged)
+    if log.summary is not None:
+        log.summary.update(t, result.rows, evals)
+        rows: list[dict[str, Any]] = []
+    else:
+        rows = client_rows(
+            t, system.num_clients, result, evals, epsilon, settings.logged
+        )
     row = round_row(
         result,
         evals=evals,
@@ -160,8 +176,9 @@ def _save(system: System, deciders: Sequence[Decider], log: RunLog, nxt: int) ->
             "next_round": nxt,
             "system": system.state_dict(),
             "deciders": [d.state_dict() for d in deciders],
-            "client_rows": log.client_rows,
+            "client_rows": log.client_rows,  # streamed: parts on disk, not here
             "round_rows": log.round_rows,
+            **({"client_summary": log.summary.state_dict()} if log.summary else {}),
         },
     )
 
@@ -188,4 +205,8 @@ def restore(
         decider.load_state_dict(state)
     log.client_rows = checkpoint["client_rows"]
     log.round_rows = checkpoint["round_rows"]
-    return int(checkpoint["next_round"])
+    nxt = int(checkpoint["next_round"])
+    log.stream.truncate(nxt)  # the rounds after the checkpoint run again
+    if log.summary is not None and "client_summary" in checkpoint:
+        log.summary.load_state_dict(checkpoint["client_summary"])
+    return nxt

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rayfl.eval_sample import sampled_standard_errors
 from rayfl.metrics import round_summary
 from rayfl.system import EvalRow, RoundResult
 
@@ -93,10 +94,12 @@ def client_rows(
         extra: The algorithm's own record keys (``Algorithm.logged_metrics``).
     """
     by_client = {int(r["client"]): r for r in result.rows}
+    # by id: a sampled evaluation (``eval_clients``) covers some clients only
+    evaluated = {int(e["client"]): e for e in evals} if evals is not None else {}
     rows = []
     for c in range(n):
         r = by_client.get(c, {})
-        e = evals[c] if evals is not None else {}
+        e = evaluated.get(c, {})
         rows.append(
             {
                 "round": t,
@@ -196,6 +199,9 @@ def evaluation_summary(
         num_test: Test samples per client (weights of the global accuracy).
         round: The round (for the warning).
 
+    A sampled evaluation (``eval_clients: K`` in the config) has K records;
+    its aggregates are over the sample, with standard errors (``*_se``).
+
     Returns:
         ``eval_clients``, ``partial_eval``, ``eval_retried`` (clients evaluated
         on the second try, their host restarted) and, when evaluated,
@@ -205,7 +211,7 @@ def evaluation_summary(
         return {"eval_clients": 0, "partial_eval": False, "eval_retried": 0}
     missing = sum(bool(e.get("eval_failed")) for e in evals)
     out: dict[str, Any] = {
-        **round_summary(evals, num_test),
+        **_evaluation_summary(evals, num_test),
         "eval_clients": len(evals) - missing,
         "partial_eval": bool(missing),
         "eval_retried": sum(bool(e.get("eval_retried")) for e in evals),
@@ -256,6 +262,16 @@ def evaluation_report(
         "partial_eval_rounds": [int(r["round"]) for r in partial],
         "warnings": warnings_,
     }
+
+
+def _evaluation_summary(evals: list[EvalRow], num_test: np.ndarray) -> dict[str, Any]:
+    """``round_summary`` of the evaluated clients (+ standard errors if sampled)."""
+    if len(evals) == len(num_test):
+        return round_summary(evals, num_test)
+    weights = np.asarray(num_test)[[int(e["client"]) for e in evals]]
+    return round_summary(evals, weights) | sampled_standard_errors(
+        evals, weights, len(num_test)
+    )
 
 
 def total(rows: list[dict[str, Any]], key: str) -> float | None:

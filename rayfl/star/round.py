@@ -31,6 +31,7 @@ from rayfl.actors.cloud import REJECT_ACTOR_LOST, CloudServer
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
 from rayfl.algorithms.registry import algorithm_class, make_algorithm
+from rayfl.eval_sample import eval_sample
 from rayfl.observation import ObservationTracker
 from rayfl.schedule import Schedule
 from rayfl.system import Decision, EvalRow, Observation, RoundResult
@@ -87,6 +88,8 @@ class StarRound:
     def __init__(self) -> None:
         #: The clients' history; started by the first :meth:`observe`.
         self.tracker: ObservationTracker | None = None
+        #: The last round run (keys a sampled evaluation's draw); -1 before any.
+        self.last_round = -1
 
     # ------------------------------------------------------------------ build
     def build(self, engine: Any) -> None:
@@ -99,9 +102,21 @@ class StarRound:
             ray_settings=engine.config.ray,
             dim=engine.dim,
             role="clients",
+            memory_hints=self._memory_hints(engine),
         )
         self.cloud = CloudServer.options(num_cpus=0).remote(setup)
         self.cloud_node: str = ray.get(self.cloud.ping.remote())
+
+    def _memory_hints(self, engine: Any) -> dict[str, int]:
+        """Per-client state vectors and uploads per round, for the memory check."""
+        cfg = engine.config
+        per_round = cfg.scheduler.clients_per_round
+        return {
+            "state_vectors_per_client": int(
+                algorithm_class(cfg.algorithm).keeps_personal
+            ),
+            "uploads": engine.num_clients if per_round is None else int(per_round),
+        }
 
     def _start(self, engine: Any) -> ActorSetup:
         """Set the run-level state of ``engine.config`` (seed): uplink and setup."""
@@ -146,7 +161,7 @@ class StarRound:
         The first call evaluates every client once for the initial losses.
         """
         if self.tracker is None:
-            evals = self.evaluate(engine)
+            evals = self.evaluate(engine, sampled=False)
             self.tracker = ObservationTracker(
                 engine.num_clients, [e["eval_train_loss"] for e in evals]
             )
@@ -167,6 +182,7 @@ class StarRound:
             decision: One schedule (the star's one unit).
         """
         (schedule,) = decision
+        self.last_round = t
         pool: ActorPool = engine.pool
         pool.restore_failed()
         order = np.argsort(schedule.clients, kind="stable")
@@ -333,16 +349,29 @@ class StarRound:
         return downlink_bit_error_rate(state, qam_order=wireless.qam_order)
 
     # ------------------------------------------------------------------ evaluate
-    def evaluate(self, engine: Any) -> list[EvalRow]:
-        """Evaluate every client's models; one record per client, by id.
+    def evaluate(self, engine: Any, *, sampled: bool = True) -> list[EvalRow]:
+        """Evaluate the clients' models; one record per client, by id.
 
-        A host failing during evaluation is restored and retried once; clients
-        still missing get NaN scores and ``eval_failed`` (``ActorPool.evaluate_all``).
+        With ``eval_clients: K`` (and ``sampled``) only K clients drawn by
+        :func:`rayfl.eval_sample.eval_sample` are evaluated, O(K) work. A host
+        failing during evaluation is restored and retried once; clients still
+        missing get NaN scores and ``eval_failed`` (``ActorPool.evaluate_all``).
         """
         pool: ActorPool = engine.pool
+        cfg = engine.config
+        sample = (
+            eval_sample(cfg.seed, self.last_round, engine.num_clients, cfg.eval_clients)
+            if sampled
+            else None
+        )
         return pool.evaluate_all(
-            lambda actor: actor.evaluate.remote(engine.global_ref),
+            lambda actor, clients: (
+                actor.evaluate.remote(engine.global_ref)
+                if clients is None
+                else actor.evaluate.remote(engine.global_ref, clients)
+            ),
             ("test_loss", "test_acc", "eval_train_loss"),
+            None if sample is None else pool.by_actor(sample),
         )
 
     # ------------------------------------------------------------------ state
