@@ -191,7 +191,13 @@ def _cmd_train_policy(args: argparse.Namespace) -> int:
     ):
         if value is not None:
             extra.append(f"rl.{key}={value}")
-    run_dir = train_policy(args.config, extra, resume=args.resume)
+    from rayfl.train_policy.train import TrainingFailed
+
+    try:
+        run_dir = train_policy(args.config, extra, resume=args.resume)
+    except TrainingFailed as e:
+        print(f"rayfl: train-policy failed: {e}", file=sys.stderr)
+        return 1
     print(f"\nrun directory: {run_dir}\npolicy: {run_dir / 'policy'}")
     return 0
 

@@ -42,6 +42,7 @@ def evaluate_policies(
     baselines: Sequence[str] | None = None,
     mode: str | None = None,
     partition_seeds: Sequence[int] | None = None,
+    allow_untrained: bool = False,
 ) -> pd.DataFrame:
     """Score the learned policy and the baselines on the same episode seeds.
 
@@ -55,10 +56,16 @@ def evaluate_policies(
             ``rl.partition_seeds``, else the one of ``cfg.seed``): episode i
             runs on partition ``partition_seeds[i % len(partition_seeds)]``,
             the same for every policy. The partitions are built one at a time.
+        allow_untrained: Evaluate a checkpoint that sampled 0 env steps
+            (``policy.json``'s ``env_steps``); refused by default.
 
     With ``rl.controls`` the learned policy is also scored without its
     controls (row ``learned_schedule_only``: its schedule, the configured
     controls), as the baselines run.
+
+    Raises:
+        ValueError: If ``checkpoint`` sampled 0 env steps and not
+            ``allow_untrained``.
 
     Returns:
         One row per (policy, episode): ``partition`` (its data seed),
@@ -80,7 +87,11 @@ def evaluate_policies(
         (n, {}) for n in (rl.baselines if baselines is None else baselines)
     ]
     if checkpoint is not None:
-        learned = {"checkpoint": str(checkpoint)}
+        if not allow_untrained:  # before any env is built
+            load("policies.learned:check_trained")(checkpoint)
+        learned: dict[str, Any] = {"checkpoint": str(checkpoint)}
+        if allow_untrained:
+            learned["allow_untrained"] = True
         if rl.controls:  # its schedule with the configured controls: who vs how
             policies.insert(0, (SCHEDULE_ONLY, learned))
         policies.insert(0, ("learned", learned))
