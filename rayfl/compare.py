@@ -30,6 +30,7 @@ from rayfl.runner import run
 from rayfl.session import RaySession
 
 __all__ = [
+    "check_policy_builds",
     "compare",
     "compare_algorithms",
     "markdown_table",
@@ -117,7 +118,7 @@ def run_variants(
     if not variants:
         raise ValueError("nothing to compare: no variants given")
     for _, extra in variants:
-        load_config(base, extra)
+        check_policy_builds(load_config(base, extra))
     out = make_run_dir(base.output.dir, f"compare-{base.name}")
     session = RaySession(base.ray)
     rows, curves = [], {}
@@ -146,6 +147,50 @@ def run_variants(
     atomic_write(out / "table.md", lambda p: p.write_text(text + "\n"))
     plot_rounds(curves, out / "plots")
     return table, out
+
+
+def check_policy_builds(cfg: RunConfig) -> None:
+    """Build ``cfg``'s star policy on the run's spaces, without an FL system.
+
+    So a policy that cannot act in this run (e.g. ``minmax`` with an algorithm
+    whose controls it cannot set, or a ``learned`` checkpoint that is missing
+    or untrained) fails in a second, before any run of a comparison starts.
+    The policy gets a context as a run gives it (the algorithm's
+    ``control_names``, the link constants; the model size is not known yet).
+    Other topologies and client-set rules are checked by the config alone.
+
+    Raises:
+        ConfigError: Naming the policy, the algorithm and the reason.
+    """
+    from dataclasses import fields
+
+    from rayfl.algorithms.registry import algorithm_controls
+    from rayfl.config import ConfigError
+    from rayfl.observation import LinkConstants, SystemContext
+    from rayfl.registry import make_policy
+    from rayfl.runner import policy_needs_controls
+    from rayfl.star.actions import StarActions
+
+    wireless, name = cfg.wireless, cfg.scheduler.policy
+    if cfg.topology.kind != "flat" or wireless is None or name == "all":
+        return
+    names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
+    context = SystemContext(
+        topology="star",
+        seed=int(cfg.seed),
+        rounds=int(cfg.rounds),
+        model_dim=1,
+        link=LinkConstants(**{n: getattr(wireless, n) for n in names}),
+        control_names=tuple(algorithm_controls(cfg.algorithm)),
+    )
+    spaces = StarActions.from_config(cfg, controls=policy_needs_controls(cfg))
+    try:
+        make_policy(name, spaces.spaces(), context=context, **cfg.scheduler.params)
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        raise ConfigError(
+            f"scheduler.policy={name} cannot run with algorithm.kind="
+            f"{cfg.algorithm.kind}: {e}"
+        ) from e
 
 
 def compare(

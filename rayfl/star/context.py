@@ -32,12 +32,15 @@ def star_context(system: Any) -> SystemContext:
         names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
         link = LinkConstants(**{name: getattr(wireless, name) for name in names})
     beta = system.uplink.participation_target()
+    from rayfl.algorithms.registry import algorithm_controls
+
     return SystemContext(
         topology="star",
         seed=int(cfg.seed),
         rounds=int(cfg.rounds),
         model_dim=int(system.dim),
         link=link,
+        control_names=tuple(algorithm_controls(cfg.algorithm)),
         privacy=PrivacyConstants(
             clip_norm=cfg.privacy.clip_norm,
             noise_std=upload_noise_std(system.uplink),

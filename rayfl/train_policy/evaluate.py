@@ -26,6 +26,7 @@ __all__ = [
     "EVAL_SEED",
     "SCHEDULE_ONLY",
     "ScheduleOnly",
+    "env_policy_params",
     "evaluate_policies",
     "plot_training",
     "write_evaluation",
@@ -144,7 +145,22 @@ def _policy_for(cfg: RunConfig, env: Any, name: str, params: dict[str, Any]) -> 
         return load("envs.hierarchical:EdgePolicies")(env.unwrapped, name, **params)
     if name == SCHEDULE_ONLY:
         return ScheduleOnly(make_policy("learned", env, **params))
-    return make_policy(name, env, **params)
+    return make_policy(name, env, **env_policy_params(name, env, params))
+
+
+def env_policy_params(name: str, env: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` plus what a run would give policy ``name`` on a bare star env.
+
+    A policy built on an env, not by a run, gets no context: the algorithm's
+    ``control_names`` (which ``minmax`` needs to fill the action's
+    ``controls``) are read from the env here, unless given.
+    """
+    from rayfl.registry import policy_parameters
+
+    names = getattr(env.unwrapped, "control_names", None)
+    if names and "control_names" in policy_parameters(name):
+        return {"control_names": tuple(names), **params}
+    return params
 
 
 #: The row of a learned policy with controls run without them (``rl.controls``).
