@@ -7,7 +7,8 @@
     rayfl plot RUN_DIR [RUN_DIR ...]        (re)draw plots; several runs: overlaid
                                             in ./plots-<run>-vs-<run> (or --out)
     rayfl info [--data-root DIR]            Ray resources and datasets found
-    rayfl bench NAME [args]                 benchmarks (bench/results.md)
+    rayfl bench NAME [args]                 benchmarks (bench/results.md); `bench
+                                            policies`: every scheduler, held-out seeds
     rayfl train-policy CONFIG [options]     train the learned scheduler (PPO, RLlib)
 
 Configuration errors print in a few lines, without a traceback (exit code 2). A
@@ -207,7 +208,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     from rayfl.benchmarks import BENCHMARKS
 
-    names = list(BENCHMARKS) if args.name == "all" else [args.name]
+    # `all`: the quick ones; `policies` is a study of its own (rayfl bench policies)
+    names = (
+        [n for n in BENCHMARKS if n != "policies"] if args.name == "all" else [args.name]
+    )
     for name in names:
         print(f"== rayfl bench {name}")
         import_module(BENCHMARKS[name]).main(list(args.overrides))
@@ -372,10 +376,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_train_policy(sub)
     p = sub.add_parser(
-        "bench", help="run a benchmark (round-time, flute, scale, env, all)"
+        "bench",
+        help="run a benchmark (round-time, flute, scale, env, policies, all)",
     )
-    p.add_argument("name", choices=["round-time", "flute", "scale", "env", "all"])
-    p.add_argument("overrides", nargs="*", help="arguments of the benchmark")
+    p.add_argument(
+        "name", choices=["round-time", "flute", "scale", "env", "policies", "all"]
+    )
+    p.add_argument(
+        "overrides",
+        nargs=argparse.REMAINDER,
+        help="arguments of the benchmark (e.g. rayfl bench policies --help)",
+    )
     p.set_defaults(func=_cmd_bench)
     p = sub.add_parser("plot", help="draw the plots of one or more run directories")
     p.add_argument("run_dirs", nargs="+")

@@ -33,6 +33,7 @@ __all__ = [
     "check_policy_builds",
     "compare",
     "compare_algorithms",
+    "config_context",
     "markdown_table",
     "run_variants",
     "sort_by_policy",
@@ -162,27 +163,15 @@ def check_policy_builds(cfg: RunConfig) -> None:
     Raises:
         ConfigError: Naming the policy, the algorithm and the reason.
     """
-    from dataclasses import fields
-
-    from rayfl.algorithms.registry import algorithm_controls
     from rayfl.config import ConfigError
-    from rayfl.observation import LinkConstants, SystemContext
     from rayfl.registry import make_policy
     from rayfl.runner import policy_needs_controls
     from rayfl.star.actions import StarActions
 
-    wireless, name = cfg.wireless, cfg.scheduler.policy
-    if cfg.topology.kind != "flat" or wireless is None or name == "all":
+    name = cfg.scheduler.policy
+    if cfg.topology.kind != "flat" or cfg.wireless is None or name == "all":
         return
-    names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
-    context = SystemContext(
-        topology="star",
-        seed=int(cfg.seed),
-        rounds=int(cfg.rounds),
-        model_dim=1,
-        link=LinkConstants(**{n: getattr(wireless, n) for n in names}),
-        control_names=tuple(algorithm_controls(cfg.algorithm)),
-    )
+    context = config_context(cfg)
     spaces = StarActions.from_config(cfg, controls=policy_needs_controls(cfg))
     try:
         make_policy(name, spaces.spaces(), context=context, **cfg.scheduler.params)
@@ -191,6 +180,34 @@ def check_policy_builds(cfg: RunConfig) -> None:
             f"scheduler.policy={name} cannot run with algorithm.kind="
             f"{cfg.algorithm.kind}: {e}"
         ) from e
+
+
+def config_context(cfg: RunConfig, model_dim: int = 1) -> Any:
+    """The star's :class:`~rayfl.observation.SystemContext` from its config alone.
+
+    What :func:`rayfl.star.context.star_context` gives a run, without building
+    the FL system: the link constants of ``wireless``, the algorithm's
+    ``control_names``; the model size is ``model_dim`` (not known before the
+    model is built) and the DP constants are left unset.
+    """
+    from dataclasses import fields
+
+    from rayfl.algorithms.registry import algorithm_controls
+    from rayfl.observation import LinkConstants, SystemContext
+
+    wireless = cfg.wireless
+    link = None
+    if wireless is not None:
+        names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
+        link = LinkConstants(**{n: getattr(wireless, n) for n in names})
+    return SystemContext(
+        topology="star",
+        seed=int(cfg.seed),
+        rounds=int(cfg.rounds),
+        model_dim=model_dim,
+        link=link,
+        control_names=tuple(algorithm_controls(cfg.algorithm)),
+    )
 
 
 def compare(

@@ -5,6 +5,7 @@ BENCHMARKS = {
     "flute": "rayfl.benchmarks.flute_workload",
     "scale": "rayfl.benchmarks.scale",
     "env": "rayfl.benchmarks.env_speed",
+    "policies": "rayfl.benchmarks.policies",
 }
 
 __all__ = ["BENCHMARKS"]
