@@ -367,7 +367,8 @@ class LearnedPolicy(Policy):
     ) -> None:
         if untrained:
             arrays = initial_arrays(hidden or [64, 64], seed=init_seed)
-            self.network, self.meta = ScoreNetwork(arrays), {"env_steps": 0}
+            self.network = ScoreNetwork(arrays)
+            self.meta: dict[str, Any] = {"env_steps": 0}
             self.checkpoint: Path | None = None
         else:
             self.network, self.meta = load_checkpoint(checkpoint)

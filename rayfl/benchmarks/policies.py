@@ -148,7 +148,7 @@ def build_policy(env: Any, cfg: RunConfig, spec: Spec, mode: str) -> Any:
         if mode == "emulate"
         else config_context(cfg)
     )
-    if label != CONSTANT:
+    if not label.startswith(CONSTANT):
         return make_policy(name, env, context=context, **params)
     table = np.array(unwrapped.default_controls, dtype=np.float32)
     for j, control in enumerate(unwrapped.control_names):
@@ -238,11 +238,16 @@ def tune_constants(cfg: RunConfig, seeds: Sequence[int], mode: str) -> dict[str,
             {float(np.clip(f * configured, low, high)) for f in CONSTANT_GRID},
             key=lambda v: v != configured,
         )
-        scores = {}
-        for value in grid:
-            spec: Spec = (CONSTANT, "round_robin", {**chosen, control: value})
-            rows = play(cfg, [spec], seeds, mode)
-            scores[value] = float(np.mean([r["return"] for r in rows]))
+        specs: list[Spec] = [
+            (f"{CONSTANT}={value}", "round_robin", {**chosen, control: value})
+            for value in grid
+        ]
+        rows = pd.DataFrame(play(cfg, specs, seeds, mode))  # one env per seed
+        means = rows.groupby("policy", sort=False)["return"].mean()
+        scores = {
+            value: float(means[label])
+            for (label, _, _), value in zip(specs, grid, strict=True)
+        }
         chosen[control] = max(grid, key=lambda v: scores[v])  # first max: configured
     return chosen
 
@@ -366,7 +371,7 @@ def write_outputs(
     summary = summarise(episodes)
     check = surrogate_check(episodes)
     for name, table in (("episodes", episodes), ("summary", summary), ("runs", runs)):
-        atomic_write(out / f"{name}.csv", lambda p, t=table: t.to_csv(p, index=False))
+        _write_csv(out / f"{name}.csv", table)
     text = markdown_table(pretty(summary))
     atomic_write(out / "summary.md", lambda p: p.write_text(text + "\n"))
     if not check.empty:
@@ -380,6 +385,10 @@ def write_outputs(
     for scenario, group in summary.groupby("scenario", sort=False):
         plot_scenario(group, out / f"{scenario}.png")
     return summary
+
+
+def _write_csv(path: Path, table: pd.DataFrame) -> None:
+    atomic_write(path, lambda p: table.to_csv(p, index=False))
 
 
 def _pm(mean: float, low: float, high: float, digits: int = 3) -> str:

@@ -55,7 +55,8 @@ def _star(name: str, n: int, k: int, rounds: int, **extra: Any) -> dict[str, Any
             "dataset": dataset,
             "num_clients": n,
             "partition": "dirichlet",
-            "alpha": 0.3,
+            "alpha": 0.3 if n <= 20 else 1.0,
+            "min_partition_size": 5,
         },
         "model": {"kind": "mlr"},
         "algorithm": {

@@ -179,31 +179,10 @@ def surrogate_check(episodes: pd.DataFrame) -> pd.DataFrame:
             continue
         emulate = group[group["mode"] == "emulate"]
         ref = best_heuristic(emulate)
-        rows = []
-        for policy in group["policy"].unique():
-            row: dict[str, object] = {
-                "scenario": scenario,
-                "policy": policy,
-                "reference": ref,
-            }
-            for mode in ("surrogate", "emulate"):
-                sub = group[group["mode"] == mode]
-                mine = sub[sub["policy"] == policy].set_index("seed")["return"]
-                base = sub[sub["policy"] == ref].set_index("seed")["return"]
-                common = mine.index.intersection(base.index)
-                pair = paired(mine[common].to_numpy(), base[common].to_numpy())
-                row[f"return_{mode}"] = float(mine.mean())
-                row[f"diff_{mode}"] = pair["diff_mean"]
-                row[f"diff_{mode}_ci_low"] = pair["diff_ci_low"]
-                row[f"diff_{mode}_ci_high"] = pair["diff_ci_high"]
-            row["return_error"] = row["return_surrogate"] - row["return_emulate"]  # type: ignore[operator]
-            low, high = row["diff_emulate_ci_low"], row["diff_emulate_ci_high"]
-            significant = bool(low > 0 or high < 0)  # type: ignore[operator]
-            row["significant_emulate"] = significant
-            row["same_sign"] = bool(
-                np.sign(row["diff_surrogate"]) == np.sign(row["diff_emulate"])  # type: ignore[arg-type]
-            )
-            rows.append(row)
+        rows = [
+            _check_row(group, scenario, policy, ref)
+            for policy in group["policy"].unique()
+        ]
         table = pd.DataFrame(rows)
         rho = float(
             stats.spearmanr(table["return_surrogate"], table["return_emulate"])[0]
@@ -215,6 +194,34 @@ def surrogate_check(episodes: pd.DataFrame) -> pd.DataFrame:
     if not out:
         return pd.DataFrame()
     return pd.concat(out, ignore_index=True)
+
+
+def _check_row(
+    group: pd.DataFrame, scenario: object, policy: object, ref: str
+) -> dict[str, object]:
+    """One policy's row of :func:`surrogate_check`."""
+    row: dict[str, object] = {"scenario": scenario, "policy": policy, "reference": ref}
+    means, diffs, emulate_ci = {}, {}, (math.nan, math.nan)
+    for mode in ("surrogate", "emulate"):
+        sub = group[group["mode"] == mode]
+        mine = sub[sub["policy"] == policy].set_index("seed")["return"]
+        base = sub[sub["policy"] == ref].set_index("seed")["return"]
+        common = mine.index.intersection(base.index)
+        pair = paired(mine[common].to_numpy(), base[common].to_numpy())
+        means[mode], diffs[mode] = float(mine.mean()), float(pair["diff_mean"])
+        low, high = float(pair["diff_ci_low"]), float(pair["diff_ci_high"])
+        if mode == "emulate":
+            emulate_ci = (low, high)
+        row |= {
+            f"return_{mode}": means[mode],
+            f"diff_{mode}": diffs[mode],
+            f"diff_{mode}_ci_low": low,
+            f"diff_{mode}_ci_high": high,
+        }
+    row["return_error"] = means["surrogate"] - means["emulate"]
+    row["significant_emulate"] = bool(emulate_ci[0] > 0 or emulate_ci[1] < 0)
+    row["same_sign"] = bool(np.sign(diffs["surrogate"]) == np.sign(diffs["emulate"]))
+    return row
 
 
 def _reason(rho: float, flipped: Sequence[str]) -> str:
