@@ -67,7 +67,8 @@ Implementation details:
     7. The last solution (ρ, Θ_L, η_F, ε_F, η_P, λ, Φ, max Φ) is kept in
        ``last_solution`` for logging the bound (spec §8 "bound bookkeeping").
     8. The names of the ``controls`` columns come from the run's algorithm
-       (``SystemContext.control_names``) unless ``control_names`` is given:
+       (``control_names`` of the star's context, ``rayfl.star.context.
+       StarContext``) unless ``control_names`` is given:
        with FedAvg minmax sets ``lr`` = η_F only, with Ditto all three. An
        algorithm whose controls minmax cannot set (e.g. sparse DP's
        ``sparsity``) is refused when the policy is built, which ``rayfl

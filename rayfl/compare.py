@@ -183,7 +183,7 @@ def check_policy_builds(cfg: RunConfig) -> None:
 
 
 def config_context(cfg: RunConfig, model_dim: int = 1) -> Any:
-    """The star's :class:`~rayfl.observation.SystemContext` from its config alone.
+    """The star's context (:class:`rayfl.star.context.StarContext`) from its config.
 
     What :func:`rayfl.star.context.star_context` gives a run, without building
     the FL system: the link constants of ``wireless``, the algorithm's
@@ -193,14 +193,15 @@ def config_context(cfg: RunConfig, model_dim: int = 1) -> Any:
     from dataclasses import fields
 
     from rayfl.algorithms.registry import algorithm_controls
-    from rayfl.observation import LinkConstants, SystemContext
+    from rayfl.observation import LinkConstants
+    from rayfl.star.context import StarContext
 
     wireless = cfg.wireless
     link = None
     if wireless is not None:
         names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
         link = LinkConstants(**{n: getattr(wireless, n) for n in names})
-    return SystemContext(
+    return StarContext(
         topology="star",
         seed=int(cfg.seed),
         rounds=int(cfg.rounds),

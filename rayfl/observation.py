@@ -448,9 +448,6 @@ class SystemContext:
         privacy: Privacy constants.
         training: Local-training constants.
         selection_epsilon: ε of the D2D channel-threshold selection, or None.
-        control_names: The per-client controls the run's algorithm declares,
-            in the column order of the action's ``controls`` (e.g. ``("lr",)``
-            for FedAvg; the star only).
 
     Example:
         >>> ctx = SystemContext(topology="star", seed=3, rounds=10, model_dim=100)
@@ -469,7 +466,6 @@ class SystemContext:
     privacy: PrivacyConstants = field(default_factory=PrivacyConstants)
     training: TrainingConstants = field(default_factory=TrainingConstants)
     selection_epsilon: float | None = None
-    control_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.topology not in TOPOLOGIES:
