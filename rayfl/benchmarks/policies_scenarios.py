@@ -11,7 +11,9 @@ One scenario per topology is built to break the heuristics' assumptions:
 | ``hierarchical-small-skewed`` | pathological non-IID (one class per device) and devices up to 600 m from their edge (very unequal links) |
 | ``d2d-small-shadowed`` | a 15 dB SINR threshold that only a few neighbours meet (Dirichlet α = 0.1 data) |
 
-Sizes: small (N ≈ 10-20), medium (N ≈ 50-60), large (N = 200; D2D 101).
+Sizes: small (N ≈ 10-20), medium (N ≈ 50-60), large (N = 200; D2D 101). D2D
+scenarios have |F| = max(3, N // 3) sub-channels, fewer than the N − 1
+candidate neighbours, so a top-K rule has to choose.
 """
 
 from __future__ import annotations
@@ -129,6 +131,8 @@ def _d2d(name: str, n: int, rounds: int, **extra: Any) -> dict[str, Any]:
         },
         "topology": {
             "kind": "d2d",
+            # |F| < candidates: top-K rules must choose (|F| >= N − 1 selects all)
+            "num_subchannels": max(3, n // 3),
             "method": "pfedwn",
             "target": "random",
             "sinr_threshold": 5,
