@@ -293,40 +293,13 @@ def bench_policies(
             cfg = configs[scenario.name]
             specs = policy_specs(cfg, learned=learned, only=only)
             for mode in modes:
-                t0 = time.perf_counter()
-                tuned: dict[str, float] = {}
-                if any(label == CONSTANT for label, *_ in specs):
-                    tuned = tune_constants(cfg, train_seeds, mode)
-                mine = [
-                    (label, name, {**params, **tuned} if label == CONSTANT else params)
-                    for label, name, params in specs
-                ]
-                say(
-                    f"== {scenario.name} ({mode}, {len(seeds)} seeds, "
-                    f"{len(mine)} policies)"
+                say(f"== {scenario.name} ({mode}, {len(seeds)} seeds)")
+                rows, run = _run_scenario(
+                    cfg, scenario, specs, mode, seeds, train_seeds
                 )
-                rows = play(cfg, mine, seeds, mode)
-                wall = time.perf_counter() - t0
-                episodes += [
-                    {
-                        "scenario": scenario.name,
-                        "topology": scenario.topology,
-                        "size": scenario.size,
-                        "mode": mode,
-                        **row,
-                    }
-                    for row in rows
-                ]
-                runs.append(
-                    {
-                        "scenario": scenario.name,
-                        "mode": mode,
-                        "seeds": len(seeds),
-                        "policies": len(mine),
-                        "wall_s": round(wall, 1),
-                        "constant_tuned": json.dumps(tuned),
-                    }
-                )
+                episodes += rows
+                runs.append(run)
+                wall = run["wall_s"]
                 say(f"   {wall:.0f} s")
                 # after every (scenario, mode): a later failure keeps these
                 summary = write_outputs(pd.DataFrame(episodes), pd.DataFrame(runs), out)
@@ -334,6 +307,41 @@ def bench_policies(
         if session is not None:
             session.close()
     return summary
+
+
+def _run_scenario(
+    cfg: RunConfig,
+    scenario: Scenario,
+    specs: Sequence[Spec],
+    mode: str,
+    seeds: Sequence[int],
+    train_seeds: Sequence[int],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One (scenario, mode): tune the constants, play every policy on every seed.
+
+    Returns:
+        The episode rows and the run's row (wall time, tuned constants).
+    """
+    t0 = time.perf_counter()
+    tuned: dict[str, float] = {}
+    if any(label == CONSTANT for label, *_ in specs):
+        tuned = tune_constants(cfg, train_seeds, mode)
+    mine = [
+        (label, name, {**params, **tuned} if label == CONSTANT else params)
+        for label, name, params in specs
+    ]
+    rows = play(cfg, mine, seeds, mode)
+    where = {"scenario": scenario.name, "topology": scenario.topology}
+    where |= {"size": scenario.size, "mode": mode}
+    run = {
+        "scenario": scenario.name,
+        "mode": mode,
+        "seeds": len(seeds),
+        "policies": len(mine),
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "constant_tuned": json.dumps(tuned),
+    }
+    return [{**where, **row} for row in rows], run
 
 
 def _check_builds(cfg: RunConfig, specs: Sequence[Spec]) -> None:

@@ -84,18 +84,8 @@ def evaluate_policies(
     )
     if not seeds:
         raise ValueError("partition_seeds must name at least one partition")
-    policies: list[tuple[str, dict[str, Any]]] = [
-        (n, {}) for n in (rl.baselines if baselines is None else baselines)
-    ]
-    if checkpoint is not None:
-        if not allow_untrained:  # before any env is built
-            load("policies.learned:check_trained")(checkpoint)
-        learned: dict[str, Any] = {"checkpoint": str(checkpoint)}
-        if allow_untrained:
-            learned["allow_untrained"] = True
-        if rl.controls:  # its schedule with the configured controls: who vs how
-            policies.insert(0, (SCHEDULE_ONLY, learned))
-        policies.insert(0, ("learned", learned))
+    names = rl.baselines if baselines is None else baselines
+    policies = _policy_list(names, checkpoint, rl, allow_untrained=allow_untrained)
     rows = []
     for index, partition in enumerate(seeds):
         mine = [e for e in range(episodes) if e % len(seeds) == index]
@@ -123,6 +113,27 @@ def evaluate_policies(
     if table.empty:
         return table
     return sort_by_policy(table, [name for name, _ in policies], then=["episode"])
+
+
+def _policy_list(
+    baselines: Sequence[str],
+    checkpoint: str | Path | None,
+    rl: RLConfig,
+    *,
+    allow_untrained: bool,
+) -> list[tuple[str, dict[str, Any]]]:
+    """(name, params) of every evaluated policy: the learned ones first."""
+    policies: list[tuple[str, dict[str, Any]]] = [(n, {}) for n in baselines]
+    if checkpoint is not None:
+        if not allow_untrained:  # before any env is built
+            load("policies.learned:check_trained")(checkpoint)
+        learned: dict[str, Any] = {"checkpoint": str(checkpoint)}
+        if allow_untrained:
+            learned["allow_untrained"] = True
+        if rl.controls:  # its schedule with the configured controls: who vs how
+            policies.insert(0, (SCHEDULE_ONLY, learned))
+        policies.insert(0, ("learned", learned))
+    return policies
 
 
 def _episode_env(cfg: RunConfig, partition: int, mode: str) -> Any:
