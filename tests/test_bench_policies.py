@@ -218,3 +218,40 @@ def test_cli_unknown_scenario_is_one_line(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert len(err) == 1 and "--scenario must be one of" in err[0]
+
+
+def test_tune_constants_picks_the_best_grid_value_on_the_training_seeds(monkeypatch):
+    import rayfl.benchmarks.policies as bench
+
+    cfg = load_config(TINY.config)  # fedavg: one control, lr = configured value
+    configured = cfg.algorithm.lr
+    seen: dict[str, object] = {}
+
+    def fake_play(cfg, specs, seeds, mode):
+        seen["seeds"], seen["labels"] = list(seeds), [s[0] for s in specs]
+        # return = −|lr − 2·configured|: the grid's 2× value is best
+        return [
+            {"policy": label, "seed": s, "return": -abs(p["lr"] - 2 * configured)}
+            for label, _, p in specs
+            for s in seeds
+        ]
+
+    monkeypatch.setattr(bench, "play", fake_play)
+
+    chosen = bench.tune_constants(cfg, [0, 1, 2], "surrogate")
+
+    assert seen["seeds"] == [0, 1, 2]
+    assert len(seen["labels"]) == len(bench.CONSTANT_GRID)
+    np.testing.assert_allclose(chosen["lr"], 2 * configured)
+
+
+def test_constant_controls_replace_the_policys_controls():
+    from rayfl.benchmarks.policies import ConstantControls
+
+    table = np.full((4, 1), 0.25, np.float32)
+    policy = ConstantControls(lambda obs: np.array([0, 1]), table)
+
+    action = policy({})
+
+    np.testing.assert_array_equal(action["assignment"], [0, 1])
+    np.testing.assert_array_equal(action["controls"], table)
