@@ -210,7 +210,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     # `all`: the quick ones; `policies` is a study of its own (rayfl bench policies)
     names = (
-        [n for n in BENCHMARKS if n != "policies"] if args.name == "all" else [args.name]
+        [n for n in BENCHMARKS if n != "policies"]
+        if args.name == "all"
+        else [args.name]
     )
     for name in names:
         print(f"== rayfl bench {name}")
