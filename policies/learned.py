@@ -52,6 +52,16 @@ Implementation details:
        through; a checkpoint without centers uses the middle of the range).
        A network without control columns leaves them to the config; a
        different number of controls than the run exposes is refused.
+    6. A checkpoint whose ``policy.json`` says it sampled 0 env steps
+       (``env_steps``, written by ``rayfl train-policy`` since issue 34) is
+       an untrained network: loading it raises unless ``allow_untrained=True``.
+       A checkpoint without ``env_steps`` (older ones) is loaded.
+    7. ``untrained=True`` is the baseline "untrained network, learned
+       decoder": a freshly initialised network as ``rayfl train-policy``
+       starts from (:class:`rayfl.rl.module.ScoreRLModule`: PyTorch's default
+       U(±1/√fan_in) for the hidden layers, N(0, 0.01²) score weights, zero
+       score bias), drawn from ``init_seed``, decoded by the same top-K +
+       Hungarian rule. It isolates what training adds over the decoder.
 """
 
 from __future__ import annotations
@@ -73,7 +83,9 @@ __all__ = [
     "FORMAT",
     "LearnedPolicy",
     "ScoreNetwork",
+    "check_trained",
     "controls_from_unit",
+    "initial_arrays",
     "resolve_checkpoint",
     "select_top_k",
 ]
@@ -240,6 +252,68 @@ def load_checkpoint(path: str | Path | None) -> tuple[ScoreNetwork, dict[str, An
     return ScoreNetwork(arrays), meta
 
 
+def initial_arrays(
+    hidden: list[int] | tuple[int, ...], *, outputs: int = 1, seed: int = 0
+) -> dict[str, npt.NDArray[np.float32]]:
+    """Return the ``pi_*`` arrays of a freshly initialised score network.
+
+    The initialisation of :class:`rayfl.rl.module.ScoreRLModule` (detail 7):
+    hidden layers W, b ~ U(−1/√fan_in, 1/√fan_in) (PyTorch's ``nn.Linear``),
+    score head W ~ N(0, 0.01²), b = 0.
+
+    Args:
+        hidden: Hidden widths, e.g. ``[64, 64]``.
+        outputs: 1 + C columns of the head (the score, then C controls).
+        seed: Seed of the draw.
+
+    Example:
+        >>> arrays = initial_arrays([4], seed=0)
+        >>> sorted(arrays), arrays["pi_w0"].shape, float(arrays["pi_b_out"][0])
+        (['pi_b0', 'pi_b_out', 'pi_w0', 'pi_w_out'], (12, 4), 0.0)
+    """
+    rng = np.random.default_rng(seed)
+    sizes = [len(FEATURE_NAMES), *map(int, hidden)]
+    arrays: dict[str, npt.NDArray[np.float32]] = {}
+    for i, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:], strict=False)):
+        bound = 1.0 / np.sqrt(fan_in)
+        arrays[f"pi_w{i}"] = rng.uniform(-bound, bound, (fan_in, fan_out)).astype(
+            np.float32
+        )
+        arrays[f"pi_b{i}"] = rng.uniform(-bound, bound, fan_out).astype(np.float32)
+    arrays["pi_w_out"] = (0.01 * rng.standard_normal((sizes[-1], outputs))).astype(
+        np.float32
+    )
+    arrays["pi_b_out"] = np.zeros(outputs, np.float32)
+    return arrays
+
+
+def check_trained(checkpoint: str | Path | None) -> None:
+    """Raise ``ValueError`` if the exported policy sampled 0 env steps (detail 6).
+
+    Example:
+        >>> check_trained(None)  # the shipped policy: trained
+    """
+    npz = resolve_checkpoint(checkpoint)
+    meta_path = npz.with_name("policy.json")
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    refusal = _untrained_refusal(meta, npz)
+    if refusal:
+        raise ValueError(refusal)
+
+
+def _untrained_refusal(meta: dict[str, Any], checkpoint: Path) -> str | None:
+    """The reason to refuse a checkpoint trained on 0 env steps, else None."""
+    steps = meta.get("env_steps")
+    if steps is None or int(steps) > 0:
+        return None
+    return (
+        f"scheduler.params.checkpoint: {checkpoint.parent} was trained on 0 env "
+        f"steps ({meta.get('iterations', '?')} PPO iterations sampled nothing): "
+        "it is an untrained network; pass allow_untrained=true "
+        "(learned:allow_untrained=true) to evaluate it anyway"
+    )
+
+
 class LearnedPolicy(Policy):
     """Schedule the top-K clients by a learned score (FAVOR-style top-K, PPO).
 
@@ -252,6 +326,11 @@ class LearnedPolicy(Policy):
             ``positive`` (those among them with a score > 0, so the number is
             the policy's too: how D2D policies are trained); None = the
             checkpoint's ``selection`` (default top_k).
+        allow_untrained: Load a checkpoint that sampled 0 env steps (detail 6).
+        untrained: Ignore ``checkpoint``: a freshly initialised network
+            (detail 7), the "untrained network + learned decoder" baseline.
+        init_seed: Seed of that network's initialisation.
+        hidden: That network's hidden widths (``rl.hidden``'s default).
 
     Example:
         >>> from gymnasium import spaces
@@ -280,10 +359,23 @@ class LearnedPolicy(Policy):
         checkpoint: str | Path | None = None,
         *,
         selection: str | None = None,
+        allow_untrained: bool = False,
+        untrained: bool = False,
+        init_seed: int = 0,
+        hidden: list[int] | None = None,
         context: Any = None,
     ) -> None:
-        self.network, self.meta = load_checkpoint(checkpoint)
-        self.checkpoint = resolve_checkpoint(checkpoint)
+        if untrained:
+            arrays = initial_arrays(hidden or [64, 64], seed=init_seed)
+            self.network = ScoreNetwork(arrays)
+            self.meta: dict[str, Any] = {"env_steps": 0}
+            self.checkpoint: Path | None = None
+        else:
+            self.network, self.meta = load_checkpoint(checkpoint)
+            self.checkpoint = resolve_checkpoint(checkpoint)
+            refusal = _untrained_refusal(self.meta, self.checkpoint)
+            if refusal and not allow_untrained:
+                raise ValueError(refusal)
         selection = selection or self.meta.get("selection", "top_k")
         if selection not in ("top_k", "positive"):
             raise ValueError(f"selection must be top_k or positive, got {selection!r}")

@@ -66,6 +66,13 @@ Implementation details:
        only; ``non_adjustment`` (steps 1-2) runs on each edge.
     7. The last solution (ρ, Θ_L, η_F, ε_F, η_P, λ, Φ, max Φ) is kept in
        ``last_solution`` for logging the bound (spec §8 "bound bookkeeping").
+    8. The names of the ``controls`` columns come from the run's algorithm
+       (``control_names`` of the star's context, ``rayfl.star.context.
+       StarContext``) unless ``control_names`` is given:
+       with FedAvg minmax sets ``lr`` = η_F only, with Ditto all three. An
+       algorithm whose controls minmax cannot set (e.g. sparse DP's
+       ``sparsity``) is refused when the policy is built, which ``rayfl
+       compare`` and ``rayfl bench policies`` do before any run starts.
 """
 
 from __future__ import annotations
@@ -189,7 +196,12 @@ class MinMaxPolicy(Policy):
         rate_bits_per_param: b in r_min = abs(ω)·b/τ_max (detail 2).
         adjust: Solve and send η_F, η_P, λ (False: Non-Adjustment).
         assume_error_free: Use ρ = 0 in the bound (detail 5).
-        control_names: Names of the ``controls`` columns, in order.
+        control_names: Names of the ``controls`` columns, in order; None
+            (default) takes them from the run: the algorithm's declared
+            controls (``context.control_names``: ``lr`` for FedAvg; ``lr``,
+            ``personal_lr``, ``lam`` for Ditto), so no hand parameter is
+            needed. Without a context, a controls Box of 3 columns is read as
+            ``lr, personal_lr, lam``; any other width needs the names.
         **bound: Fields of :class:`policies.minmax_bound.PLBound` (``mu``,
             ``smoothness``, ``grad_bound``, ``model_gap``, ``phi1``, ``phi2``,
             ``varphi1``, ``varphi2``, ``clip_norm``, ``noise_std``,
@@ -235,7 +247,7 @@ class MinMaxPolicy(Policy):
         rate_bits_per_param: Positive = 16.0,
         adjust: bool = True,
         assume_error_free: bool = False,
-        control_names: tuple[str, ...] | list[str] = CONTROL_NAMES,
+        control_names: tuple[str, ...] | list[str] | None = None,
         context: Any = None,
         **bound: Any,
     ) -> None:
@@ -277,7 +289,7 @@ class MinMaxPolicy(Policy):
         )
         self.adjust = bool(adjust)
         self.assume_error_free = bool(assume_error_free)
-        self.control_names = tuple(control_names)
+        self.control_names = _control_names(control_names, context)
         self.last_solution: dict[str, Any] = {}
         self._controls: npt.NDArray[np.float32] | None = None
         super().__init__(observation_space, action_space, context=context)
@@ -292,13 +304,16 @@ class MinMaxPolicy(Policy):
         box = action_space["controls"]
         if not isinstance(box, spaces.Box):
             raise ValueError(f"action_space['controls'] must be a Box, got {box!r}")
+        if not self.control_names and box.shape == (self.num_clients, 3):
+            self.control_names = CONTROL_NAMES  # no run to ask: Ditto's, in order
         expected = (self.num_clients, len(self.control_names))
         if box.shape != expected:
+            given = self.control_names or "none (no run context)"
             raise ValueError(
                 f"action_space['controls'] has shape {box.shape}, "
-                f"expected {expected} for control_names {self.control_names}; "
-                "set scheduler.params.control_names to the algorithm's controls "
-                "(e.g. [lr] for fedavg)"
+                f"expected {expected} for control_names {given}; pass "
+                "control_names (the env's control_names, e.g. [lr] for fedavg) "
+                "when building minmax outside a run"
             )
         unknown_names = set(self.control_names) - set(CONTROL_NAMES)
         if self.adjust and unknown_names:
@@ -415,6 +430,15 @@ class NonAdjustmentPolicy(MinMaxPolicy):
         if "adjust" in params:
             raise TypeError("non_adjustment never adjusts; drop the 'adjust' parameter")
         super().__init__(observation_space, action_space, adjust=False, **params)
+
+
+def _control_names(
+    given: tuple[str, ...] | list[str] | None, context: Any
+) -> tuple[str, ...]:
+    """The ``controls`` column names: those given, else the run's (detail 8)."""
+    if given is not None:
+        return tuple(given)
+    return tuple(getattr(context, "control_names", ()) or ())
 
 
 #: Table I of the paper: the link constants when neither the user nor the run

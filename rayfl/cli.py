@@ -8,7 +8,8 @@
                                             in ./plots-<run>-vs-<run> (or --out)
     rayfl runs [DIR]                        a table of the runs under DIR
     rayfl info [--data-root DIR]            Ray resources and datasets found
-    rayfl bench NAME [args]                 benchmarks (bench/results.md)
+    rayfl bench NAME [args]                 benchmarks (bench/results.md); `bench
+                                            policies`: every scheduler, held-out seeds
     rayfl train-policy CONFIG [options]     train the learned scheduler (PPO, RLlib)
 
 Configuration errors print in a few lines, without a traceback (exit code 2). A
@@ -192,7 +193,13 @@ def _cmd_train_policy(args: argparse.Namespace) -> int:
     ):
         if value is not None:
             extra.append(f"rl.{key}={value}")
-    run_dir = train_policy(args.config, extra, resume=args.resume)
+    from rayfl.train_policy.train import TrainingFailed
+
+    try:
+        run_dir = train_policy(args.config, extra, resume=args.resume)
+    except TrainingFailed as e:
+        print(f"rayfl: train-policy failed: {e}", file=sys.stderr)
+        return 1
     print(f"\nrun directory: {run_dir}\npolicy: {run_dir / 'policy'}")
     return 0
 
@@ -202,7 +209,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     from rayfl.benchmarks import BENCHMARKS
 
-    names = list(BENCHMARKS) if args.name == "all" else [args.name]
+    # `all`: the quick ones; `policies` is a study of its own (rayfl bench policies)
+    names = (
+        [n for n in BENCHMARKS if n != "policies"]
+        if args.name == "all"
+        else [args.name]
+    )
     for name in names:
         print(f"== rayfl bench {name}")
         import_module(BENCHMARKS[name]).main(list(args.overrides))
@@ -345,14 +357,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_train_policy(sub)
     p = sub.add_parser(
-        "bench", help="run a benchmark (round-time, flute, scale, env, startup, all)"
+        "bench",
+        help="run a benchmark (round-time, flute, scale, env, startup, policies, all)",
     )
     p.add_argument(
         "name",
-        choices=["round-time", "flute", "scale", "env", "startup", "all"],
-        help="which benchmark (all: each in turn)",
+        choices=["round-time", "flute", "scale", "env", "startup", "policies", "all"],
+        help="which benchmark (all: each in turn, but policies)",
     )
-    p.add_argument("overrides", nargs="*", help="arguments of the benchmark")
+    p.add_argument(
+        "overrides",
+        nargs=argparse.REMAINDER,
+        help="arguments of the benchmark (e.g. rayfl bench policies --help)",
+    )
     p.set_defaults(func=_cmd_bench)
     p = sub.add_parser("plot", help="draw the plots of one or more run directories")
     p.add_argument("run_dirs", nargs="+", help="one or more run directories")

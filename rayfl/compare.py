@@ -32,8 +32,10 @@ from rayfl.runner import run
 from rayfl.session import RaySession
 
 __all__ = [
+    "check_policy_builds",
     "compare",
     "compare_algorithms",
+    "config_context",
     "markdown_table",
     "run_variants",
     "sort_by_policy",
@@ -126,7 +128,7 @@ def run_variants(
     if not variants:
         raise ValueError("nothing to compare: no variants given")
     for _, extra in variants:
-        load_config(base, extra)
+        check_policy_builds(load_config(base, extra))
     out = make_run_dir(base.output.dir, f"compare-{base.name}")
     own = log is None
     if log is None:
@@ -168,6 +170,67 @@ def run_variants(
     atomic_write(out / "table.md", lambda p: p.write_text(text + "\n"))
     plot_rounds(curves, out / "plots")
     return table, out
+
+
+def check_policy_builds(cfg: RunConfig) -> None:
+    """Build ``cfg``'s star policy on the run's spaces, without an FL system.
+
+    So a policy that cannot act in this run (e.g. ``minmax`` with an algorithm
+    whose controls it cannot set, or a ``learned`` checkpoint that is missing
+    or untrained) fails in a second, before any run of a comparison starts.
+    The policy gets a context as a run gives it (the algorithm's
+    ``control_names``, the link constants; the model size is not known yet).
+    Other topologies and client-set rules are checked by the config alone.
+
+    Raises:
+        ConfigError: Naming the policy, the algorithm and the reason.
+    """
+    from rayfl.config import ConfigError
+    from rayfl.registry import make_policy
+    from rayfl.runner import policy_needs_controls
+    from rayfl.star.actions import StarActions
+
+    name = cfg.scheduler.policy
+    if cfg.topology.kind != "flat" or cfg.wireless is None or name == "all":
+        return
+    context = config_context(cfg)
+    spaces = StarActions.from_config(cfg, controls=policy_needs_controls(cfg))
+    try:
+        make_policy(name, spaces.spaces(), context=context, **cfg.scheduler.params)
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        raise ConfigError(
+            f"scheduler.policy={name} cannot run with algorithm.kind="
+            f"{cfg.algorithm.kind}: {e}"
+        ) from e
+
+
+def config_context(cfg: RunConfig, model_dim: int = 1) -> Any:
+    """The star's context (:class:`rayfl.star.context.StarContext`) from its config.
+
+    What :func:`rayfl.star.context.star_context` gives a run, without building
+    the FL system: the link constants of ``wireless``, the algorithm's
+    ``control_names``; the model size is ``model_dim`` (not known before the
+    model is built) and the DP constants are left unset.
+    """
+    from dataclasses import fields
+
+    from rayfl.algorithms.registry import algorithm_controls
+    from rayfl.observation import LinkConstants
+    from rayfl.star.context import StarContext
+
+    wireless = cfg.wireless
+    link = None
+    if wireless is not None:
+        names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
+        link = LinkConstants(**{n: getattr(wireless, n) for n in names})
+    return StarContext(
+        topology="star",
+        seed=int(cfg.seed),
+        rounds=int(cfg.rounds),
+        model_dim=model_dim,
+        link=link,
+        control_names=tuple(algorithm_controls(cfg.algorithm)),
+    )
 
 
 def compare(

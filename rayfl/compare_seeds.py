@@ -237,7 +237,7 @@ def _fast_specs(
     base: RunConfig, policies: Sequence[str]
 ) -> list[tuple[str, dict[str, Any], bool]]:
     """Return (label as in ``compare``, its overrides, needs controls) per policy."""
-    from rayfl.compare import policy_variant
+    from rayfl.compare import check_policy_builds, policy_variant
     from rayfl.runner import policy_needs_controls
 
     variants = [(spec, *policy_variant(base, spec)) for spec in policies]
@@ -245,7 +245,9 @@ def _fast_specs(
     specs = []
     for spec, name, extra in variants:
         label = spec if names.count(name) > 1 else name
-        specs.append((label, extra, policy_needs_controls(load_config(base, extra))))
+        cfg = load_config(base, extra)
+        check_policy_builds(cfg)  # every policy, before the first episode
+        specs.append((label, extra, policy_needs_controls(cfg)))
     return specs
 
 

@@ -6,6 +6,7 @@ BENCHMARKS = {
     "scale": "rayfl.benchmarks.scale",
     "env": "rayfl.benchmarks.env_speed",
     "startup": "rayfl.benchmarks.startup",
+    "policies": "rayfl.benchmarks.policies",
 }
 
 __all__ = ["BENCHMARKS"]

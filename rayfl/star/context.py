@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from rayfl.observation import (
@@ -12,7 +12,20 @@ from rayfl.observation import (
     TrainingConstants,
 )
 
-__all__ = ["star_context", "upload_noise_std"]
+__all__ = ["StarContext", "star_context", "upload_noise_std"]
+
+
+@dataclass(frozen=True)
+class StarContext(SystemContext):
+    """The star's context: :class:`SystemContext` plus the algorithm's controls.
+
+    Attributes:
+        control_names: The per-client controls the run's algorithm declares, in
+            the column order of the action's ``controls`` (FedAvg: ``("lr",)``),
+            which ``minmax`` fills without a hand parameter.
+    """
+
+    control_names: tuple[str, ...] = ()
 
 
 def upload_noise_std(uplink: Any) -> float:
@@ -20,7 +33,7 @@ def upload_noise_std(uplink: Any) -> float:
     return float(uplink.noise_std or uplink.server_noise_std or 0.0)
 
 
-def star_context(system: Any) -> SystemContext:
+def star_context(system: Any) -> StarContext:
     """Return the context of a built star system (its config, model size, uplink).
 
     Args:
@@ -32,12 +45,15 @@ def star_context(system: Any) -> SystemContext:
         names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
         link = LinkConstants(**{name: getattr(wireless, name) for name in names})
     beta = system.uplink.participation_target()
-    return SystemContext(
+    from rayfl.algorithms.registry import algorithm_controls
+
+    return StarContext(
         topology="star",
         seed=int(cfg.seed),
         rounds=int(cfg.rounds),
         model_dim=int(system.dim),
         link=link,
+        control_names=tuple(algorithm_controls(cfg.algorithm)),
         privacy=PrivacyConstants(
             clip_norm=cfg.privacy.clip_norm,
             noise_std=upload_noise_std(system.uplink),

@@ -16,6 +16,8 @@ from rayfl.train_policy.algorithm import (
 from rayfl.train_policy.evaluate import evaluate_policies
 from rayfl.train_policy.train import (
     INSTALL_HINT,
+    TrainingFailed,
+    check_iteration,
     env_runner_placement,
     export_policy,
     rllib_available,
@@ -25,8 +27,10 @@ from rayfl.train_policy.train import (
 __all__ = [
     "INSTALL_HINT",
     "RLlibScoresEnv",
+    "TrainingFailed",
     "build_algorithm",
     "check_env_runner_resources",
+    "check_iteration",
     "env_runner_placement",
     "evaluate_policies",
     "export_policy",

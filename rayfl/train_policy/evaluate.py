@@ -26,6 +26,7 @@ __all__ = [
     "EVAL_SEED",
     "SCHEDULE_ONLY",
     "ScheduleOnly",
+    "env_policy_params",
     "evaluate_policies",
     "plot_training",
     "write_evaluation",
@@ -43,6 +44,7 @@ def evaluate_policies(
     mode: str | None = None,
     partition_seeds: Sequence[int] | None = None,
     csv: Path | None = None,
+    allow_untrained: bool = False,
 ) -> pd.DataFrame:
     """Score the learned policy and the baselines on the same episode seeds.
 
@@ -58,10 +60,16 @@ def evaluate_policies(
             the same for every policy. The partitions are built one at a time.
         csv: Rewritten after every episode with the rows so far (a progress
             bar counts the episodes; a failure keeps the finished rows).
+        allow_untrained: Evaluate a checkpoint that sampled 0 env steps
+            (``policy.json``'s ``env_steps``); refused by default.
 
     With ``rl.controls`` the learned policy is also scored without its
     controls (row ``learned_schedule_only``: its schedule, the configured
     controls), as the baselines run.
+
+    Raises:
+        ValueError: If ``checkpoint`` sampled 0 env steps and not
+            ``allow_untrained``.
 
     Returns:
         One row per (policy, episode): ``partition`` (its data seed),
@@ -82,14 +90,8 @@ def evaluate_policies(
     )
     if not seeds:
         raise ValueError("partition_seeds must name at least one partition")
-    policies: list[tuple[str, dict[str, Any]]] = [
-        (n, {}) for n in (rl.baselines if baselines is None else baselines)
-    ]
-    if checkpoint is not None:
-        learned = {"checkpoint": str(checkpoint)}
-        if rl.controls:  # its schedule with the configured controls: who vs how
-            policies.insert(0, (SCHEDULE_ONLY, learned))
-        policies.insert(0, ("learned", learned))
+    names = rl.baselines if baselines is None else baselines
+    policies = _policy_list(names, checkpoint, rl, allow_untrained=allow_untrained)
     log = RowLog(
         [csv] if csv else [],
         total=episodes * len(policies),
@@ -139,6 +141,27 @@ def _evaluate(
             env.close()
 
 
+def _policy_list(
+    baselines: Sequence[str],
+    checkpoint: str | Path | None,
+    rl: RLConfig,
+    *,
+    allow_untrained: bool,
+) -> list[tuple[str, dict[str, Any]]]:
+    """(name, params) of every evaluated policy: the learned ones first."""
+    policies: list[tuple[str, dict[str, Any]]] = [(n, {}) for n in baselines]
+    if checkpoint is not None:
+        if not allow_untrained:  # before any env is built
+            load("policies.learned:check_trained")(checkpoint)
+        learned: dict[str, Any] = {"checkpoint": str(checkpoint)}
+        if allow_untrained:
+            learned["allow_untrained"] = True
+        if rl.controls:  # its schedule with the configured controls: who vs how
+            policies.insert(0, (SCHEDULE_ONLY, learned))
+        policies.insert(0, ("learned", learned))
+    return policies
+
+
 def _episode_env(cfg: RunConfig, partition: int, mode: str) -> Any:
     """The env of the run's topology on data partition ``partition``."""
     rl = cfg.rl or RLConfig()
@@ -159,7 +182,22 @@ def _policy_for(cfg: RunConfig, env: Any, name: str, params: dict[str, Any]) -> 
         return load("envs.hierarchical:EdgePolicies")(env.unwrapped, name, **params)
     if name == SCHEDULE_ONLY:
         return ScheduleOnly(make_policy("learned", env, **params))
-    return make_policy(name, env, **params)
+    return make_policy(name, env, **env_policy_params(name, env, params))
+
+
+def env_policy_params(name: str, env: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` plus what a run would give policy ``name`` on a bare star env.
+
+    A policy built on an env, not by a run, gets no context: the algorithm's
+    ``control_names`` (which ``minmax`` needs to fill the action's
+    ``controls``) are read from the env here, unless given.
+    """
+    from rayfl.registry import policy_parameters
+
+    names = getattr(env.unwrapped, "control_names", None)
+    if names and "control_names" in policy_parameters(name):
+        return {"control_names": tuple(names), **params}
+    return params
 
 
 #: The row of a learned policy with controls run without them (``rl.controls``).

@@ -76,7 +76,9 @@ from rayfl.train_policy.evaluate import (
 __all__ = [
     "INSTALL_HINT",
     "RLlibScoresEnv",
+    "TrainingFailed",
     "check_env_runner_resources",
+    "check_iteration",
     "env_runner_placement",
     "evaluate_policies",
     "rllib_available",
@@ -93,6 +95,62 @@ INSTALL_HINT = (
 #: Modules the ``ray[rllib]`` extra brings (``ray.rllib`` itself ships with every
 #: ray wheel and half-imports without them; checkpoints need ``ormsgpack``).
 RLLIB_MODULES = ("ray.rllib", "tree", "lz4", "ormsgpack")
+
+
+class TrainingFailed(RuntimeError):
+    """PPO stopped sampling: an iteration with no env steps, or every runner lost.
+
+    ``rayfl train-policy`` prints the message on one line and exits with code 1;
+    no policy is exported for the failed iteration.
+    """
+
+
+def check_iteration(
+    result: Mapping[str, Any], *, iteration: int, steps: float, num_env_runners: int
+) -> None:
+    """Raise :class:`TrainingFailed` if iteration ``iteration`` did not train.
+
+    Two failures are caught: the iteration sampled no env steps (its returns are
+    NaN and the update learns nothing), and, with remote EnvRunners, none of
+    them is healthy after RLlib's own restarts (RLlib's fault-tolerance stats
+    ``fault_tolerance.num_healthy_workers``), e.g. after Ray's memory monitor
+    killed them.
+
+    Args:
+        result: The result dict of ``Algorithm.train()``.
+        iteration: The iteration's number (1-based), for the message.
+        steps: Env steps the iteration sampled.
+        num_env_runners: ``rl.num_env_runners`` (0: sampling in the driver).
+
+    Raises:
+        TrainingFailed: With a one-line reason.
+
+    Example:
+        >>> check_iteration({}, iteration=1, steps=40, num_env_runners=0)
+        >>> try:
+        ...     check_iteration({}, iteration=3, steps=0, num_env_runners=0)
+        ... except TrainingFailed as e:
+        ...     print(str(e)[:35])
+        PPO iteration 3 sampled 0 env steps
+    """
+    healthy = (result.get("fault_tolerance") or {}).get("num_healthy_workers")
+    lost = num_env_runners > 0 and healthy is not None and int(healthy) == 0
+    if lost:
+        restarts = (result.get("fault_tolerance") or {}).get(
+            "num_remote_worker_restarts", "?"
+        )
+        raise TrainingFailed(
+            f"PPO iteration {iteration}: all {num_env_runners} env runners are lost "
+            f"(0 healthy after {restarts} restarts; killed by Ray's memory monitor?) "
+            f"and it sampled {steps:g} env steps; stopping: lower "
+            "rl.num_env_runners or free memory, then resume with --resume RUN_DIR"
+        )
+    if not steps > 0:
+        raise TrainingFailed(
+            f"PPO iteration {iteration} sampled {steps:g} env steps; stopping "
+            "(env runners lost or the env never finished a step; see the Ray "
+            "logs), resume with --resume RUN_DIR once fixed"
+        )
 
 
 def rllib_available() -> bool:
@@ -218,6 +276,9 @@ def train_policy(
         FileNotFoundError: If ``resume`` has no checkpoint.
         ValueError: If the Ray session has fewer CPUs than the remote
             EnvRunners reserve (``check_env_runner_resources``).
+        TrainingFailed: If an iteration sampled no env steps or every remote
+            EnvRunner was lost (:func:`check_iteration`); the run directory
+            keeps the progress and the last checkpoint before it.
     """
     if not rllib_available():
         raise ImportError(INSTALL_HINT)
@@ -249,9 +310,13 @@ def train_policy(
         placement = _record_placement(algo, run_dir)
         if verbose:
             _announce(run_dir, rl, meta, placement)
-        iteration = _iterate(algo, rl, run_dir, rows, meta, verbose=verbose)
+        try:
+            iteration = _iterate(algo, rl, run_dir, rows, meta, verbose=verbose)
+        except TrainingFailed:
+            algo.stop()
+            raise
         _save_checkpoint(algo, run_dir, iteration)
-        export_policy(algo, run_dir / "policy", {**meta, "iterations": iteration})
+        export_policy(algo, run_dir / "policy", _trained(meta, iteration, rows))
         algo.stop()
         if rl.eval_episodes:
             table = evaluate_policies(
@@ -367,6 +432,12 @@ def _iterate(
         steps = lifetime - steps_before if steps_before is not None else lifetime
         steps_before = lifetime
         cpu_s = cpu_before + time.process_time() - cpu_start
+        check_iteration(
+            result,
+            iteration=iteration,
+            steps=steps,
+            num_env_runners=rl.num_env_runners,
+        )
         row = _row(result, iteration, seconds, steps, elapsed, cpu_s)
         rows.append(row)
         atomic_write(
@@ -384,10 +455,24 @@ def _iterate(
         out_of_time = rl.time_budget_s is not None and elapsed >= rl.time_budget_s
         if iteration % rl.checkpoint_every == 0 or out_of_time:
             _save_checkpoint(algo, run_dir, iteration)
-            export_policy(algo, run_dir / "policy", {**meta, "iterations": iteration})
+            export_policy(algo, run_dir / "policy", _trained(meta, iteration, rows))
         if out_of_time:
             break
     return iteration
+
+
+def _trained(
+    meta: dict[str, Any], iteration: int, rows: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``meta`` with how much training the exported policy had.
+
+    ``iterations`` and ``env_steps`` (the env steps sampled over every
+    iteration, resumed ones included): a policy with 0 ``env_steps`` is an
+    untrained network, which :class:`policies.learned.LearnedPolicy` refuses
+    unless ``allow_untrained=True``.
+    """
+    steps = sum(float(r.get("env_steps", 0.0) or 0.0) for r in rows)
+    return {**meta, "iterations": iteration, "env_steps": int(steps)}
 
 
 def _lifetime_steps(result: Mapping[str, Any]) -> float:

@@ -1,0 +1,455 @@
+"""``rayfl bench policies``: every scheduling policy on registered scenarios.
+
+Runs each registered scenario (:mod:`.policies_scenarios`) on fixed held-out
+seeds, in surrogate mode, emulate mode or both, under every registered policy
+that applies to its topology, plus the baselines a learned policy must be read
+beside (DESIGN.md):
+
+| row | what it is |
+|-----|------------|
+| ``learned`` | the shipped learned policy (or ``--learned PATH``) |
+| ``learned_untrained`` | a freshly initialised score network with the learned decoder (``learned`` with ``untrained=True``) |
+| ``constant_tuned`` | round robin with the algorithm's per-client controls held constant at the grid value with the best mean return on the training seeds (``--train-seeds``, disjoint from the held-out ones); star only |
+| every other registered policy | the papers' own policies (``minmax`` with its controls taken from the algorithm, ``lyapunov``, ``channel_threshold``, …) and the heuristics |
+
+A held-out seed ``s`` is both the config seed (data partition) and the
+episode's reset seed, so every policy plays the same episodes. Writes under
+``--out`` (default ``bench-policies/``):
+
+| file | content |
+|------|---------|
+| ``episodes.csv`` | one row per (scenario, mode, policy, seed): ``return`` and the KPIs (``max_client_loss``, ``jain``, ``accuracy``, ``energy_j``, ``latency_s``, ``epsilon``) |
+| ``summary.csv`` / ``summary.md`` | per (scenario, mode, policy): mean and 95% t-CI of each KPI; paired difference to the best heuristic with its CI, p-value, wins/losses/ties (:mod:`.policies_stats`) |
+| ``surrogate_check.csv`` / ``.md`` | with ``--mode both``: per scenario and policy, both modes' returns, the error, the paired differences to the emulation's best heuristic in both modes, ``spearman`` and the ``fit_for_training`` verdict |
+| ``runs.csv`` | wall time of each (scenario, mode) and the tuned constants |
+| ``<scenario>.png`` | mean return ± 95% CI per policy, one panel per mode |
+
+Example:
+    rayfl bench policies --topology star --size small --mode both --seeds 1000:1010
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rayfl.benchmarks.policies_report import write_outputs
+from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_for
+from rayfl.config import RunConfig, load_config
+from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
+
+__all__ = ["BenchError", "bench_policies", "main", "policy_specs"]
+
+#: Multiples of the configured control value tried by ``constant_tuned``.
+CONSTANT_GRID = (1.0, 0.2, 0.5, 2.0)
+UNTRAINED = "learned_untrained"
+CONSTANT = "constant_tuned"
+Spec = tuple[str, str, dict[str, Any]]  # (label, registered name, params)
+
+
+class BenchError(ValueError):
+    """Bad arguments or a policy that cannot run: printed in one line by ``rayfl``."""
+
+
+def policy_specs(
+    cfg: RunConfig, *, learned: str | None = None, only: Sequence[str] = ()
+) -> list[Spec]:
+    """Every policy the benchmark runs on ``cfg``'s topology: (label, name, params).
+
+    Registered policies that apply (``rayfl.registry.check_policy``; the
+    client-set rule ``all`` is not a subchannel scheduler), then
+    ``learned_untrained`` and, on the star, ``constant_tuned`` (its value set
+    by :func:`tune_constants`). ``only`` keeps those labels.
+    """
+    topology = _topology(cfg)
+    parts = {
+        "star": {"assignment", "controls"},  # the env exposes the controls
+        "hierarchical": {"assignment"},  # the env schedules subchannels
+    }.get(topology)
+    specs: list[Spec] = []
+    for name in POLICIES:
+        if name == "all":
+            continue
+        try:
+            check_policy(name, topology=topology, parts=parts)
+        except ValueError:
+            continue
+        params: dict[str, Any] = {}
+        if name == "learned" and learned:
+            params["checkpoint"] = learned
+        specs.append((name, name, params))
+    untrained: dict[str, Any] = {"untrained": True}
+    if topology == "d2d":
+        untrained["selection"] = "positive"  # how D2D policies are trained
+    specs.append((UNTRAINED, "learned", untrained))
+    if topology == "star":
+        specs.append((CONSTANT, "round_robin", {}))
+    return [s for s in specs if not only or s[0] in only]
+
+
+def _topology(cfg: RunConfig) -> str:
+    return "star" if cfg.topology.kind == "flat" else cfg.topology.kind
+
+
+class ConstantControls:
+    """A policy's schedule with every client's controls fixed to ``table``.
+
+    Args:
+        policy: The scheduling policy (its own controls, if any, are replaced).
+        table: (N, C) control values, the env's ``control_names`` order.
+    """
+
+    def __init__(self, policy: Any, table: np.ndarray) -> None:
+        self.policy, self.table = policy, np.asarray(table, np.float32)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Reset the wrapped policy."""
+        self.policy.reset(seed=seed)
+
+    def __call__(self, obs: Any) -> Any:
+        """The wrapped policy's schedule with the constant controls."""
+        action = self.policy(obs)
+        if not isinstance(action, dict):
+            action = {"assignment": action}
+        return {**action, "controls": self.table.copy()}
+
+
+# ------------------------------------------------------------------ one episode
+def make_env(cfg: RunConfig, mode: str) -> Any:
+    """The scenario's env (the star with its controls exposed) in ``mode``."""
+    topology = _topology(cfg)
+    reward = cfg.rl.reward if cfg.rl is not None else "min_max_loss"
+    extra = {"controls": True} if topology == "star" else {}
+    return load(ENVS[topology])(cfg, mode=mode, reward=reward, **extra)
+
+
+def build_policy(env: Any, cfg: RunConfig, spec: Spec, mode: str) -> Any:
+    """Build one benchmark policy for a reset ``env``, as a run would."""
+    label, name, params = spec
+    topology = _topology(cfg)
+    if topology == "hierarchical":
+        return load("envs.hierarchical:EdgePolicies")(env.unwrapped, name, **params)
+    if topology == "d2d":
+        return make_policy(name, env, **params)
+    from rayfl.compare import config_context
+    from rayfl.star.context import star_context
+
+    unwrapped = env.unwrapped
+    context = (
+        star_context(unwrapped.backend.system)
+        if mode == "emulate"
+        else config_context(cfg)
+    )
+    if not label.startswith(CONSTANT):
+        return make_policy(name, env, context=context, **params)
+    table = np.array(unwrapped.default_controls, dtype=np.float32)
+    for j, control in enumerate(unwrapped.control_names):
+        if control in params:
+            table[:, j] = float(params[control])
+    base = make_policy(name, env, context=context)
+    return ConstantControls(base, table)
+
+
+def episode_kpis(env: Any, policy: Any, seed: int) -> dict[str, float]:
+    """Run one episode from ``seed`` (env reset first); return its return and KPIs.
+
+    ``max_client_loss``, ``jain`` (Jain's index of the clients' test losses)
+    and ``accuracy`` are read at the last round; ``energy_j`` and
+    ``latency_s`` are summed over the rounds; ``epsilon`` is the largest
+    per-client privacy spent observed (NaN where not observed).
+    """
+    from rayfl.metrics import jain_index
+
+    run_episode = load("envs.episode:run_episode")
+    unwrapped = env.unwrapped
+    totals = {"energy_j": 0.0, "latency_s": 0.0}
+
+    def add(stepped: Any) -> None:
+        scores = stepped.unwrapped._scores  # the round's Scores (envs.base)
+        totals["energy_j"] += float(scores.energy_j)
+        totals["latency_s"] += float(scores.latency_s)
+
+    obs, _ = env.reset(seed=seed)
+    policy.reset(seed=seed)
+    result = run_episode(
+        env, policy, first_obs=obs, max_steps=unwrapped.config.rounds, on_step=add
+    )
+    scores = unwrapped._scores
+    last = unwrapped._get_obs()
+    spent = last.get("privacy_spent") if isinstance(last, dict) else None
+    return {
+        "return": float(result.total_reward),
+        "max_client_loss": float(np.nanmax(scores.test_loss)),
+        "jain": float(jain_index(scores.test_loss)),
+        "accuracy": float(scores.mean_acc()),
+        **totals,
+        "epsilon": float(np.max(spent)) if spent is not None else float("nan"),
+    }
+
+
+def play(
+    cfg: RunConfig,
+    specs: Sequence[Spec],
+    seeds: Sequence[int],
+    mode: str,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Every policy of ``specs`` on every seed; one row each (policy, seed, KPIs).
+
+    One env per seed (its data partition), shared by the policies.
+    """
+    rows = []
+    for seed in seeds:
+        env = make_env(cfg.model_copy(update={"seed": int(seed)}), mode)
+        try:
+            for spec in specs:
+                env.reset(seed=int(seed))  # emulate: the policy binds the system
+                policy = build_policy(env, cfg, spec, mode)
+                kpis = episode_kpis(env, policy, int(seed))
+                rows.append({"policy": spec[0], "seed": int(seed), **kpis})
+                if progress:
+                    progress(f"{spec[0]} seed {seed}: return {kpis['return']:.3f}")
+        finally:
+            env.close()
+    return rows
+
+
+def tune_constants(cfg: RunConfig, seeds: Sequence[int], mode: str) -> dict[str, float]:
+    """The constant controls of ``constant_tuned``: best grid value on ``seeds``.
+
+    Each control of the algorithm (FedAvg: ``lr``) is tried at
+    :data:`CONSTANT_GRID` × its configured value (clipped to its range), one
+    control at a time, under round robin; ties keep the configured value.
+    """
+    from rayfl.algorithms.registry import algorithm_controls
+
+    chosen: dict[str, float] = {}
+    for control, (low, high) in algorithm_controls(cfg.algorithm).items():
+        configured = float(getattr(cfg.algorithm, control))
+        grid = sorted(
+            {float(np.clip(f * configured, low, high)) for f in CONSTANT_GRID},
+            key=lambda v: v != configured,
+        )
+        specs: list[Spec] = [
+            (f"{CONSTANT}={value}", "round_robin", {**chosen, control: value})
+            for value in grid
+        ]
+        rows = pd.DataFrame(play(cfg, specs, seeds, mode))  # one env per seed
+        means = rows.groupby("policy", sort=False)["return"].mean()
+        scores = {
+            value: float(means[label])
+            for (label, _, _), value in zip(specs, grid, strict=True)
+        }
+        chosen[control] = max(grid, key=lambda v: scores[v])  # first max: configured
+    return chosen
+
+
+# ------------------------------------------------------------------ the benchmark
+def bench_policies(
+    scenarios: Sequence[Scenario],
+    *,
+    modes: Sequence[str],
+    seeds: Sequence[int],
+    train_seeds: Sequence[int],
+    out: Path,
+    learned: str | None = None,
+    only: Sequence[str] = (),
+    num_cpus: int = 2,
+    verbose: bool = True,
+) -> pd.DataFrame:
+    """Run the benchmark; write its files under ``out``; return the summary.
+
+    Raises:
+        ValueError: If the held-out and training seeds overlap, or no seeds.
+    """
+    if not seeds:
+        raise BenchError("--seeds: give at least one held-out seed")
+    overlap = sorted(set(seeds) & set(train_seeds))
+    if overlap:
+        raise BenchError(
+            f"--train-seeds must be disjoint from the held-out --seeds; both have "
+            f"{overlap}"
+        )
+    say = print if verbose else (lambda _: None)
+    ray_override = {"ray": {"num_cpus": num_cpus, "object_store_memory_mb": 150}}
+    configs = {s.name: load_config(s.config, ray_override) for s in scenarios}
+    for scenario in scenarios:  # every policy builds before anything runs
+        _check_builds(
+            configs[scenario.name],
+            policy_specs(configs[scenario.name], learned=learned, only=only),
+        )
+    session = _session(configs, modes)
+    episodes, runs = [], []
+    summary = pd.DataFrame()
+    try:
+        for scenario in scenarios:
+            cfg = configs[scenario.name]
+            specs = policy_specs(cfg, learned=learned, only=only)
+            for mode in modes:
+                say(f"== {scenario.name} ({mode}, {len(seeds)} seeds)")
+                rows, run = _run_scenario(
+                    cfg, scenario, specs, mode, seeds, train_seeds
+                )
+                episodes += rows
+                runs.append(run)
+                wall = run["wall_s"]
+                say(f"   {wall:.0f} s")
+                # after every (scenario, mode): a later failure keeps these
+                summary = write_outputs(pd.DataFrame(episodes), pd.DataFrame(runs), out)
+    finally:
+        if session is not None:
+            session.close()
+    return summary
+
+
+def _run_scenario(
+    cfg: RunConfig,
+    scenario: Scenario,
+    specs: Sequence[Spec],
+    mode: str,
+    seeds: Sequence[int],
+    train_seeds: Sequence[int],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One (scenario, mode): tune the constants, play every policy on every seed.
+
+    Returns:
+        The episode rows and the run's row (wall time, tuned constants).
+    """
+    t0 = time.perf_counter()
+    tuned: dict[str, float] = {}
+    if any(label == CONSTANT for label, *_ in specs):
+        tuned = tune_constants(cfg, train_seeds, mode)
+    mine = [
+        (label, name, {**params, **tuned} if label == CONSTANT else params)
+        for label, name, params in specs
+    ]
+    rows = play(cfg, mine, seeds, mode)
+    where = {"scenario": scenario.name, "topology": scenario.topology}
+    where |= {"size": scenario.size, "mode": mode}
+    run = {
+        "scenario": scenario.name,
+        "mode": mode,
+        "seeds": len(seeds),
+        "policies": len(mine),
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "constant_tuned": json.dumps(tuned),
+    }
+    return [{**where, **row} for row in rows], run
+
+
+def _check_builds(cfg: RunConfig, specs: Sequence[Spec]) -> None:
+    """Build every policy on the surrogate env of ``cfg`` (seconds, no Ray)."""
+    env = make_env(cfg, "surrogate")
+    try:
+        env.reset(seed=0)
+        for spec in specs:
+            try:
+                build_policy(env, cfg, spec, "surrogate")
+            except (ValueError, TypeError, FileNotFoundError) as e:
+                raise BenchError(
+                    f"bench policies: policy {spec[0]} cannot run on {cfg.name}: {e}"
+                ) from e
+    finally:
+        env.close()
+
+
+def _session(configs: dict[str, RunConfig], modes: Sequence[str]) -> Any:
+    if "emulate" not in modes:
+        return None
+    from rayfl.session import RaySession
+
+    return RaySession(next(iter(configs.values())).ray)
+
+
+# ------------------------------------------------------------------ command line
+def _seeds(text: str) -> list[int]:
+    if ":" in text:
+        start, stop = (int(v) for v in text.split(":"))
+        return list(range(start, stop))
+    return [int(s) for s in text.split(",") if s.strip()]
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``rayfl bench policies``."""
+    p = argparse.ArgumentParser(
+        prog="rayfl bench policies", description=__doc__.split("\n")[0]
+    )
+    p.add_argument(
+        "--topology", default="all", help="star, hierarchical, d2d or all (default)"
+    )
+    p.add_argument("--size", default="all", help="small, medium, large or all")
+    p.add_argument(
+        "--scenario",
+        action="append",
+        default=None,
+        help=f"a registered scenario (repeatable): {', '.join(SCENARIOS)}",
+    )
+    p.add_argument(
+        "--mode", default="surrogate", choices=["surrogate", "emulate", "both"]
+    )
+    p.add_argument(
+        "--seeds",
+        default="1000:1010",
+        help="held-out seeds, START:STOP or a,b,c (default 1000:1010)",
+    )
+    p.add_argument(
+        "--train-seeds",
+        default="0:3",
+        help="seeds the constant controls are tuned on (default 0:3)",
+    )
+    p.add_argument(
+        "--policies",
+        default=None,
+        help="comma-separated labels to keep (default: all that apply)",
+    )
+    p.add_argument(
+        "--learned",
+        default=None,
+        help="checkpoint of the learned policy (default: the shipped one)",
+    )
+    p.add_argument("--num-cpus", type=int, default=2, help="Ray CPUs (emulate)")
+    p.add_argument("--out", default="bench-policies", help="output directory")
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run ``rayfl bench policies`` with the command-line flags ``argv``."""
+    args = parser().parse_args(argv)
+    if args.scenario:
+        unknown = [s for s in args.scenario if s not in SCENARIOS]
+        if unknown:
+            raise BenchError(
+                f"--scenario must be one of {', '.join(SCENARIOS)}; got {unknown[0]!r}"
+            )
+        scenarios = [SCENARIOS[s] for s in args.scenario]
+    else:
+        scenarios = scenarios_for(args.topology, args.size)
+    modes = ["surrogate", "emulate"] if args.mode == "both" else [args.mode]
+    only = [p.strip() for p in (args.policies or "").split(",") if p.strip()]
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    bench_policies(
+        scenarios,
+        modes=modes,
+        seeds=_seeds(args.seeds),
+        train_seeds=_seeds(args.train_seeds),
+        out=out,
+        learned=args.learned,
+        only=only,
+        num_cpus=args.num_cpus,
+    )
+    print(
+        f"\nwrote {out}/summary.csv, summary.md, episodes.csv, runs.csv, "
+        f"*.png in {time.perf_counter() - t0:.0f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()

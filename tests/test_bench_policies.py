@@ -1,0 +1,257 @@
+"""``rayfl bench policies`` on a tiny scenario, checked against scipy (issue 34).
+
+The benchmark's statistics (t confidence intervals, paired wins, paired
+t-tests, Spearman's ρ and the surrogate verdict) are recomputed here
+independently from its per-episode CSV with :mod:`scipy.stats`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from rayfl.benchmarks.policies import BenchError, bench_policies, policy_specs
+from rayfl.benchmarks.policies_scenarios import (
+    SCENARIOS,
+    TOPOLOGIES,
+    Scenario,
+    scenarios_for,
+)
+from rayfl.benchmarks.policies_stats import KPIS, LEARNED, surrogate_check
+from rayfl.config import load_config
+
+TINY = Scenario(
+    "tiny",
+    "star",
+    "small",
+    {
+        "name": "tiny",
+        "rounds": 3,
+        "data": {"dataset": "digits", "num_clients": 4, "partition": "iid"},
+        "model": {"kind": "mlr"},
+        "wireless": {"num_subchannels": 2},
+        "output": {"progress": False, "plots": False},
+    },
+)
+POLICIES = [
+    "random",
+    "round_robin",
+    "minmax",
+    "learned",
+    "learned_untrained",
+    "constant_tuned",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    summary = bench_policies(
+        [TINY],
+        modes=["surrogate"],
+        seeds=[1000, 1001],
+        train_seeds=[0],
+        out=out,
+        only=POLICIES,
+        verbose=False,
+    )
+    return summary, out
+
+
+def test_it_writes_csv_markdown_and_plot(tiny_run):
+    _, out = tiny_run
+
+    summary = pd.read_csv(out / "summary.csv")
+    episodes = pd.read_csv(out / "episodes.csv")
+
+    for kpi in ("return", *KPIS):
+        assert {f"{kpi}_mean", f"{kpi}_ci_low", f"{kpi}_ci_high"} <= set(summary)
+    assert {"best_heuristic", "wins_vs_best", "losses_vs_best", "ties_vs_best"} <= set(
+        summary
+    )
+    assert {"diff_vs_best_mean", "diff_vs_best_ci_low", "p_vs_best"} <= set(summary)
+    assert sorted(summary["policy"]) == sorted(POLICIES)
+    assert (summary["seeds"] == 2).all()
+    assert len(episodes) == len(POLICIES) * 2
+    assert "| learned_untrained |" in (out / "summary.md").read_text()
+    assert (out / "tiny.png").stat().st_size > 1000
+    assert pd.read_csv(out / "runs.csv")["wall_s"].notna().all()
+
+
+def test_cis_match_scipy(tiny_run):
+    _, out = tiny_run
+    summary = pd.read_csv(out / "summary.csv").set_index("policy")
+    episodes = pd.read_csv(out / "episodes.csv")
+
+    for policy, group in episodes.groupby("policy"):
+        for kpi in ("return", "max_client_loss", "jain", "energy_j"):
+            x = group[kpi].to_numpy()
+            low, high = stats.t.interval(
+                0.95, len(x) - 1, loc=x.mean(), scale=stats.sem(x)
+            )
+            row = summary.loc[policy]
+            np.testing.assert_allclose(row[f"{kpi}_mean"], x.mean(), rtol=1e-12)
+            if np.ptp(x) > 0:
+                np.testing.assert_allclose(
+                    [row[f"{kpi}_ci_low"], row[f"{kpi}_ci_high"]],
+                    [low, high],
+                    rtol=1e-9,
+                )
+
+
+def test_paired_wins_and_tests_match_an_independent_count(tiny_run):
+    _, out = tiny_run
+    summary = pd.read_csv(out / "summary.csv").set_index("policy")
+    episodes = pd.read_csv(out / "episodes.csv")
+    wide = episodes.pivot(index="seed", columns="policy", values="return")
+    heuristics = [p for p in wide.columns if p not in LEARNED]
+    best = wide[heuristics].mean().idxmax()
+
+    for policy in wide.columns:
+        diff = wide[policy] - wide[best]
+        row = summary.loc[policy]
+        assert row["best_heuristic"] == best
+        assert row["wins_vs_best"] == int((diff > 0).sum())
+        assert row["losses_vs_best"] == int((diff < 0).sum())
+        assert row["ties_vs_best"] == int((diff == 0).sum())
+        np.testing.assert_allclose(row["diff_vs_best_mean"], diff.mean(), atol=1e-12)
+        if np.ptp(diff) > 0:
+            p = stats.ttest_rel(wide[policy], wide[best]).pvalue
+            np.testing.assert_allclose(row["p_vs_best"], p, rtol=1e-9)
+
+
+def test_untrained_network_differs_from_the_shipped_policy(tiny_run):
+    _, out = tiny_run
+    episodes = pd.read_csv(out / "episodes.csv")
+    wide = episodes.pivot(index="seed", columns="policy", values="return")
+
+    assert not np.allclose(wide["learned"], wide["learned_untrained"])
+
+
+def _fake_episodes(surrogate: dict[str, list[float]], emulate: dict[str, list[float]]):
+    rows = []
+    for mode, table in (("surrogate", surrogate), ("emulate", emulate)):
+        for policy, returns in table.items():
+            for seed, value in enumerate(returns):
+                rows.append(
+                    {
+                        "scenario": "s",
+                        "mode": mode,
+                        "policy": policy,
+                        "seed": seed,
+                        "return": value,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_surrogate_check_spearman_and_verdict_against_scipy():
+    emulate = {
+        "round_robin": [-10.0, -11.0, -10.5, -10.2],
+        "random": [-12.0, -12.5, -13.0, -12.2],
+        "best_channel": [-15.0, -14.0, -15.5, -14.8],
+        "learned": [-11.0, -12.0, -11.6, -11.1],  # significantly below round robin
+    }
+    surrogate = {  # same order of means, but learned ahead of round robin
+        "round_robin": [-20.0, -21.0, -20.5, -20.2],
+        "random": [-22.0, -22.5, -23.0, -22.2],
+        "best_channel": [-25.0, -24.0, -25.5, -24.8],
+        "learned": [-19.0, -20.1, -19.6, -19.0],
+    }
+    episodes = _fake_episodes(surrogate, emulate)
+
+    check = surrogate_check(episodes).set_index("policy")
+
+    policies = list(emulate)
+    rho = stats.spearmanr(
+        [np.mean(surrogate[p]) for p in policies],
+        [np.mean(emulate[p]) for p in policies],
+    )[0]
+    np.testing.assert_allclose(check["spearman"].iloc[0], rho)
+    assert check["reference"].iloc[0] == "round_robin"
+    learned = check.loc["learned"]
+    assert learned["significant_emulate"] and not learned["same_sign"]
+    assert not check["fit_for_training"].any()
+    assert "learned" in check["reason"].iloc[0]
+    np.testing.assert_allclose(
+        learned["return_error"],
+        np.mean(surrogate["learned"]) - np.mean(emulate["learned"]),
+    )
+
+
+def test_every_topology_has_small_medium_large_and_a_breaking_scenario():
+    for topology in TOPOLOGIES:
+        mine = scenarios_for(topology)
+        assert {s.size for s in mine} == {"small", "medium", "large"}
+        assert any(s.breaks for s in mine)
+    for scenario in SCENARIOS.values():
+        load_config(scenario.config)
+
+
+@pytest.mark.parametrize("topology", ["star", "hierarchical", "d2d"])
+def test_specs_include_the_required_baselines(topology):
+    cfg = load_config(scenarios_for(topology, "small")[0].config)
+
+    labels = [label for label, *_ in policy_specs(cfg)]
+
+    assert "learned" in labels and "learned_untrained" in labels
+    assert ("constant_tuned" in labels) == (topology == "star")
+    assert "all" not in labels
+    if topology == "star":
+        assert "minmax" in labels
+
+
+def test_overlapping_seeds_are_refused(tmp_path):
+    with pytest.raises(BenchError, match="disjoint"):
+        bench_policies(
+            [TINY], modes=["surrogate"], seeds=[0, 1], train_seeds=[1], out=tmp_path
+        )
+
+
+def test_cli_unknown_scenario_is_one_line(capsys):
+    from rayfl.cli import main
+
+    code = main(["bench", "policies", "--scenario", "nope"])
+
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and "--scenario must be one of" in err[0]
+
+
+def test_tune_constants_picks_the_best_grid_value_on_the_training_seeds(monkeypatch):
+    import rayfl.benchmarks.policies as bench
+
+    cfg = load_config(TINY.config)  # fedavg: one control, lr = configured value
+    configured = cfg.algorithm.lr
+    seen: dict[str, object] = {}
+
+    def fake_play(cfg, specs, seeds, mode):
+        seen["seeds"], seen["labels"] = list(seeds), [s[0] for s in specs]
+        # return = −|lr − 2·configured|: the grid's 2× value is best
+        return [
+            {"policy": label, "seed": s, "return": -abs(p["lr"] - 2 * configured)}
+            for label, _, p in specs
+            for s in seeds
+        ]
+
+    monkeypatch.setattr(bench, "play", fake_play)
+
+    chosen = bench.tune_constants(cfg, [0, 1, 2], "surrogate")
+
+    assert seen["seeds"] == [0, 1, 2]
+    assert len(seen["labels"]) == len(bench.CONSTANT_GRID)
+    np.testing.assert_allclose(chosen["lr"], 2 * configured)
+
+
+def test_constant_controls_replace_the_policys_controls():
+    from rayfl.benchmarks.policies import ConstantControls
+
+    table = np.full((4, 1), 0.25, np.float32)
+    policy = ConstantControls(lambda obs: np.array([0, 1]), table)
+
+    action = policy({})
+
+    np.testing.assert_array_equal(action["assignment"], [0, 1])
+    np.testing.assert_array_equal(action["controls"], table)
