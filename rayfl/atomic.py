@@ -97,6 +97,16 @@ def disk_full(error: BaseException, path: Path) -> DiskFullError | None:
     return DiskFullError(Path(path), free, mount)
 
 
+def _file_mode() -> int:
+    """The mode of a plain new file: 0666 less the process's umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_FILE_MODE = _file_mode()
+
+
 def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """Call ``write(tmp)`` on a temporary path beside ``path``, then rename it.
 
@@ -118,6 +128,7 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, _FILE_MODE)  # mkstemp's 0600 would hide the results
         os.replace(tmp, path)
     except BaseException as error:
         Path(tmp).unlink(missing_ok=True)

@@ -16,7 +16,9 @@ Implementation details:
 
 1. Parts are keyed by round; a resumed run drops the parts of rounds at or
    after its checkpoint's ``next_round`` (:meth:`RowStream.truncate`), which
-   it runs again.
+   it runs again. A run that failed merged its parts when it wrote its
+   summary: its resume splits ``metrics.parquet`` back into the parts of the
+   rounds before the checkpoint (:meth:`RowStream.reopen`).
 2. Columns may be all-null in one round and typed in another (``rejected``):
    the merged file's schema is the parts' schemas unified with type promotion.
 """
@@ -74,6 +76,30 @@ class RowStream:
         for part in self.parts():
             if int(part.stem.split("-")[1]) >= next_round:
                 part.unlink()
+
+    def reopen(self, path: Path, next_round: int) -> None:
+        """Split a merged ``path`` back into parts, the rounds before ``next_round``.
+
+        A run that stopped with an error (or a signal) merged its parts into
+        ``metrics.parquet`` when it wrote its summary; its resume needs the
+        rounds before its checkpoint as parts again, or the final merge would
+        hold the resumed rounds only. Nothing to do when parts exist (a killed
+        run) or no merged file does.
+        """
+        path = Path(path)
+        if self.parts() or not path.is_file():
+            return
+        table = pq.read_table(path)
+        if table.num_rows == 0 or "round" not in table.column_names:
+            return
+        rounds = np.asarray(table["round"].to_numpy(zero_copy_only=False))
+        for t in np.unique(rounds[rounds < next_round]):
+            self._write_part(int(t), table.filter(pa.array(rounds == t)))
+
+    def _write_part(self, t: int, part: pa.Table) -> None:
+        atomic_write(
+            self.dir / f"round-{t:09d}.parquet", lambda tmp: pq.write_table(part, tmp)
+        )
 
     def finish(self, path: Path, rows: Sequence[dict[str, Any]] = ()) -> None:
         """Merge the parts (then ``rows``) into ``path``, a row group each.

@@ -36,7 +36,7 @@ BASE = {
     "ray": {"num_cpus": 2, "clients_per_actor": 2},
     "output": {"progress": False, "plots": False, "checkpoint_every": 1},
 }
-FULL_AT = 2  # the disk fills while round 2 runs: its checkpoint cannot be written
+FULL_AT = 2  # the disk fills while round 2 runs: its rows cannot be written
 
 
 def _enospc(path: str = "") -> OSError:
@@ -242,10 +242,11 @@ def test_a_full_disk_mid_run_is_one_line_and_resumes_bit_identical(
         err = err[err.index("rayfl: run failed") :]  # after Ray's worker logs
         lines = err.strip().splitlines()
         assert "Traceback" not in err and len(lines) <= 8, err
-        npz = run_dir / "checkpoint" / f"arrays-{FULL_AT + 1}.npz"
+        # the round's first file: its streamed rows (rayfl.results_stream)
+        part = run_dir / "metrics.parts" / f"round-{FULL_AT:09d}.parquet"
         assert lines[0].startswith(
             f"rayfl: run failed in round {FULL_AT}: DiskFullError: no space left "
-            f"on device for {npz} ("
+            f"on device for {part} ("
         ), err
         assert " free on " in lines[0]
         assert f"rayfl resume {run_dir} (from round {FULL_AT})" in err
@@ -286,3 +287,11 @@ def test_parquet_on_a_full_tmpfs_is_a_disk_full_error(tmp_path):
         assert [p.name for p in disk.iterdir()] == ["filler"]
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_an_atomic_write_makes_a_file_others_can_read(tmp_path):
+    # mkstemp makes 0600 files; a run's results keep the usual mode (umask)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    rayfl.atomic.atomic_write(tmp_path / "x.csv", lambda p: p.write_text("a\n"))
+    assert (tmp_path / "x.csv").stat().st_mode & 0o777 == 0o666 & ~umask

@@ -313,7 +313,8 @@ class ActorPool:
         for a in ids:
             batch = batches[a]
             if batch is None:
-                clients = self.groups[a] if plan[a] is None else plan[a]
+                some = plan[a]
+                clients = self.groups[a] if some is None else some
                 batch = [
                     {"client": c, **dict.fromkeys(keys, nan), "eval_failed": True}
                     for c in clients

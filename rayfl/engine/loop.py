@@ -207,6 +207,8 @@ def restore(
     log.round_rows = checkpoint["round_rows"]
     nxt = int(checkpoint["next_round"])
     log.stream.truncate(nxt)  # the rounds after the checkpoint run again
+    if not log.client_rows:  # streamed rows: a failed run merged them at its end
+        log.stream.reopen(log.run_dir / "metrics.parquet", nxt)
     if log.summary is not None and "client_summary" in checkpoint:
         log.summary.load_state_dict(checkpoint["client_summary"])
     return nxt

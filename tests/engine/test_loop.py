@@ -6,6 +6,7 @@ checks one rule of the loop against the rule written out by hand.
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 from rayfl.checkpoint import load_checkpoint
 from rayfl.engine.loop import LoopSettings, restore, run_rounds
 from rayfl.results import RunLog
+from rayfl.results_stream import read_metrics
 from rayfl.schedule import Schedule
 from rayfl.system import Decider, RoundResult
 
@@ -99,6 +101,11 @@ def _run(tmp_path, system, decider, **settings):
     return log, done
 
 
+def _client_rows(log):
+    """The round × client rows the loop streamed to disk (rayfl.results_stream)."""
+    return read_metrics(log.run_dir).to_dict("records")
+
+
 def test_the_fakes_satisfy_the_protocols():
     assert isinstance(CyclingDecider(), Decider)
 
@@ -130,16 +137,18 @@ def test_spent_budgets_end_the_run_after_an_evaluated_round(tmp_path):
     log, done = _run(tmp_path, system, CyclingDecider(), rounds=10, eval_every=5)
     assert done == 2 and system.rounds_run == [0, 1]
     assert system.evaluated == [1]
-    assert len(log.client_rows) == 2 * N
+    assert log.client_rows == []  # streamed to disk, not held by the driver
+    assert len(_client_rows(log)) == 2 * N
 
 
 def test_rows_carry_the_round_and_the_topology_extras(tmp_path):
     log, _ = _run(tmp_path, FakeSystem(), CyclingDecider(), rounds=3, eval_every=1)
     assert [r["tau"] for r in log.round_rows] == [0, 1, 2]
     assert [r["num_scheduled"] for r in log.round_rows] == [1, 1, 1]
-    scheduled = [(r["round"], r["client"]) for r in log.client_rows if r["scheduled"]]
+    rows = _client_rows(log)
+    scheduled = [(r["round"], r["client"]) for r in rows if r["scheduled"]]
     assert scheduled == [(0, 0), (1, 1), (2, 2)]
-    assert all(r["epsilon"] == 0.5 for r in log.client_rows)
+    assert all(r["epsilon"] == 0.5 for r in rows)
 
 
 def test_observes_only_for_deciders_that_read_observations(tmp_path):
@@ -164,7 +173,9 @@ def test_resume_from_a_checkpoint_equals_the_uninterrupted_run(tmp_path):
     )
     checkpoint = load_checkpoint(tmp_path / "full")
     assert checkpoint["next_round"] == 4
-    # Act: a fresh system and decider continue from it
+    # Act: a fresh system and decider continue from it, in a copy of the run
+    # directory (a resume writes where the run did: its streamed rounds are there)
+    shutil.copytree(tmp_path / "full", tmp_path / "again")
     system, decider = FakeSystem(), CyclingDecider()
     log = RunLog(tmp_path / "again")
     start = restore(checkpoint, system, [decider], log)
@@ -177,7 +188,7 @@ def test_resume_from_a_checkpoint_equals_the_uninterrupted_run(tmp_path):
 
     for mine, reference in (
         (log.round_rows, full.round_rows),
-        (log.client_rows, full.client_rows),
+        (_client_rows(log), _client_rows(full)),
     ):
         pd.testing.assert_frame_equal(
             pd.DataFrame(mine).drop(columns="round_time_s", errors="ignore"),
