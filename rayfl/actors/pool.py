@@ -87,6 +87,18 @@ def pack_clients(num_clients: int, clients_per_actor: int) -> list[list[int]]:
     ]
 
 
+def _as_range(group: list[int]) -> list[int] | range:
+    """Return ``group`` as a ``range`` when contiguous (as ``pack_clients`` makes).
+
+    A host's client ids are a constructor argument: as a list, 50,000 ids pickle
+    to ~250 KB, which Ray keeps in the object store (a restart then depends on
+    it, see ``shared_data``); a range pickles to a few bytes whatever its size.
+    """
+    if group and group == list(range(group[0], group[-1] + 1)):
+        return range(group[0], group[-1] + 1)
+    return group
+
+
 def resolve_clients_per_actor(setting: int | str, num_clients: int, cpus: float) -> int:
     """Return M: ``setting``, or ⌈N / max(1, cpus)⌉ for ``"auto"`` (one actor a CPU)."""
     if setting == "auto":
@@ -195,7 +207,7 @@ class ActorPool:
                 num_cpus=actor_cpus,
                 max_restarts=settings.max_actor_restarts,
                 scheduling_strategy=placed(self.reservation, a),
-            ).remote(shared, group, *args)
+            ).remote(shared, _as_range(group), *args)
             for a, group in enumerate(self.groups)
         ]
         # Fail fast (and clearly) if an actor cannot start; learn where each landed.
