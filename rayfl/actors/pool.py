@@ -23,7 +23,8 @@ memory (``rayfl.resources.check_fits``), shares the data by a named holder
 actor (restarted actors re-read it), reserves all actors' CPUs at once, starts
 the actors with names ``rayfl-<run_id>-<role>-<a>`` and
 ``max_restarts = ray.max_actor_restarts``, and pings each (fails fast; learns its
-node). An actor class must take ``(shared_data, client_ids, *args)`` and have
+node). An actor class must take ``(shared_data, client_ids, *args)`` (the ids a
+``range`` when contiguous, as packed; else a list) and have
 ``ping()``; ``set_state(state)`` is needed for :meth:`restore_failed`.
 
 Actor failure is packet loss: :meth:`gather` turns a dead actor's results into
