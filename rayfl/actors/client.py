@@ -8,6 +8,7 @@ the actor when privacy placement is ``client`` (local DP trust boundary).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -43,12 +44,15 @@ class ClientHost:
         data: The federated dataset, or a :class:`SharedData` naming where to fetch
             it (zero-copy from the object store; what the Ray actors get, so that a
             restart re-reads it by name).
-        clients: Ids of the virtual clients hosted here.
+        clients: Ids of the virtual clients hosted here (a list or a range).
         setup: Run-level values.
     """
 
     def __init__(
-        self, data: FederatedData | SharedData, clients: list[int], setup: ActorSetup
+        self,
+        data: FederatedData | SharedData,
+        clients: Sequence[int],
+        setup: ActorSetup,
     ) -> None:
         torch.set_num_threads(1)
         mark_restarted(self)

@@ -23,7 +23,8 @@ memory (``rayfl.resources.check_fits``), shares the data by a named holder
 actor (restarted actors re-read it), reserves all actors' CPUs at once, starts
 the actors with names ``rayfl-<run_id>-<role>-<a>`` and
 ``max_restarts = ray.max_actor_restarts``, and pings each (fails fast; learns its
-node). An actor class must take ``(shared_data, client_ids, *args)`` and have
+node). An actor class must take ``(shared_data, client_ids, *args)`` (the ids a
+``range`` when contiguous, as packed; else a list) and have
 ``ping()``; ``set_state(state)`` is needed for :meth:`restore_failed`.
 
 Actor failure is packet loss: :meth:`gather` turns a dead actor's results into
@@ -85,6 +86,18 @@ def pack_clients(num_clients: int, clients_per_actor: int) -> list[list[int]]:
         list(range(s, min(s + clients_per_actor, num_clients)))
         for s in range(0, num_clients, clients_per_actor)
     ]
+
+
+def _as_range(group: list[int]) -> list[int] | range:
+    """Return ``group`` as a ``range`` when contiguous (as ``pack_clients`` makes).
+
+    A host's client ids are a constructor argument: as a list, 50,000 ids pickle
+    to ~250 KB, which Ray keeps in the object store (a restart then depends on
+    it, see ``shared_data``); a range pickles to a few bytes whatever its size.
+    """
+    if group and group == list(range(group[0], group[-1] + 1)):
+        return range(group[0], group[-1] + 1)
+    return group
 
 
 def resolve_clients_per_actor(setting: int | str, num_clients: int, cpus: float) -> int:
@@ -195,7 +208,7 @@ class ActorPool:
                 num_cpus=actor_cpus,
                 max_restarts=settings.max_actor_restarts,
                 scheduling_strategy=placed(self.reservation, a),
-            ).remote(shared, group, *args)
+            ).remote(shared, _as_range(group), *args)
             for a, group in enumerate(self.groups)
         ]
         # Fail fast (and clearly) if an actor cannot start; learn where each landed.

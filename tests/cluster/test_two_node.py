@@ -402,6 +402,107 @@ def test_two_node_run_spreads_clients_and_matches_single_node(
     print("two-node timings:", {k: round(v, 1) for k, v in cluster.timings.items()})
 
 
+# Issue 37's scale test: a 10^5-client resampled population (digits: no download),
+# K = 100 random participants and K sampled evaluation clients per round, so a
+# round costs O(K); two hosts of 50,000 clients, one per node on the cluster.
+SCALE_CLIENTS = 100_000
+SCALE_CONFIG = f"""\
+name: two-node-scale
+seed: 5
+rounds: 2
+data:
+  dataset: digits
+  num_clients: {SCALE_CLIENTS}
+  population: resampled
+  samples_per_client: 8
+model:
+  kind: mlr
+algorithm:
+  kind: fedavg
+  local_epochs: 1
+  batch_size: 8
+  lr: 0.1
+scheduler:
+  policy: random
+  clients_per_round: 100
+eval_clients: 100
+"""
+SCALE_OVERRIDES = [
+    f"ray.clients_per_actor={SCALE_CLIENTS // 2}",
+    "output.progress=false",
+    "output.plots=false",
+]
+
+
+@pytest.fixture
+def scale_single_run(ray_root: RayRoot) -> Iterator[Background]:
+    """The 10^5-client reference run in its own local 2-CPU Ray (started first)."""
+    config = ray_root.work / "two_node_scale.yaml"
+    config.write_text(SCALE_CONFIG)
+    env = dict(ray_root.env)  # no RAY_ADDRESS: rayfl starts a local Ray
+    env["RAY_TMPDIR"] = str(ray_root.path / "single")
+    (ray_root.path / "single").mkdir()
+    out = ray_root.work / "out-scale-single"
+    argv = [str(RAYFL), "run", str(config), "ray.num_cpus=2",
+            "ray.object_store_memory_mb=150", f"output.dir={out}",
+            *SCALE_OVERRIDES]  # fmt: skip
+    log = ray_root.work / "scale-single.log"
+    proc = _start(argv, env, log)
+    try:
+        yield Background(proc=proc, log=log, out=out, started=time.monotonic())
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.slow
+def test_two_node_scale_run_shards_population_and_matches_single_node(
+    ray_root: RayRoot, scale_single_run: Background, two_node_cluster: Cluster
+) -> None:
+    work, cluster = ray_root.work, two_node_cluster
+    config = work / "two_node_scale.yaml"
+    multi_out = work / "out-scale-multi"
+    _run(
+        [str(RAYFL), "run", str(config), "ray.address=auto",
+         f"output.dir={multi_out}", *SCALE_OVERRIDES],
+        cluster.env,
+        work / "scale-multi.log",
+        timeout=400,
+    )  # fmt: skip
+    multi = _run_dir(multi_out)
+    placement = json.loads((multi / "summary.json").read_text())["placement"]
+    actors = placement["client_actors"]
+    assert placement["num_nodes"] == 2
+    # One host per node, each with half of the population.
+    assert [a["clients"] for a in actors] == [
+        [0, SCALE_CLIENTS // 2 - 1],
+        [SCALE_CLIENTS // 2, SCALE_CLIENTS - 1],
+    ]
+    assert len({a["node"] for a in actors}) == 2, f"hosts did not spread: {placement}"
+
+    _finish(scale_single_run.proc, scale_single_run.log, timeout=400)
+    single = _run_dir(scale_single_run.out)
+    single_placement = json.loads((single / "summary.json").read_text())["placement"]
+    assert single_placement["num_nodes"] == 1
+
+    metrics = pd.read_parquet(multi / "metrics.parquet")
+    # Participants from both halves, i.e. clients trained on both nodes.
+    trained = metrics.loc[metrics["scheduled"], "client"]
+    assert (trained < SCALE_CLIENTS // 2).any()
+    assert (trained >= SCALE_CLIENTS // 2).any()
+    assert metrics["round"].nunique() == 2
+    pd.testing.assert_frame_equal(
+        metrics, pd.read_parquet(single / "metrics.parquet"), check_exact=True
+    )
+    wall = ["round_time_s"]
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(multi / "rounds.parquet").drop(columns=wall),
+        pd.read_parquet(single / "rounds.parquet").drop(columns=wall),
+        check_exact=True,
+    )
+
+
 def _recipe_commands(text: str) -> tuple[str, str]:
     """Return the (head, worker) `ray start` commands of a recipe, lines joined."""
     joined = text.replace("\\\n", " ")

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 import ray
 
-from rayfl.actors.pool import ActorPool, pack_clients, resolve_clients_per_actor
+from rayfl.actors.pool import (
+    ActorPool,
+    _as_range,
+    pack_clients,
+    resolve_clients_per_actor,
+)
 from rayfl.config import RayConfig
 from rayfl.data.config import DataConfig
 from rayfl.data.federated import build_federated
@@ -72,6 +77,12 @@ def test_restore_failed_gives_up_after_its_tries(monkeypatch):
     assert len(actor.calls) == 3 and pool.to_restore == {0}
 
 
+def test_only_contiguous_groups_become_ranges():
+    assert _as_range(list(range(3, 50_003))) == range(3, 50_003)
+    assert _as_range([0, 2, 3]) == [0, 2, 3]
+    assert _as_range([]) == []
+
+
 def test_explicit_clients_per_actor_is_taken_as_is():
     assert resolve_clients_per_actor(3, 10, cpus=2.0) == 3
 
@@ -108,7 +119,8 @@ def test_start_names_actors_and_gather_turns_a_dead_actor_into_none(ray_session)
         assert len(pool.placement()) == 3 and pool.placement()[2]["clients"] == [4, 4]
         refs = [a.work.remote(a_id == 1) for a_id, a in enumerate(pool.actors)]
         out = pool.gather(refs, [0, 1, 2])
-        assert out == [("x", [0, 1]), None, ("x", [4])]
+        # contiguous groups reach the hosts as ranges (tiny constructor arguments)
+        assert out == [("x", range(0, 2)), None, ("x", range(4, 5))]
         assert pool.to_restore == {1}
     finally:
         pool.close()
