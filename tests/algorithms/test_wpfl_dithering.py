@@ -58,15 +58,15 @@ def test_mechanism_noise_gives_the_laplace_scale():
     [
         ({"compression.quantize_bits": 16}, "quantize_bits=null"),
         ({"privacy.epsilon": None}, "finite privacy.epsilon"),
-        ({"privacy.mechanism": "none"}, "privacy.mechanism other than none"),
+        # refused by the config itself now (noise fields with mechanism none)
+        ({"privacy.mechanism": "none"}, r"privacy.mechanism is 'none' \(no noise\)"),
         ({"privacy.max_uploads": None}, "max_uploads"),
         ({"compression.sparsify_fraction": 0.5}, "sparsify_fraction=1"),
     ],
 )
 def test_config_refuses_bad_combinations(override, message):
-    cfg = load_config(CFG, override)
     with pytest.raises(ValueError, match=message):
-        UplinkModel(cfg, num_train=[50] * 10)
+        UplinkModel(load_config(CFG, override), num_train=[50] * 10)
 
 
 def test_uplink_model_adds_no_gaussian_and_flips_bits():
