@@ -7,6 +7,7 @@ stand-in with the eligibility, channel and constants the decider reads.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from types import SimpleNamespace
 
 import numpy as np
@@ -220,7 +221,13 @@ def test_star_context_equals_the_one_lyapunov_built(wireless):
     cfg = _config("all", None, wireless)
     system = _system(cfg)
     system.uplink.participation_target = lambda: np.linspace(0.1, 0.4, N)
-    assert star_context(system) == _context_of(system)
+    context = star_context(system)
+    oracle = _context_of(system)
+    # the star's context is the shared one plus the algorithm's control names
+    assert {f.name: getattr(context, f.name) for f in fields(oracle)} == {
+        f.name: getattr(oracle, f.name) for f in fields(oracle)
+    }
+    assert context.control_names == ("lr",)  # FedAvg's one control
     assert star_context(system).rng("schedule", round=3).integers(1 << 30) == rng_for(
         11, "schedule", round=3
     ).integers(1 << 30)
