@@ -1,4 +1,4 @@
-"""Scale: memory and round time against the population size (issue 37).
+"""Scale: memory and round time against the population size.
 
 Two modes:
 
