@@ -261,9 +261,9 @@ class WirelessFLVectorEnv(VectorEnv):  # type: ignore[type-arg]
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the lanes' envs and stop their actors."""
-        for env in self.envs:
+        for env in getattr(self, "envs", []):  # [] when __init__ refused the args
             env.close()
-        if self._lanes is not None:
+        if getattr(self, "_lanes", None) is not None:
             self._lanes.close()
             self._lanes = None
 

@@ -20,6 +20,9 @@ a run of its own only because the trainers of :data:`LANE_ALGORITHMS` train each
 client from its context alone: FedAvg's vectorized trainer gives a client
 bit-identical parameters whatever clients share its stack
 (:mod:`rayfl.learning.vectorized`, Implementation details 9).
+:meth:`LaneHost.evaluate_lanes` evaluates each lane's clients with one forward
+pass: equal to the per-client evaluation to float32 rounding (it never feeds
+back into training).
 
 Implementation details:
     1. A host restarted by Ray has lost its lanes: every lane call raises
@@ -43,6 +46,7 @@ from rayfl.actors.setup import ActorSetup
 from rayfl.actors.state import ClientStateStore
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.algorithms.registry import make_algorithm
+from rayfl.learning.segment_eval import evaluate_segments
 from rayfl.privacy.pipeline import build_client_stages
 
 __all__ = ["LANE_ALGORITHMS", "LaneActor", "LaneHost", "LaneJob"]
@@ -92,6 +96,8 @@ class LaneHost(ClientHost):
     def __init__(self, data: Any, clients: Any, setup: ActorSetup) -> None:
         super().__init__(data, clients, setup)
         self.lanes: dict[int, _LaneRun] = {}
+        #: The hosted clients' splits stacked for evaluation (built on first use).
+        self._eval_data: tuple[Any, Any, Any] | None = None
 
     def reset_lanes(self, setups: dict[int, ActorSetup]) -> None:
         """Start a new run in each given lane: its setup (seed), empty client state."""
@@ -167,20 +173,60 @@ class LaneHost(ClientHost):
     def evaluate_lanes(
         self, global_vectors: npt.NDArray[np.float32], lanes: list[int]
     ) -> list[list[dict[str, float]]]:
-        """Evaluate every hosted client's models in each of ``lanes``.
+        """Evaluate every hosted client's model in each of ``lanes``.
+
+        The rows are :meth:`ClientHost.evaluate`'s for the algorithms of
+        :data:`LANE_ALGORITHMS` (no personal models), to float32 rounding: one
+        forward pass per lane over every hosted client's test and train split
+        (:func:`rayfl.learning.segment_eval.evaluate_segments`, its
+        Implementation details 1).
 
         Args:
             global_vectors: ω of every lane, float32 (E, dim), row = lane.
             lanes: The lanes to evaluate.
 
         Returns:
-            Per lane, in order: :meth:`ClientHost.evaluate`'s rows.
+            Per lane, in order: one row per hosted client (``test_loss``,
+            ``test_acc``, ``eval_train_loss``).
         """
+        if self._eval_data is None:
+            self._eval_data = _stacked_splits(self.data, self.clients)
+        x, y, bounds = self._eval_data
         out = []
         for lane in lanes:
-            self._enter(lane)
-            out.append(ClientHost.evaluate(self, global_vectors[lane]))
+            run = self._enter(lane)
+            loss, acc = evaluate_segments(
+                self.model, global_vectors[lane], x, y, bounds
+            )
+            rows = []
+            for i, client in enumerate(self.clients):
+                row = {
+                    "client": client,
+                    "test_loss": float(loss[2 * i]),
+                    "test_acc": float(acc[2 * i]),
+                    "eval_train_loss": float(loss[2 * i + 1]),
+                }
+                row.update(
+                    run.algorithm.eval_train_objectives(
+                        row["eval_train_loss"], self.state[client]
+                    )
+                )
+                rows.append(row)
+            out.append(rows)
         return out
+
+
+def _stacked_splits(
+    data: Any, clients: list[int]
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return every client's test then train split, stacked, and the boundaries."""
+    xs, ys = [], []
+    for client in clients:
+        for x, y in (data.test(client), data.train(client)):
+            xs.append(np.asarray(x))
+            ys.append(np.asarray(y))
+    bounds = np.concatenate([[0], np.cumsum([len(y) for y in ys])]).astype(np.int64)
+    return np.concatenate(xs), np.concatenate(ys), bounds
 
 
 LaneActor: Any = ray.remote(LaneHost)
