@@ -30,7 +30,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -213,17 +212,12 @@ class StarLanes:
         Every lane whose model has not been evaluated yet is evaluated, in one
         call per host, including lanes not asked for (they would be next).
         """
+        resets = self._send_restarts()
         todo = [e for e, run in enumerate(self.lanes) if run and run.evals is None]
         if todo:
-            assert self.pool is not None
-            vectors = ray.put(self._vectors())
-            actors = self.pool.actors
-            batches = self._call(
-                lambda: [a.evaluate_lanes.remote(vectors, todo) for a in actors]
-            )
-            for i, lane in enumerate(todo):
-                rows = [row for batch in batches for row in batch[i]]
-                self._lane(lane).evals = sorted(rows, key=lambda r: r["client"])
+            self._store_evals(todo, self._get(resets + self._submit_evaluate(todo)))
+        elif resets:
+            self._get(resets)
         return {lane: list(self._lane(lane).evals or []) for lane in lanes}
 
     def run(
@@ -231,39 +225,74 @@ class StarLanes:
     ) -> dict[int, tuple[RoundResult, list[EvalRow]]]:
         """Run one round in each given lane, then evaluate its clients.
 
+        The lanes go in two halves, so that the driver links and aggregates
+        one half while the hosts train or evaluate the other::
+
+            hosts:  train A | train B | evaluate A | evaluate B
+            driver:         | conclude A | conclude B |
+
         Args:
             rounds: lane → (its round index t, its schedule).
 
         Returns:
             lane → (the round's result, every client's evaluation after it).
         """
+        resets = self._send_restarts()
+        lanes = list(rounds)
+        half = (len(lanes) + 1) // 2
+        chunks = [c for c in (lanes[:half], lanes[half:]) if c]
+        vectors = ray.put(self._vectors())
+        trains = [self._submit_train(vectors, chunk, rounds) for chunk in chunks]
+        self._get(resets)
+        results: dict[int, RoundResult] = {}
+        evaluating = []
+        waiting = [e for e, run in enumerate(self.lanes) if run and run.evals is None]
+        for i, (chunk, (jobs, refs)) in enumerate(zip(chunks, trains, strict=True)):
+            got: dict[int, list[Any]] = {lane: [] for lane in chunk}
+            for mine, reply in zip(jobs, self._get(refs), strict=True):
+                for job, out in zip(mine, reply, strict=True):
+                    got[job.lane].append(out)
+            for lane in chunk:
+                results[lane] = self._conclude(lane, *rounds[lane], got[lane])
+            # the first half also evaluates lanes restarted since the last call
+            todo = chunk + ([e for e in waiting if e not in rounds] if i == 0 else [])
+            evaluating.append((todo, self._submit_evaluate(todo)))
+        for todo, refs in evaluating:
+            self._store_evals(todo, self._get(refs))
+        return {
+            lane: (results[lane], list(self._lane(lane).evals or [])) for lane in rounds
+        }
+
+    def _submit_train(
+        self, vectors: Any, lanes: list[int], rounds: dict[int, tuple[int, Schedule]]
+    ) -> tuple[list[list[LaneJob]], list[Any]]:
+        """Submit ``lanes``' round to the hosts; return each call's jobs and refs."""
         assert self.pool is not None
         pool = self.pool
         jobs: list[list[LaneJob]] = [[] for _ in pool.actors]
-        for lane, (t, schedule) in rounds.items():
+        for lane in lanes:
             self._lane(lane)
+            t, schedule = rounds[lane]
             order = np.argsort(schedule.clients, kind="stable")
             clients = schedule.clients[order]
             for a in np.unique(pool.actor_of[clients]).tolist():
                 mine, controls = actor_share(pool.actor_of, schedule, order, clients, a)
                 jobs[a].append(LaneJob(lane, t, mine, controls))
         called = [a for a, mine in enumerate(jobs) if mine]
+        refs = [pool.actors[a].train_lanes.remote(vectors, jobs[a]) for a in called]
+        return [jobs[a] for a in called], refs
+
+    def _submit_evaluate(self, lanes: list[int]) -> list[Any]:
+        """Submit the evaluation of ``lanes``' current models to every host."""
+        assert self.pool is not None
         vectors = ray.put(self._vectors())
-        replies = self._call(
-            lambda: [
-                pool.actors[a].train_lanes.remote(vectors, jobs[a]) for a in called
-            ]
-        )
-        got: dict[int, list[Any]] = {lane: [] for lane in rounds}
-        for a, reply in zip(called, replies, strict=True):
-            for job, out in zip(jobs[a], reply, strict=True):
-                got[job.lane].append(out)
-        results = {
-            lane: self._conclude(lane, t, schedule, got[lane])
-            for lane, (t, schedule) in rounds.items()
-        }
-        evals = self.evaluations(list(rounds))
-        return {lane: (results[lane], evals[lane]) for lane in rounds}
+        return [a.evaluate_lanes.remote(vectors, lanes) for a in self.pool.actors]
+
+    def _store_evals(self, lanes: list[int], batches: list[Any]) -> None:
+        """Keep each lane's evaluation rows (every host's), sorted by client."""
+        for i, lane in enumerate(lanes):
+            rows = [row for batch in batches for row in batch[i]]
+            self._lane(lane).evals = sorted(rows, key=lambda r: r["client"])
 
     def _conclude(
         self, lane: int, t: int, schedule: Schedule, replies: list[Any]
@@ -280,19 +309,21 @@ class StarLanes:
         rows = round_rows(schedule, records, link_rows, server, set())
         return settle_round(run.uplink, run.tracker, t, schedule, rows, server, set())
 
-    def _call(self, submit: Callable[[], list[Any]]) -> list[Any]:
-        """Return the results of the calls ``submit()`` makes to the hosts.
+    def _send_restarts(self) -> list[Any]:
+        """Send the hosts the lanes restarted since the last call (refs to wait on).
 
-        The lanes restarted since the last call get their setups first (one
-        ``reset_lanes`` per host, ordered before the calls).
+        Ray runs an actor's calls from one caller in order: the setups reach
+        each host before the calls submitted after this.
         """
+        if not self._pending:
+            return []
         assert self.pool is not None
-        resets = []
-        if self._pending:
-            pending, self._pending = self._pending, {}
-            resets = [a.reset_lanes.remote(pending) for a in self.pool.actors]
-        refs = submit()
-        return list(ray.get(resets + refs))[len(resets) :]
+        pending, self._pending = self._pending, {}
+        return [a.reset_lanes.remote(pending) for a in self.pool.actors]
+
+    @staticmethod
+    def _get(refs: list[Any]) -> list[Any]:
+        return list(ray.get(refs)) if refs else []
 
     def _vectors(self) -> npt.NDArray[np.float32]:
         """Every lane's ω, float32 (E, dim) (zeros for a lane never started)."""
