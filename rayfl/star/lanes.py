@@ -215,7 +215,8 @@ class StarLanes:
         resets = self._send_restarts()
         todo = [e for e, run in enumerate(self.lanes) if run and run.evals is None]
         if todo:
-            self._store_evals(todo, self._get(resets + self._submit_evaluate(todo)))
+            got = self._get(resets + self._submit_evaluate(todo))
+            self._store_evals(todo, got[len(resets) :])
         elif resets:
             self._get(resets)
         return {lane: list(self._lane(lane).evals or []) for lane in lanes}

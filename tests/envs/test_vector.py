@@ -18,7 +18,7 @@ from envs.vector import WirelessFLVectorEnv
 
 #: A small star (4 clients, 2 subchannels, 2-round episodes) keeps the test quick.
 SMALL = ["data.num_clients=4", "wireless.num_subchannels=2", "rounds=2"]
-SEED, STEPS, LANES = 10, 5, 2
+SEED, STEPS, LANES = 10, 4, 2
 
 
 def _vector_trace(mode):
