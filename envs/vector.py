@@ -91,7 +91,7 @@ class _LaneEnv(WirelessFLEnv):
         return super()._build()
 
 
-class WirelessFLVectorEnv(VectorEnv):  # type: ignore[type-arg]
+class WirelessFLVectorEnv(VectorEnv):
     """E ``WirelessFL-v0`` episodes in lockstep; emulate lanes share their actors.
 
     ## Description
@@ -263,8 +263,9 @@ class WirelessFLVectorEnv(VectorEnv):  # type: ignore[type-arg]
         """Close the lanes' envs and stop their actors."""
         for env in getattr(self, "envs", []):  # [] when __init__ refused the args
             env.close()
-        if getattr(self, "_lanes", None) is not None:
-            self._lanes.close()
+        lanes = getattr(self, "_lanes", None)  # unset when __init__ refused the args
+        if lanes is not None:
+            lanes.close()
             self._lanes = None
 
     # ---------------------------------------------------------------- helpers
@@ -301,4 +302,5 @@ class WirelessFLVectorEnv(VectorEnv):  # type: ignore[type-arg]
         self._observations = concatenate(
             self.single_observation_space, observations, self._observations
         )
-        return deepcopy(self._observations)
+        batched: Any = deepcopy(self._observations)  # a Dict space's: a dict
+        return dict(batched)
