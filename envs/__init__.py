@@ -17,6 +17,13 @@ _ENTRY_POINTS = {
     "D2DNeighbor-Flat-v0": "envs.flat:D2DNeighborFlatEnv",
 }
 ENV_IDS = tuple(_ENTRY_POINTS)
+# gym.make_vec(id, num_envs=E): E emulate episodes in lockstep over shared actors
+# (issue 34; envs.vector)
+_VECTOR_ENTRY_POINTS = {"WirelessFL-v0": "envs.vector:WirelessFLVectorEnv"}
 
 for env_id, entry_point in _ENTRY_POINTS.items():
-    register(id=env_id, entry_point=entry_point)
+    register(
+        id=env_id,
+        entry_point=entry_point,
+        vector_entry_point=_VECTOR_ENTRY_POINTS.get(env_id),
+    )

@@ -102,6 +102,14 @@ class FLEnv(gym.Env):
         reset and a draw from the env's generator afterwards; it drives the
         model init, batch order, noise and the channel.
         """
+        return self._first_observation(self._begin_episode(seed))
+
+    def _begin_episode(self, seed: int | None) -> dict[str, Any]:
+        """Seed the env, build the dynamics once, restart them; return reset info.
+
+        The first half of :meth:`reset`; a vector env (``envs.vector``) begins
+        several episodes before it asks for their first observations.
+        """
         super().reset(seed=seed)
         if seed is not None:
             episode_seed = int(seed)
@@ -111,7 +119,12 @@ class FLEnv(gym.Env):
             episode_seed = int(self.np_random.integers(2**31 - 1))
         if self._backend is None:
             self._backend = self._build()
-        info = self._restart(episode_seed)
+        return self._restart(episode_seed)
+
+    def _first_observation(
+        self, info: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The second half of :meth:`reset`: the initial scores and observation."""
         self.round = 0
         self._scores = (
             self._initial_scores() if self.reward_kind in DIFFERENCE_REWARDS else None
@@ -126,8 +139,13 @@ class FLEnv(gym.Env):
         """Run one round with what ``action`` decides; ``info["round"]``: rounds done."""
         if self._backend is None:
             raise RuntimeError("call reset() before step()")
+        return self._end_step(*self._play(action))
+
+    def _end_step(
+        self, scores: Scores, info: dict[str, Any]
+    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """The rest of :meth:`step` after the round was played: reward, next obs."""
         decided_on = self._next_obs
-        scores, info = self._play(action)
         value = reward(self.reward_kind, scores, self._scores) - self._penalty(info)
         self._scores = scores
         self.round += 1

@@ -14,6 +14,7 @@ from envs.backends import EmulatedBackend, Outcome, SurrogateBackend
 from envs.base import FLEnv
 from rayfl.config import RunConfig
 from rayfl.rewards import REWARDS, Scores
+from rayfl.schedule import Schedule
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.wireless.config import WirelessConfig
 
@@ -159,6 +160,13 @@ class WirelessFLEnv(FLEnv):
         return Scores(*self._backend.initial())
 
     def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
+        schedule, ignored = self._decide(action)
+        return self._conclude(
+            schedule, ignored, self._backend.run(self.round, schedule)
+        )
+
+    def _decide(self, action: Any) -> tuple[Schedule, list[int]]:
+        """Turn ``action`` into this round's schedule and the ignored clients."""
         rules = self.participants or self.actions
         schedule, ignored = rules.to_schedule(action, self.backend.uplink.eligible())
         if self.participants is None:
@@ -166,7 +174,13 @@ class WirelessFLEnv(FLEnv):
         self.marks = list(
             zip(schedule.clients.tolist(), _subchannels(schedule), strict=True)
         )
-        outcome = self.last_outcome = self._backend.run(self.round, schedule)
+        return schedule, ignored
+
+    def _conclude(
+        self, schedule: Schedule, ignored: list[int], outcome: Outcome
+    ) -> tuple[Scores, dict[str, Any]]:
+        """Return the scores and info of the round ``schedule`` played."""
+        self.last_outcome = outcome
         info = self._get_info()
         info.update(ignored=ignored, scheduled=schedule.clients.tolist())
         scores = Scores(

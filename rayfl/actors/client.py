@@ -180,6 +180,16 @@ class ClientHost:
         vectorized trainer's results do not depend on a client's stack partners).
         """
         updates = self.algorithm.client_update_many(contexts)
+        return self._send_chunk(round, contexts, updates, records)
+
+    def _send_chunk(
+        self,
+        round: int,
+        contexts: list[ClientContext],
+        updates: list[ClientUpdate],
+        records: list[dict[str, Any]],
+    ) -> Uploads:
+        """Run trained clients' uplink stages; append their records; bundle them."""
         payloads = []
         weights = []
         for ctx, update in zip(contexts, updates, strict=True):

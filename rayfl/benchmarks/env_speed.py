@@ -1,17 +1,28 @@
 """Scheduling env and policy speed: env steps per second, policy decision times.
 
-Prints:
+``rayfl bench env`` (``--mode surrogate``, the default) prints:
   1. surrogate-mode env steps per second (default small system, random actions,
      and the N=1000, K=100 system), on one core;
   2. decision time of each registered policy for N=1000 clients, K=100
      subchannels (median of 20 calls on observations of the real env).
 
-Run:  rayfl bench env
+``rayfl bench env --mode emulate`` measures, in one process and one Ray session
+(2 CPUs), the emulate-mode steps per second of the default ``WirelessFL-v0``
+(digits, N=10, K=4, MLP [32], FedAvg) as one env and as the vector env
+(``envs.vector``, E lanes in lockstep over shared actors) for each ``--lanes``
+E, all with random actions and episodes ending (and resetting) inside the timed
+steps, and writes ``--csv`` (default docs/performance/env_emulate.csv): one row
+per env with ``steps_per_s`` (env steps: one lane's step counts one) and
+``ratio``, its steps per second over the single env's of the same run.
 """
 
 from __future__ import annotations
 
+import argparse
+import csv
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,8 +49,132 @@ def steps_per_second(env: Any, steps: int) -> float:
     return steps / (time.perf_counter() - t0)
 
 
+#: The vector env of ``WirelessFL-v0`` (its ``vector_entry_point``).
+VECTOR_ENV = "envs.vector:WirelessFLVectorEnv"
+FIELDS = [
+    "repeat",
+    "env",
+    "lanes",
+    "steps",
+    "seconds",
+    "steps_per_s",
+    "ratio",
+    "load_1m",
+]
+
+
+def timed_steps(env: Any, steps: int, *, vector: bool) -> tuple[int, float]:
+    """Return (env steps, seconds) of ``steps`` random-action steps after a warm-up.
+
+    A single env is reset when its episode ends (inside the timed loop, as the
+    vector env's autoreset is); a vector step counts one env step per lane.
+    """
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    for _ in range(2):
+        env.step(env.action_space.sample())
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        *_, terminated, truncated, _ = env.step(env.action_space.sample())
+        if not vector and (terminated or truncated):
+            env.reset()
+    seconds = time.perf_counter() - t0
+    return steps * (int(env.num_envs) if vector else 1), seconds
+
+
+def emulate(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Measure the single emulate env and the vector env; return the CSV rows.
+
+    Each repeat times the single env, then each vector env, in turn; a row's
+    ``ratio`` is against the single env of its own repeat.
+    """
+    from rayfl.config import RayConfig
+    from rayfl.session import RaySession
+
+    session = RaySession(RayConfig(num_cpus=2, object_store_memory_mb=300))
+    rows: list[dict[str, Any]] = []
+    try:
+        for repeat in range(args.repeats):
+            rows += _one_repeat(args, repeat)
+    finally:
+        session.close()
+    return rows
+
+
+def _one_repeat(args: argparse.Namespace, repeat: int) -> list[dict[str, Any]]:
+    single = load(ENVS["star"])()  # WirelessFL-v0 defaults: emulate
+    try:
+        steps, seconds = timed_steps(single, args.steps, vector=False)
+    finally:
+        single.close()
+    rows = [_row(repeat, "single", 1, steps, seconds)]
+    for lanes in args.lanes:
+        env = load(VECTOR_ENV)(num_envs=lanes)
+        try:
+            steps, seconds = timed_steps(env, args.vector_steps, vector=True)
+        finally:
+            env.close()
+        rows.append(_row(repeat, "vector", lanes, steps, seconds))
+    base = rows[0]["steps_per_s"]
+    for row in rows:
+        row["ratio"] = round(row["steps_per_s"] / base, 2)
+        print(
+            f"repeat {repeat} {row['env']:7s} E={row['lanes']:3d}: "
+            f"{row['steps_per_s']:8.1f} steps/s  x{row['ratio']:.2f}",
+            flush=True,
+        )
+    return rows
+
+
+def _row(
+    repeat: int, env: str, lanes: int, steps: int, seconds: float
+) -> dict[str, Any]:
+    return {
+        "repeat": repeat,
+        "env": env,
+        "lanes": lanes,
+        "steps": steps,
+        "seconds": round(seconds, 2),
+        "steps_per_s": round(steps / seconds, 2),
+        "load_1m": round(os.getloadavg()[0], 1),
+    }
+
+
+def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write ``rows`` to ``path`` (a temp file renamed into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    tmp.replace(path)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print its table (``argv``: its command-line flags)."""
+    parser = argparse.ArgumentParser(prog="rayfl bench env", description=__doc__)
+    parser.add_argument("--mode", choices=("surrogate", "emulate"), default="surrogate")
+    parser.add_argument(
+        "--lanes", type=int, nargs="+", default=[8, 16, 32, 64], help="E of the vector env"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=50, help="timed steps of the single env"
+    )
+    parser.add_argument(
+        "--vector-steps", type=int, default=25, help="timed steps of each vector env"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="measurements of every env, in turn"
+    )
+    parser.add_argument("--csv", default="docs/performance/env_emulate.csv")
+    args = parser.parse_args(argv)
+    if min(args.lanes) < 1 or min(args.steps, args.vector_steps, args.repeats) < 1:
+        parser.error("--lanes, --steps, --vector-steps and --repeats must be >= 1")
+    if args.mode == "emulate":
+        write_csv(emulate(args), Path(args.csv))
+        print(f"wrote {args.csv}")
+        return
     env_class = load(ENVS["star"])  # WirelessFL-v0's class
     small = env_class(mode="surrogate")
     print(f"surrogate env, N=10 K=4:      {steps_per_second(small, 3000):8.0f} steps/s")

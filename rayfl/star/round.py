@@ -27,13 +27,20 @@ import numpy.typing as npt
 import ray
 
 from rayfl.actors.client import ClientActor
-from rayfl.actors.cloud import REJECT_ACTOR_LOST, CloudServer
+from rayfl.actors.cloud import CloudServer
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
 from rayfl.algorithms.registry import algorithm_class, make_algorithm
 from rayfl.eval_sample import eval_sample
 from rayfl.observation import ObservationTracker
 from rayfl.schedule import Schedule
+from rayfl.star.round_steps import (
+    actor_share,
+    round_link,
+    round_rows,
+    settle_round,
+    star_setup,
+)
 from rayfl.system import Decision, EvalRow, Observation, RoundResult
 from rayfl.uplink import UplinkModel
 
@@ -121,26 +128,20 @@ class StarRound:
     def _start(self, engine: Any) -> ActorSetup:
         """Set the run-level state of ``engine.config`` (seed): uplink and setup."""
         cfg = engine.config
-        self.uplink = UplinkModel(cfg, num_train=engine.num_train, model_dim=engine.dim)
+        self.uplink, setup = star_setup(
+            cfg,
+            num_train=engine.num_train,
+            dim=engine.dim,
+            input_shape=tuple(engine.data.input_shape),
+            num_classes=engine.data.num_classes,
+        )
         #: The algorithm sends per-client downloads (FedAMP, APPLE): the server
         #: needs every upload, so actors never pre-reduce them.
         self.personalized = algorithm_class(cfg.algorithm).personalized_downloads
         # Driver-side instance: only its flags are read (downlink, unscheduled).
         self.algorithm = make_algorithm(cfg.algorithm)
         self.tracker = None
-        return ActorSetup.from_config(
-            cfg,
-            input_shape=tuple(engine.data.input_shape),
-            num_classes=engine.data.num_classes,
-            noise_std=self.uplink.noise_std,
-            server_noise_std=self.uplink.server_noise_std,
-            reduce_in_actor=cfg.ray.reduce_in_actor
-            and self.uplink.per_client_effects is False
-            and not self.personalized,
-            client_noise_std=None
-            if self.uplink.client_noise_std is None
-            else tuple(float(s) for s in self.uplink.client_noise_std),
-        )
+        return setup
 
     def restart(self, engine: Any, seed: int) -> None:
         """Reset uplink, trackers, actors and cloud for ``engine.config`` (new seed)."""
@@ -197,19 +198,18 @@ class StarRound:
         lost = {int(c) for c in clients} - set(records)
         for c in lost:  # the actor died mid-round: like packet loss
             records[c] = {"client": c, "bits": 0.0, "actor_failed": True}
-        bits = np.array([records[int(c)]["bits"] for c in clients], dtype=np.float64)
-        link_rows, link = self.uplink.link(t, schedule, bits)
+        link_rows, link = round_link(self.uplink, t, schedule, clients, records)
         new_ref, server_ref = self.cloud.aggregate.options(num_returns=2).remote(
             t, engine.global_ref, link, *[calls[i][1] for i in ok]
         )
         server = ray.get(server_ref)
         engine.global_ref = new_ref
-        rows = self._rows(t, schedule, records, link_rows, server, lost, down_bits)
-        self.uplink.record_releases([c for c in schedule.clients if int(c) not in lost])
-        result = RoundResult(t, rows, sorted(set(server["delivered"])))
-        if self.tracker is not None:
-            self.tracker.record(rows, result.delivered)
-        return result
+        rows = round_rows(schedule, records, link_rows, server, lost)
+        if down_bits:
+            for row in rows:
+                c = int(row["client"])
+                row.update(self._downlink(t, c, down_bits.get(c, 0.0)))
+        return settle_round(self.uplink, self.tracker, t, schedule, rows, server, lost)
 
     def _actor_extras(
         self, engine: Any, t: int, schedule: Schedule, clients: npt.NDArray[np.int64]
@@ -245,50 +245,14 @@ class StarRound:
             targets = np.arange(len(pool.actors))
         calls, called = [], []
         for a in targets:
-            mask = pool.actor_of[clients] == a
-            controls = {
-                k: np.asarray(v)[order][mask].tolist()
-                for k, v in schedule.controls.items()
-            }
+            mine, controls = actor_share(pool.actor_of, schedule, order, clients, a)
             calls.append(
                 pool.actors[a]
                 .train.options(num_returns=3)
-                .remote(
-                    t,
-                    engine.global_ref,
-                    clients[mask].tolist(),
-                    controls,
-                    **extra.get(int(a), {}),
-                )
+                .remote(t, engine.global_ref, mine, controls, **extra.get(int(a), {}))
             )
             called.append(int(a))
         return calls, called
-
-    def _rows(
-        self,
-        t: int,
-        schedule: Schedule,
-        records: dict[int, dict[str, Any]],
-        link_rows: dict[int, dict[str, Any]],
-        server: dict[str, Any],
-        lost: set[int],
-        down_bits: dict[int, float],
-    ) -> list[dict[str, Any]]:
-        """One row per scheduled client, in schedule order."""
-        delivered = set(server["delivered"])
-        reasons = server["reasons"]
-        rows = []
-        for c in schedule.clients:
-            row = {**records[int(c)], **link_rows.get(int(c), {})}
-            row["delivered"] = int(c) in delivered
-            # why the server refused the update (None: accepted or lost on the air)
-            row["rejected"] = reasons.get(
-                int(c), REJECT_ACTOR_LOST if int(c) in lost else None
-            )
-            if down_bits:
-                row.update(self._downlink(t, int(c), down_bits.get(int(c), 0.0)))
-            rows.append(row)
-        return rows
 
     def _downlink(self, t: int, client: int, bits: float) -> dict[str, float]:
         """Return the downlink record of a personalized download of ``bits`` bits.
