@@ -230,7 +230,8 @@ def test_named_learned_policies_run_side_by_side():
 
 
 @pytest.mark.parametrize(
-    "text", ["emulate=/x", "learned_untrained=/x", "learned_a=", "learned_a=/x,learned_a=/y"]
+    "text",
+    ["emulate=/x", "learned_untrained=/x", "learned_a=", "learned_a=/x,learned_a=/y"],
 )
 def test_bad_learned_labels_are_refused_in_one_line(text):
     with pytest.raises(BenchError, match="--learned"):

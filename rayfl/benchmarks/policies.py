@@ -46,7 +46,13 @@ from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_f
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
 
-__all__ = ["BenchError", "bench_policies", "learned_checkpoints", "main", "policy_specs"]
+__all__ = [
+    "BenchError",
+    "bench_policies",
+    "learned_checkpoints",
+    "main",
+    "policy_specs",
+]
 
 #: Multiples of the configured control value tried by ``constant_tuned``.
 CONSTANT_GRID = (1.0, 0.2, 0.5, 2.0)
@@ -101,7 +107,11 @@ def policy_specs(
     ``constant_tuned`` (its value set by :func:`tune_constants`). ``only``
     keeps those labels.
     """
-    named = learned_checkpoints(learned) if isinstance(learned, str) else dict(learned or {})
+    named = (
+        learned_checkpoints(learned)
+        if isinstance(learned, str)
+        else dict(learned or {})
+    )
     topology = _topology(cfg)
     parts = {
         "star": {"assignment", "controls"},  # the env exposes the controls
