@@ -46,13 +46,7 @@ from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_f
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
 
-__all__ = [
-    "BenchError",
-    "bench_policies",
-    "learned_checkpoints",
-    "main",
-    "policy_specs",
-]
+__all__ = ["BenchError", "bench_policies", "main", "policy_specs"]
 
 #: Multiples of the configured control value tried by ``constant_tuned``.
 CONSTANT_GRID = (1.0, 0.2, 0.5, 2.0)
@@ -66,11 +60,9 @@ class BenchError(ValueError):
 
 
 def learned_checkpoints(text: str | None) -> dict[str, str]:
-    """Parse ``--learned``: ``PATH`` or ``label=PATH,label=PATH`` to {label: path}.
+    """Parse ``--learned`` ``PATH`` (of ``learned``) or ``label=PATH,...`` to {label: path}.
 
-    A bare ``PATH`` is the checkpoint of ``learned``. Labels are ``learned`` or
-    ``learned_<name>`` (so the report never takes them for heuristics), not
-    ``learned_untrained``.
+    Labels: ``learned`` or ``learned_<name>`` (never taken for heuristics).
 
     Raises:
         BenchError: For a bad or repeated label or an empty path.
