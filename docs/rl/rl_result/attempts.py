@@ -6,7 +6,9 @@ An attempt is a policy trained with ``rayfl train-policy`` and scored by
 seeds. Its row joins the run's training record (``policy/policy.json``:
 ``env_steps``, ``iterations``; ``progress.csv``: wall time) with the
 benchmark's paired comparison of the policy's return to the best heuristic
-(``summary.csv``: mean difference, 95% t-CI, paired t-test p, wins/losses).
+(``summary.csv``: mean difference, 95% t-CI, paired t-test p, wins/losses),
+and the same comparison with round robin (``*_rr``, from ``episodes.csv``,
+with :func:`rayfl.benchmarks.policies_stats.paired`).
 A row with the same ``attempt`` name is replaced.
 
 Usage:
@@ -21,6 +23,10 @@ import argparse
 import csv
 import json
 from pathlib import Path
+
+import pandas as pd
+
+from rayfl.benchmarks.policies_stats import paired
 
 HERE = Path(__file__).resolve().parent
 COLUMNS = [
@@ -44,6 +50,11 @@ COLUMNS = [
     "p",
     "wins",
     "losses",
+    "diff_rr",
+    "ci_low_rr",
+    "ci_high_rr",
+    "p_rr",
+    "wins_rr",
 ]
 
 
@@ -63,6 +74,7 @@ def row(args: argparse.Namespace) -> dict[str, object]:
     if mine is None:
         raise SystemExit(f"--policy: {args.policy!r} not in {args.bench}/summary.csv")
     ref = next(r for r in summary if r["policy"] == mine["best_heuristic"])
+    rr = _vs_round_robin(Path(args.bench) / "episodes.csv", args.policy)
     return {
         "attempt": args.attempt,
         "scenario": meta["config"],
@@ -84,7 +96,20 @@ def row(args: argparse.Namespace) -> dict[str, object]:
         "p": mine["p_vs_best"],
         "wins": mine["wins_vs_best"],
         "losses": mine["losses_vs_best"],
+        "diff_rr": rr["diff_mean"],
+        "ci_low_rr": rr["diff_ci_low"],
+        "ci_high_rr": rr["diff_ci_high"],
+        "p_rr": rr["p_value"],
+        "wins_rr": rr["wins"],
     }
+
+
+def _vs_round_robin(path: Path, policy: str) -> dict[str, float | int]:
+    """Paired difference of ``policy``'s return to round robin's (emulate mode)."""
+    episodes = pd.read_csv(path)
+    episodes = episodes[episodes["mode"] == "emulate"]
+    table = episodes.pivot_table(index="seed", columns="policy", values="return")
+    return paired(table[policy].to_numpy(), table["round_robin"].to_numpy())
 
 
 def main() -> None:
