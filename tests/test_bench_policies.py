@@ -12,14 +12,24 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from rayfl.benchmarks.policies import BenchError, bench_policies, policy_specs
+from rayfl.benchmarks.policies import (
+    BenchError,
+    bench_policies,
+    learned_checkpoints,
+    policy_specs,
+)
 from rayfl.benchmarks.policies_scenarios import (
     SCENARIOS,
     TOPOLOGIES,
     Scenario,
     scenarios_for,
 )
-from rayfl.benchmarks.policies_stats import KPIS, LEARNED, surrogate_check
+from rayfl.benchmarks.policies_stats import (
+    KPIS,
+    LEARNED,
+    best_heuristic,
+    surrogate_check,
+)
 from rayfl.config import load_config
 
 TINY = Scenario(
@@ -201,6 +211,42 @@ def test_specs_include_the_required_baselines(topology):
     assert "all" not in labels
     if topology == "star":
         assert "minmax" in labels
+
+
+def test_named_learned_policies_run_side_by_side():
+    cfg = load_config(SCENARIOS["star-small"].config)
+
+    specs = policy_specs(cfg, learned="learned_a=/x/a,learned_b=/x/b")
+
+    by_label = {label: (name, params) for label, name, params in specs}
+    assert by_label["learned_a"] == ("learned", {"checkpoint": "/x/a"})
+    assert by_label["learned_b"] == ("learned", {"checkpoint": "/x/b"})
+    assert by_label["learned"] == ("learned", {})  # the shipped one stays
+    assert learned_checkpoints("/x/p") == {"learned": "/x/p"}
+    assert learned_checkpoints("learned=/x/p,learned_e=/y") == {
+        "learned": "/x/p",
+        "learned_e": "/y",
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["emulate=/x", "learned_untrained=/x", "learned_a=", "learned_a=/x,learned_a=/y"],
+)
+def test_bad_learned_labels_are_refused_in_one_line(text):
+    with pytest.raises(BenchError, match="--learned"):
+        learned_checkpoints(text)
+
+
+def test_named_learned_policies_are_never_the_best_heuristic():
+    episodes = pd.DataFrame(
+        {
+            "policy": ["learned_emulate", "round_robin", "random", "learned"],
+            "return": [-1.0, -5.0, -9.0, -2.0],
+        }
+    )
+
+    assert best_heuristic(episodes) == "round_robin"
 
 
 def test_overlapping_seeds_are_refused(tmp_path):

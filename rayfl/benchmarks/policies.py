@@ -8,6 +8,7 @@ beside (DESIGN.md):
 | row | what it is |
 |-----|------------|
 | ``learned`` | the shipped learned policy (or ``--learned PATH``) |
+| ``learned_<name>`` | more trained policies side by side: ``--learned learned_a=PATH,learned_b=PATH`` (``learned=PATH`` replaces the shipped one) |
 | ``learned_untrained`` | a freshly initialised score network with the learned decoder (``learned`` with ``untrained=True``) |
 | ``constant_tuned`` | round robin with the algorithm's per-client controls held constant at the grid value with the best mean return on the training seeds (``--train-seeds``, disjoint from the held-out ones); star only |
 | every other registered policy | the papers' own policies (``minmax`` with its controls taken from the algorithm, ``lyapunov``, ``channel_threshold``, …) and the heuristics |
@@ -33,7 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,16 +59,51 @@ class BenchError(ValueError):
     """Bad arguments or a policy that cannot run: printed in one line by ``rayfl``."""
 
 
+def learned_checkpoints(text: str | None) -> dict[str, str]:
+    """Parse ``--learned`` ``PATH`` (of ``learned``) or ``label=PATH,...`` to {label: path}.
+
+    Labels: ``learned`` or ``learned_<name>`` (never taken for heuristics).
+
+    Raises:
+        BenchError: For a bad or repeated label or an empty path.
+    """
+    if not text:
+        return {}
+    if "=" not in text:
+        return {"learned": text}
+    out: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        label, _, path = (v.strip() for v in item.partition("="))
+        ok = label == "learned" or (label.startswith("learned_") and label != UNTRAINED)
+        if not ok or not path or label in out:
+            raise BenchError(
+                f"--learned: give PATH or learned_<name>=PATH,... (labels 'learned' or "
+                f"'learned_<name>' but not {UNTRAINED!r}, each once); got {item!r}"
+            )
+        out[label] = path
+    return out
+
+
 def policy_specs(
-    cfg: RunConfig, *, learned: str | None = None, only: Sequence[str] = ()
+    cfg: RunConfig,
+    *,
+    learned: str | Mapping[str, str] | None = None,
+    only: Sequence[str] = (),
 ) -> list[Spec]:
     """Every policy the benchmark runs on ``cfg``'s topology: (label, name, params).
 
     Registered policies that apply (``rayfl.registry.check_policy``; the
-    client-set rule ``all`` is not a subchannel scheduler), then
-    ``learned_untrained`` and, on the star, ``constant_tuned`` (its value set
-    by :func:`tune_constants`). ``only`` keeps those labels.
+    client-set rule ``all`` is not a subchannel scheduler), the extra learned
+    policies of ``learned`` ({label: checkpoint}, or one checkpoint for
+    ``learned``), then ``learned_untrained`` and, on the star,
+    ``constant_tuned`` (its value set by :func:`tune_constants`). ``only``
+    keeps those labels.
     """
+    named = (
+        learned_checkpoints(learned)
+        if isinstance(learned, str)
+        else dict(learned or {})
+    )
     topology = _topology(cfg)
     parts = {
         "star": {"assignment", "controls"},  # the env exposes the controls
@@ -82,9 +118,15 @@ def policy_specs(
         except ValueError:
             continue
         params: dict[str, Any] = {}
-        if name == "learned" and learned:
-            params["checkpoint"] = learned
+        if name == "learned" and "learned" in named:
+            params["checkpoint"] = named["learned"]
         specs.append((name, name, params))
+        if name == "learned":
+            specs += [
+                (label, "learned", {"checkpoint": path})
+                for label, path in named.items()
+                if label != "learned"
+            ]
     untrained: dict[str, Any] = {"untrained": True}
     if topology == "d2d":
         untrained["selection"] = "positive"  # how D2D policies are trained
@@ -259,7 +301,7 @@ def bench_policies(
     seeds: Sequence[int],
     train_seeds: Sequence[int],
     out: Path,
-    learned: str | None = None,
+    learned: str | Mapping[str, str] | None = None,
     only: Sequence[str] = (),
     num_cpus: int = 2,
     verbose: bool = True,
@@ -412,7 +454,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--learned",
         default=None,
-        help="checkpoint of the learned policy (default: the shipped one)",
+        help="checkpoint of the learned policy (default: the shipped one), or "
+        "learned_<name>=PATH,... to add trained policies side by side",
     )
     p.add_argument("--num-cpus", type=int, default=2, help="Ray CPUs (emulate)")
     p.add_argument("--out", default="bench-policies", help="output directory")
@@ -441,7 +484,7 @@ def main(argv: list[str] | None = None) -> None:
         seeds=_seeds(args.seeds),
         train_seeds=_seeds(args.train_seeds),
         out=out,
-        learned=args.learned,
+        learned=learned_checkpoints(args.learned),
         only=only,
         num_cpus=args.num_cpus,
     )

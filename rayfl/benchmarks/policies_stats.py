@@ -102,8 +102,13 @@ def paired(values: npt.ArrayLike, reference: npt.ArrayLike) -> dict[str, float |
 
 
 def best_heuristic(episodes: pd.DataFrame) -> str:
-    """The heuristic (any policy but the learned ones) with the best mean return."""
-    means = episodes[~episodes["policy"].isin(LEARNED)].groupby("policy")["return"]
+    """The heuristic (any policy but the learned ones) with the best mean return.
+
+    Learned: :data:`LEARNED` and every ``learned_<name>`` label (``--learned``).
+    """
+    policy = episodes["policy"].astype(str)
+    learned = policy.isin(LEARNED) | policy.str.startswith("learned_")
+    means = episodes[~learned].groupby("policy")["return"]
     return str(means.mean().idxmax())
 
 

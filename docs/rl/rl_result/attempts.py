@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Add one training attempt to docs/rl/rl_result/attempts.csv (issue 34).
+
+An attempt is a policy trained with ``rayfl train-policy`` and scored by
+``rayfl bench policies --mode emulate`` beside every heuristic on held-out
+seeds. Its row joins the run's training record (``policy/policy.json``:
+``env_steps``, ``iterations``; ``progress.csv``: wall time) with the
+benchmark's paired comparison of the policy's return to the best heuristic
+(``summary.csv``: mean difference, 95% t-CI, paired t-test p, wins/losses),
+and the same comparison with round robin (``*_rr``, from ``episodes.csv``,
+with :func:`rayfl.benchmarks.policies_stats.paired`).
+A row with the same ``attempt`` name is replaced.
+
+Usage:
+    python docs/rl/rl_result/attempts.py --attempt emulate_scratch \
+        --run docs/rl/rl_result/emulate_scratch --bench docs/rl/rl_result/bench \
+        --policy learned_emulate --init-from none
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from rayfl.benchmarks.policies_stats import paired
+
+HERE = Path(__file__).resolve().parent
+COLUMNS = [
+    "attempt",
+    "scenario",
+    "policy",
+    "mode",
+    "reward",
+    "encoding",
+    "init_from",
+    "env_steps",
+    "iterations",
+    "train_wall_s",
+    "heldout_seeds",
+    "reference",
+    "reference_return",
+    "policy_return",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p",
+    "wins",
+    "losses",
+    "diff_rr",
+    "ci_low_rr",
+    "ci_high_rr",
+    "p_rr",
+    "wins_rr",
+]
+
+
+def row(args: argparse.Namespace) -> dict[str, object]:
+    """The attempt's row from its run directory and the benchmark summary."""
+    run = Path(args.run)
+    meta = json.loads((run / "policy" / "policy.json").read_text())
+    with (run / "progress.csv").open(newline="") as f:
+        progress = list(csv.DictReader(f))
+    with (Path(args.bench) / "summary.csv").open(newline="") as f:
+        summary = [
+            r
+            for r in csv.DictReader(f)
+            if r["mode"] == "emulate" and r["scenario"] == meta["config"]
+        ]
+    mine = next((r for r in summary if r["policy"] == args.policy), None)
+    if mine is None:
+        raise SystemExit(f"--policy: {args.policy!r} not in {args.bench}/summary.csv")
+    ref = next(r for r in summary if r["policy"] == mine["best_heuristic"])
+    rr = _vs_round_robin(Path(args.bench) / "episodes.csv", args.policy)
+    return {
+        "attempt": args.attempt,
+        "scenario": meta["config"],
+        "policy": args.policy,
+        "mode": meta["mode"],
+        "reward": meta["reward"],
+        "encoding": args.encoding,
+        "init_from": args.init_from,
+        "env_steps": meta["env_steps"],
+        "iterations": meta["iterations"],
+        "train_wall_s": round(float(progress[-1]["elapsed_s"]), 1),
+        "heldout_seeds": mine["seeds"],
+        "reference": mine["best_heuristic"],
+        "reference_return": ref["return_mean"],
+        "policy_return": mine["return_mean"],
+        "diff": mine["diff_vs_best_mean"],
+        "ci_low": mine["diff_vs_best_ci_low"],
+        "ci_high": mine["diff_vs_best_ci_high"],
+        "p": mine["p_vs_best"],
+        "wins": mine["wins_vs_best"],
+        "losses": mine["losses_vs_best"],
+        "diff_rr": rr["diff_mean"],
+        "ci_low_rr": rr["diff_ci_low"],
+        "ci_high_rr": rr["diff_ci_high"],
+        "p_rr": rr["p_value"],
+        "wins_rr": rr["wins"],
+    }
+
+
+def _vs_round_robin(path: Path, policy: str) -> dict[str, float | int]:
+    """Paired difference of ``policy``'s return to round robin's (emulate mode)."""
+    episodes = pd.read_csv(path)
+    episodes = episodes[episodes["mode"] == "emulate"]
+    table = episodes.pivot_table(index="seed", columns="policy", values="return")
+    return paired(table[policy].to_numpy(), table["round_robin"].to_numpy())
+
+
+def main() -> None:
+    """Parse the flags, then write attempts.csv with the attempt's row."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--attempt", required=True, help="name of the attempt")
+    p.add_argument("--run", required=True, help="dir with policy/ and progress.csv")
+    p.add_argument("--bench", required=True, help="rayfl bench policies --out dir")
+    p.add_argument("--policy", required=True, help="its label in the benchmark")
+    p.add_argument("--init-from", default="none", help="what training started from")
+    p.add_argument(
+        "--encoding",
+        default="flat per-client features, top-K + Hungarian",
+        help="observation/action encoding",
+    )
+    p.add_argument("--out", default=str(HERE / "attempts.csv"))
+    args = p.parse_args()
+    out = Path(args.out)
+    rows: list[dict[str, object]] = []
+    if out.is_file():
+        with out.open(newline="") as f:
+            rows = [r for r in csv.DictReader(f) if r["attempt"] != args.attempt]
+    rows.append(row(args))
+    with out.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {out} ({len(rows)} attempts)")
+
+
+if __name__ == "__main__":
+    main()
