@@ -1,8 +1,9 @@
 """The smoke subset's own checks (``make test-quick``): run, resume, env, topologies.
 
 One Ray session for the module. With the tests marked ``quick`` elsewhere
-(start-up imports, CLI errors and help, compare's partial rows, tracking, the
-quickstart under ``best_channel``) this is what ``make test-quick`` runs.
+(start-up imports, CLI errors and help, compare's one-line errors and partial
+rows, the quickstart under ``best_channel``) this is what ``make test-quick``
+runs; tracking and the warm session run in the full suite only.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ they mean something on a busy machine too:
    interpreters; median of ``--repeats``). Target ≤ 0.25.
 2. The quickstart's set-up (``setup_s`` of ``summary.json``: Ray start, data,
    actors; ``rayfl.run("examples/quickstart.yaml", rounds=2)`` in a fresh
-   process) / one bare ``ray.init`` (fresh process, same CPUs). Target ≤ 1.5.
-   The same run also reports where its set-up went, each phase / the same
+   process; median of ``--repeats``) / one bare ``ray.init`` (fresh process,
+   same CPUs; median of ``--repeats``). Target ≤ 1.5.
+   The same runs also report where the set-up went, each phase's median / the same
    ``ray.init`` (rows ``phase:*``, no target): ``ray_start``
    (``rayfl.session.RaySession``: ``ray.init`` and the watchdog), ``data`` (the
    federated dataset on the driver), ``actors`` (the star's build: client hosts
@@ -131,9 +132,13 @@ def measure(repeats: int = 3) -> list[dict[str, object]]:
         float(_last_line([py, "-c", _RAY_INIT])) for _ in range(repeats)
     )
     with tempfile.TemporaryDirectory() as out:
-        cold_run = json.loads(_last_line([py, "-c", _COLD, str(QUICKSTART), out]))
-        rows.append(("setup_vs_ray_init", cold_run.pop("setup_s"), init_s))
-        rows += [(f"phase:{k}", v, init_s) for k, v in cold_run.items()]
+        cold_runs = [
+            json.loads(_last_line([py, "-c", _COLD, str(QUICKSTART), out]))
+            for _ in range(repeats)
+        ]
+        median = {k: statistics.median(r[k] for r in cold_runs) for k in cold_runs[0]}
+        rows.append(("setup_vs_ray_init", median.pop("setup_s"), init_s))
+        rows += [(f"phase:{k}", v, init_s) for k, v in median.items()]
         cold, warm = json.loads(_last_line([py, "-c", _WARM, str(QUICKSTART), out]))
         rows.append(("warm_vs_cold", float(warm), float(cold)))
     load = os.getloadavg()[0]
