@@ -41,13 +41,7 @@ def test_every_star_policy_is_covered():
     assert "random_neighbors" not in STAR  # a D2D rule
 
 
-@pytest.mark.parametrize(
-    "policy",
-    [
-        pytest.param(p, marks=pytest.mark.quick) if p == "best_channel" else p
-        for p in STAR
-    ],
-)
+@pytest.mark.parametrize("policy", STAR)
 def test_quickstart_runs_under_every_star_policy(policy, ray_session, tmp_path):
     result = _run(policy, tmp_path)
     scheduled = result.metrics[result.metrics["scheduled"]]
