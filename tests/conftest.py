@@ -13,8 +13,12 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "1")
 def ray_session():
     import ray
 
+    from rayfl.session import _init_with_retries
+
     if not ray.is_initialized():
-        ray.init(
+        # Retried like rayfl's own start-up: a busy machine can time out Ray's wait.
+        _init_with_retries(
+            ray.init,
             address="local",  # never join a cluster another process left running
             num_cpus=2,
             include_dashboard=False,

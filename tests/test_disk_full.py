@@ -211,7 +211,11 @@ def reference(ray_session, tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "kind", [pytest.param("tmpfs", marks=pytest.mark.slow), "simulated"]
+    "kind",
+    [
+        pytest.param("tmpfs", marks=pytest.mark.slow),
+        pytest.param("simulated", marks=pytest.mark.slow),
+    ],
 )
 def test_a_full_disk_mid_run_is_one_line_and_resumes_bit_identical(
     kind, reference, tmp_path, monkeypatch, capsys

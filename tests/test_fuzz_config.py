@@ -293,6 +293,7 @@ def test_every_config_gap_is_rejected_clearly(fuzz_cases):
     assert not slipped, f"config gaps accepted: {slipped}"
 
 
+@pytest.mark.slow  # two full runs; test_all_accepted_configs_run_to_completion has all
 def test_accepted_configs_run_to_completion(
     ray_session, fuzz_cases, tmp_path, monkeypatch
 ):

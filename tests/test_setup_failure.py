@@ -73,6 +73,7 @@ def _only_run_dir(root):
     return dirs[0]
 
 
+@pytest.mark.slow  # a run whose actor is killed while it starts
 @pytest.mark.usefixtures("ray_session")
 def test_an_actor_killed_during_set_up_ends_failed_with_error_txt(
     tmp_path, monkeypatch, capsys

@@ -40,6 +40,7 @@ def _sigterm_soon() -> None:
     threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
 
 
+@pytest.mark.slow  # starts Ray in a subprocess and waits for it
 def test_sigterm_while_ray_waits_is_reported_as_sigterm(
     ray_session, tmp_path, monkeypatch
 ):

@@ -181,7 +181,14 @@ def one_torch_thread():
 
 
 @pytest.mark.usefixtures("one_torch_thread")
-@pytest.mark.parametrize("env_id", FLAT_IDS)
+@pytest.mark.parametrize(
+    "env_id",
+    # The hierarchy's PPO is the slowest (~100 s on a busy machine): slow suite.
+    [
+        pytest.param(i, marks=pytest.mark.slow) if i.startswith("Hierarchical") else i
+        for i in FLAT_IDS
+    ],
+)
 def test_sb3_checker_warns_nothing_and_ppo_runs_a_few_thousand_steps(env_id):
     sb3 = pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.env_checker import check_env

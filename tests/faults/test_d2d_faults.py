@@ -87,15 +87,11 @@ SCENARIOS = {
     ),
     "driver": lambda mp: at_round(mp, AT, _driver_fails),
 }
-FAST = ("target_host_restarted_in_evaluation",)
 
 
 @pytest.mark.parametrize(
     "scenario",
-    [
-        pytest.param(s, marks=() if s in FAST else (pytest.mark.slow,), id=s)
-        for s in SCENARIOS
-    ],
+    [pytest.param(s, marks=(pytest.mark.slow,), id=s) for s in SCENARIOS],
 )
 def test_resume_after_a_fault_equals_the_uninterrupted_run(
     reference, tmp_path, monkeypatch, scenario

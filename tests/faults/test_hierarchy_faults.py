@@ -80,15 +80,11 @@ SCENARIOS = {
     "device_host_in_evaluation": lambda mp: _kill_at_evaluation(mp, kill_for_good),
     "driver": lambda mp: at_round(mp, AT, _driver_fails),
 }
-FAST = ("device_host_in_evaluation",)
 
 
 @pytest.mark.parametrize(
     "scenario",
-    [
-        pytest.param(s, marks=() if s in FAST else (pytest.mark.slow,), id=s)
-        for s in SCENARIOS
-    ],
+    [pytest.param(s, marks=(pytest.mark.slow,), id=s) for s in SCENARIOS],
 )
 def test_resume_after_a_fault_equals_the_uninterrupted_run(
     reference, tmp_path, monkeypatch, scenario
