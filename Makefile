@@ -62,9 +62,13 @@ test: install data
 	$(BIN)/python -m pytest -q --durations=25
 
 # The smoke subset (pytest marker `quick`): run, resume, the env, a policy per
-# topology, tracking, the CLI's errors and help. No Fashion-MNIST needed.
+# topology, the CLI's errors and help. No Fashion-MNIST needed. Only the files
+# holding `quick` tests are collected (collecting the whole suite imports every
+# test module); tests/test_quick_smoke.py checks this list against the markers.
+QUICK_TESTS = tests/test_quick_smoke.py tests/test_startup_imports.py \
+	tests/test_cli_polish.py tests/test_compare_progress.py
 test-quick: install
-	$(BIN)/python -m pytest -q -m "quick and not slow" --durations=10
+	$(BIN)/python -m pytest -q -m "quick and not slow" --durations=10 $(QUICK_TESTS)
 
 test-slow: install data
 	$(BIN)/python -m pytest -q -m slow

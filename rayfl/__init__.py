@@ -6,6 +6,8 @@ Public API (imported lazily, so ``import rayfl.wireless`` stays light)::
     result.rounds        # per-round DataFrame
     result.metrics       # round × client DataFrame
     cfg = rayfl.load_config("examples/quickstart.yaml", ["data.num_clients=50"])
+    with rayfl.Session() as session:   # runs reuse the live actors when they can
+        session.run(cfg); session.run(cfg, rounds=40)
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ConfigError",
     "RunConfig",
+    "Session",
     "__version__",
     "load_config",
     "load_run",
@@ -31,6 +34,7 @@ _LAZY = {
     "RunConfig": "rayfl.config",
     "load_run": "rayfl.results",
     "resume": "rayfl.runner",
+    "Session": "rayfl.warm_session",
 }
 
 

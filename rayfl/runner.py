@@ -87,14 +87,26 @@ def run(
         >>> result = rayfl.run("examples/quickstart.yaml", rounds=2)  # doctest: +SKIP
         >>> result.rounds[["round", "global_acc"]]  # doctest: +SKIP
     """
+    return _run(resolve_config(config, overrides, kw_overrides))
+
+
+def resolve_config(
+    config: str | Path | Mapping[str, Any] | RunConfig | None,
+    overrides: Iterable[str] | Mapping[str, Any],
+    kw_overrides: Mapping[str, Any],
+) -> RunConfig:
+    """Return the run config of :func:`run`'s arguments (validated).
+
+    Raises:
+        ConfigError: For an invalid config.
+    """
     merged = (
         dict(overrides)
         if isinstance(overrides, Mapping)
         else parse_overrides(overrides)
     )
     merged.update({k.replace("__", "."): v for k, v in kw_overrides.items()})
-    cfg = load_config(config, merged)
-    return _run(cfg)
+    return load_config(config, merged)
 
 
 def policy_needs_controls(cfg: RunConfig) -> bool:
@@ -155,21 +167,33 @@ def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
     return [PolicyDecider(policy, actions.to_schedule)]
 
 
-def _or_close(system: Any, make: Callable[[], list[Any]]) -> list[Any]:
-    """Return ``make()``, the run's deciders; close ``system`` if it raises."""
+#: Makes a run's system from its config: ``build_system`` (a new one, closed
+#: by the run), or a warm session's (:mod:`rayfl.warm_session`, kept open).
+SystemSource = Callable[[RunConfig], Any]
+
+
+def _or_close(system: Any, make: Callable[[], list[Any]], owned: bool) -> list[Any]:
+    """Return ``make()``, the run's deciders; close ``system`` (if owned) on error."""
     try:
         return make()
     except BaseException:
-        system.close()
+        if owned:
+            system.close()
         raise
 
 
-def _build(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
+def _build(
+    cfg: RunConfig, source: SystemSource | None = None
+) -> tuple[Any, list[Any], LoopSettings]:
     """Return the run's system, its deciders and the loop settings.
 
     A client-set policy evaluates every ``eval_every`` rounds; any other every
     round (it may read the test metrics, as the scheduling env does).
+    ``source`` (a warm session's) provides the system instead of
+    ``build_system``; the run then never closes it.
     """
+    owned = source is None
+    make_system = build_system if source is None else source
     settings = LoopSettings(
         rounds=cfg.rounds,
         eval_every=cfg.eval_every,
@@ -180,17 +204,18 @@ def _build(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
     if cfg.topology.kind == "hierarchical":  # devices → edges → cloud, a unit per edge
         from rayfl.hierarchy.deciders import edge_policies
 
-        system = build_system(cfg)
+        system = make_system(cfg)
         deciders = _or_close(
             system,
             lambda: [
                 PolicyDecider(policy, rules.to_schedule)
                 for policy, rules in edge_policies(cfg, system)
             ],
+            owned,
         )
         return system, deciders, settings
-    system = build_system(cfg)
-    deciders = _or_close(system, lambda: _make_deciders(cfg, system))
+    system = make_system(cfg)
+    deciders = _or_close(system, lambda: _make_deciders(cfg, system), owned)
     every_round = not _chooses_participants(cfg)
     return system, deciders, replace(settings, evaluate_every_round=every_round)
 
@@ -228,13 +253,17 @@ def _on_round(bar: Any) -> Any:
     return update
 
 
-def _build_d2d(cfg: RunConfig) -> tuple[Any, list[Any], LoopSettings]:
+def _build_d2d(
+    cfg: RunConfig, source: SystemSource | None = None
+) -> tuple[Any, list[Any], LoopSettings]:
     """Return a D2D run's engine, one decider per target and the loop settings."""
     from rayfl.d2d.deciders import selection_deciders
     from rayfl.d2d.records import round_records
 
-    system = build_system(cfg)
-    deciders = _or_close(system, lambda: selection_deciders(system, PolicyDecider))
+    system = build_system(cfg) if source is None else source(cfg)
+    deciders = _or_close(
+        system, lambda: selection_deciders(system, PolicyDecider), source is None
+    )
     every = cfg.output.checkpoint_every or 0
     return (
         system,
@@ -281,7 +310,13 @@ def _run(
     *,
     run_dir: Path | None = None,
     checkpoint: dict[str, Any] | None = None,
+    source: SystemSource | None = None,
 ) -> RunResult:
+    """Run ``cfg`` (from ``checkpoint`` into ``run_dir`` when resuming).
+
+    ``source`` provides the system (a warm session's); the run then leaves it
+    open. By default the run builds its own and closes it.
+    """
     started = time.perf_counter()
     d2d = cfg.topology.kind == "d2d"  # server-free D2D (pFedWN): one unit per target
     log = RunLog(run_dir) if run_dir is not None else None
@@ -300,7 +335,8 @@ def _run(
         # a failure before the first round (Ray start-up, data, actors) ends
         # `failed` with its run directory, as one in a round does
         with setup_status(open_run_dir, resume_from=resume_from):
-            system, deciders, settings = _build_d2d(cfg) if d2d else _build(cfg)
+            build = _build_d2d if d2d else _build
+            system, deciders, settings = build(cfg, source)
             open_run_dir()
             assert log is not None
             if not d2d and system.num_clients > cfg.output.client_rows_max:
@@ -328,7 +364,7 @@ def _run(
     finally:
         if tracker is not None:
             tracker.close()
-        if system is not None:
+        if system is not None and source is None:
             query(system.close)
     if cfg.output.plots:
         _plot(cfg.name, log.run_dir)

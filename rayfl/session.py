@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,24 +153,22 @@ class RaySession:
         if address is not None:
             ray.init(address=address, **kwargs)
         else:
-            # Workers import torch: keep each to one thread (DESIGN.md).
-            env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
             os.environ.setdefault("RAY_DEDUP_LOGS", "1")
             # address="local": a new local session, even where `ray start` left a
             # cluster on this machine (ray.init() would try to join that one, and
             # refuse num_cpus).
-            _init_keeping_sigterm(
-                ray.init,
-                address="local",
-                num_cpus=config.num_cpus,
-                object_store_memory=(
-                    config.object_store_memory_mb * 2**20
-                    if config.object_store_memory_mb
-                    else None
-                ),
-                runtime_env={"env_vars": env},
-                **kwargs,
-            )
+            with _worker_environment():
+                _init_keeping_sigterm(
+                    ray.init,
+                    address="local",
+                    num_cpus=config.num_cpus,
+                    object_store_memory=(
+                        config.object_store_memory_mb * 2**20
+                        if config.object_store_memory_mb
+                        else None
+                    ),
+                    **kwargs,
+                )
             self.watchdog = _start_watchdog()
         self.started_here = True
 
@@ -183,6 +181,32 @@ class RaySession:
         if self.started_here and ray.is_initialized():
             ray.shutdown()
         self.started_here = False
+
+
+#: Workers import torch: keep each to one thread (DESIGN.md).
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+@contextlib.contextmanager
+def _worker_environment() -> Iterator[None]:
+    """Set :data:`WORKER_ENV` in this process while a local Ray starts.
+
+    The raylet started by ``ray.init`` inherits it, and so does every worker it
+    starts, its pre-started idle workers included. A job ``runtime_env`` with
+    the same variables would make those idle workers unusable (an actor then
+    waits for a new worker process started for that runtime env). The
+    driver's own values are put back afterwards.
+    """
+    before = {name: os.environ.get(name) for name in WORKER_ENV}
+    os.environ.update(WORKER_ENV)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _init_keeping_sigterm(init: Callable[..., Any], **kwargs: Any) -> None:

@@ -36,6 +36,8 @@ CONFIG_IMPORT_EXCEPTIONS = {
 #: rayfl/checkpoint.py, as today (each must still do so).
 DYNAMIC_IMPORT_EXCEPTIONS = {
     "rayfl/__init__.py",  # lazy re-exports of rayfl's own modules
+    "rayfl/actors/__init__.py",  # lazy: the data holder's process imports no torch
+    "rayfl/privacy/__init__.py",  # lazy: config validation imports no scipy
     "rayfl/hierarchy/__init__.py",  # lazy re-exports of rayfl.hierarchy modules
     "rayfl/cli.py",  # `rayfl bench NAME` loads rayfl.benchmarks.NAME
     "rayfl/algorithms/registry.py",  # algorithm kinds by "module:Class"

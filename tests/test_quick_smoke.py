@@ -1,8 +1,9 @@
 """The smoke subset's own checks (``make test-quick``): run, resume, env, topologies.
 
 One Ray session for the module. With the tests marked ``quick`` elsewhere
-(start-up imports, CLI errors and help, compare's partial rows, tracking, the
-quickstart under ``best_channel``) this is what ``make test-quick`` runs.
+(start-up imports, CLI errors and help, compare's one-line errors and partial
+rows) this is what ``make test-quick`` runs; tracking, the warm session and the
+quickstart under every star policy run in the full suite only.
 """
 
 from __future__ import annotations
@@ -122,3 +123,17 @@ def test_a_d2d_run_selects_neighbors_with_a_policy(ray_session, tmp_path):
     result = rayfl.run(cfg)
     assert result.summary["status"] == "completed"
     assert len(result.rounds) == 2
+
+
+def test_make_test_quick_collects_every_file_holding_quick_tests():
+    # `make test-quick` names the files to collect (QUICK_TESTS): a quick test
+    # in a file it does not name would silently never run there.
+    makefile = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    (line,) = [x for x in makefile.splitlines() if x.startswith("QUICK_TESTS =")]
+    named = set(line.split("=", 1)[1].split())
+    marked = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if "mark.quick" in path.read_text()
+    }
+    assert named == marked

@@ -76,3 +76,19 @@ print(json.dumps({{"code": code,
     found = _modules_after(code)
     assert found["code"] in (0, 2)  # help/version, or a one-line config error
     assert found["heavy"] == []
+
+
+def test_the_cloud_of_a_fedavg_run_and_the_data_holder_import_no_torch():
+    # The cloud and the data holder are actor processes that never train: what
+    # they unpickle (their classes, the setup) and the FedAvg server half they
+    # build must not import torch (1.4 s of CPU each at a run's set-up).
+    code = """
+import json, sys
+import rayfl.actors.cloud, rayfl.actors.shared_data
+from rayfl.algorithms.config import FedAvgConfig, FedProxConfig
+from rayfl.algorithms.registry import make_algorithm
+built = [type(make_algorithm(c())).__name__ for c in (FedAvgConfig, FedProxConfig)]
+print(json.dumps({"built": built, "torch": "torch" in sys.modules}))
+"""
+    found = _modules_after(code)
+    assert found == {"built": ["FedAvg", "FedProx"], "torch": False}

@@ -80,7 +80,6 @@ def tracked_run(ray_session, tmp_path_factory):
     )
 
 
-@pytest.mark.quick
 def test_tensorboard_event_files_hold_every_rounds_metrics(tracked_run):
     scalars = _scalars(tracked_run.run_dir / "tensorboard")
     expected = tracked_run.rounds.set_index("round")["global_acc"]
@@ -90,7 +89,6 @@ def test_tensorboard_event_files_hold_every_rounds_metrics(tracked_run):
     )
 
 
-@pytest.mark.quick
 def test_mlflow_run_has_the_config_and_per_round_metrics(tracked_run):
     client, run = _mlflow_run(tracked_run.run_dir)
     history = client.get_metric_history(run.info.run_id, "global_acc")
@@ -102,7 +100,6 @@ def test_mlflow_run_has_the_config_and_per_round_metrics(tracked_run):
     assert {m.step: m.value for m in history} == pytest.approx(expected.to_dict())
 
 
-@pytest.mark.quick
 def test_rayfl_runs_lists_the_run_and_writes_csv(tracked_run, tmp_path, capsys):
     root = tracked_run.run_dir.parent
     csv = tmp_path / "runs.csv"

@@ -14,11 +14,12 @@ after every restart alike.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
-from rayfl.data.federated import FederatedData
+if TYPE_CHECKING:  # the holder's process imports nothing of the dataset's
+    from rayfl.data.federated import FederatedData
 
 __all__ = ["DataHolder", "SharedData", "share_data"]
 

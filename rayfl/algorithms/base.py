@@ -11,15 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from rayfl.algorithms.config import LocalTrainingConfig
 from rayfl.learning.aggregate import PartialSum, partial_sum
-from rayfl.learning.models import FlatModel
 from rayfl.privacy.config import PrivacyConfig
+
+if TYPE_CHECKING:  # the server half of an algorithm needs no torch
+    from rayfl.learning.models import FlatModel
 
 __all__ = ["Algorithm", "ClientContext", "ClientUpdate", "Download"]
 

@@ -19,12 +19,14 @@ Implementation details:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
-from rayfl.algorithms.pfl_common import local_train
-from rayfl.learning.train import LocalTrainResult
-from rayfl.learning.vectorized import auto_vectorizes, local_sgd_many
+
+if TYPE_CHECKING:  # the trainers import torch: only client hosts need them
+    from rayfl.learning.train import LocalTrainResult
 
 __all__ = ["FedAvg"]
 
@@ -36,6 +38,8 @@ class FedAvg(Algorithm):
 
     def client_update(self, ctx: ClientContext) -> ClientUpdate:
         """Run local SGD from ω^t and return Δ = u − ω^t."""
+        from rayfl.algorithms.pfl_common import local_train
+
         if self._auto_vectorized(ctx):
             return self._train_many([ctx])[0]
         result = local_train(
@@ -58,10 +62,14 @@ class FedAvg(Algorithm):
         return [self.client_update(ctx) for ctx in contexts]
 
     def _auto_vectorized(self, ctx: ClientContext) -> bool:
+        from rayfl.learning.vectorized import auto_vectorizes
+
         cfg = self.config
         return cfg.trainer == "auto" and auto_vectorizes(ctx.model, cfg.batch_size)
 
     def _train_many(self, contexts: list[ClientContext]) -> list[ClientUpdate]:
+        from rayfl.learning.vectorized import local_sgd_many
+
         cfg = self.config
         results = local_sgd_many(
             contexts[0].model,

@@ -102,6 +102,8 @@ class StarRound:
     def build(self, engine: Any) -> None:
         """Start the client actors (on ``engine.pool``) and the cloud."""
         setup = self._start(engine)
+        # first, so that it starts while the client hosts start (pinged after)
+        self.cloud = CloudServer.options(num_cpus=0).remote(setup)
         engine.pool = ActorPool.start(
             ClientActor,
             engine.data,
@@ -111,7 +113,6 @@ class StarRound:
             role="clients",
             memory_hints=self._memory_hints(engine),
         )
-        self.cloud = CloudServer.options(num_cpus=0).remote(setup)
         self.cloud_node: str = ray.get(self.cloud.ping.remote())
 
     def _memory_hints(self, engine: Any) -> dict[str, int]:
