@@ -22,6 +22,7 @@ episode's reset seed, so every policy plays the same episodes. Writes under
 | ``summary.csv`` / ``summary.md`` | per (scenario, mode, policy): mean and 95% t-CI of each KPI; paired difference to the best heuristic with its CI, p-value, wins/losses/ties (:mod:`.policies_stats`) |
 | ``surrogate_check.csv`` / ``.md`` | with ``--mode both``: per scenario and policy, both modes' returns, the error, the paired differences to the emulation's best heuristic in both modes, ``spearman`` and the ``fit_for_training`` verdict |
 | ``runs.csv`` | wall time of each (scenario, mode) and the tuned constants |
+| ``surrogate_used.yaml`` | with ``--surrogate PATH``: a copy of the fitted surrogate the star's surrogate mode used (``--fit-surrogate``, :mod:`.surrogate_fit`) |
 | ``<scenario>.png`` | mean return ± 95% CI per policy, one panel per mode |
 
 Example:
@@ -263,8 +264,12 @@ def bench_policies(
     only: Sequence[str] = (),
     num_cpus: int = 2,
     verbose: bool = True,
+    overrides: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Run the benchmark; write its files under ``out``; return the summary.
+
+    ``overrides`` (dotted config keys) apply to every scenario, e.g. a fitted
+    surrogate's ``rl.surrogate_*`` (``--surrogate``).
 
     Raises:
         ValueError: If the held-out and training seeds overlap, or no seeds.
@@ -279,6 +284,7 @@ def bench_policies(
         )
     say = print if verbose else (lambda _: None)
     ray_override = {"ray": {"num_cpus": num_cpus, "object_store_memory_mb": 150}}
+    ray_override |= overrides or {}
     configs = {s.name: load_config(s.config, ray_override) for s in scenarios}
     for scenario in scenarios:  # every policy builds before anything runs
         _check_builds(
@@ -414,6 +420,23 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="checkpoint of the learned policy (default: the shipped one)",
     )
+    p.add_argument(
+        "--surrogate",
+        default=None,
+        help="a fitted surrogate (surrogate_fit.yaml of --fit-surrogate) for the "
+        "star's surrogate mode (default: the configured one)",
+    )
+    p.add_argument(
+        "--fit-surrogate",
+        action="store_true",
+        help="instead of the benchmark: play --policies in emulate mode on "
+        "--fit-seeds and fit the star surrogate to them (surrogate_fit.yaml)",
+    )
+    p.add_argument(
+        "--fit-seeds",
+        default="2000:2003",
+        help="seeds of --fit-surrogate, disjoint from --seeds (default 2000:2003)",
+    )
     p.add_argument("--num-cpus", type=int, default=2, help="Ray CPUs (emulate)")
     p.add_argument("--out", default="bench-policies", help="output directory")
     return p
@@ -435,6 +458,12 @@ def main(argv: list[str] | None = None) -> None:
     only = [p.strip() for p in (args.policies or "").split(",") if p.strip()]
     out = Path(args.out)
     t0 = time.perf_counter()
+    if args.fit_surrogate:
+        from rayfl.benchmarks.surrogate_fit import fit_main
+
+        fit_main(args, scenarios, only, seeds=_seeds(args.fit_seeds))
+        return
+    overrides = _surrogate(args.surrogate, out)
     bench_policies(
         scenarios,
         modes=modes,
@@ -444,11 +473,27 @@ def main(argv: list[str] | None = None) -> None:
         learned=args.learned,
         only=only,
         num_cpus=args.num_cpus,
+        overrides=overrides,
     )
     print(
         f"\nwrote {out}/summary.csv, summary.md, episodes.csv, runs.csv, "
         f"*.png in {time.perf_counter() - t0:.0f} s"
     )
+
+
+def _surrogate(path: str | None, out: Path) -> dict[str, Any]:
+    """``--surrogate``: its overrides, and a copy of it beside the results."""
+    if path is None:
+        return {}
+    from rayfl.benchmarks.surrogate_fit import surrogate_overrides
+
+    try:
+        overrides = surrogate_overrides(path)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "surrogate_used.yaml").write_text(Path(path).read_text())
+    return overrides
 
 
 if __name__ == "__main__":
