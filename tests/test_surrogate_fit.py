@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -19,12 +20,11 @@ from rayfl.benchmarks.policies_scenarios import Scenario
 from rayfl.benchmarks.surrogate_fit import (
     Trajectory,
     fit,
-    fit_command,
     load_trajectories,
     predict,
     save_trajectories,
-    surrogate_overrides,
 )
+from rayfl.benchmarks.surrogate_fit_cli import fit_command, surrogate_overrides
 from rayfl.config import load_config
 
 TRUE = {
@@ -232,3 +232,60 @@ def test_a_bad_surrogate_file_is_one_clear_error(tmp_path):
 def test_bad_ranges_are_refused_with_the_field_name():
     with pytest.raises(Exception, match="surrogate_floor"):
         load_config({}, {"rl.surrogate_floor": [0.5, 0.2]})
+
+
+def _episodes(mode, offset):
+    rows = []
+    for i, policy in enumerate(["random", "round_robin", "age_based"]):
+        for seed in (1000, 1001, 1002):
+            rows.append(
+                {
+                    "scenario": "s",
+                    "topology": "star",
+                    "size": "small",
+                    "mode": mode,
+                    "policy": policy,
+                    "seed": seed,
+                    "return": -10.0 + i + offset + 0.1 * seed % 3,
+                    **{k: 0.5 for k in ("max_client_loss", "jain", "accuracy")},
+                    **{k: 1.0 for k in ("energy_j", "latency_s", "epsilon")},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_merge_reports_episodes_of_two_runs_together_and_refuses_duplicates(
+    tmp_path, monkeypatch
+):
+    from rayfl.benchmarks import policies_report
+
+    monkeypatch.setattr(policies_report, "plot_scenario", lambda *a: None)  # speed
+    for mode, offset in (("surrogate", 0.0), ("emulate", -1.0)):
+        d = tmp_path / mode
+        d.mkdir()
+        _episodes(mode, offset).to_csv(d / "episodes.csv", index=False)
+        pd.DataFrame([{"scenario": "s", "mode": mode, "wall_s": 1.0}]).to_csv(
+            d / "runs.csv", index=False
+        )
+    out = tmp_path / "merged"
+    bench.main(
+        [
+            "--merge",
+            f"{tmp_path / 'surrogate'},{tmp_path / 'emulate'}",
+            "--out",
+            str(out),
+        ]
+    )
+    check = pd.read_csv(out / "surrogate_check.csv")
+    assert set(check["policy"]) == {"random", "round_robin", "age_based"}
+    assert check["spearman"].iloc[0] == pytest.approx(1.0)  # same order in both modes
+    assert len(pd.read_csv(out / "runs.csv")) == 2
+    with pytest.raises(bench.BenchError, match="two sources have the episode"):
+        bench.main(
+            [
+                "--merge",
+                f"{tmp_path / 'emulate'},{tmp_path / 'emulate'}",
+                "--out",
+                str(out),
+            ]
+        )

@@ -22,7 +22,8 @@ episode's reset seed, so every policy plays the same episodes. Writes under
 | ``summary.csv`` / ``summary.md`` | per (scenario, mode, policy): mean and 95% t-CI of each KPI; paired difference to the best heuristic with its CI, p-value, wins/losses/ties (:mod:`.policies_stats`) |
 | ``surrogate_check.csv`` / ``.md`` | with ``--mode both``: per scenario and policy, both modes' returns, the error, the paired differences to the emulation's best heuristic in both modes, ``spearman`` and the ``fit_for_training`` verdict |
 | ``runs.csv`` | wall time of each (scenario, mode) and the tuned constants |
-| ``surrogate_used.yaml`` | with ``--surrogate PATH``: a copy of the fitted surrogate the star's surrogate mode used (``--fit-surrogate``, :mod:`.surrogate_fit`) |
+| ``merged_from.txt`` | with ``--merge DIRS``: the runs whose episodes were merged |
+| ``surrogate_used.yaml`` | with ``--surrogate PATH``: a copy of the fitted surrogate the star's surrogate mode used (``--fit-surrogate``, :mod:`.surrogate_fit_cli`) |
 | ``<scenario>.png`` | mean return ± 95% CI per policy, one panel per mode |
 
 Example:
@@ -43,6 +44,11 @@ import pandas as pd
 
 from rayfl.benchmarks.policies_report import write_outputs
 from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_for
+from rayfl.benchmarks.surrogate_fit_cli import (
+    add_arguments,
+    other_command,
+    surrogate_overrides_for,
+)
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
 
@@ -398,7 +404,10 @@ def parser() -> argparse.ArgumentParser:
         help=f"a registered scenario (repeatable): {', '.join(SCENARIOS)}",
     )
     p.add_argument(
-        "--mode", default="surrogate", choices=["surrogate", "emulate", "both"]
+        "--mode",
+        default=None,
+        choices=["surrogate", "emulate", "both"],
+        help="default: surrogate (--fit-surrogate: emulate)",
     )
     p.add_argument(
         "--seeds",
@@ -420,23 +429,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="checkpoint of the learned policy (default: the shipped one)",
     )
-    p.add_argument(
-        "--surrogate",
-        default=None,
-        help="a fitted surrogate (surrogate_fit.yaml of --fit-surrogate) for the "
-        "star's surrogate mode (default: the configured one)",
-    )
-    p.add_argument(
-        "--fit-surrogate",
-        action="store_true",
-        help="instead of the benchmark: play --policies in emulate mode on "
-        "--fit-seeds and fit the star surrogate to them (surrogate_fit.yaml)",
-    )
-    p.add_argument(
-        "--fit-seeds",
-        default="2000:2003",
-        help="seeds of --fit-surrogate, disjoint from --seeds (default 2000:2003)",
-    )
+    add_arguments(p)  # --surrogate, --fit-surrogate, --merge (.surrogate_fit_cli)
     p.add_argument("--num-cpus", type=int, default=2, help="Ray CPUs (emulate)")
     p.add_argument("--out", default="bench-policies", help="output directory")
     return p
@@ -454,16 +447,14 @@ def main(argv: list[str] | None = None) -> None:
         scenarios = [SCENARIOS[s] for s in args.scenario]
     else:
         scenarios = scenarios_for(args.topology, args.size)
-    modes = ["surrogate", "emulate"] if args.mode == "both" else [args.mode]
+    mode = args.mode or "surrogate"
+    modes = ["surrogate", "emulate"] if mode == "both" else [mode]
     only = [p.strip() for p in (args.policies or "").split(",") if p.strip()]
     out = Path(args.out)
     t0 = time.perf_counter()
-    if args.fit_surrogate:
-        from rayfl.benchmarks.surrogate_fit import fit_main
-
-        fit_main(args, scenarios, only, seeds=_seeds(args.fit_seeds))
+    if other_command(args, scenarios, only):  # --merge or --fit-surrogate
         return
-    overrides = _surrogate(args.surrogate, out)
+    overrides = surrogate_overrides_for(args)
     bench_policies(
         scenarios,
         modes=modes,
@@ -479,21 +470,6 @@ def main(argv: list[str] | None = None) -> None:
         f"\nwrote {out}/summary.csv, summary.md, episodes.csv, runs.csv, "
         f"*.png in {time.perf_counter() - t0:.0f} s"
     )
-
-
-def _surrogate(path: str | None, out: Path) -> dict[str, Any]:
-    """``--surrogate``: its overrides, and a copy of it beside the results."""
-    if path is None:
-        return {}
-    from rayfl.benchmarks.surrogate_fit import surrogate_overrides
-
-    try:
-        overrides = surrogate_overrides(path)
-    except ValueError as e:
-        raise BenchError(str(e)) from None
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "surrogate_used.yaml").write_text(Path(path).read_text())
-    return overrides
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import pandas as pd
 from rayfl.benchmarks.policies_stats import KPIS, summarise, surrogate_check
 from rayfl.results import atomic_write
 
-__all__ = ["plot_scenario", "pretty", "pretty_check", "write_outputs"]
+__all__ = ["merge_outputs", "plot_scenario", "pretty", "pretty_check", "write_outputs"]
 
 
 def write_outputs(
@@ -40,6 +40,36 @@ def write_outputs(
         )
     for scenario, group in summary.groupby("scenario", sort=False):
         plot_scenario(group, out / f"{scenario}.png")
+    return summary
+
+
+def merge_outputs(sources: list[Path], out: Path) -> pd.DataFrame:
+    """Write the outputs of the union of earlier runs' ``episodes.csv``/``runs.csv``.
+
+    E.g. the emulate episodes of one run with the surrogate episodes of
+    another (the emulation does not depend on the surrogate's constants), or
+    held-out seeds run in chunks. ``merged_from.txt`` names the sources.
+
+    Raises:
+        ValueError: If a source lacks its CSVs or two sources have the same
+            (scenario, mode, policy, seed) episode.
+    """
+    missing = [str(d) for d in sources if not (d / "episodes.csv").is_file()]
+    if missing or not sources:
+        raise ValueError(f"--merge: no episodes.csv in {missing or 'no directory'}")
+    episodes = pd.concat([pd.read_csv(d / "episodes.csv") for d in sources])
+    runs = pd.concat([pd.read_csv(d / "runs.csv") for d in sources])
+    key = ["scenario", "mode", "policy", "seed"]
+    twice = episodes[episodes.duplicated(key)]
+    if not twice.empty:
+        first = twice.iloc[0]
+        raise ValueError(
+            "--merge: two sources have the episode "
+            f"{dict(zip(key, (first[k] for k in key), strict=True))}"
+        )
+    summary = write_outputs(episodes.reset_index(drop=True), runs, out)
+    names = "\n".join(str(d) for d in sources)
+    atomic_write(out / "merged_from.txt", lambda p: p.write_text(names + "\n"))
     return summary
 
 

@@ -7,7 +7,7 @@ from the schedule alone:
                + a_channel mean_{n∈D_t} ρ_n,        g_0 = ln K − mean f*
     loss_n,t = f_n* + g_t + h_n exp(−u_n,t / τ) + d_n (1 − exp(−a_n,t / κ))
 
-This module plays a few policies in emulate mode on FIT seeds (disjoint from
+:mod:`.surrogate_fit_cli` plays a few policies in emulate mode on FIT seeds (disjoint from
 the benchmark's held-out seeds), records what the surrogate would be given —
 each round's delivered clients D_t and their per-element error probabilities
 ρ_n (eq. 14) — and what it should predict — every client's test loss after
@@ -30,9 +30,13 @@ constants are drawn at random per episode, not tied to a client's data.
 Writes under ``--out``: ``trajectories.csv`` (one row per rollout, round and
 client: seed, policy, round, client, test_loss, delivered, element_error,
 data_share), ``surrogate_fit.json`` (the fitted values, the per-client
-constants, RMSE of the fit and of the default surrogate) and
-``surrogate_fit.yaml`` (the ``rl:`` fragment; ``rayfl bench policies
---surrogate surrogate_fit.yaml`` or a config's ``rl`` section uses it).
+constants, RMSE of the fit and of the default surrogate: the default shared
+constants with the per-client ones fitted), ``surrogate_fit.csv`` (name,
+default, fitted) and ``surrogate_fit.yaml`` (the ``rl:`` fragment;
+``rayfl bench policies --surrogate surrogate_fit.yaml`` or a config's ``rl``
+section uses it). ``--fit-from trajectories.csv`` refits saved rollouts
+without playing them again. a_channel is fitted only when some ρ_n > 1e-6
+(otherwise the channel term is invisible in the losses and keeps its default).
 
 Example:
     rayfl bench policies --fit-surrogate --scenario star-small --fit-seeds 2000:2003
@@ -41,10 +45,8 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,18 +54,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-import yaml
 
 __all__ = [
     "FitResult",
     "Trajectory",
-    "collect",
     "fit",
-    "fit_command",
     "load_trajectories",
     "predict",
     "save_trajectories",
-    "surrogate_overrides",
 ]
 
 #: Shared constants of the surrogate the fit can set, with their bounds and
@@ -191,7 +189,7 @@ class FitResult:
 def _identified(trajs: Sequence[Trajectory]) -> list[str]:
     names = ["contraction", "participation_scale", "recency_scale"]
     if any(
-        float(np.max(r, initial=0.0)) > 1e-9 for t in trajs for r in t.element_error
+        float(np.max(r, initial=0.0)) > 1e-6 for t in trajs for r in t.element_error
     ):
         names.append("channel_weight")
     if any(t.noise_std > 0 for t in trajs):
@@ -334,85 +332,6 @@ def fit(
     )
 
 
-# ------------------------------------------------------------------ rollouts
-def collect(
-    cfg: Any,
-    specs: Sequence[tuple[str, str, dict[str, Any]]],
-    seeds: Sequence[int],
-    mode: str = "emulate",
-    progress: Callable[[str], None] | None = None,
-) -> list[Trajectory]:
-    """Play every policy of ``specs`` on every seed; record its trajectory.
-
-    As :func:`rayfl.benchmarks.policies.play` (one env per seed, shared by
-    the policies; the seed is the data partition and the episode's), with
-    the deliveries, per-element errors and every client's test loss.
-    """
-    from rayfl.benchmarks.policies import make_env
-
-    out = []
-    for seed in seeds:
-        env = make_env(cfg.model_copy(update={"seed": int(seed)}), mode)
-        try:
-            for spec in specs:
-                out.append(_rollout(env, cfg, spec, int(seed), mode))
-                if progress:
-                    progress(f"{spec[0]} seed {seed}: {cfg.rounds} rounds")
-        finally:
-            env.close()
-    return out
-
-
-def _rollout(
-    env: Any, cfg: Any, spec: tuple[str, str, dict[str, Any]], seed: int, mode: str
-) -> Trajectory:
-    """One episode of ``spec`` on ``env`` from ``seed``, recorded."""
-    from envs.episode import run_episode
-    from rayfl.benchmarks.policies import build_policy
-    from rayfl.wireless.modulation import element_error_probability
-
-    bits = cfg.compression.quantize_bits or 32
-    obs, _ = env.reset(seed=seed)
-    backend = env.unwrapped.backend
-    policy = build_policy(env, cfg, spec, mode)
-    policy.reset(seed=seed)
-    losses = [np.asarray(backend.initial()[0], dtype=np.float64)]
-    delivered: list[npt.NDArray[np.int64]] = []
-    errors: list[npt.NDArray[np.float64]] = []
-
-    def record(stepped: Any) -> None:
-        outcome = stepped.unwrapped.last_outcome
-        ber = {r["client"]: r.get("bit_error_rate", 0.0) for r in outcome.rows}
-        ids = np.asarray(sorted(outcome.delivered), dtype=np.int64)
-        rate = np.array([ber.get(int(c), 0.0) for c in ids], dtype=np.float64)
-        delivered.append(ids)
-        errors.append(
-            np.asarray(
-                element_error_probability(rate, bits_per_element=bits), np.float64
-            )
-        )
-        losses.append(np.asarray(outcome.test_loss, dtype=np.float64))
-
-    run_episode(env, policy, first_obs=obs, max_steps=cfg.rounds, on_step=record)
-    size = np.asarray(backend.data_size, dtype=np.float64)
-    return Trajectory(
-        seed=seed,
-        policy=spec[0],
-        data_share=size / size.sum(),
-        num_classes=_num_classes(backend),
-        noise_std=float(backend.uplink.noise_std),
-        delivered=tuple(delivered),
-        element_error=tuple(errors),
-        loss=np.array(losses),
-    )
-
-
-def _num_classes(backend: Any) -> int:
-    if hasattr(backend, "num_classes"):
-        return int(backend.num_classes)
-    return int(backend.system.data.num_classes)
-
-
 def save_trajectories(trajs: Sequence[Trajectory], path: Path) -> None:
     """Write ``trajs`` as one row per (rollout, round, client) (see module docstring)."""
     rows = []
@@ -470,134 +389,3 @@ def load_trajectories(path: Path) -> list[Trajectory]:
             )
         )
     return out
-
-
-# ------------------------------------------------------------------ the command
-def fit_command(
-    cfg: Any,
-    specs: Sequence[tuple[str, str, dict[str, Any]]],
-    seeds: Sequence[int],
-    out: Path,
-    *,
-    mode: str = "emulate",
-    scenario: str = "",
-    say: Callable[[str], None] = print,
-) -> FitResult:
-    """Collect rollouts on ``seeds``, fit, write the three files under ``out``."""
-    t0 = time.perf_counter()
-    trajs = collect(cfg, specs, seeds, mode, progress=say)
-    rollout_s = time.perf_counter() - t0
-    out.mkdir(parents=True, exist_ok=True)
-    save_trajectories(trajs, out / "trajectories.csv")
-    t1 = time.perf_counter()
-    result = fit(trajs)
-    fields = result.rl_fields()
-    report = {
-        "scenario": scenario or cfg.name,
-        "mode": mode,
-        "seeds": [int(s) for s in seeds],
-        "policies": [s[0] for s in specs],
-        "fitted": result.fitted,
-        "shared": result.shared,
-        "rl": fields,
-        "rmse": result.rmse,
-        "rmse_default": result.rmse_default,
-        "rmse_by_policy": result.residual_by_policy,
-        "clients": result.clients.to_dict(orient="records"),
-        "rollout_s": round(rollout_s, 1),
-        "fit_s": round(time.perf_counter() - t1, 1),
-    }
-    _write(out / "surrogate_fit.json", json.dumps(report, indent=2) + "\n")
-    header = (
-        f"# rl.surrogate_* fitted by `rayfl bench policies --fit-surrogate` on "
-        f"{report['scenario']} ({mode}), seeds {list(seeds)}, policies "
-        f"{', '.join(report['policies'])}; RMSE {result.rmse:.3f} nats "
-        f"(default surrogate {result.rmse_default:.3f})\n"
-    )
-    _write(out / "surrogate_fit.yaml", header + yaml.safe_dump({"rl": fields}))
-    say(
-        f"fit: RMSE {result.rmse:.3f} nats (default {result.rmse_default:.3f}); "
-        f"{json.dumps(fields)}"
-    )
-    return result
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
-def surrogate_overrides(path: str | Path) -> dict[str, Any]:
-    """The ``rl.surrogate_*`` overrides of a fitted fragment (``surrogate_fit.yaml``).
-
-    Raises:
-        ValueError: If the file is missing or has no ``rl`` mapping of
-            ``surrogate_*`` fields.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"--surrogate: no such file {p}")
-    tree = yaml.safe_load(p.read_text()) or {}
-    rl = tree.get("rl") if isinstance(tree, dict) else None
-    if (
-        not isinstance(rl, dict)
-        or not rl
-        or any(not str(k).startswith("surrogate_") for k in rl)
-    ):
-        raise ValueError(
-            f"--surrogate: {p} must hold an `rl:` mapping of surrogate_* fields "
-            "(as `--fit-surrogate` writes)"
-        )
-    return {f"rl.{k}": v for k, v in rl.items()}
-
-
-def fit_main(
-    args: Any, scenarios: Sequence[Any], only: Sequence[str], *, seeds: Sequence[int]
-) -> FitResult:
-    """``rayfl bench policies --fit-surrogate``: one star scenario, ``--fit-seeds``.
-
-    Raises:
-        BenchError: For not exactly one star scenario, fit seeds that overlap
-            the held-out ``--seeds``, or a mode other than emulate/surrogate.
-    """
-    from rayfl.benchmarks.policies import (
-        BenchError,
-        _check_builds,
-        _seeds,
-        policy_specs,
-    )
-    from rayfl.config import load_config
-
-    if len(scenarios) != 1 or scenarios[0].topology != "star":
-        raise BenchError(
-            "--fit-surrogate fits the star surrogate: give one star --scenario, got "
-            f"{[s.name for s in scenarios]}"
-        )
-    overlap = sorted(set(seeds) & set(_seeds(args.seeds)))
-    if overlap or not seeds:
-        raise BenchError(
-            f"--fit-seeds must be non-empty and disjoint from the held-out --seeds; "
-            f"both have {overlap}"
-        )
-    mode = "surrogate" if args.mode == "surrogate" else "emulate"
-    ray = {"ray": {"num_cpus": args.num_cpus, "object_store_memory_mb": 150}}
-    cfg = load_config(scenarios[0].config, ray)
-    specs = [
-        s
-        for s in policy_specs(cfg, learned=args.learned, only=only)
-        if s[0] != "constant_tuned"
-    ]
-    _check_builds(cfg, specs)
-    session = None
-    if mode == "emulate":
-        from rayfl.session import RaySession
-
-        session = RaySession(cfg.ray)
-    try:
-        return fit_command(
-            cfg, specs, seeds, Path(args.out), mode=mode, scenario=scenarios[0].name
-        )
-    finally:
-        if session is not None:
-            session.close()
