@@ -280,6 +280,24 @@ def test_merge_reports_episodes_of_two_runs_together_and_refuses_duplicates(
     assert set(check["policy"]) == {"random", "round_robin", "age_based"}
     assert check["spearman"].iloc[0] == pytest.approx(1.0)  # same order in both modes
     assert len(pd.read_csv(out / "runs.csv")) == 2
+    # DIR:MODE takes one mode: the emulate episodes of a two-mode run
+    both = tmp_path / "both"
+    bench.main(
+        [
+            "--merge",
+            f"{tmp_path / 'surrogate'},{tmp_path / 'emulate'}",
+            "--out",
+            str(both),
+        ]
+    )
+    again = tmp_path / "again"
+    bench.main(
+        ["--merge", f"{both}:emulate,{tmp_path / 'surrogate'}", "--out", str(again)]
+    )
+    pd.testing.assert_frame_equal(
+        pd.read_csv(again / "surrogate_check.csv"),
+        pd.read_csv(out / "surrogate_check.csv"),
+    )
     with pytest.raises(bench.BenchError, match="two sources have the episode"):
         bench.main(
             [

@@ -273,6 +273,10 @@ def fit_main(
         if held_out:
             raise BenchError(f"--fit-from: its rollouts use held-out seeds {held_out}")
         meta = {"scenario": scenarios[0].name, "mode": f"from {args.fit_from}"}
+        earlier = Path(args.fit_from).parent / "surrogate_fit.json"
+        if earlier.is_file():  # keep how the rollouts were played
+            old = json.loads(earlier.read_text())
+            meta |= {k: old[k] for k in ("mode", "rollout_s") if k in old}
         Path(args.out).mkdir(parents=True, exist_ok=True)
         return write_fit(trajs, Path(args.out), meta)
     mode = args.mode or "emulate"
@@ -331,7 +335,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--merge",
         default=None,
         help="instead of running: comma-separated --out directories of earlier "
-        "runs whose episodes to merge and report together (e.g. seed chunks)",
+        "runs (DIR or DIR:MODE for one mode's episodes) to report together",
     )
 
 
@@ -346,7 +350,7 @@ def other_command(args: Any, scenarios: Sequence[Any], only: Sequence[str]) -> b
 
     out = Path(args.out)
     if args.merge:
-        dirs = [Path(d.strip()) for d in args.merge.split(",") if d.strip()]
+        dirs = [d.strip() for d in args.merge.split(",") if d.strip()]
         try:
             merge_outputs(dirs, out)
         except ValueError as e:
