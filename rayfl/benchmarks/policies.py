@@ -23,7 +23,7 @@ episode's reset seed, so every policy plays the same episodes. Writes under
 | ``surrogate_check.csv`` / ``.md`` | with ``--mode both``: per scenario and policy, both modes' returns, the error, the paired differences to the emulation's best heuristic in both modes, ``spearman`` and the ``fit_for_training`` verdict |
 | ``runs.csv`` | wall time of each (scenario, mode) and the tuned constants |
 | ``merged_from.txt`` | with ``--merge DIRS``: the runs whose episodes were merged |
-| ``surrogate_used.yaml`` | with ``--surrogate PATH``: a copy of the fitted surrogate the star's surrogate mode used (``--fit-surrogate``, :mod:`.surrogate_fit_cli`) |
+| ``surrogate_used.yaml`` | with ``--surrogate PATH``: a copy of the fitted surrogate the star's surrogate mode used (``rayfl bench fit-surrogate``, :mod:`.surrogate_fit_cli`) |
 | ``<scenario>.png`` | mean return ± 95% CI per policy, one panel per mode |
 
 Example:
@@ -44,11 +44,6 @@ import pandas as pd
 
 from rayfl.benchmarks.policies_report import write_outputs
 from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_for
-from rayfl.benchmarks.surrogate_fit_cli import (
-    add_arguments,
-    other_command,
-    surrogate_overrides_for,
-)
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
 
@@ -404,10 +399,7 @@ def parser() -> argparse.ArgumentParser:
         help=f"a registered scenario (repeatable): {', '.join(SCENARIOS)}",
     )
     p.add_argument(
-        "--mode",
-        default=None,
-        choices=["surrogate", "emulate", "both"],
-        help="default: surrogate (--fit-surrogate: emulate)",
+        "--mode", default="surrogate", choices=["surrogate", "emulate", "both"]
     )
     p.add_argument(
         "--seeds",
@@ -429,7 +421,17 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="checkpoint of the learned policy (default: the shipped one)",
     )
-    add_arguments(p)  # --surrogate, --fit-surrogate, --merge (.surrogate_fit_cli)
+    p.add_argument(
+        "--surrogate",
+        default=None,
+        help="a fitted surrogate_fit.yaml (rayfl bench fit-surrogate) for the star",
+    )
+    p.add_argument(
+        "--merge",
+        default=None,
+        help="instead of running: report earlier --out directories together "
+        "(comma-separated; DIR:MODE keeps one mode's episodes)",
+    )
     p.add_argument("--num-cpus", type=int, default=2, help="Ray CPUs (emulate)")
     p.add_argument("--out", default="bench-policies", help="output directory")
     return p
@@ -447,14 +449,14 @@ def main(argv: list[str] | None = None) -> None:
         scenarios = [SCENARIOS[s] for s in args.scenario]
     else:
         scenarios = scenarios_for(args.topology, args.size)
-    mode = args.mode or "surrogate"
-    modes = ["surrogate", "emulate"] if mode == "both" else [mode]
+    modes = ["surrogate", "emulate"] if args.mode == "both" else [args.mode]
     only = [p.strip() for p in (args.policies or "").split(",") if p.strip()]
     out = Path(args.out)
     t0 = time.perf_counter()
-    if other_command(args, scenarios, only):  # --merge or --fit-surrogate
+    if args.merge:
+        _merge(args.merge, out)
         return
-    overrides = surrogate_overrides_for(args)
+    overrides = _surrogate(args.surrogate, out)
     bench_policies(
         scenarios,
         modes=modes,
@@ -470,6 +472,26 @@ def main(argv: list[str] | None = None) -> None:
         f"\nwrote {out}/summary.csv, summary.md, episodes.csv, runs.csv, "
         f"*.png in {time.perf_counter() - t0:.0f} s"
     )
+
+
+def _merge(sources: str, out: Path) -> None:
+    from rayfl.benchmarks.policies_report import merge_outputs
+
+    try:
+        merge_outputs([d.strip() for d in sources.split(",") if d.strip()], out)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    print(f"wrote {out}/")
+
+
+def _surrogate(path: str | None, out: Path) -> dict[str, Any]:
+    """``--surrogate``: its ``rl.surrogate_*`` overrides, copied beside the results."""
+    from rayfl.benchmarks.surrogate_fit import surrogate_overrides
+
+    try:
+        return surrogate_overrides(path, copy_to=out) if path else {}
+    except ValueError as e:
+        raise BenchError(str(e)) from None
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""``rayfl bench policies --fit-surrogate``: fit the star surrogate to emulate rollouts.
+"""``rayfl bench fit-surrogate``: fit the star surrogate to emulate rollouts.
 
 The star surrogate (:mod:`envs.surrogate`) predicts every client's test loss
 from the schedule alone:
@@ -39,7 +39,7 @@ without playing them again. a_channel is fitted only when some ρ_n > 1e-6
 (otherwise the channel term is invisible in the losses and keeps its default).
 
 Example:
-    rayfl bench policies --fit-surrogate --scenario star-small --fit-seeds 2000:2003
+    rayfl bench fit-surrogate --scenario star-small --fit-seeds 2000:2003
     --policies round_robin,random,best_channel,learned_untrained --out fit/
 """
 
@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import yaml
 
 __all__ = [
     "FitResult",
@@ -62,6 +63,7 @@ __all__ = [
     "load_trajectories",
     "predict",
     "save_trajectories",
+    "surrogate_overrides",
 ]
 
 #: Shared constants of the surrogate the fit can set, with their bounds and
@@ -389,3 +391,34 @@ def load_trajectories(path: Path) -> list[Trajectory]:
             )
         )
     return out
+
+
+def surrogate_overrides(
+    path: str | Path, copy_to: Path | None = None
+) -> dict[str, Any]:
+    """The ``rl.surrogate_*`` overrides of a fitted fragment (``surrogate_fit.yaml``).
+
+    ``copy_to``: a directory to copy the fragment into (``surrogate_used.yaml``).
+
+    Raises:
+        ValueError: If the file is missing or has no ``rl`` mapping of
+            ``surrogate_*`` fields.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"--surrogate: no such file {p}")
+    tree = yaml.safe_load(p.read_text()) or {}
+    rl = tree.get("rl") if isinstance(tree, dict) else None
+    if (
+        not isinstance(rl, dict)
+        or not rl
+        or any(not str(k).startswith("surrogate_") for k in rl)
+    ):
+        raise ValueError(
+            f"--surrogate: {p} must hold an `rl:` mapping of surrogate_* fields "
+            "(as `rayfl bench fit-surrogate` writes)"
+        )
+    if copy_to is not None:
+        copy_to.mkdir(parents=True, exist_ok=True)
+        (copy_to / "surrogate_used.yaml").write_text(p.read_text())
+    return {f"rl.{k}": v for k, v in rl.items()}

@@ -1,14 +1,14 @@
-"""The command line of the surrogate fit, and ``--merge``, of ``rayfl bench policies``.
+"""``rayfl bench fit-surrogate``: fit the star surrogate to emulate rollouts.
 
-``--fit-surrogate`` plays ``--policies`` on ``--fit-seeds`` (emulate mode by
-default) and fits the star surrogate to the rollouts (:mod:`.surrogate_fit`);
-``--fit-from`` refits saved rollouts; ``--surrogate PATH`` runs the
-benchmark's star surrogate with a fitted fragment; ``--merge DIRS`` reports
-the episodes of earlier runs together (:func:`.policies_report.merge_outputs`).
+Plays ``--policies`` on ``--fit-seeds`` (emulate mode by default; they must
+avoid the benchmark's held-out ``--seeds``), records them and fits the star
+surrogate to them (:mod:`.surrogate_fit`, which describes the fit and the
+files written under ``--out``); ``--fit-from trajectories.csv`` refits saved
+rollouts. ``rayfl bench policies --surrogate OUT/surrogate_fit.yaml`` then
+runs the benchmark's star surrogate with the fitted constants.
 
 Example:
-    rayfl bench policies --fit-surrogate --scenario star-small --fit-seeds 2000:2003
-    --policies round_robin,random,best_channel,learned_untrained --out fit/
+    rayfl bench fit-surrogate --scenario star-small --fit-seeds 2000:2003 --out fit/
 """
 
 from __future__ import annotations
@@ -34,14 +34,7 @@ from rayfl.benchmarks.surrogate_fit import (
     save_trajectories,
 )
 
-__all__ = [
-    "add_arguments",
-    "collect",
-    "fit_command",
-    "other_command",
-    "surrogate_overrides",
-    "write_fit",
-]
+__all__ = ["collect", "fit_command", "main", "parser", "write_fit"]
 
 
 # ------------------------------------------------------------------ rollouts
@@ -77,8 +70,8 @@ def _rollout(
     env: Any, cfg: Any, spec: tuple[str, str, dict[str, Any]], seed: int, mode: str
 ) -> Trajectory:
     """One episode of ``spec`` on ``env`` from ``seed``, recorded."""
-    from envs.episode import run_episode
     from rayfl.benchmarks.policies import build_policy
+    from rayfl.registry import load
     from rayfl.wireless.modulation import element_error_probability
 
     bits = cfg.compression.quantize_bits or 32
@@ -103,7 +96,9 @@ def _rollout(
         )
         losses.append(np.asarray(outcome.test_loss, dtype=np.float64))
 
-    run_episode(env, policy, first_obs=obs, max_steps=cfg.rounds, on_step=record)
+    load("envs.episode:run_episode")(
+        env, policy, first_obs=obs, max_steps=cfg.rounds, on_step=record
+    )
     size = np.asarray(backend.data_size, dtype=np.float64)
     return Trajectory(
         seed=seed,
@@ -173,7 +168,7 @@ def write_fit(
     _write(out / "surrogate_fit.json", json.dumps(report, indent=2) + "\n")
     _write(out / "surrogate_fit.csv", _table(result, fields).to_csv(index=False))
     header = (
-        f"# rl.surrogate_* fitted by `rayfl bench policies --fit-surrogate` on "
+        f"# rl.surrogate_* fitted by `rayfl bench fit-surrogate` on "
         f"{meta['scenario']} ({meta['mode']}), seeds {seeds}, policies "
         f"{', '.join(policies)}; RMSE {result.rmse:.3f} nats "
         f"(default surrogate {result.rmse_default:.3f})\n"
@@ -215,77 +210,106 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def surrogate_overrides(path: str | Path) -> dict[str, Any]:
-    """The ``rl.surrogate_*`` overrides of a fitted fragment (``surrogate_fit.yaml``).
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``rayfl bench fit-surrogate``."""
+    from rayfl.benchmarks.policies_scenarios import SCENARIOS
 
-    Raises:
-        ValueError: If the file is missing or has no ``rl`` mapping of
-            ``surrogate_*`` fields.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"--surrogate: no such file {p}")
-    tree = yaml.safe_load(p.read_text()) or {}
-    rl = tree.get("rl") if isinstance(tree, dict) else None
-    if (
-        not isinstance(rl, dict)
-        or not rl
-        or any(not str(k).startswith("surrogate_") for k in rl)
-    ):
-        raise ValueError(
-            f"--surrogate: {p} must hold an `rl:` mapping of surrogate_* fields "
-            "(as `--fit-surrogate` writes)"
-        )
-    return {f"rl.{k}": v for k, v in rl.items()}
-
-
-def fit_main(
-    args: Any, scenarios: Sequence[Any], only: Sequence[str], *, seeds: Sequence[int]
-) -> FitResult:
-    """``rayfl bench policies --fit-surrogate``: one star scenario, ``--fit-seeds``.
-
-    Raises:
-        BenchError: For not exactly one star scenario, fit seeds that overlap
-            the held-out ``--seeds``, or a mode other than emulate/surrogate.
-    """
-    from rayfl.benchmarks.policies import (
-        BenchError,
-        _check_builds,
-        _seeds,
-        policy_specs,
+    p = argparse.ArgumentParser(
+        prog="rayfl bench fit-surrogate", description=__doc__.split("\n")[0]
     )
-    from rayfl.config import load_config
+    stars = [n for n, s in SCENARIOS.items() if s.topology == "star"]
+    p.add_argument("--scenario", required=True, help=f"one of {', '.join(stars)}")
+    p.add_argument(
+        "--fit-seeds",
+        default="2000:2003",
+        help="seeds of the rollouts (default 2000:2003)",
+    )
+    p.add_argument(
+        "--seeds",
+        default="1000:1010",
+        help="the benchmark's held-out seeds, which the fit seeds must avoid "
+        "(default 1000:1010)",
+    )
+    p.add_argument(
+        "--policies",
+        default="round_robin,random,best_channel,learned_untrained",
+        help="comma-separated labels of the policies that play the rollouts",
+    )
+    p.add_argument("--learned", default=None, help="checkpoint of the learned policy")
+    p.add_argument(
+        "--mode",
+        default="emulate",
+        choices=["emulate", "surrogate"],
+        help="where the rollouts run (surrogate: a self-check of the fit)",
+    )
+    p.add_argument(
+        "--fit-from",
+        default=None,
+        help="refit the rollouts of a trajectories.csv instead of playing them",
+    )
+    p.add_argument("--num-cpus", type=int, default=2, help="Ray CPUs (emulate)")
+    p.add_argument("--out", default="surrogate-fit", help="output directory")
+    return p
 
-    if len(scenarios) != 1 or scenarios[0].topology != "star":
+
+def main(argv: list[str] | None = None) -> FitResult:
+    """Run ``rayfl bench fit-surrogate`` with the command-line flags ``argv``.
+
+    Raises:
+        BenchError: For a scenario that is not a registered star, fit seeds
+            that are empty or overlap the held-out ``--seeds``.
+    """
+    from rayfl.benchmarks.policies import BenchError, _seeds
+    from rayfl.benchmarks.policies_scenarios import SCENARIOS
+
+    args = parser().parse_args(argv)
+    scenario = SCENARIOS.get(args.scenario)
+    if scenario is None or scenario.topology != "star":
+        stars = [n for n, s in SCENARIOS.items() if s.topology == "star"]
         raise BenchError(
-            "--fit-surrogate fits the star surrogate: give one star --scenario, got "
-            f"{[s.name for s in scenarios]}"
+            f"--scenario must be a star scenario ({', '.join(stars)}); got "
+            f"{args.scenario!r}"
         )
-    overlap = sorted(set(seeds) & set(_seeds(args.seeds)))
+    seeds, held = _seeds(args.fit_seeds), set(_seeds(args.seeds))
+    overlap = sorted(set(seeds) & held)
     if overlap or not seeds:
         raise BenchError(
             f"--fit-seeds must be non-empty and disjoint from the held-out --seeds; "
             f"both have {overlap}"
         )
+    out = Path(args.out)
     if args.fit_from:
-        trajs = load_trajectories(Path(args.fit_from))
-        held_out = sorted({t.seed for t in trajs} & set(_seeds(args.seeds)))
-        if held_out:
-            raise BenchError(f"--fit-from: its rollouts use held-out seeds {held_out}")
-        meta = {"scenario": scenarios[0].name, "mode": f"from {args.fit_from}"}
-        earlier = Path(args.fit_from).parent / "surrogate_fit.json"
-        if earlier.is_file():  # keep how the rollouts were played
-            old = json.loads(earlier.read_text())
-            meta |= {k: old[k] for k in ("mode", "rollout_s") if k in old}
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        return write_fit(trajs, Path(args.out), meta)
-    mode = args.mode or "emulate"
-    if mode not in ("emulate", "surrogate"):
-        raise BenchError(
-            f"--fit-surrogate: --mode must be emulate or surrogate, got {mode}"
-        )
+        return _refit(Path(args.fit_from), scenario.name, held, out)
+    only = [p.strip() for p in args.policies.split(",") if p.strip()]
+    return _play_and_fit(args, scenario, only, seeds, out)
+
+
+def _refit(path: Path, scenario: str, held: set[int], out: Path) -> FitResult:
+    """``--fit-from``: fit saved rollouts (keeping how they were played)."""
+    from rayfl.benchmarks.policies import BenchError
+
+    trajs = load_trajectories(path)
+    overlap = sorted({t.seed for t in trajs} & held)
+    if overlap:
+        raise BenchError(f"--fit-from: its rollouts use held-out seeds {overlap}")
+    meta: dict[str, Any] = {"scenario": scenario, "mode": f"from {path}"}
+    earlier = path.parent / "surrogate_fit.json"
+    if earlier.is_file():
+        old = json.loads(earlier.read_text())
+        meta |= {k: old[k] for k in ("mode", "rollout_s") if k in old}
+    out.mkdir(parents=True, exist_ok=True)
+    return write_fit(trajs, out, meta)
+
+
+def _play_and_fit(
+    args: Any, scenario: Any, only: Sequence[str], seeds: Sequence[int], out: Path
+) -> FitResult:
+    """Play ``only`` on ``seeds`` in ``args.mode`` (a Ray session for emulate); fit."""
+    from rayfl.benchmarks.policies import _check_builds, policy_specs
+    from rayfl.config import load_config
+
     ray = {"ray": {"num_cpus": args.num_cpus, "object_store_memory_mb": 150}}
-    cfg = load_config(scenarios[0].config, ray)
+    cfg = load_config(scenario.config, ray)
     specs = [
         s
         for s in policy_specs(cfg, learned=args.learned, only=only)
@@ -293,87 +317,18 @@ def fit_main(
     ]
     _check_builds(cfg, specs)
     session = None
-    if mode == "emulate":
+    if args.mode == "emulate":
         from rayfl.session import RaySession
 
         session = RaySession(cfg.ray)
     try:
         return fit_command(
-            cfg, specs, seeds, Path(args.out), mode=mode, scenario=scenarios[0].name
+            cfg, specs, seeds, out, mode=args.mode, scenario=scenario.name
         )
     finally:
         if session is not None:
             session.close()
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add ``--surrogate``, ``--fit-surrogate``, ``--fit-seeds``, ``--fit-from``, ``--merge``."""
-    p.add_argument(
-        "--surrogate",
-        default=None,
-        help="a fitted surrogate (surrogate_fit.yaml of --fit-surrogate) for the "
-        "star's surrogate mode (default: the configured one)",
-    )
-    p.add_argument(
-        "--fit-surrogate",
-        action="store_true",
-        help="instead of the benchmark: play --policies in emulate mode on "
-        "--fit-seeds and fit the star surrogate to them (surrogate_fit.yaml)",
-    )
-    p.add_argument(
-        "--fit-seeds",
-        default="2000:2003",
-        help="seeds of --fit-surrogate, disjoint from --seeds (default 2000:2003)",
-    )
-    p.add_argument(
-        "--fit-from",
-        default=None,
-        help="with --fit-surrogate: refit the rollouts of a trajectories.csv "
-        "instead of playing them",
-    )
-    p.add_argument(
-        "--merge",
-        default=None,
-        help="instead of running: comma-separated --out directories of earlier "
-        "runs (DIR or DIR:MODE for one mode's episodes) to report together",
-    )
-
-
-def other_command(args: Any, scenarios: Sequence[Any], only: Sequence[str]) -> bool:
-    """Run ``--merge`` or ``--fit-surrogate`` if asked; return whether one ran.
-
-    Raises:
-        BenchError: For bad arguments of either (one line).
-    """
-    from rayfl.benchmarks.policies import BenchError, _seeds
-    from rayfl.benchmarks.policies_report import merge_outputs
-
-    out = Path(args.out)
-    if args.merge:
-        dirs = [d.strip() for d in args.merge.split(",") if d.strip()]
-        try:
-            merge_outputs(dirs, out)
-        except ValueError as e:
-            raise BenchError(str(e)) from None
-        print(f"wrote {out}/ from {len(dirs)} runs")
-        return True
-    if args.fit_surrogate:
-        fit_main(args, scenarios, only, seeds=_seeds(args.fit_seeds))
-        return True
-    return False
-
-
-def surrogate_overrides_for(args: Any) -> dict[str, Any]:
-    """``--surrogate``: its overrides, and a copy of it beside the results."""
-    from rayfl.benchmarks.policies import BenchError
-
-    if args.surrogate is None:
-        return {}
-    try:
-        overrides = surrogate_overrides(args.surrogate)
-    except ValueError as e:
-        raise BenchError(str(e)) from None
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "surrogate_used.yaml").write_text(Path(args.surrogate).read_text())
-    return overrides
+if __name__ == "__main__":
+    main()

@@ -152,7 +152,7 @@ class RLConfig(BaseModel):
         description="c of the star surrogate (envs.surrogate): the optimality gap "
         "shrinks by c × the data share of the clients that delivered, per round. "
         "This and the next fields can be fitted to emulate rollouts with "
-        "`rayfl bench policies --fit-surrogate` (docs/learned_scheduler.md).",
+        "`rayfl bench fit-surrogate` (docs/learned_scheduler.md).",
     )
     surrogate_channel_weight: float = Field(
         5.0,
