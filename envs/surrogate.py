@@ -42,7 +42,7 @@ Implementation details:
     3. d_n is drawn only when d̄ > 0, so d̄ = 0 leaves the random stream (and
        every earlier result) unchanged.
     4. Every constant of the table can be fitted to emulate rollouts
-       (``rayfl bench policies --fit-surrogate``, :mod:`rayfl.benchmarks.surrogate_fit`)
+       (``rayfl bench fit-surrogate``, :mod:`rayfl.benchmarks.surrogate_fit`)
        and set through the ``rl.surrogate_*`` config fields; the ranges of f_n*
        and h_n scale the same uniform draws, so the random stream is unchanged.
 """
