@@ -133,8 +133,16 @@ class SurrogateBackend:
             self.num_classes,
             self.uplink.noise_std,
             rng_for(seed, "env"),
+            contraction=rl.surrogate_contraction,
+            noise_weight=rl.surrogate_noise_weight,
+            channel_weight=rl.surrogate_channel_weight,
+            participation_scale=rl.surrogate_participation_scale,
             recency_weight=rl.surrogate_recency,
             recency_scale=rl.surrogate_recency_rounds,
+            floor_low=rl.surrogate_floor[0],
+            floor_high=rl.surrogate_floor[1],
+            heterogeneity_low=rl.surrogate_heterogeneity[0],
+            heterogeneity_high=rl.surrogate_heterogeneity[1],
         )
         self.tracker = ObservationTracker(
             len(self.data_size), self.dynamics.client_loss()

@@ -26,8 +26,8 @@ jump of ≈ 0.35 nats (NOTES.md, issue 11).
 | c | ``contraction`` | 0.5 |
 | a_noise | ``noise_weight`` | 1.0 |
 | a_channel | ``channel_weight`` | 5.0 |
-| f_n* | ``floor`` | U[0.2, 0.5] |
-| h_n | ``heterogeneity`` | U[0, 1] |
+| f_n* | ``floor`` | U[``floor_low``, ``floor_high``] = U[0.2, 0.5] |
+| h_n | ``heterogeneity`` | U[``heterogeneity_low``, ``heterogeneity_high``] = U[0, 1] |
 | τ | ``participation_scale`` | 3 uploads |
 | d̄ | ``recency_weight`` | 0 (RL config default 0.35) |
 | κ | ``recency_scale`` | 1 round |
@@ -41,6 +41,10 @@ Implementation details:
        noisy estimates.
     3. d_n is drawn only when d̄ > 0, so d̄ = 0 leaves the random stream (and
        every earlier result) unchanged.
+    4. Every constant of the table can be fitted to emulate rollouts
+       (``rayfl bench fit-surrogate``, :mod:`rayfl.benchmarks.surrogate_fit`)
+       and set through the ``rl.surrogate_*`` config fields; the ranges of f_n*
+       and h_n scale the same uniform draws, so the random stream is unchanged.
 """
 
 from __future__ import annotations
@@ -75,6 +79,10 @@ class SurrogateDynamics:
     participation_scale: float = 3.0
     recency_weight: float = 0.0
     recency_scale: float = 1.0
+    floor_low: float = 0.2
+    floor_high: float = 0.5
+    heterogeneity_low: float = 0.0
+    heterogeneity_high: float = 1.0
 
     def __post_init__(self) -> None:
         if self.recency_weight < 0 or self.recency_scale <= 0:
@@ -82,9 +90,20 @@ class SurrogateDynamics:
                 "recency_weight must be >= 0 and recency_scale > 0, got "
                 f"{self.recency_weight} and {self.recency_scale}"
             )
+        for name, low, high in (
+            ("floor", self.floor_low, self.floor_high),
+            ("heterogeneity", self.heterogeneity_low, self.heterogeneity_high),
+        ):
+            if not 0 <= low <= high:
+                raise ValueError(
+                    f"{name}_low and {name}_high must satisfy 0 <= low <= high, "
+                    f"got {low} and {high}"
+                )
         n = len(self.data_share)
-        self.floor = self.rng.uniform(0.2, 0.5, size=n)
-        self.heterogeneity = self.rng.uniform(0.0, 1.0, size=n)
+        self.floor = self.rng.uniform(self.floor_low, self.floor_high, size=n)
+        self.heterogeneity = self.rng.uniform(
+            self.heterogeneity_low, self.heterogeneity_high, size=n
+        )
         self.drift = (
             self.recency_weight * self.rng.uniform(0.0, 2.0, size=n)
             if self.recency_weight > 0

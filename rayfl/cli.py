@@ -211,7 +211,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     # `all`: the quick ones; `policies` is a study of its own (rayfl bench policies)
     names = (
-        [n for n in BENCHMARKS if n != "policies"]
+        [n for n in BENCHMARKS if n not in ("policies", "fit-surrogate")]
         if args.name == "all"
         else [args.name]
     )
@@ -358,12 +358,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_policy(sub)
     p = sub.add_parser(
         "bench",
-        help="run a benchmark (round-time, flute, scale, env, startup, policies, all)",
+        help="run a benchmark (round-time, flute, scale, env, startup, policies, "
+        "fit-surrogate, all)",
     )
     p.add_argument(
         "name",
-        choices=["round-time", "flute", "scale", "env", "startup", "policies", "all"],
-        help="which benchmark (all: each in turn, but policies)",
+        choices=[
+            "round-time",
+            "flute",
+            "scale",
+            "env",
+            "startup",
+            "policies",
+            "fit-surrogate",
+            "all",
+        ],
+        help="which benchmark (all: each in turn, but policies and fit-surrogate)",
     )
     p.add_argument(
         "overrides",

@@ -7,6 +7,7 @@ BENCHMARKS = {
     "env": "rayfl.benchmarks.env_speed",
     "startup": "rayfl.benchmarks.startup",
     "policies": "rayfl.benchmarks.policies",
+    "fit-surrogate": "rayfl.benchmarks.surrogate_fit_cli",
 }
 
 __all__ = ["BENCHMARKS"]

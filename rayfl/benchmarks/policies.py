@@ -23,6 +23,8 @@ episode's reset seed, so every policy plays the same episodes. Writes under
 | ``summary.csv`` / ``summary.md`` | per (scenario, mode, policy): mean and 95% t-CI of each KPI; paired difference to the best heuristic with its CI, p-value, wins/losses/ties (:mod:`.policies_stats`) |
 | ``surrogate_check.csv`` / ``.md`` | with ``--mode both``: per scenario and policy, both modes' returns, the error, the paired differences to the emulation's best heuristic in both modes, ``spearman`` and the ``fit_for_training`` verdict |
 | ``runs.csv`` | wall time of each (scenario, mode) and the tuned constants |
+| ``merged_from.txt`` | with ``--merge DIRS``: the runs whose episodes were merged |
+| ``surrogate_used.yaml`` | with ``--surrogate PATH``: a copy of the fitted surrogate the star's surrogate mode used (``rayfl bench fit-surrogate``, :mod:`.surrogate_fit_cli`) |
 | ``<scenario>.png`` | mean return ± 95% CI per policy, one panel per mode |
 
 Example:
@@ -305,8 +307,12 @@ def bench_policies(
     only: Sequence[str] = (),
     num_cpus: int = 2,
     verbose: bool = True,
+    overrides: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Run the benchmark; write its files under ``out``; return the summary.
+
+    ``overrides`` (dotted config keys) apply to every scenario, e.g. a fitted
+    surrogate's ``rl.surrogate_*`` (``--surrogate``).
 
     Raises:
         ValueError: If the held-out and training seeds overlap, or no seeds.
@@ -321,6 +327,7 @@ def bench_policies(
         )
     say = print if verbose else (lambda _: None)
     ray_override = {"ray": {"num_cpus": num_cpus, "object_store_memory_mb": 150}}
+    ray_override |= overrides or {}
     configs = {s.name: load_config(s.config, ray_override) for s in scenarios}
     for scenario in scenarios:  # every policy builds before anything runs
         _check_builds(
@@ -457,6 +464,17 @@ def parser() -> argparse.ArgumentParser:
         help="checkpoint of the learned policy (default: the shipped one), or "
         "learned_<name>=PATH,... to add trained policies side by side",
     )
+    p.add_argument(
+        "--surrogate",
+        default=None,
+        help="a fitted surrogate_fit.yaml (rayfl bench fit-surrogate) for the star",
+    )
+    p.add_argument(
+        "--merge",
+        default=None,
+        help="instead of running: report earlier --out directories together "
+        "(comma-separated; DIR:MODE keeps one mode's episodes)",
+    )
     p.add_argument("--num-cpus", type=int, default=2, help="Ray CPUs (emulate)")
     p.add_argument("--out", default="bench-policies", help="output directory")
     return p
@@ -478,6 +496,10 @@ def main(argv: list[str] | None = None) -> None:
     only = [p.strip() for p in (args.policies or "").split(",") if p.strip()]
     out = Path(args.out)
     t0 = time.perf_counter()
+    if args.merge:
+        _merge(args.merge, out)
+        return
+    overrides = _surrogate(args.surrogate, out)
     bench_policies(
         scenarios,
         modes=modes,
@@ -487,11 +509,32 @@ def main(argv: list[str] | None = None) -> None:
         learned=learned_checkpoints(args.learned),
         only=only,
         num_cpus=args.num_cpus,
+        overrides=overrides,
     )
     print(
         f"\nwrote {out}/summary.csv, summary.md, episodes.csv, runs.csv, "
         f"*.png in {time.perf_counter() - t0:.0f} s"
     )
+
+
+def _merge(sources: str, out: Path) -> None:
+    from rayfl.benchmarks.policies_report import merge_outputs
+
+    try:
+        merge_outputs([d.strip() for d in sources.split(",") if d.strip()], out)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    print(f"wrote {out}/")
+
+
+def _surrogate(path: str | None, out: Path) -> dict[str, Any]:
+    """``--surrogate``: its ``rl.surrogate_*`` overrides, copied beside the results."""
+    from rayfl.benchmarks.surrogate_fit import surrogate_overrides
+
+    try:
+        return surrogate_overrides(path, copy_to=out) if path else {}
+    except ValueError as e:
+        raise BenchError(str(e)) from None
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import pandas as pd
 from rayfl.benchmarks.policies_stats import KPIS, summarise, surrogate_check
 from rayfl.results import atomic_write
 
-__all__ = ["plot_scenario", "pretty", "pretty_check", "write_outputs"]
+__all__ = ["merge_outputs", "plot_scenario", "pretty", "pretty_check", "write_outputs"]
 
 
 def write_outputs(
@@ -40,6 +40,49 @@ def write_outputs(
         )
     for scenario, group in summary.groupby("scenario", sort=False):
         plot_scenario(group, out / f"{scenario}.png")
+    return summary
+
+
+def merge_outputs(sources: list[str], out: Path) -> pd.DataFrame:
+    """Write the outputs of the union of earlier runs' ``episodes.csv``/``runs.csv``.
+
+    Each source is an ``--out`` directory, optionally ``DIR:MODE`` to take
+    only that mode's episodes (e.g. the emulate episodes of one run with the
+    surrogate episodes of another: the emulation does not read the
+    surrogate's constants), or seed chunks of one study. ``merged_from.txt``
+    names the sources.
+
+    Raises:
+        ValueError: If a source lacks its CSVs, names an unknown mode, or two
+            sources have the same (scenario, mode, policy, seed) episode.
+    """
+    episodes, runs = [], []
+    for source in sources:
+        path, _, mode = source.partition(":")
+        d = Path(path)
+        if not (d / "episodes.csv").is_file() or not (d / "runs.csv").is_file():
+            raise ValueError(f"--merge: no episodes.csv and runs.csv in {d}")
+        if mode not in ("", "surrogate", "emulate"):
+            raise ValueError(
+                f"--merge: DIR:MODE takes mode surrogate or emulate, got {mode!r}"
+            )
+        e, r = pd.read_csv(d / "episodes.csv"), pd.read_csv(d / "runs.csv")
+        episodes.append(e[e["mode"] == mode] if mode else e)
+        runs.append(r[r["mode"] == mode] if mode else r)
+    if not sources:
+        raise ValueError("--merge: give at least one directory")
+    merged = pd.concat(episodes, ignore_index=True)
+    key = ["scenario", "mode", "policy", "seed"]
+    twice = merged[merged.duplicated(key)]
+    if not twice.empty:
+        first = twice.iloc[0]
+        raise ValueError(
+            "--merge: two sources have the episode "
+            f"{dict(zip(key, (first[k] for k in key), strict=True))}"
+        )
+    summary = write_outputs(merged, pd.concat(runs, ignore_index=True), out)
+    names = "\n".join(sources)
+    atomic_write(out / "merged_from.txt", lambda p: p.write_text(names + "\n"))
     return summary
 
 

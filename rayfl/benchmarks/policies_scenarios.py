@@ -11,6 +11,10 @@ One scenario per topology is built to break the heuristics' assumptions:
 | ``hierarchical-small-skewed`` | pathological non-IID (one class per device) and devices up to 600 m from their edge (very unequal links) |
 | ``d2d-small-shadowed`` | a 15 dB SINR threshold that only a few neighbours meet (Dirichlet α = 0.1 data) |
 
+``hierarchical-small-nodp`` is ``hierarchical-small`` without DP: at ε = 1 the
+emulated model does not learn (test losses near 27 nats), so the surrogate
+check of the hierarchy runs here.
+
 Sizes: small (N ≈ 10-20), medium (N ≈ 50-60), large (N = 200; D2D 101). D2D
 scenarios have |F| = max(3, N // 3) sub-channels, fewer than the N − 1
 candidate neighbours, so a top-K rule has to choose.
@@ -213,6 +217,19 @@ SCENARIOS: dict[str, Scenario] = {
                 topology={"cost": {"distance_max_m": 600.0}},
             ),
             breaks="one class per device, devices up to 600 m from their edge",
+        ),
+        Scenario(
+            "hierarchical-small-nodp",
+            "hierarchical",
+            "small",
+            _hierarchical(
+                "hierarchical-small-nodp",
+                20,
+                4,
+                2,
+                20,
+                topology={"dp": {"enabled": False}},
+            ),
         ),
         Scenario("d2d-small", "d2d", "small", _d2d("d2d-small", 11, 20)),
         Scenario("d2d-medium", "d2d", "medium", _d2d("d2d-medium", 31, 30)),

@@ -146,6 +146,42 @@ class RLConfig(BaseModel):
         gt=0,
         description="κ of the recency term: rounds for the drift to build up.",
     )
+    surrogate_contraction: float = Field(
+        0.5,
+        gt=0,
+        description="c of the star surrogate (envs.surrogate): the optimality gap "
+        "shrinks by c × the data share of the clients that delivered, per round. "
+        "This and the next fields can be fitted to emulate rollouts with "
+        "`rayfl bench fit-surrogate` (docs/learned_scheduler.md).",
+    )
+    surrogate_channel_weight: float = Field(
+        5.0,
+        ge=0,
+        description="a_channel of the star surrogate: gap added per unit of the "
+        "delivered clients' mean per-element error probability.",
+    )
+    surrogate_noise_weight: float = Field(
+        1.0,
+        ge=0,
+        description="a_noise of the star surrogate: gap added per unit of DP "
+        "noise variance over the number of delivered clients.",
+    )
+    surrogate_participation_scale: float = Field(
+        3.0,
+        gt=0,
+        description="τ of the star surrogate: uploads over which a client's "
+        "heterogeneity offset h_n decays (exp(−uploads/τ)).",
+    )
+    surrogate_floor: tuple[float, float] = Field(
+        (0.2, 0.5),
+        description="Range [low, high] of the star surrogate's per-client loss "
+        "floor f_n* [nats], drawn uniformly per client; 0 <= low <= high.",
+    )
+    surrogate_heterogeneity: tuple[float, float] = Field(
+        (0.0, 1.0),
+        description="Range [low, high] of the star surrogate's per-client "
+        "heterogeneity offset h_n [nats], drawn uniformly; 0 <= low <= high.",
+    )
     init_from: str | None = Field(
         None,
         description="Start from an exported policy (a train-policy run directory, "
@@ -186,4 +222,11 @@ class RLConfig(BaseModel):
                 f"rl.minibatch_size must be <= rl.train_batch_size "
                 f"({self.train_batch_size}), got {self.minibatch_size}"
             )
+        for name in ("surrogate_floor", "surrogate_heterogeneity"):
+            low, high = getattr(self, name)
+            if not 0 <= low <= high:
+                raise ValueError(
+                    f"rl.{name} must be [low, high] with 0 <= low <= high, got "
+                    f"[{low}, {high}]"
+                )
         return self
