@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from copy import deepcopy
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from rayfl.star.lanes import StarLanes, check_lanes
 from rayfl.system import EvalRow, Observation, RoundResult
 from rayfl.uplink import UplinkModel
 
-__all__ = ["LaneBackend", "WirelessFLVectorEnv"]
+__all__ = ["LaneBackend", "LaneSystem", "WirelessFLVectorEnv"]
 
 
 class LaneBackend:
@@ -50,6 +51,16 @@ class LaneBackend:
         """The lane's uplink model (channel, ledger)."""
         return self.lanes.uplink(self.lane)
 
+    @property
+    def system(self) -> LaneSystem:
+        """The lane's run as policies read a system (``config``, ``dim``, ``uplink``).
+
+        :func:`rayfl.star.context.star_context` of it equals that of an
+        ``EmulatedBackend``'s engine with the lane's seed, so a policy is built
+        for a lane as for one env (:func:`rayfl.runner.env_policy`).
+        """
+        return LaneSystem(self.lanes.run_config(self.lane), self.lanes.dim, self.uplink)
+
     def restart(self, seed: int) -> None:
         """Start a new run with ``seed`` in this lane."""
         self.lanes.restart(self.lane, seed)
@@ -68,6 +79,15 @@ class LaneBackend:
 
     def close(self) -> None:
         """Nothing to release (the vector env closes the lanes)."""
+
+
+@dataclass(frozen=True)
+class LaneSystem:
+    """What policies read of a run's system (:func:`rayfl.star.context.star_context`)."""
+
+    config: RunConfig
+    dim: int
+    uplink: UplinkModel
 
 
 def outcome(result: RoundResult, evals: list[EvalRow]) -> Outcome:

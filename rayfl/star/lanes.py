@@ -204,6 +204,10 @@ class StarLanes:
         self.lanes[lane] = _Lane(cfg, uplink, ServerHost(setup), vector)
         self._pending[lane] = setup
 
+    def run_config(self, lane: int) -> Any:
+        """Return ``lane``'s run config (the shared config with the lane's seed)."""
+        return self._lane(lane).config
+
     def uplink(self, lane: int) -> UplinkModel:
         """Return ``lane``'s uplink model (channel, ledger)."""
         return self._lane(lane).uplink
