@@ -207,7 +207,7 @@ def test_specs_include_the_required_baselines(topology):
     labels = [label for label, *_ in policy_specs(cfg)]
 
     assert "learned" in labels and "learned_untrained" in labels
-    assert ("constant_tuned" in labels) == (topology == "star")
+    assert ("constant_tuned" in labels) == (topology in ("star", "hierarchical"))
     assert "all" not in labels
     if topology == "star":
         assert "minmax" in labels
@@ -301,3 +301,118 @@ def test_constant_controls_replace_the_policys_controls():
 
     np.testing.assert_array_equal(action["assignment"], [0, 1])
     np.testing.assert_array_equal(action["controls"], table)
+
+
+# ------------------------------------------------------------------ the hierarchy
+#: A tiny hierarchy with DP: its surrogate's return depends on the step size γ
+#: (through the DP noise), so tuning γ has something to choose.
+TINY_HIER = Scenario(
+    "tiny-hier",
+    "hierarchical",
+    "small",
+    {
+        "name": "tiny-hier",
+        "rounds": 3,
+        "data": {
+            "dataset": "digits",
+            "num_clients": 8,
+            "partition": "pathological",
+            "classes_per_client": 3,
+        },
+        "model": {"kind": "mlr"},
+        "algorithm": {"kind": "fedavg", "batch_size": 16, "lr": 0.05},
+        "topology": {
+            "kind": "hierarchical",
+            "num_edges": 2,
+            "tau": 2,
+            "local_period": 1,
+            "dp": {"epsilon": 1.0, "delta": 1.0e-5},
+            "scheduling": {"subchannels_per_edge": 1},
+        },
+        "output": {"progress": False, "plots": False},
+        "rl": {"reward": "min_max_loss"},
+    },
+)
+
+
+def _round_robin_return(gamma: float, seed: int) -> float:
+    """Round robin per edge at step size ``gamma``, played on the env by hand."""
+    from envs.hierarchical import EdgePolicies, HierarchicalSchedulingEnv
+
+    env = HierarchicalSchedulingEnv(
+        TINY_HIER.config,
+        reward="min_max_loss",
+        overrides={"topology.lr.gamma": gamma, "seed": seed},
+        mode="surrogate",
+    )
+    obs, _ = env.reset(seed=seed)
+    policy = EdgePolicies(env, "round_robin")
+    policy.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        total += float(reward)
+        done = terminated or truncated
+    env.close()
+    return total
+
+
+@pytest.mark.parametrize(
+    ("lr", "tuned"),
+    [
+        ({"mode": "manual"}, {"topology.lr.gamma"}),
+        ({"mode": "constant"}, {"algorithm.lr"}),
+        ({"mode": "theory"}, set()),
+    ],
+)
+def test_the_hierarchy_tunes_its_configured_step_size(lr, tuned):
+    from rayfl.benchmarks.policies import tunable_constants
+
+    cfg = load_config(TINY_HIER.config, {"topology.lr": lr})
+
+    labels = [label for label, *_ in policy_specs(cfg)]
+
+    assert set(tunable_constants(cfg)) == tuned
+    assert ("constant_tuned" in labels) == bool(tuned)
+
+
+def test_hierarchy_constant_tuned_is_round_robin_at_the_best_step_size(tmp_path):
+    import json
+
+    from rayfl.benchmarks.policies import CONSTANT_GRID
+
+    train, held_out = [0, 1], [1000, 1001]
+    bench_policies(
+        [TINY_HIER],
+        modes=["surrogate"],
+        seeds=held_out,
+        train_seeds=train,
+        out=tmp_path,
+        only=["round_robin", "constant_tuned"],
+        verbose=False,
+    )
+    run = pd.read_csv(tmp_path / "runs.csv").iloc[0]
+    tuned = json.loads(run["constant_tuned"])
+    grid = json.loads(run["constant_grid"])["topology.lr.gamma"]
+    episodes = pd.read_csv(tmp_path / "episodes.csv")
+    wide = episodes.pivot(index="seed", columns="policy", values="return")
+
+    gammas = sorted(0.05 * f for f in CONSTANT_GRID)
+    means = [np.mean([_round_robin_return(g, s) for s in train]) for g in gammas]
+    assert np.ptp(means) > 0  # the step size matters: the choice is not a tie
+    np.testing.assert_allclose(sorted(float(v) for v in grid), gammas, rtol=1e-9)
+    np.testing.assert_allclose(
+        [grid[k] for k in sorted(grid, key=float)], means, rtol=1e-9
+    )
+    best = gammas[int(np.argmax(means))]
+    np.testing.assert_allclose(tuned["topology.lr.gamma"], best, rtol=1e-9)
+    np.testing.assert_allclose(
+        wide.loc[held_out, "constant_tuned"],
+        [_round_robin_return(best, s) for s in held_out],
+        rtol=1e-9,
+    )
+    np.testing.assert_allclose(
+        wide.loc[held_out, "round_robin"],
+        [_round_robin_return(0.05, s) for s in held_out],
+        rtol=1e-9,
+    )

@@ -10,7 +10,7 @@ beside (DESIGN.md):
 | ``learned`` | the shipped learned policy (or ``--learned PATH``) |
 | ``learned_<name>`` | more trained policies side by side: ``--learned learned_a=PATH,learned_b=PATH`` (``learned=PATH`` replaces the shipped one) |
 | ``learned_untrained`` | a freshly initialised score network with the learned decoder (``learned`` with ``untrained=True``) |
-| ``constant_tuned`` | round robin with the algorithm's per-client controls held constant at the grid value with the best mean return on the training seeds (``--train-seeds``, disjoint from the held-out ones); star only |
+| ``constant_tuned`` | round robin with its constants tuned (:func:`tunable_constants`): each held at the grid value with the best mean return on the training seeds (``--train-seeds``, disjoint from the held-out ones). Star: the algorithm's per-client controls (FedAvg: ``lr``). Hierarchy (its env schedules subchannels only, no per-device controls): the configured step size as a config value, ``topology.lr.gamma`` (``lr.mode: manual``, η_k = γ/√(k+1)) or ``algorithm.lr`` (``lr.mode: constant``); every other policy runs at the configured value. Not on D2D |
 | every other registered policy | the papers' own policies (``minmax`` with its controls taken from the algorithm, ``lyapunov``, ``channel_threshold``, …) and the heuristics |
 
 A held-out seed ``s`` is both the config seed (data partition) and the
@@ -22,7 +22,7 @@ episode's reset seed, so every policy plays the same episodes. Writes under
 | ``episodes.csv`` | one row per (scenario, mode, policy, seed): ``return`` and the KPIs (``max_client_loss``, ``jain``, ``accuracy``, ``energy_j``, ``latency_s``, ``epsilon``) |
 | ``summary.csv`` / ``summary.md`` | per (scenario, mode, policy): mean and 95% t-CI of each KPI; paired difference to the best heuristic with its CI, p-value, wins/losses/ties (:mod:`.policies_stats`) |
 | ``surrogate_check.csv`` / ``.md`` | with ``--mode both``: per scenario and policy, both modes' returns, the error, the paired differences to the emulation's best heuristic in both modes, ``spearman`` and the ``fit_for_training`` verdict |
-| ``runs.csv`` | wall time of each (scenario, mode) and the tuned constants |
+| ``runs.csv`` | wall time of each (scenario, mode), the tuned constants (``constant_tuned``) and the grid's mean returns on the training seeds (``constant_grid``) |
 | ``merged_from.txt`` | with ``--merge DIRS``: the runs whose episodes were merged |
 | ``surrogate_used.yaml`` | with ``--surrogate PATH``: a copy of the fitted surrogate the star's surrogate mode used (``rayfl bench fit-surrogate``, :mod:`.surrogate_fit_cli`) |
 | ``<scenario>.png`` | mean return ± 95% CI per policy, one panel per mode |
@@ -49,7 +49,7 @@ from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
 
 __all__ = ["BenchError", "bench_policies", "main", "policy_specs"]
 
-#: Multiples of the configured control value tried by ``constant_tuned``.
+#: Multiples of the configured value tried by ``constant_tuned``.
 CONSTANT_GRID = (1.0, 0.2, 0.5, 2.0)
 UNTRAINED = "learned_untrained"
 CONSTANT = "constant_tuned"
@@ -96,8 +96,9 @@ def policy_specs(
     Registered policies that apply (``rayfl.registry.check_policy``; the
     client-set rule ``all`` is not a subchannel scheduler), the extra learned
     policies of ``learned`` ({label: checkpoint}, or one checkpoint for
-    ``learned``), then ``learned_untrained`` and, on the star,
-    ``constant_tuned`` (its value set by :func:`tune_constants`). ``only``
+    ``learned``), then ``learned_untrained`` and, where there is something
+    to tune (:func:`tunable_constants`: the star and the hierarchy),
+    ``constant_tuned`` (its values set by :func:`tune_constants`). ``only``
     keeps those labels.
     """
     named = (
@@ -132,13 +133,57 @@ def policy_specs(
     if topology == "d2d":
         untrained["selection"] = "positive"  # how D2D policies are trained
     specs.append((UNTRAINED, "learned", untrained))
-    if topology == "star":
+    if tunable_constants(cfg):
         specs.append((CONSTANT, "round_robin", {}))
     return [s for s in specs if not only or s[0] in only]
 
 
 def _topology(cfg: RunConfig) -> str:
     return "star" if cfg.topology.kind == "flat" else cfg.topology.kind
+
+
+def tunable_constants(cfg: RunConfig) -> dict[str, tuple[float, float, float]]:
+    """What ``constant_tuned`` tunes on ``cfg``: {name: (configured, low, high)}.
+
+    Star: the algorithm's per-client controls (the env's ``controls``, held
+    constant over clients and rounds; FedAvg: ``lr``). Hierarchy: its env sets
+    the schedule only, so the constant is the configured step size, a config
+    value (a dotted key) every device uses: ``topology.lr.gamma`` in
+    ``lr.mode: manual`` (η_k = γ/√(k+1)), ``algorithm.lr`` in ``constant``;
+    nothing in ``theory`` (the paper's rule sets η_k). The range is the
+    algorithm's ``lr`` control's. D2D: nothing.
+    """
+    from rayfl.algorithms.registry import algorithm_controls
+
+    controls = algorithm_controls(cfg.algorithm)
+    topology = _topology(cfg)
+    if topology == "star":
+        return {
+            name: (float(getattr(cfg.algorithm, name)), low, high)
+            for name, (low, high) in controls.items()
+        }
+    if topology != "hierarchical":
+        return {}
+    low, high = controls.get("lr", (0.0, 1.0))
+    lr: Any = getattr(cfg.topology, "lr", None)  # the hierarchy's step size
+    if lr is not None and lr.mode == "manual":
+        return {"topology.lr.gamma": (float(lr.gamma), low, high)}
+    if lr is not None and lr.mode == "constant":
+        return {"algorithm.lr": (float(cfg.algorithm.lr), low, high)}
+    return {}
+
+
+def env_config(cfg: RunConfig, spec: Spec) -> RunConfig:
+    """The config ``spec`` plays on: ``cfg``, or with its tuned config values.
+
+    On the hierarchy, ``constant_tuned``'s parameters are dotted config keys
+    (:func:`tunable_constants`); on the star they are env controls
+    (:func:`build_policy`), so the config is ``cfg``.
+    """
+    label, _, params = spec
+    if _topology(cfg) == "star" or not label.startswith(CONSTANT) or not params:
+        return cfg
+    return load_config(cfg, params)
 
 
 class ConstantControls:
@@ -178,6 +223,8 @@ def build_policy(env: Any, cfg: RunConfig, spec: Spec, mode: str) -> Any:
     label, name, params = spec
     topology = _topology(cfg)
     if topology == "hierarchical":
+        if label.startswith(CONSTANT):  # its params are config values (env_config)
+            params = {}
         return load("envs.hierarchical:EdgePolicies")(env.unwrapped, name, **params)
     if topology == "d2d":
         return make_policy(name, env, **params)
@@ -246,52 +293,74 @@ def play(
 ) -> list[dict[str, Any]]:
     """Every policy of ``specs`` on every seed; one row each (policy, seed, KPIs).
 
-    One env per seed (its data partition), shared by the policies.
+    One env per seed (its data partition) and config (:func:`env_config`: a
+    hierarchy's ``constant_tuned`` plays on its own), shared by the policies.
     """
+    groups: dict[str, tuple[RunConfig, list[Spec]]] = {}
+    for spec in specs:
+        own = env_config(cfg, spec)
+        groups.setdefault(own.model_dump_json(), (own, []))[1].append(spec)
     rows = []
     for seed in seeds:
-        env = make_env(cfg.model_copy(update={"seed": int(seed)}), mode)
-        try:
-            for spec in specs:
-                env.reset(seed=int(seed))  # emulate: the policy binds the system
-                policy = build_policy(env, cfg, spec, mode)
-                kpis = episode_kpis(env, policy, int(seed))
-                rows.append({"policy": spec[0], "seed": int(seed), **kpis})
-                if progress:
-                    progress(f"{spec[0]} seed {seed}: return {kpis['return']:.3f}")
-        finally:
-            env.close()
+        for own, group in groups.values():
+            env = make_env(own.model_copy(update={"seed": int(seed)}), mode)
+            try:
+                for spec in group:
+                    env.reset(seed=int(seed))  # emulate: the policy binds the system
+                    policy = build_policy(env, cfg, spec, mode)
+                    kpis = episode_kpis(env, policy, int(seed))
+                    rows.append({"policy": spec[0], "seed": int(seed), **kpis})
+                    if progress:
+                        progress(f"{spec[0]} seed {seed}: return {kpis['return']:.3f}")
+            finally:
+                env.close()
     return rows
 
 
-def tune_constants(cfg: RunConfig, seeds: Sequence[int], mode: str) -> dict[str, float]:
-    """The constant controls of ``constant_tuned``: best grid value on ``seeds``.
+def tune_constants(
+    cfg: RunConfig,
+    seeds: Sequence[int],
+    mode: str,
+    scores: dict[str, dict[str, float]] | None = None,
+) -> dict[str, float]:
+    """The constants of ``constant_tuned``: best grid value on ``seeds``.
 
-    Each control of the algorithm (FedAvg: ``lr``) is tried at
-    :data:`CONSTANT_GRID` × its configured value (clipped to its range), one
-    control at a time, under round robin; ties keep the configured value.
+    Each constant of :func:`tunable_constants` (star, FedAvg: ``lr``;
+    hierarchy: ``topology.lr.gamma``) is tried at :data:`CONSTANT_GRID` × its
+    configured value (clipped to its range), one at a time, under round robin;
+    the best mean return wins, ties keep the configured value.
+
+    Args:
+        cfg: The scenario's config.
+        seeds: The training seeds (disjoint from the held-out ones).
+        mode: ``surrogate`` or ``emulate``.
+        scores: If given, filled with {name: {value: mean return}} of the grid.
     """
-    from rayfl.algorithms.registry import algorithm_controls
-
     chosen: dict[str, float] = {}
-    for control, (low, high) in algorithm_controls(cfg.algorithm).items():
-        configured = float(getattr(cfg.algorithm, control))
+    for name, (configured, low, high) in tunable_constants(cfg).items():
         grid = sorted(
-            {float(np.clip(f * configured, low, high)) for f in CONSTANT_GRID},
-            key=lambda v: v != configured,
+            {_round(np.clip(f * configured, low, high)) for f in CONSTANT_GRID},
+            key=lambda v: v != _round(configured),
         )
         specs: list[Spec] = [
-            (f"{CONSTANT}={value}", "round_robin", {**chosen, control: value})
+            (f"{CONSTANT}={value}", "round_robin", {**chosen, name: value})
             for value in grid
         ]
         rows = pd.DataFrame(play(cfg, specs, seeds, mode))  # one env per seed
         means = rows.groupby("policy", sort=False)["return"].mean()
-        scores = {
+        mine = {
             value: float(means[label])
             for (label, _, _), value in zip(specs, grid, strict=True)
         }
-        chosen[control] = max(grid, key=lambda v: scores[v])  # first max: configured
+        chosen[name] = max(grid, key=lambda v: mine[v])  # first max: configured
+        if scores is not None:
+            scores[name] = {str(v): mine[v] for v in sorted(grid)}
     return chosen
+
+
+def _round(value: float) -> float:
+    """``value`` to 12 significant digits (0.2 × 0.05 is 0.01, not 0.010000000000000002)."""
+    return float(f"{float(value):.12g}")
 
 
 # ------------------------------------------------------------------ the benchmark
@@ -368,12 +437,14 @@ def _run_scenario(
     """One (scenario, mode): tune the constants, play every policy on every seed.
 
     Returns:
-        The episode rows and the run's row (wall time, tuned constants).
+        The episode rows and the run's row (wall time, tuned constants and
+        the grid's mean returns on the training seeds).
     """
     t0 = time.perf_counter()
     tuned: dict[str, float] = {}
+    grid: dict[str, dict[str, float]] = {}
     if any(label == CONSTANT for label, *_ in specs):
-        tuned = tune_constants(cfg, train_seeds, mode)
+        tuned = tune_constants(cfg, train_seeds, mode, scores=grid)
     mine = [
         (label, name, {**params, **tuned} if label == CONSTANT else params)
         for label, name, params in specs
@@ -388,6 +459,7 @@ def _run_scenario(
         "policies": len(mine),
         "wall_s": round(time.perf_counter() - t0, 1),
         "constant_tuned": json.dumps(tuned),
+        "constant_grid": json.dumps(grid),
     }
     return [{**where, **row} for row in rows], run
 
