@@ -273,7 +273,7 @@ def test_tune_constants_picks_the_best_grid_value_on_the_training_seeds(monkeypa
     configured = cfg.algorithm.lr
     seen: dict[str, object] = {}
 
-    def fake_play(cfg, specs, seeds, mode):
+    def fake_play(cfg, specs, seeds, mode, progress=None):
         seen["seeds"], seen["labels"] = list(seeds), [s[0] for s in specs]
         # return = −|lr − 2·configured|: the grid's 2× value is best
         return [
@@ -416,3 +416,49 @@ def test_hierarchy_constant_tuned_is_round_robin_at_the_best_step_size(tmp_path)
         [_round_robin_return(0.05, s) for s in held_out],
         rtol=1e-9,
     )
+
+
+# ------------------------------------------------------------------ progress
+def test_each_episode_is_on_disk_as_it_finishes_and_a_failure_keeps_them(
+    tmp_path, monkeypatch, capsys
+):
+    import rayfl.benchmarks.policies as bench
+    from rayfl.compare_progress import CompareFailed
+
+    real = bench.episode_kpis
+    calls = {"held_out": 0}
+    on_disk: list[int] = []
+
+    def failing(env, policy, seed):
+        if seed >= 1000:  # a held-out episode (tuning uses seed 0)
+            path = tmp_path / "episodes.csv"
+            on_disk.append(len(pd.read_csv(path)) if path.exists() else 0)
+            calls["held_out"] += 1
+            if calls["held_out"] == 3:
+                raise RuntimeError("boom\nsecond line")
+        return real(env, policy, seed)
+
+    monkeypatch.setattr(bench, "episode_kpis", failing)
+
+    with pytest.raises(CompareFailed) as caught:
+        bench_policies(
+            [TINY],
+            modes=["surrogate"],
+            seeds=[1000, 1001],
+            train_seeds=[0],
+            out=tmp_path,
+            only=["round_robin", "constant_tuned"],
+        )
+
+    episodes = pd.read_csv(tmp_path / "episodes.csv")
+    assert on_disk == [0, 1, 2]  # each finished row was written before the next
+    assert list(episodes[["policy", "seed"]].itertuples(index=False, name=None)) == [
+        ("round_robin", 1000),
+        ("constant_tuned", 1000),
+    ]
+    assert {"scenario", "mode", "return", *KPIS} <= set(episodes)
+    # 4 tuning + 4 held-out episodes planned; 4 + 2 done
+    assert "after 2 of 8 runs" in str(caught.value)
+    assert "RuntimeError: boom" in str(caught.value)
+    err = capsys.readouterr().err
+    assert "episodes" in err and "6/8" in err  # the tqdm bar

@@ -15,11 +15,14 @@ beside (DESIGN.md):
 
 A held-out seed ``s`` is both the config seed (data partition) and the
 episode's reset seed, so every policy plays the same episodes. Writes under
-``--out`` (default ``bench-policies/``):
+``--out`` (default ``bench-policies/``), with a progress bar (episodes done,
+the tuning's included, and the ETA; :class:`rayfl.compare_progress.RowLog`)
+while it runs; a failure or Ctrl-C keeps the finished episodes in
+``episodes.csv`` and says so in one line:
 
 | file | content |
 |------|---------|
-| ``episodes.csv`` | one row per (scenario, mode, policy, seed): ``return`` and the KPIs (``max_client_loss``, ``jain``, ``accuracy``, ``energy_j``, ``latency_s``, ``epsilon``) |
+| ``episodes.csv`` | one row per (scenario, mode, policy, seed): ``return`` and the KPIs (``max_client_loss``, ``jain``, ``accuracy``, ``energy_j``, ``latency_s``, ``epsilon``); each row is written as its episode finishes |
 | ``summary.csv`` / ``summary.md`` | per (scenario, mode, policy): mean and 95% t-CI of each KPI; paired difference to the best heuristic with its CI, p-value, wins/losses/ties (:mod:`.policies_stats`) |
 | ``surrogate_check.csv`` / ``.md`` | with ``--mode both``: per scenario and policy, both modes' returns, the error, the paired differences to the emulation's best heuristic in both modes, ``spearman`` and the ``fit_for_training`` verdict |
 | ``runs.csv`` | wall time of each (scenario, mode), the tuned constants (``constant_tuned``) and the grid's mean returns on the training seeds (``constant_grid``) |
@@ -44,6 +47,7 @@ import pandas as pd
 
 from rayfl.benchmarks.policies_report import write_outputs
 from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_for
+from rayfl.compare_progress import RowLog
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
 
@@ -289,12 +293,13 @@ def play(
     specs: Sequence[Spec],
     seeds: Sequence[int],
     mode: str,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Every policy of ``specs`` on every seed; one row each (policy, seed, KPIs).
 
     One env per seed (its data partition) and config (:func:`env_config`: a
     hierarchy's ``constant_tuned`` plays on its own), shared by the policies.
+    ``progress`` gets each row as its episode finishes.
     """
     groups: dict[str, tuple[RunConfig, list[Spec]]] = {}
     for spec in specs:
@@ -311,7 +316,7 @@ def play(
                     kpis = episode_kpis(env, policy, int(seed))
                     rows.append({"policy": spec[0], "seed": int(seed), **kpis})
                     if progress:
-                        progress(f"{spec[0]} seed {seed}: return {kpis['return']:.3f}")
+                        progress(rows[-1])
             finally:
                 env.close()
     return rows
@@ -322,6 +327,7 @@ def tune_constants(
     seeds: Sequence[int],
     mode: str,
     scores: dict[str, dict[str, float]] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, float]:
     """The constants of ``constant_tuned``: best grid value on ``seeds``.
 
@@ -335,18 +341,16 @@ def tune_constants(
         seeds: The training seeds (disjoint from the held-out ones).
         mode: ``surrogate`` or ``emulate``.
         scores: If given, filled with {name: {value: mean return}} of the grid.
+        progress: Called with each training episode's row (:func:`play`).
     """
     chosen: dict[str, float] = {}
     for name, (configured, low, high) in tunable_constants(cfg).items():
-        grid = sorted(
-            {_round(np.clip(f * configured, low, high)) for f in CONSTANT_GRID},
-            key=lambda v: v != _round(configured),
-        )
+        grid = constant_grid(configured, low, high)
         specs: list[Spec] = [
             (f"{CONSTANT}={value}", "round_robin", {**chosen, name: value})
             for value in grid
         ]
-        rows = pd.DataFrame(play(cfg, specs, seeds, mode))  # one env per seed
+        rows = pd.DataFrame(play(cfg, specs, seeds, mode, progress))
         means = rows.groupby("policy", sort=False)["return"].mean()
         mine = {
             value: float(means[label])
@@ -356,6 +360,22 @@ def tune_constants(
         if scores is not None:
             scores[name] = {str(v): mine[v] for v in sorted(grid)}
     return chosen
+
+
+def constant_grid(configured: float, low: float, high: float) -> list[float]:
+    """The values ``constant_tuned`` tries: :data:`CONSTANT_GRID` × ``configured``.
+
+    Clipped to [``low``, ``high``], without repeats, the configured value first
+    (a tie keeps it).
+
+    Example:
+        >>> constant_grid(0.05, 0.0, 1.0)
+        [0.05, 0.01, 0.025, 0.1]
+    """
+    return sorted(
+        {_round(np.clip(f * configured, low, high)) for f in CONSTANT_GRID},
+        key=lambda v: (v != _round(configured), v),
+    )
 
 
 def _round(value: float) -> float:
@@ -402,28 +422,53 @@ def bench_policies(
             configs[scenario.name],
             policy_specs(configs[scenario.name], learned=learned, only=only),
         )
+    specs = {
+        name: policy_specs(cfg, learned=learned, only=only)
+        for name, cfg in configs.items()
+    }
+    total = len(modes) * sum(
+        _planned(configs[name], mine, seeds, train_seeds)
+        for name, mine in specs.items()
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    log = RowLog([out / "episodes.csv"], total=total, desc="episodes", progress=verbose)
     session = _session(configs, modes)
-    episodes, runs = [], []
+    runs: list[dict[str, Any]] = []
     summary = pd.DataFrame()
     try:
-        for scenario in scenarios:
-            cfg = configs[scenario.name]
-            specs = policy_specs(cfg, learned=learned, only=only)
-            for mode in modes:
-                say(f"== {scenario.name} ({mode}, {len(seeds)} seeds)")
-                rows, run = _run_scenario(
-                    cfg, scenario, specs, mode, seeds, train_seeds
-                )
-                episodes += rows
-                runs.append(run)
-                wall = run["wall_s"]
-                say(f"   {wall:.0f} s")
-                # after every (scenario, mode): a later failure keeps these
-                summary = write_outputs(pd.DataFrame(episodes), pd.DataFrame(runs), out)
+        with log.guard():
+            for scenario in scenarios:
+                for mode in modes:
+                    say(f"== {scenario.name} ({mode}, {len(seeds)} seeds)")
+                    cfg, mine = configs[scenario.name], specs[scenario.name]
+                    runs.append(
+                        _run_scenario(
+                            cfg, scenario, mine, mode, seeds, train_seeds, log
+                        )
+                    )
+                    say(f"   {runs[-1]['wall_s']:.0f} s")
+                    # after every (scenario, mode): a later failure keeps these
+                    summary = write_outputs(
+                        pd.DataFrame(log.rows), pd.DataFrame(runs), out
+                    )
     finally:
         if session is not None:
             session.close()
     return summary
+
+
+def _planned(
+    cfg: RunConfig,
+    specs: Sequence[Spec],
+    seeds: Sequence[int],
+    train_seeds: Sequence[int],
+) -> int:
+    """Episodes one (scenario, mode) plays: the tuning's and the held-out ones."""
+    tuning = 0
+    if any(label == CONSTANT for label, *_ in specs):
+        grids = [constant_grid(*c) for c in tunable_constants(cfg).values()]
+        tuning = len(train_seeds) * sum(len(g) for g in grids)
+    return tuning + len(seeds) * len(specs)
 
 
 def _run_scenario(
@@ -433,26 +478,39 @@ def _run_scenario(
     mode: str,
     seeds: Sequence[int],
     train_seeds: Sequence[int],
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    log: RowLog,
+) -> dict[str, Any]:
     """One (scenario, mode): tune the constants, play every policy on every seed.
 
+    Each held-out episode's row goes to ``log`` (``episodes.csv``) as it
+    finishes; a training episode advances its bar.
+
     Returns:
-        The episode rows and the run's row (wall time, tuned constants and
-        the grid's mean returns on the training seeds).
+        The run's row (wall time, tuned constants and the grid's mean returns
+        on the training seeds).
     """
     t0 = time.perf_counter()
+    where = {"scenario": scenario.name, "topology": scenario.topology}
+    where |= {"size": scenario.size, "mode": mode}
+
+    def tuning(row: dict[str, Any]) -> None:
+        log.describe(f"{mode} tuning: {row['policy']} seed {row['seed']}")
+        log.bar.update()
+
+    def held_out(row: dict[str, Any]) -> None:
+        log.describe(f"{mode}: {row['policy']} seed {row['seed']}")
+        log.add({**where, **row})
+
     tuned: dict[str, float] = {}
     grid: dict[str, dict[str, float]] = {}
     if any(label == CONSTANT for label, *_ in specs):
-        tuned = tune_constants(cfg, train_seeds, mode, scores=grid)
+        tuned = tune_constants(cfg, train_seeds, mode, scores=grid, progress=tuning)
     mine = [
         (label, name, {**params, **tuned} if label == CONSTANT else params)
         for label, name, params in specs
     ]
-    rows = play(cfg, mine, seeds, mode)
-    where = {"scenario": scenario.name, "topology": scenario.topology}
-    where |= {"size": scenario.size, "mode": mode}
-    run = {
+    play(cfg, mine, seeds, mode, progress=held_out)
+    return {
         "scenario": scenario.name,
         "mode": mode,
         "seeds": len(seeds),
@@ -461,7 +519,6 @@ def _run_scenario(
         "constant_tuned": json.dumps(tuned),
         "constant_grid": json.dumps(grid),
     }
-    return [{**where, **row} for row in rows], run
 
 
 def _check_builds(cfg: RunConfig, specs: Sequence[Spec]) -> None:
