@@ -381,7 +381,7 @@ def test_hierarchy_constant_tuned_is_round_robin_at_the_best_step_size(tmp_path)
 
     from rayfl.benchmarks.policies import CONSTANT_GRID
 
-    train, held_out = [0, 1], [1000, 1001]
+    train, held_out, configured = [0, 1], [1000, 1001], 0.02
     bench_policies(
         [TINY_HIER],
         modes=["surrogate"],
@@ -390,14 +390,16 @@ def test_hierarchy_constant_tuned_is_round_robin_at_the_best_step_size(tmp_path)
         out=tmp_path,
         only=["round_robin", "constant_tuned"],
         verbose=False,
+        overrides={"topology.lr.gamma": configured},  # as --set does
     )
     run = pd.read_csv(tmp_path / "runs.csv").iloc[0]
+    assert json.loads(run["overrides"]) == {"topology.lr.gamma": configured}
     tuned = json.loads(run["constant_tuned"])
     grid = json.loads(run["constant_grid"])["topology.lr.gamma"]
     episodes = pd.read_csv(tmp_path / "episodes.csv")
     wide = episodes.pivot(index="seed", columns="policy", values="return")
 
-    gammas = sorted(0.05 * f for f in CONSTANT_GRID)
+    gammas = sorted(configured * f for f in CONSTANT_GRID)
     means = [np.mean([_round_robin_return(g, s) for s in train]) for g in gammas]
     assert np.ptp(means) > 0  # the step size matters: the choice is not a tie
     np.testing.assert_allclose(sorted(float(v) for v in grid), gammas, rtol=1e-9)
@@ -413,7 +415,7 @@ def test_hierarchy_constant_tuned_is_round_robin_at_the_best_step_size(tmp_path)
     )
     np.testing.assert_allclose(
         wide.loc[held_out, "round_robin"],
-        [_round_robin_return(0.05, s) for s in held_out],
+        [_round_robin_return(configured, s) for s in held_out],
         rtol=1e-9,
     )
 
@@ -462,3 +464,15 @@ def test_each_episode_is_on_disk_as_it_finishes_and_a_failure_keeps_them(
     assert "RuntimeError: boom" in str(caught.value)
     err = capsys.readouterr().err
     assert "episodes" in err and "6/8" in err  # the tqdm bar
+
+
+def test_cli_bad_set_key_names_the_key_without_a_traceback(capsys):
+    from rayfl.cli import main
+
+    argv = ["--scenario", "star-small", "--set", "algorithm.nope=1", "--out", "x"]
+
+    code = main(["bench", "policies", *argv])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "algorithm.nope: unknown key" in err and "Traceback" not in err

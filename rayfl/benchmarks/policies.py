@@ -48,7 +48,7 @@ import pandas as pd
 from rayfl.benchmarks.policies_report import write_outputs
 from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_for
 from rayfl.compare_progress import RowLog
-from rayfl.config import RunConfig, load_config
+from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
 
 __all__ = ["BenchError", "bench_policies", "main", "policy_specs"]
@@ -400,7 +400,8 @@ def bench_policies(
     """Run the benchmark; write its files under ``out``; return the summary.
 
     ``overrides`` (dotted config keys) apply to every scenario, e.g. a fitted
-    surrogate's ``rl.surrogate_*`` (``--surrogate``).
+    surrogate's ``rl.surrogate_*`` (``--surrogate``) or ``--set`` values; they
+    are recorded in ``runs.csv``.
 
     Raises:
         ValueError: If the held-out and training seeds overlap, or no seeds.
@@ -441,11 +442,10 @@ def bench_policies(
                 for mode in modes:
                     say(f"== {scenario.name} ({mode}, {len(seeds)} seeds)")
                     cfg, mine = configs[scenario.name], specs[scenario.name]
-                    runs.append(
-                        _run_scenario(
-                            cfg, scenario, mine, mode, seeds, train_seeds, log
-                        )
+                    run = _run_scenario(
+                        cfg, scenario, mine, mode, seeds, train_seeds, log
                     )
+                    runs.append(run | {"overrides": json.dumps(overrides or {})})
                     say(f"   {runs[-1]['wall_s']:.0f} s")
                     # after every (scenario, mode): a later failure keeps these
                     summary = write_outputs(
@@ -574,7 +574,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.merge:
         _merge(args.merge, out)
         return
-    overrides = _surrogate(args.surrogate, out)
+    overrides = _surrogate(args.surrogate, out) | parse_overrides(args.set or [])
     bench_policies(
         scenarios,
         modes=modes,
