@@ -30,6 +30,11 @@ from rayfl.benchmarks.policies_stats import (
     best_heuristic,
     surrogate_check,
 )
+from rayfl.benchmarks.policies_tuning import (
+    CONSTANT_GRID,
+    tunable_constants,
+    tune_constants,
+)
 from rayfl.config import load_config
 
 TINY = Scenario(
@@ -266,9 +271,7 @@ def test_cli_unknown_scenario_is_one_line(capsys):
     assert len(err) == 1 and "--scenario must be one of" in err[0]
 
 
-def test_tune_constants_picks_the_best_grid_value_on_the_training_seeds(monkeypatch):
-    import rayfl.benchmarks.policies as bench
-
+def test_tune_constants_picks_the_best_grid_value_on_the_training_seeds():
     cfg = load_config(TINY.config)  # fedavg: one control, lr = configured value
     configured = cfg.algorithm.lr
     seen: dict[str, object] = {}
@@ -282,17 +285,15 @@ def test_tune_constants_picks_the_best_grid_value_on_the_training_seeds(monkeypa
             for s in seeds
         ]
 
-    monkeypatch.setattr(bench, "play", fake_play)
-
-    chosen = bench.tune_constants(cfg, [0, 1, 2], "surrogate")
+    chosen = tune_constants(cfg, [0, 1, 2], "surrogate", play=fake_play)
 
     assert seen["seeds"] == [0, 1, 2]
-    assert len(seen["labels"]) == len(bench.CONSTANT_GRID)
+    assert len(seen["labels"]) == len(CONSTANT_GRID)
     np.testing.assert_allclose(chosen["lr"], 2 * configured)
 
 
 def test_constant_controls_replace_the_policys_controls():
-    from rayfl.benchmarks.policies import ConstantControls
+    from rayfl.benchmarks.policies_tuning import ConstantControls
 
     table = np.full((4, 1), 0.25, np.float32)
     policy = ConstantControls(lambda obs: np.array([0, 1]), table)
@@ -366,8 +367,6 @@ def _round_robin_return(gamma: float, seed: int) -> float:
     ],
 )
 def test_the_hierarchy_tunes_its_configured_step_size(lr, tuned):
-    from rayfl.benchmarks.policies import tunable_constants
-
     cfg = load_config(TINY_HIER.config, {"topology.lr": lr})
 
     labels = [label for label, *_ in policy_specs(cfg)]
@@ -378,8 +377,6 @@ def test_the_hierarchy_tunes_its_configured_step_size(lr, tuned):
 
 def test_hierarchy_constant_tuned_is_round_robin_at_the_best_step_size(tmp_path):
     import json
-
-    from rayfl.benchmarks.policies import CONSTANT_GRID
 
     train, held_out, configured = [0, 1], [1000, 1001], 0.02
     bench_policies(

@@ -10,7 +10,7 @@ beside (DESIGN.md):
 | ``learned`` | the shipped learned policy (or ``--learned PATH``) |
 | ``learned_<name>`` | more trained policies side by side: ``--learned learned_a=PATH,learned_b=PATH`` (``learned=PATH`` replaces the shipped one) |
 | ``learned_untrained`` | a freshly initialised score network with the learned decoder (``learned`` with ``untrained=True``) |
-| ``constant_tuned`` | round robin with its constants tuned (:func:`tunable_constants`): each held at the grid value with the best mean return on the training seeds (``--train-seeds``, disjoint from the held-out ones). Star: the algorithm's per-client controls (FedAvg: ``lr``). Hierarchy (its env schedules subchannels only, no per-device controls): the configured step size as a config value, ``topology.lr.gamma`` (``lr.mode: manual``, η_k = γ/√(k+1)) or ``algorithm.lr`` (``lr.mode: constant``); every other policy runs at the configured value. Not on D2D |
+| ``constant_tuned`` | round robin with its constants tuned (:mod:`.policies_tuning`): each held at the grid value with the best mean return on the training seeds (``--train-seeds``, disjoint from the held-out ones). Star: the algorithm's per-client controls (FedAvg: ``lr``). Hierarchy (its env schedules subchannels only, no per-device controls): the configured step size as a config value, ``topology.lr.gamma`` (``lr.mode: manual``, η_k = γ/√(k+1)) or ``algorithm.lr`` (``lr.mode: constant``); every other policy runs at the configured value. Not on D2D |
 | every other registered policy | the papers' own policies (``minmax`` with its controls taken from the algorithm, ``lyapunov``, ``channel_threshold``, …) and the heuristics |
 
 A held-out seed ``s`` is both the config seed (data partition) and the
@@ -47,17 +47,23 @@ import pandas as pd
 
 from rayfl.benchmarks.policies_report import write_outputs
 from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_for
+from rayfl.benchmarks.policies_tuning import (
+    CONSTANT,
+    ConstantControls,
+    Spec,
+    constant_grid,
+    env_config,
+    topology_name,
+    tunable_constants,
+    tune_constants,
+)
 from rayfl.compare_progress import RowLog
 from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
 
 __all__ = ["BenchError", "bench_policies", "main", "policy_specs"]
 
-#: Multiples of the configured value tried by ``constant_tuned``.
-CONSTANT_GRID = (1.0, 0.2, 0.5, 2.0)
 UNTRAINED = "learned_untrained"
-CONSTANT = "constant_tuned"
-Spec = tuple[str, str, dict[str, Any]]  # (label, registered name, params)
 
 
 class BenchError(ValueError):
@@ -110,7 +116,7 @@ def policy_specs(
         if isinstance(learned, str)
         else dict(learned or {})
     )
-    topology = _topology(cfg)
+    topology = topology_name(cfg)
     parts = {
         "star": {"assignment", "controls"},  # the env exposes the controls
         "hierarchical": {"assignment"},  # the env schedules subchannels
@@ -142,81 +148,10 @@ def policy_specs(
     return [s for s in specs if not only or s[0] in only]
 
 
-def _topology(cfg: RunConfig) -> str:
-    return "star" if cfg.topology.kind == "flat" else cfg.topology.kind
-
-
-def tunable_constants(cfg: RunConfig) -> dict[str, tuple[float, float, float]]:
-    """What ``constant_tuned`` tunes on ``cfg``: {name: (configured, low, high)}.
-
-    Star: the algorithm's per-client controls (the env's ``controls``, held
-    constant over clients and rounds; FedAvg: ``lr``). Hierarchy: its env sets
-    the schedule only, so the constant is the configured step size, a config
-    value (a dotted key) every device uses: ``topology.lr.gamma`` in
-    ``lr.mode: manual`` (η_k = γ/√(k+1)), ``algorithm.lr`` in ``constant``;
-    nothing in ``theory`` (the paper's rule sets η_k). The range is the
-    algorithm's ``lr`` control's. D2D: nothing.
-    """
-    from rayfl.algorithms.registry import algorithm_controls
-
-    controls = algorithm_controls(cfg.algorithm)
-    topology = _topology(cfg)
-    if topology == "star":
-        return {
-            name: (float(getattr(cfg.algorithm, name)), low, high)
-            for name, (low, high) in controls.items()
-        }
-    if topology != "hierarchical":
-        return {}
-    low, high = controls.get("lr", (0.0, 1.0))
-    lr: Any = getattr(cfg.topology, "lr", None)  # the hierarchy's step size
-    if lr is not None and lr.mode == "manual":
-        return {"topology.lr.gamma": (float(lr.gamma), low, high)}
-    if lr is not None and lr.mode == "constant":
-        return {"algorithm.lr": (float(cfg.algorithm.lr), low, high)}
-    return {}
-
-
-def env_config(cfg: RunConfig, spec: Spec) -> RunConfig:
-    """The config ``spec`` plays on: ``cfg``, or with its tuned config values.
-
-    On the hierarchy, ``constant_tuned``'s parameters are dotted config keys
-    (:func:`tunable_constants`); on the star they are env controls
-    (:func:`build_policy`), so the config is ``cfg``.
-    """
-    label, _, params = spec
-    if _topology(cfg) == "star" or not label.startswith(CONSTANT) or not params:
-        return cfg
-    return load_config(cfg, params)
-
-
-class ConstantControls:
-    """A policy's schedule with every client's controls fixed to ``table``.
-
-    Args:
-        policy: The scheduling policy (its own controls, if any, are replaced).
-        table: (N, C) control values, the env's ``control_names`` order.
-    """
-
-    def __init__(self, policy: Any, table: np.ndarray) -> None:
-        self.policy, self.table = policy, np.asarray(table, np.float32)
-
-    def reset(self, seed: int | None = None) -> None:
-        """Reset the wrapped policy."""
-        self.policy.reset(seed=seed)
-
-    def __call__(self, obs: Any) -> Any:
-        """The wrapped policy's schedule with the constant controls."""
-        action = self.policy(obs)
-        if not isinstance(action, dict):
-            action = {"assignment": action}
-        return {**action, "controls": self.table.copy()}
-
-
 # ------------------------------------------------------------------ one episode
 def make_env(cfg: RunConfig, mode: str) -> Any:
     """The scenario's env (the star with its controls exposed) in ``mode``."""
-    topology = _topology(cfg)
+    topology = topology_name(cfg)
     reward = cfg.rl.reward if cfg.rl is not None else "min_max_loss"
     extra = {"controls": True} if topology == "star" else {}
     return load(ENVS[topology])(cfg, mode=mode, reward=reward, **extra)
@@ -225,7 +160,7 @@ def make_env(cfg: RunConfig, mode: str) -> Any:
 def build_policy(env: Any, cfg: RunConfig, spec: Spec, mode: str) -> Any:
     """Build one benchmark policy for a reset ``env``, as a run would."""
     label, name, params = spec
-    topology = _topology(cfg)
+    topology = topology_name(cfg)
     if topology == "hierarchical":
         if label.startswith(CONSTANT):  # its params are config values (env_config)
             params = {}
@@ -320,67 +255,6 @@ def play(
             finally:
                 env.close()
     return rows
-
-
-def tune_constants(
-    cfg: RunConfig,
-    seeds: Sequence[int],
-    mode: str,
-    scores: dict[str, dict[str, float]] | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, float]:
-    """The constants of ``constant_tuned``: best grid value on ``seeds``.
-
-    Each constant of :func:`tunable_constants` (star, FedAvg: ``lr``;
-    hierarchy: ``topology.lr.gamma``) is tried at :data:`CONSTANT_GRID` × its
-    configured value (clipped to its range), one at a time, under round robin;
-    the best mean return wins, ties keep the configured value.
-
-    Args:
-        cfg: The scenario's config.
-        seeds: The training seeds (disjoint from the held-out ones).
-        mode: ``surrogate`` or ``emulate``.
-        scores: If given, filled with {name: {value: mean return}} of the grid.
-        progress: Called with each training episode's row (:func:`play`).
-    """
-    chosen: dict[str, float] = {}
-    for name, (configured, low, high) in tunable_constants(cfg).items():
-        grid = constant_grid(configured, low, high)
-        specs: list[Spec] = [
-            (f"{CONSTANT}={value}", "round_robin", {**chosen, name: value})
-            for value in grid
-        ]
-        rows = pd.DataFrame(play(cfg, specs, seeds, mode, progress))
-        means = rows.groupby("policy", sort=False)["return"].mean()
-        mine = {
-            value: float(means[label])
-            for (label, _, _), value in zip(specs, grid, strict=True)
-        }
-        chosen[name] = max(grid, key=lambda v: mine[v])  # first max: configured
-        if scores is not None:
-            scores[name] = {str(v): mine[v] for v in sorted(grid)}
-    return chosen
-
-
-def constant_grid(configured: float, low: float, high: float) -> list[float]:
-    """The values ``constant_tuned`` tries: :data:`CONSTANT_GRID` × ``configured``.
-
-    Clipped to [``low``, ``high``], without repeats, the configured value first
-    (a tie keeps it).
-
-    Example:
-        >>> constant_grid(0.05, 0.0, 1.0)
-        [0.05, 0.01, 0.025, 0.1]
-    """
-    return sorted(
-        {_round(np.clip(f * configured, low, high)) for f in CONSTANT_GRID},
-        key=lambda v: (v != _round(configured), v),
-    )
-
-
-def _round(value: float) -> float:
-    """``value`` to 12 significant digits (0.2 × 0.05 is 0.01, not 0.010000000000000002)."""
-    return float(f"{float(value):.12g}")
 
 
 # ------------------------------------------------------------------ the benchmark
@@ -504,7 +378,9 @@ def _run_scenario(
     tuned: dict[str, float] = {}
     grid: dict[str, dict[str, float]] = {}
     if any(label == CONSTANT for label, *_ in specs):
-        tuned = tune_constants(cfg, train_seeds, mode, scores=grid, progress=tuning)
+        tuned = tune_constants(
+            cfg, train_seeds, mode, play=play, scores=grid, progress=tuning
+        )
     mine = [
         (label, name, {**params, **tuned} if label == CONSTANT else params)
         for label, name, params in specs
