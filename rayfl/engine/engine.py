@@ -67,7 +67,10 @@ class Engine:
                 pending.wait()  # no work left behind; Ray's error is the one raised
             raise
         try:
-            self._build(data if pending is None else pending.result())
+            if pending is not None:
+                data = pending.result()
+            assert data is not None
+            self._build(data)
         except BaseException:
             self.close()
             raise
