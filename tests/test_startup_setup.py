@@ -1,73 +1,86 @@
-"""A run's set-up (issue 35): the data is built while Ray starts, no holder actor.
+"""A run's set-up (issue 35): digits without sklearn, no data-holder actor.
 
-``Engine`` builds the federated data in a thread while ``RaySession`` starts
-Ray; the star's cloud holds the dataset's ref for the client hosts, so the set-up
-starts no separate data-holder actor. ``rayfl bench startup`` times these
-phases by patching the engine's names: they must exist.
+The digits are read from scikit-learn's shipped file without importing sklearn
+(the same arrays as ``load_digits``); the star's cloud holds the dataset's ref
+for the client hosts, so the set-up starts no separate data-holder actor.
+``rayfl bench startup`` times the phases by patching the engine's names: they
+must exist.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-import rayfl.engine.engine as engine_module
 from rayfl.config import load_config
-from rayfl.data.federated import build_federated
+from rayfl.data.datasets import _sklearn_digits
 
 pytestmark = pytest.mark.quick
 
-QUICKSTART = "examples/quickstart.yaml"
+ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART = str(ROOT / "examples" / "quickstart.yaml")
 
 
-def test_the_background_build_returns_the_same_data_as_building_it_directly():
-    # Arrange
-    cfg = load_config(QUICKSTART)
+def test_digits_read_without_sklearn_are_sklearns_load_digits():
+    # Oracle: scikit-learn's own loader, on the same shipped file.
+    from sklearn.datasets import load_digits
+
     # Act
-    built = engine_module._DataBuild(cfg).result()
-    direct = build_federated(cfg.data, seed=cfg.seed)
-    # Assert: bit-identical arrays and partition
-    assert np.array_equal(built.x, direct.x)
-    assert np.array_equal(built.y, direct.y)
-    assert np.array_equal(built.num_train, direct.num_train)
-    assert built.num_clients == direct.num_clients == cfg.data.num_clients
+    images, target = _sklearn_digits()
+    # Assert
+    expected = load_digits()
+    assert images.dtype == expected.images.dtype
+    assert np.array_equal(images, expected.images)
+    assert np.array_equal(target, expected.target)
 
 
-def test_the_background_build_raises_its_error_in_the_caller(monkeypatch):
-    # Arrange
-    def broken(config, *, seed):
-        raise FileNotFoundError("no such dataset file")
-
-    monkeypatch.setattr(engine_module, "build_federated", broken)
-    pending = engine_module._DataBuild(load_config(QUICKSTART))
-    # Act / Assert
-    with pytest.raises(FileNotFoundError, match="no such dataset file"):
-        pending.result()
+def test_building_the_quickstart_data_imports_no_sklearn():
+    # `import sklearn` (with scipy.stats) was ~0.8 s of the quickstart's set-up.
+    code = """
+import json, sys
+from rayfl.config import load_config
+from rayfl.data.federated import build_federated
+cfg = load_config("examples/quickstart.yaml")
+data = build_federated(cfg.data, seed=cfg.seed)
+print(json.dumps({"clients": data.num_clients, "sklearn": "sklearn" in sys.modules}))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {
+        "clients": 20,
+        "sklearn": False,
+    }
 
 
 def test_the_startup_bench_patches_names_that_exist():
     # The cold run of `rayfl bench startup` wraps these to time the phases; a
     # rename would make the bench fail (or time nothing) only when it is run.
     import rayfl
+    import rayfl.engine.engine as engine
     import rayfl.session
     import rayfl.star.round
     from rayfl.benchmarks import startup
 
     owners = {
         "rayfl.session.RaySession": rayfl.session.RaySession,
-        "engine._DataBuild": engine_module._DataBuild,
-        "engine": engine_module,
+        "engine": engine,
         "rayfl.star.round.StarRound": rayfl.star.round.StarRound,
     }
     patched = re.findall(r'timed\(([\w.]+), "(\w+)", "(\w+)"\)', startup._COLD)
-    assert {phase for _, _, phase in patched} == {
-        "ray_start",
-        "data",
-        "data_build",
-        "actors",
-    }
+    assert {phase for _, _, phase in patched} == {"ray_start", "data", "actors"}
     for owner, name, _ in patched:
         assert callable(getattr(owners[owner], name)), f"{owner}.{name}"
     assert callable(rayfl.run)

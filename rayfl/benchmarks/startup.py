@@ -12,11 +12,9 @@ they mean something on a busy machine too:
    The same runs also report where the set-up went, each phase's median / the same
    ``ray.init`` (rows ``phase:*``, no target): ``ray_start``
    (``rayfl.session.RaySession``: ``ray.init`` and the watchdog), ``data`` (the
-   driver's wait for the federated dataset once Ray is up: it is built in a
-   thread while Ray starts), ``actors`` (the star's build: client hosts and
-   cloud started and pinged, data shared) and ``other`` (the rest: ω⁰, policy,
-   run directory). Row ``overlap:data_build`` is the whole build of the dataset,
-   done during ``ray_start`` (not part of the sum).
+   federated dataset on the driver), ``actors`` (the star's build: client hosts
+   and cloud started and pinged, data shared) and ``other`` (the rest: ω⁰,
+   policy, run directory).
 3. In one Python session with Ray running (a notebook), the second quickstart
    run of a :class:`rayfl.Session`'s set-up (it reuses the live actors) / the
    first's (it builds them). Target ≤ 0.2.
@@ -86,13 +84,11 @@ def timed(owner, name, phase):
     setattr(owner, name, call)
 
 timed(rayfl.session.RaySession, "__init__", "ray_start")
-timed(engine._DataBuild, "result", "data")
-timed(engine, "build_federated", "data_build")
+timed(engine, "build_federated", "data")
 timed(rayfl.star.round.StarRound, "build", "actors")
 setup_s = rayfl.run(sys.argv[1], {_RUN_ARGS}).summary["setup_s"]
-build = spent.pop("data_build")
 spent["other"] = setup_s - sum(spent.values())
-print(json.dumps({{"setup_s": setup_s, **spent, "data_build": build}}))
+print(json.dumps({{"setup_s": setup_s, **spent}}))
 """
 
 
@@ -142,9 +138,7 @@ def measure(repeats: int = 3) -> list[dict[str, object]]:
         ]
         median = {k: statistics.median(r[k] for r in cold_runs) for k in cold_runs[0]}
         rows.append(("setup_vs_ray_init", median.pop("setup_s"), init_s))
-        build = median.pop("data_build")
         rows += [(f"phase:{k}", v, init_s) for k, v in median.items()]
-        rows.append(("overlap:data_build", build, init_s))
         cold, warm = json.loads(_last_line([py, "-c", _WARM, str(QUICKSTART), out]))
         rows.append(("warm_vs_cold", float(warm), float(cold)))
     load = os.getloadavg()[0]

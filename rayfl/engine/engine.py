@@ -14,7 +14,6 @@ Strategy attributes the engine does not define (the star's ``uplink``,
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -57,26 +56,18 @@ class Engine:
         self.strategy: Any = strategy if strategy is not None else StarRound()
         self.topology: str = self.strategy.kind
         self.pool: ActorPool | None = None
-        # The driver builds the data while Ray starts (Ray's processes start
-        # meanwhile); the same call, so the same data as building it after.
-        pending = _DataBuild(config) if data is None else None
+        self.session = RaySession(config.ray)
         try:
-            self.session = RaySession(config.ray)
-        except BaseException:
-            if pending is not None:
-                pending.wait()  # no work left behind; Ray's error is the one raised
-            raise
-        try:
-            if pending is not None:
-                data = pending.result()
-            assert data is not None
             self._build(data)
         except BaseException:
             self.close()
             raise
 
-    def _build(self, data: FederatedData) -> None:
-        self.data = data
+    def _build(self, data: FederatedData | None) -> None:
+        cfg = self.config
+        self.data = (
+            data if data is not None else build_federated(cfg.data, seed=cfg.seed)
+        )
         self.num_clients = self.data.num_clients
         self.num_train = np.asarray(self.data.num_train, dtype=np.int64)
         self.num_test = np.asarray(self.data.num_test, dtype=np.int64)
@@ -227,37 +218,3 @@ class Engine:
     def global_vector(self) -> npt.NDArray[np.float32]:
         """Return ω^t (pulls the array: not for the hot path)."""
         return np.array(ray.get(self.global_ref))
-
-
-class _DataBuild:
-    """``build_federated(config.data, seed=config.seed)`` in a background thread.
-
-    :meth:`result` waits for it and returns the data, or raises its error.
-    """
-
-    def __init__(self, config: Any) -> None:
-        self._config = config
-        self._data: FederatedData | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._run, name="rayfl-data", daemon=True
-        )
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._data = build_federated(self._config.data, seed=self._config.seed)
-        except BaseException as error:  # re-raised by result(), in the caller
-            self._error = error
-
-    def wait(self) -> None:
-        """Wait for the build to end (successfully or not)."""
-        self._thread.join()
-
-    def result(self) -> FederatedData:
-        """Wait for the build; return the data or raise the build's error."""
-        self.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._data is not None
-        return self._data
