@@ -12,6 +12,7 @@ Server side of the uplink (STYLE.md rule 8), in this order:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ import ray
 
 from rayfl.actors.messages import Uploads
 from rayfl.actors.setup import ActorSetup
+from rayfl.actors.shared_data import HoldsData
 from rayfl.algorithms.registry import make_algorithm
 from rayfl.learning.aggregate import partial_sum
 from rayfl.seeding import rng_for
@@ -216,6 +218,20 @@ def _flipped(payload: Any, ber: float, *, seed: int, round: int, client: int) ->
     )
 
 
+class _CloudHost(ServerHost, HoldsData):
+    """``ServerHost`` that also keeps the run's dataset ref (``shared_data``).
+
+    Args:
+        setup: Run-level values.
+        held: What the client hosts fetch the dataset through
+            (:func:`rayfl.actors.shared_data.hold_data`); empty: nothing.
+    """
+
+    def __init__(self, setup: ActorSetup, held: Sequence[Any] = ()) -> None:
+        super().__init__(setup)
+        self.hold(list(held))
+
+
 # Any: Ray's stubs give the handle's methods no .remote
-CloudServer: Any = ray.remote(ServerHost)
-"""``ServerHost`` as a Ray actor class."""
+CloudServer: Any = ray.remote(_CloudHost)
+"""``ServerHost`` as a Ray actor class; it can hold the run's dataset ref."""

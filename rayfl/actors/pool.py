@@ -20,7 +20,8 @@ M-client actors started the same way::
 What ``start`` does, identically for every topology: packs the clients
 (``ray.clients_per_actor``, ``auto`` = ⌈N / CPUs⌉), checks the run fits in
 memory (``rayfl.resources.check_fits``), shares the data by a named holder
-actor (restarted actors re-read it), reserves all actors' CPUs at once, starts
+actor (restarted actors re-read it; a caller whose own actor holds it, as the
+star's cloud does, passes ``shared`` and no holder is started), reserves all actors' CPUs at once, starts
 the actors with names ``rayfl-<run_id>-<role>-<a>`` and
 ``max_restarts = ray.max_actor_restarts``, and pings each (fails fast; learns its
 node). An actor class must take ``(shared_data, client_ids, *args)`` (the ids a
@@ -52,7 +53,7 @@ import numpy.typing as npt
 import ray
 
 from rayfl.actors.restart import LOST_CALL
-from rayfl.actors.shared_data import share_data
+from rayfl.actors.shared_data import SharedData, share_data
 from rayfl.data.federated import FederatedData
 from rayfl.resources import (
     check_fits,
@@ -117,7 +118,8 @@ class ActorPool:
         actor_of: Actor index of each client, int64 (N,).
         nodes: Node id of each actor.
         run_id: The run's short id (in actor names).
-        data_holder: The named actor holding the dataset's object ref.
+        data_holder: The named actor holding the dataset's object ref (None when
+            the caller's own actor holds it, ``start(shared=...)``).
         reservation: The CPU reservation (placement group) or None.
         state_refs: Latest client-state snapshot ref per actor (never pulled).
         to_restore: Actors that died and must get their state back.
@@ -144,6 +146,7 @@ class ActorPool:
         role: str = "clients",
         run_id: str | None = None,
         memory_hints: dict[str, int] | None = None,
+        shared: SharedData | None = None,
     ) -> ActorPool:
         """Pack, check, reserve and start one actor per group; ping them all.
 
@@ -157,6 +160,10 @@ class ActorPool:
             run_id: Short id in actor names (default: a fresh one).
             memory_hints: ``state_vectors_per_client`` and ``uploads`` (per round)
                 for the memory check (``rayfl.resources.estimate_memory``).
+            shared: Where the actors fetch ``data``: a named actor of the
+                caller's that holds it for the whole run
+                (:class:`rayfl.actors.shared_data.HoldsData`). Default: the pool
+                starts a holder actor of its own.
 
         Raises:
             rayfl.resources.ResourceError: If the run cannot fit in memory or
@@ -178,7 +185,7 @@ class ActorPool:
             actor_of[group] = a
         pool = cls([], groups, actor_of, run_id=run_id or uuid.uuid4().hex[:8])
         try:
-            pool._launch(actor_class, data, args, ray_settings, role, cpus)
+            pool._launch(actor_class, data, args, ray_settings, role, cpus, shared)
         except BaseException:
             pool.close()
             raise
@@ -192,11 +199,13 @@ class ActorPool:
         settings: RaySettings,
         role: str,
         cpus: float,
+        shared: SharedData | None,
     ) -> None:
         actor_cpus = min(1.0, cpus / len(self.groups))
         # The actors fetch the data by the holder's name (kept for the whole run), so
         # a restarted actor re-reads it without object-store constructor arguments.
-        shared, self.data_holder = share_data(data, f"rayfl-{self.run_id}-data")
+        if shared is None:
+            shared, self.data_holder = share_data(data, f"rayfl-{self.run_id}-data")
         # All actors' CPUs at once (no deadlock between runs sharing a cluster);
         # SPREAD places client actors across nodes first (multi-node clusters).
         self.reservation = reserve_cpus(

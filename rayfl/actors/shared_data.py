@@ -9,6 +9,9 @@ started with ``max_restarts > 0``. Client actors therefore take a
 holder keeps the dataset's object ref for the whole run. The constructor fetches
 the dataset through it (zero-copy from the object store), on the first start and
 after every restart alike.
+
+The holder can be an actor the run starts anyway (the star's cloud holds it,
+:class:`HoldsData`): a separate holder is one more worker process to start.
 """
 
 from __future__ import annotations
@@ -21,18 +24,32 @@ import ray
 if TYPE_CHECKING:  # the holder's process imports nothing of the dataset's
     from rayfl.data.federated import FederatedData
 
-__all__ = ["DataHolder", "SharedData", "share_data"]
+__all__ = ["DataHolder", "HoldsData", "SharedData", "hold_data", "share_data"]
 
 
-class _Holder:
-    """Keeps object refs alive and hands them out (the body of :data:`DataHolder`)."""
+class HoldsData:
+    """Mixin of an actor that keeps the dataset's object ref for the run.
+
+    :meth:`SharedData.get` asks the named actor for it (:meth:`data_ref`); the
+    ref sits in a list, so the actor never fetches the dataset itself.
+    """
+
+    _held: list[Any]
+
+    def hold(self, refs: list[Any]) -> None:
+        """Keep ``refs`` (the dataset's object ref first) alive."""
+        self._held = list(refs)
+
+    def data_ref(self) -> Any:
+        """Return the dataset's object ref."""
+        return self._held[0]
+
+
+class _Holder(HoldsData):
+    """An actor that only holds the refs (the body of :data:`DataHolder`)."""
 
     def __init__(self, refs: list[Any]) -> None:
-        self._refs = list(refs)
-
-    def ref(self) -> Any:
-        """Return the dataset's object ref."""
-        return self._refs[0]
+        self.hold(refs)
 
 
 DataHolder = ray.remote(num_cpus=0)(_Holder)
@@ -52,8 +69,17 @@ class SharedData:
     def get(self) -> FederatedData:
         """Fetch the dataset (call inside an actor; waits for the holder)."""
         holder = ray.get_actor(self.holder)
-        data: FederatedData = ray.get(ray.get(holder.ref.remote()))  # type: ignore[assignment]  # Ray stubs: untyped ref
+        data: FederatedData = ray.get(ray.get(holder.data_ref.remote()))  # type: ignore[assignment]  # Ray stubs: untyped ref
         return data
+
+
+def hold_data(data: FederatedData) -> list[Any]:
+    """Put ``data`` in the object store; return what a holder keeps (``[ref]``).
+
+    Pass the list to a :class:`HoldsData` actor's constructor or ``hold``: a ref
+    inside a list is handed over as is, never fetched.
+    """
+    return [ray.put(data)]
 
 
 def share_data(data: FederatedData, name: str) -> tuple[SharedData, Any]:
@@ -67,5 +93,5 @@ def share_data(data: FederatedData, name: str) -> tuple[SharedData, Any]:
         The :class:`SharedData` to pass to actor constructors, and the holder's
         handle: keep it for the whole run (``ray.kill`` it when closing).
     """
-    holder = DataHolder.options(name=name).remote([ray.put(data)])
+    holder = DataHolder.options(name=name).remote(hold_data(data))
     return SharedData(name), holder

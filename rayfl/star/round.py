@@ -19,6 +19,7 @@ data size, eligibility, round), built by :func:`star_observation` from a
 from __future__ import annotations
 
 import math
+import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,6 +31,7 @@ from rayfl.actors.client import ClientActor
 from rayfl.actors.cloud import CloudServer
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
+from rayfl.actors.shared_data import SharedData, hold_data
 from rayfl.algorithms.registry import algorithm_class, make_algorithm
 from rayfl.eval_sample import eval_sample
 from rayfl.observation import ObservationTracker
@@ -102,8 +104,14 @@ class StarRound:
     def build(self, engine: Any) -> None:
         """Start the client actors (on ``engine.pool``) and the cloud."""
         setup = self._start(engine)
-        # first, so that it starts while the client hosts start (pinged after)
-        self.cloud = CloudServer.options(num_cpus=0).remote(setup)
+        # The cloud holds the dataset's ref for the client hosts (no holder actor
+        # of the pool's: one worker process fewer to start). First, so that it
+        # starts while the client hosts start (pinged after).
+        run_id = uuid.uuid4().hex[:8]
+        shared = SharedData(f"rayfl-{run_id}-cloud")
+        self.cloud = CloudServer.options(num_cpus=0, name=shared.holder).remote(
+            setup, hold_data(engine.data)
+        )
         engine.pool = ActorPool.start(
             ClientActor,
             engine.data,
@@ -112,6 +120,8 @@ class StarRound:
             dim=engine.dim,
             role="clients",
             memory_hints=self._memory_hints(engine),
+            run_id=run_id,
+            shared=shared,
         )
         self.cloud_node: str = ray.get(self.cloud.ping.remote())
 

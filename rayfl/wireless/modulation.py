@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import erfc
 
 __all__ = [
     "element_error_probability",
@@ -40,6 +39,10 @@ BoolArray = npt.NDArray[np.bool_]
 
 def _q_function(x: FloatArray) -> FloatArray:
     """Gaussian tail Q(x) = 0.5·erfc(x/√2)."""
+    # Imported here: the cloud and client actors import this module (through
+    # ``effects.flip_bits``) but never compute a BER; scipy costs them start-up.
+    from scipy.special import erfc
+
     return np.asarray(0.5 * erfc(x / np.sqrt(2.0)), dtype=np.float64)
 
 
