@@ -11,8 +11,9 @@ host — instead of E times the three actor round trips of E separate envs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from copy import deepcopy
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from rayfl.star.lanes import StarLanes, check_lanes
 from rayfl.system import EvalRow, Observation, RoundResult
 from rayfl.uplink import UplinkModel
 
-__all__ = ["LaneBackend", "WirelessFLVectorEnv"]
+__all__ = ["LaneBackend", "LaneSystem", "WirelessFLVectorEnv"]
 
 
 class LaneBackend:
@@ -50,6 +51,16 @@ class LaneBackend:
         """The lane's uplink model (channel, ledger)."""
         return self.lanes.uplink(self.lane)
 
+    @property
+    def system(self) -> LaneSystem:
+        """The lane's run as policies read a system (``config``, ``dim``, ``uplink``).
+
+        :func:`rayfl.star.context.star_context` of it equals that of an
+        ``EmulatedBackend``'s engine with the lane's seed, so a policy is built
+        for a lane as for one env (:func:`rayfl.runner.env_policy`).
+        """
+        return LaneSystem(self.lanes.run_config(self.lane), self.lanes.dim, self.uplink)
+
     def restart(self, seed: int) -> None:
         """Start a new run with ``seed`` in this lane."""
         self.lanes.restart(self.lane, seed)
@@ -68,6 +79,15 @@ class LaneBackend:
 
     def close(self) -> None:
         """Nothing to release (the vector env closes the lanes)."""
+
+
+@dataclass(frozen=True)
+class LaneSystem:
+    """What policies read of a run's system (:func:`rayfl.star.context.star_context`)."""
+
+    config: RunConfig
+    dim: int
+    uplink: UplinkModel
 
 
 def outcome(result: RoundResult, evals: list[EvalRow]) -> Outcome:
@@ -234,22 +254,23 @@ class WirelessFLVectorEnv(VectorEnv):
         plays = np.flatnonzero(~self._autoreset).tolist()
         decided = {e: self.envs[e]._decide(per_lane[e]) for e in plays}
         begun = {e: self.envs[e]._begin_episode(None) for e in resets}
-        outcomes = self._play(decided)
         rewards = np.zeros(self.num_envs)
         terminations = np.zeros(self.num_envs, dtype=bool)
         truncations = np.zeros(self.num_envs, dtype=bool)
         observations: list[Any] = [None] * self.num_envs
+        lane_infos: list[dict[str, Any]] = [{}] * self.num_envs
+        for e, done in self._play(decided):
+            schedule, ignored = decided[e]
+            scores, info = self.envs[e]._conclude(schedule, ignored, done)
+            observations[e], r, term, trunc, lane_infos[e] = self.envs[e]._end_step(
+                scores, info
+            )
+            rewards[e], terminations[e], truncations[e] = r, term, trunc
+        for e in resets:
+            observations[e], lane_infos[e] = self.envs[e]._first_observation(begun[e])
         infos: dict[str, Any] = {}
         for e in range(self.num_envs):
-            env = self.envs[e]
-            if e in begun:
-                observations[e], info = env._first_observation(begun[e])
-            else:
-                schedule, ignored = decided[e]
-                scores, info = env._conclude(schedule, ignored, outcomes[e])
-                observations[e], r, term, trunc, info = env._end_step(scores, info)
-                rewards[e], terminations[e], truncations[e] = r, term, trunc
-            infos = self._add_info(infos, info, e)
+            infos = self._add_info(infos, lane_infos[e], e)
         self._autoreset = terminations | truncations
         return self._batch(observations), rewards, terminations, truncations, infos
 
@@ -286,17 +307,29 @@ class WirelessFLVectorEnv(VectorEnv):
 
     def _play(
         self, decided: dict[int, tuple[Schedule, list[int]]]
-    ) -> dict[int, Outcome]:
-        """Run the decided lanes' rounds: all at once on the lanes, else in turn."""
-        if self._lanes is None:  # surrogate mode
-            return {
-                e: self.envs[e].backend.run(self.envs[e].round, schedule)
-                for e, (schedule, _) in decided.items()
-            }
-        done = self._lanes.run(
-            {e: (self.envs[e].round, schedule) for e, (schedule, _) in decided.items()}
-        )
-        return {e: outcome(*done[e]) for e in decided}
+    ) -> Iterator[tuple[int, Outcome]]:
+        """Run the decided lanes' rounds; yield (lane, outcome) as each is ready.
+
+        Emulate mode runs the lanes in two halves (:meth:`StarLanes.run`'s
+        schedule), and the caller's per-lane work on the first half's outcomes
+        (reward, observation) runs while the hosts evaluate the second half.
+        """
+        if self._lanes is None:  # surrogate mode: one lane after another
+            for e, (schedule, _) in decided.items():
+                yield e, self.envs[e].backend.run(self.envs[e].round, schedule)
+            return
+        lanes = list(decided)
+        half = (len(lanes) + 1) // 2
+        chunks = [c for c in (lanes[:half], lanes[half:]) if c]
+        batches = [
+            self._lanes.start({e: (self.envs[e].round, decided[e][0]) for e in chunk})
+            for chunk in chunks
+        ]
+        for i, batch in enumerate(batches):
+            self._lanes.settle(batch, evaluate_waiting=i == 0)
+        for batch in batches:
+            for e, done in self._lanes.finish(batch).items():
+                yield e, outcome(*done)
 
     def _batch(self, observations: list[Any]) -> dict[str, Any]:
         self._observations = concatenate(

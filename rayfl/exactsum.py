@@ -30,6 +30,17 @@ Implementation details:
        after the exact sum).
     4. Weights are summed exactly as :class:`fractions.Fraction` (a handful of
        numbers per sum).
+    5. Fast path: when the plain float64 running sum of the weighted rows is
+       exact — every addition's TwoSum error (Knuth, TAOCP vol. 2, 4.2.2) is
+       zero, checked per element — that float64 vector *is* the exact sum, and
+       :class:`ExactSum` keeps it as ``exact64`` without building limbs (built
+       from it on demand, exactly, for ``+`` when the float64 sum of two sums is
+       not exact). The rounding then has nothing to do: :meth:`ExactSum.value`
+       returns it and :meth:`ExactSum.mean` divides it once, the same bits as the
+       limb path (tests/learning/test_exact_sum.py compares both paths). Typical
+       updates (float32 rows times sample counts, exponents within ~20 bits)
+       take it; any element with a rounding error sends the whole sum to the
+       limb path.
 """
 
 from __future__ import annotations
@@ -58,32 +69,54 @@ class ExactSum:
         limbs: int64 (levels, dim), carry-normalised: rows 0..levels−2 in
             [0, 2⁴⁸), the last row signed; element i's exact sum is
             Σ_j limbs[j, i]·2^(48·(low + j)). Shape (0, dim) for an empty sum.
+            None when the sum is held as ``exact64`` (built on demand).
         low: Level index of ``limbs[0]``.
         weight: Σ_k w_k, exact.
         count: Number of rows summed.
+        exact64: The exact sum itself, float64 (dim,), when every element of it
+            is a float64 (implementation detail 5), else None.
     """
 
-    limbs: npt.NDArray[np.int64]
+    limbs: npt.NDArray[np.int64] | None
     low: int
     weight: Fraction = field(default=Fraction(0))
     count: int = 0
+    exact64: npt.NDArray[np.float64] | None = None
 
     @property
     def dim(self) -> int:
         """Vector length."""
+        if self.limbs is None:
+            assert self.exact64 is not None
+            return len(self.exact64)
         return int(self.limbs.shape[1])
+
+    def as_limbs(self) -> tuple[npt.NDArray[np.int64], int]:
+        """Return ``(limbs, low)``, building them from ``exact64`` if needed."""
+        if self.limbs is not None:
+            return self.limbs, self.low
+        assert self.exact64 is not None
+        acc = _Accumulator(self.dim)
+        row = self.exact64[None].copy()
+        _digits(row, np.empty_like(row), acc)
+        return acc.limbs()
 
     def __add__(self, other: ExactSum) -> ExactSum:
         if other.dim != self.dim:
             raise ValueError(f"cannot add sums of length {self.dim} and {other.dim}")
-        limbs, low = _add_limbs(self.limbs, self.low, other.limbs, other.low)
-        return ExactSum(
-            limbs, low, self.weight + other.weight, self.count + other.count
-        )
+        weight, count = self.weight + other.weight, self.count + other.count
+        if self.exact64 is not None and other.exact64 is not None:
+            fast = _exact_running_sum(np.stack([self.exact64, other.exact64]))
+            if fast is not None:
+                return ExactSum(None, 0, weight, count, fast)
+        limbs, low = _add_limbs(*self.as_limbs(), *other.as_limbs())
+        return ExactSum(limbs, low, weight, count)
 
     def value(self) -> npt.NDArray[np.float64]:
         """Return the exact sum rounded to the nearest float64 (±inf beyond range)."""
-        return _round(self.limbs, self.low, 1.0)
+        if self.exact64 is not None:
+            return self.exact64.copy()
+        return _round(*self.as_limbs(), 1.0)
 
     def mean(self) -> npt.NDArray[np.float32]:
         """Return Σ w v / Σ w as float32 (the exact sum rounded to float64, divided).
@@ -95,8 +128,13 @@ class ExactSum:
             raise ValueError(
                 f"aggregation weights must sum to > 0, got {float(self.weight)}"
             )
+        divisor = float(self.weight)
         with np.errstate(over="ignore"):  # beyond float32: ±inf, correctly
-            return _round(self.limbs, self.low, float(self.weight)).astype(np.float32)
+            if self.exact64 is not None and _plain_division_is_exact(
+                self.exact64, divisor
+            ):
+                return (self.exact64 / divisor).astype(np.float32)
+            return _round(*self.as_limbs(), divisor).astype(np.float32)
 
 
 def exact_sum(vectors: npt.ArrayLike, weights: npt.ArrayLike) -> ExactSum:
@@ -128,6 +166,11 @@ def exact_sum(vectors: npt.ArrayLike, weights: npt.ArrayLike) -> ExactSum:
     if len(w) != len(rows):
         raise ValueError(f"{len(rows)} rows but {len(w)} weights")
     m, dim = rows.shape
+    weight = sum((Fraction(float(v)) for v in w), Fraction(0))
+    if m and np.isfinite(w).all():
+        fast = _exact_running_sum(rows * w[:, None])
+        if fast is not None:
+            return ExactSum(None, 0, weight, int(m), fast)
     acc = _Accumulator(dim)
     step = max(1, min(_BLOCK_ROWS, _BLOCK_ELEMENTS // max(dim, 1)))
     x = np.empty((step, dim), np.float64)
@@ -138,8 +181,48 @@ def exact_sum(vectors: npt.ArrayLike, weights: npt.ArrayLike) -> ExactSum:
         np.multiply(block, w[start : start + step, None], out=x[:k])
         _digits(x[:k], t[:k], acc)
     limbs, low = acc.limbs()
-    weight = sum((Fraction(float(v)) for v in w), Fraction(0))
     return ExactSum(limbs, low, weight, int(m))
+
+
+#: |exact sum / divisor| range where one float64 division, scaled or not, rounds
+#: the same (no overflow, no subnormal result): implementation detail 5.
+_PLAIN_RANGE = (2.0**-960, 2.0**960)
+
+
+def _exact_running_sum(
+    x: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64] | None:
+    """Return Σ_k x_k when every float64 addition of the running sum is exact.
+
+    Args:
+        x: Weighted rows, float64 (m, dim), m ≥ 1.
+
+    Returns:
+        The exact sum (−0.0 turned to 0.0, as the limb path gives), or None when
+        a row is not finite or some addition rounded (TwoSum error ≠ 0).
+    """
+    if not np.isfinite(x).all():
+        return None
+    s = x[0] + 0.0  # a copy, with −0.0 → +0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(1, len(x)):
+            t = s + x[k]
+            z = t - s
+            # TwoSum: err = (s + x_k) − fl(s + x_k) exactly (nan if t overflowed)
+            err = (s - (t - z)) + (x[k] - z)
+            if np.any(err != 0):  # nan != 0 too
+                return None
+            s = t
+    return s + 0.0
+
+
+def _plain_division_is_exact(total: npt.NDArray[np.float64], divisor: float) -> bool:
+    """True when ``total / divisor`` rounds as the limb path's scaled division."""
+    lo, hi = _PLAIN_RANGE
+    if not lo <= divisor <= hi:
+        return False
+    q = np.abs(total[total != 0]) / divisor
+    return bool(q.size == 0 or (q.min() >= lo and q.max() <= hi))
 
 
 class _Accumulator:

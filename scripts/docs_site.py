@@ -114,8 +114,17 @@ def api_pages() -> dict[str, str]:
             + ", ".join(f"`{i}`" for i in env_ids)
             + ". The engine's envs share one lifecycle, `envs.base.FLEnv`; the "
             "`-Flat-` ids wrap them for any RL library (`envs.flat.FlatFLEnv`), and "
-            "`envs.multiagent` has PettingZoo parallel envs.",
-            [*env_entries, "envs.base.FLEnv", "envs.flat.FlatFLEnv", "envs.wrappers"],
+            "`envs.multiagent` has PettingZoo parallel envs. "
+            '`envs.vector.WirelessFLVectorEnv` (`gym.make_vec("WirelessFL-v0", E, '
+            'vectorization_mode="vector_entry_point")`) steps E emulated runs '
+            "in lockstep over shared client hosts.",
+            [
+                *env_entries,
+                "envs.base.FLEnv",
+                "envs.flat.FlatFLEnv",
+                "envs.vector.WirelessFLVectorEnv",
+                "envs.wrappers",
+            ],
         ),
         API_PAGES["policies"]: _api_page(
             "policies",

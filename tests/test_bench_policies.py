@@ -30,6 +30,11 @@ from rayfl.benchmarks.policies_stats import (
     best_heuristic,
     surrogate_check,
 )
+from rayfl.benchmarks.policies_tuning import (
+    CONSTANT_GRID,
+    tunable_constants,
+    tune_constants,
+)
 from rayfl.config import load_config
 
 TINY = Scenario(
@@ -207,7 +212,7 @@ def test_specs_include_the_required_baselines(topology):
     labels = [label for label, *_ in policy_specs(cfg)]
 
     assert "learned" in labels and "learned_untrained" in labels
-    assert ("constant_tuned" in labels) == (topology == "star")
+    assert ("constant_tuned" in labels) == (topology in ("star", "hierarchical"))
     assert "all" not in labels
     if topology == "star":
         assert "minmax" in labels
@@ -266,14 +271,12 @@ def test_cli_unknown_scenario_is_one_line(capsys):
     assert len(err) == 1 and "--scenario must be one of" in err[0]
 
 
-def test_tune_constants_picks_the_best_grid_value_on_the_training_seeds(monkeypatch):
-    import rayfl.benchmarks.policies as bench
-
+def test_tune_constants_picks_the_best_grid_value_on_the_training_seeds():
     cfg = load_config(TINY.config)  # fedavg: one control, lr = configured value
     configured = cfg.algorithm.lr
     seen: dict[str, object] = {}
 
-    def fake_play(cfg, specs, seeds, mode):
+    def fake_play(cfg, specs, seeds, mode, progress=None):
         seen["seeds"], seen["labels"] = list(seeds), [s[0] for s in specs]
         # return = −|lr − 2·configured|: the grid's 2× value is best
         return [
@@ -282,17 +285,15 @@ def test_tune_constants_picks_the_best_grid_value_on_the_training_seeds(monkeypa
             for s in seeds
         ]
 
-    monkeypatch.setattr(bench, "play", fake_play)
-
-    chosen = bench.tune_constants(cfg, [0, 1, 2], "surrogate")
+    chosen = tune_constants(cfg, [0, 1, 2], "surrogate", play=fake_play)
 
     assert seen["seeds"] == [0, 1, 2]
-    assert len(seen["labels"]) == len(bench.CONSTANT_GRID)
+    assert len(seen["labels"]) == len(CONSTANT_GRID)
     np.testing.assert_allclose(chosen["lr"], 2 * configured)
 
 
 def test_constant_controls_replace_the_policys_controls():
-    from rayfl.benchmarks.policies import ConstantControls
+    from rayfl.benchmarks.policies_tuning import ConstantControls
 
     table = np.full((4, 1), 0.25, np.float32)
     policy = ConstantControls(lambda obs: np.array([0, 1]), table)
@@ -301,3 +302,174 @@ def test_constant_controls_replace_the_policys_controls():
 
     np.testing.assert_array_equal(action["assignment"], [0, 1])
     np.testing.assert_array_equal(action["controls"], table)
+
+
+# ------------------------------------------------------------------ the hierarchy
+#: A tiny hierarchy with DP: its surrogate's return depends on the step size γ
+#: (through the DP noise), so tuning γ has something to choose.
+TINY_HIER = Scenario(
+    "tiny-hier",
+    "hierarchical",
+    "small",
+    {
+        "name": "tiny-hier",
+        "rounds": 3,
+        "data": {
+            "dataset": "digits",
+            "num_clients": 8,
+            "partition": "pathological",
+            "classes_per_client": 3,
+        },
+        "model": {"kind": "mlr"},
+        "algorithm": {"kind": "fedavg", "batch_size": 16, "lr": 0.05},
+        "topology": {
+            "kind": "hierarchical",
+            "num_edges": 2,
+            "tau": 2,
+            "local_period": 1,
+            "dp": {"epsilon": 1.0, "delta": 1.0e-5},
+            "scheduling": {"subchannels_per_edge": 1},
+        },
+        "output": {"progress": False, "plots": False},
+        "rl": {"reward": "min_max_loss"},
+    },
+)
+
+
+def _round_robin_return(gamma: float, seed: int) -> float:
+    """Round robin per edge at step size ``gamma``, played on the env by hand."""
+    from envs.hierarchical import EdgePolicies, HierarchicalSchedulingEnv
+
+    env = HierarchicalSchedulingEnv(
+        TINY_HIER.config,
+        reward="min_max_loss",
+        overrides={"topology.lr.gamma": gamma, "seed": seed},
+        mode="surrogate",
+    )
+    obs, _ = env.reset(seed=seed)
+    policy = EdgePolicies(env, "round_robin")
+    policy.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs))
+        total += float(reward)
+        done = terminated or truncated
+    env.close()
+    return total
+
+
+@pytest.mark.parametrize(
+    ("lr", "tuned"),
+    [
+        ({"mode": "manual"}, {"topology.lr.gamma"}),
+        ({"mode": "constant"}, {"algorithm.lr"}),
+        ({"mode": "theory"}, set()),
+    ],
+)
+def test_the_hierarchy_tunes_its_configured_step_size(lr, tuned):
+    cfg = load_config(TINY_HIER.config, {"topology.lr": lr})
+
+    labels = [label for label, *_ in policy_specs(cfg)]
+
+    assert set(tunable_constants(cfg)) == tuned
+    assert ("constant_tuned" in labels) == bool(tuned)
+
+
+def test_hierarchy_constant_tuned_is_round_robin_at_the_best_step_size(tmp_path):
+    import json
+
+    train, held_out, configured = [0, 1], [1000, 1001], 0.02
+    bench_policies(
+        [TINY_HIER],
+        modes=["surrogate"],
+        seeds=held_out,
+        train_seeds=train,
+        out=tmp_path,
+        only=["round_robin", "constant_tuned"],
+        verbose=False,
+        overrides={"topology.lr.gamma": configured},  # as --set does
+    )
+    run = pd.read_csv(tmp_path / "runs.csv").iloc[0]
+    assert json.loads(run["overrides"]) == {"topology.lr.gamma": configured}
+    tuned = json.loads(run["constant_tuned"])
+    grid = json.loads(run["constant_grid"])["topology.lr.gamma"]
+    episodes = pd.read_csv(tmp_path / "episodes.csv")
+    wide = episodes.pivot(index="seed", columns="policy", values="return")
+
+    gammas = sorted(configured * f for f in CONSTANT_GRID)
+    means = [np.mean([_round_robin_return(g, s) for s in train]) for g in gammas]
+    assert np.ptp(means) > 0  # the step size matters: the choice is not a tie
+    np.testing.assert_allclose(sorted(float(v) for v in grid), gammas, rtol=1e-9)
+    np.testing.assert_allclose(
+        [grid[k] for k in sorted(grid, key=float)], means, rtol=1e-9
+    )
+    best = gammas[int(np.argmax(means))]
+    np.testing.assert_allclose(tuned["topology.lr.gamma"], best, rtol=1e-9)
+    np.testing.assert_allclose(
+        wide.loc[held_out, "constant_tuned"],
+        [_round_robin_return(best, s) for s in held_out],
+        rtol=1e-9,
+    )
+    np.testing.assert_allclose(
+        wide.loc[held_out, "round_robin"],
+        [_round_robin_return(configured, s) for s in held_out],
+        rtol=1e-9,
+    )
+
+
+# ------------------------------------------------------------------ progress
+def test_each_episode_is_on_disk_as_it_finishes_and_a_failure_keeps_them(
+    tmp_path, monkeypatch, capsys
+):
+    import rayfl.benchmarks.policies as bench
+    from rayfl.compare_progress import CompareFailed
+
+    real = bench.episode_kpis
+    calls = {"held_out": 0}
+    on_disk: list[int] = []
+
+    def failing(env, policy, seed):
+        if seed >= 1000:  # a held-out episode (tuning uses seed 0)
+            path = tmp_path / "episodes.csv"
+            on_disk.append(len(pd.read_csv(path)) if path.exists() else 0)
+            calls["held_out"] += 1
+            if calls["held_out"] == 3:
+                raise RuntimeError("boom\nsecond line")
+        return real(env, policy, seed)
+
+    monkeypatch.setattr(bench, "episode_kpis", failing)
+
+    with pytest.raises(CompareFailed) as caught:
+        bench_policies(
+            [TINY],
+            modes=["surrogate"],
+            seeds=[1000, 1001],
+            train_seeds=[0],
+            out=tmp_path,
+            only=["round_robin", "constant_tuned"],
+        )
+
+    episodes = pd.read_csv(tmp_path / "episodes.csv")
+    assert on_disk == [0, 1, 2]  # each finished row was written before the next
+    assert list(episodes[["policy", "seed"]].itertuples(index=False, name=None)) == [
+        ("round_robin", 1000),
+        ("constant_tuned", 1000),
+    ]
+    assert {"scenario", "mode", "return", *KPIS} <= set(episodes)
+    # 4 tuning + 4 held-out episodes planned; 4 + 2 done
+    assert "after 2 of 8 runs" in str(caught.value)
+    assert "RuntimeError: boom" in str(caught.value)
+    err = capsys.readouterr().err
+    assert "episodes" in err and "6/8" in err  # the tqdm bar
+
+
+def test_cli_bad_set_key_names_the_key_without_a_traceback(capsys):
+    from rayfl.cli import main
+
+    argv = ["--scenario", "star-small", "--set", "algorithm.nope=1", "--out", "x"]
+
+    code = main(["bench", "policies", *argv])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "algorithm.nope: unknown key" in err and "Traceback" not in err

@@ -20,8 +20,8 @@ a run of its own only because the trainers of :data:`LANE_ALGORITHMS` train each
 client from its context alone: FedAvg's vectorized trainer gives a client
 bit-identical parameters whatever clients share its stack
 (:mod:`rayfl.learning.vectorized`, Implementation details 9).
-:meth:`LaneHost.evaluate_lanes` evaluates each lane's clients with one forward
-pass: equal to the per-client evaluation to float32 rounding (it never feeds
+:meth:`LaneHost.evaluate_lanes` evaluates every lane's clients with one batched
+forward pass: equal to the per-client evaluation to float32 rounding (it never feeds
 back into training).
 
 Implementation details:
@@ -46,7 +46,7 @@ from rayfl.actors.setup import ActorSetup
 from rayfl.actors.state import ClientStateStore
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.algorithms.registry import make_algorithm
-from rayfl.learning.segment_eval import evaluate_segments
+from rayfl.learning.segment_eval import evaluate_segments_many
 from rayfl.privacy.pipeline import build_client_stages
 
 __all__ = ["LANE_ALGORITHMS", "LaneActor", "LaneHost", "LaneJob"]
@@ -177,9 +177,10 @@ class LaneHost(ClientHost):
 
         The rows are :meth:`ClientHost.evaluate`'s for the algorithms of
         :data:`LANE_ALGORITHMS` (no personal models), to float32 rounding: one
-        forward pass per lane over every hosted client's test and train split
-        (:func:`rayfl.learning.segment_eval.evaluate_segments`, its
-        Implementation details 1).
+        batched forward pass over every lane's model and every hosted client's
+        test and train split
+        (:func:`rayfl.learning.segment_eval.evaluate_segments_many`, its
+        module's Implementation details 1).
 
         Args:
             global_vectors: ω of every lane, float32 (E, dim), row = lane.
@@ -192,12 +193,12 @@ class LaneHost(ClientHost):
         if self._eval_data is None:
             self._eval_data = _stacked_splits(self.data, self.clients)
         x, y, bounds = self._eval_data
+        losses, accs = evaluate_segments_many(
+            self.model, global_vectors[lanes], x, y, bounds
+        )
         out = []
-        for lane in lanes:
+        for lane, loss, acc in zip(lanes, losses, accs, strict=True):
             run = self._enter(lane)
-            loss, acc = evaluate_segments(
-                self.model, global_vectors[lane], x, y, bounds
-            )
             rows = []
             for i, client in enumerate(self.clients):
                 row = {

@@ -10,19 +10,22 @@ beside (DESIGN.md):
 | ``learned`` | the shipped learned policy (or ``--learned PATH``) |
 | ``learned_<name>`` | more trained policies side by side: ``--learned learned_a=PATH,learned_b=PATH`` (``learned=PATH`` replaces the shipped one) |
 | ``learned_untrained`` | a freshly initialised score network with the learned decoder (``learned`` with ``untrained=True``) |
-| ``constant_tuned`` | round robin with the algorithm's per-client controls held constant at the grid value with the best mean return on the training seeds (``--train-seeds``, disjoint from the held-out ones); star only |
+| ``constant_tuned`` | round robin with its constants tuned (:mod:`.policies_tuning`): each held at the grid value with the best mean return on the training seeds (``--train-seeds``, disjoint from the held-out ones). Star: the algorithm's per-client controls (FedAvg: ``lr``). Hierarchy (its env schedules subchannels only, no per-device controls): the configured step size as a config value, ``topology.lr.gamma`` (``lr.mode: manual``, η_k = γ/√(k+1)) or ``algorithm.lr`` (``lr.mode: constant``); every other policy runs at the configured value. Not on D2D |
 | every other registered policy | the papers' own policies (``minmax`` with its controls taken from the algorithm, ``lyapunov``, ``channel_threshold``, …) and the heuristics |
 
 A held-out seed ``s`` is both the config seed (data partition) and the
 episode's reset seed, so every policy plays the same episodes. Writes under
-``--out`` (default ``bench-policies/``):
+``--out`` (default ``bench-policies/``), with a progress bar (episodes done,
+the tuning's included, and the ETA; :class:`rayfl.compare_progress.RowLog`)
+while it runs; a failure or Ctrl-C keeps the finished episodes in
+``episodes.csv`` and says so in one line:
 
 | file | content |
 |------|---------|
-| ``episodes.csv`` | one row per (scenario, mode, policy, seed): ``return`` and the KPIs (``max_client_loss``, ``jain``, ``accuracy``, ``energy_j``, ``latency_s``, ``epsilon``) |
+| ``episodes.csv`` | one row per (scenario, mode, policy, seed): ``return`` and the KPIs (``max_client_loss``, ``jain``, ``accuracy``, ``energy_j``, ``latency_s``, ``epsilon``); each row is written as its episode finishes |
 | ``summary.csv`` / ``summary.md`` | per (scenario, mode, policy): mean and 95% t-CI of each KPI; paired difference to the best heuristic with its CI, p-value, wins/losses/ties (:mod:`.policies_stats`) |
 | ``surrogate_check.csv`` / ``.md`` | with ``--mode both``: per scenario and policy, both modes' returns, the error, the paired differences to the emulation's best heuristic in both modes, ``spearman`` and the ``fit_for_training`` verdict |
-| ``runs.csv`` | wall time of each (scenario, mode) and the tuned constants |
+| ``runs.csv`` | wall time of each (scenario, mode), the tuned constants (``constant_tuned``) and the grid's mean returns on the training seeds (``constant_grid``) |
 | ``merged_from.txt`` | with ``--merge DIRS``: the runs whose episodes were merged |
 | ``surrogate_used.yaml`` | with ``--surrogate PATH``: a copy of the fitted surrogate the star's surrogate mode used (``rayfl bench fit-surrogate``, :mod:`.surrogate_fit_cli`) |
 | ``<scenario>.png`` | mean return ± 95% CI per policy, one panel per mode |
@@ -44,16 +47,23 @@ import pandas as pd
 
 from rayfl.benchmarks.policies_report import write_outputs
 from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_for
-from rayfl.config import RunConfig, load_config
+from rayfl.benchmarks.policies_tuning import (
+    CONSTANT,
+    ConstantControls,
+    Spec,
+    constant_grid,
+    env_config,
+    topology_name,
+    tunable_constants,
+    tune_constants,
+)
+from rayfl.compare_progress import RowLog
+from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
 
 __all__ = ["BenchError", "bench_policies", "main", "policy_specs"]
 
-#: Multiples of the configured control value tried by ``constant_tuned``.
-CONSTANT_GRID = (1.0, 0.2, 0.5, 2.0)
 UNTRAINED = "learned_untrained"
-CONSTANT = "constant_tuned"
-Spec = tuple[str, str, dict[str, Any]]  # (label, registered name, params)
 
 
 class BenchError(ValueError):
@@ -96,8 +106,9 @@ def policy_specs(
     Registered policies that apply (``rayfl.registry.check_policy``; the
     client-set rule ``all`` is not a subchannel scheduler), the extra learned
     policies of ``learned`` ({label: checkpoint}, or one checkpoint for
-    ``learned``), then ``learned_untrained`` and, on the star,
-    ``constant_tuned`` (its value set by :func:`tune_constants`). ``only``
+    ``learned``), then ``learned_untrained`` and, where there is something
+    to tune (:func:`tunable_constants`: the star and the hierarchy),
+    ``constant_tuned`` (its values set by :func:`tune_constants`). ``only``
     keeps those labels.
     """
     named = (
@@ -105,7 +116,7 @@ def policy_specs(
         if isinstance(learned, str)
         else dict(learned or {})
     )
-    topology = _topology(cfg)
+    topology = topology_name(cfg)
     parts = {
         "star": {"assignment", "controls"},  # the env exposes the controls
         "hierarchical": {"assignment"},  # the env schedules subchannels
@@ -132,42 +143,15 @@ def policy_specs(
     if topology == "d2d":
         untrained["selection"] = "positive"  # how D2D policies are trained
     specs.append((UNTRAINED, "learned", untrained))
-    if topology == "star":
+    if tunable_constants(cfg):
         specs.append((CONSTANT, "round_robin", {}))
     return [s for s in specs if not only or s[0] in only]
-
-
-def _topology(cfg: RunConfig) -> str:
-    return "star" if cfg.topology.kind == "flat" else cfg.topology.kind
-
-
-class ConstantControls:
-    """A policy's schedule with every client's controls fixed to ``table``.
-
-    Args:
-        policy: The scheduling policy (its own controls, if any, are replaced).
-        table: (N, C) control values, the env's ``control_names`` order.
-    """
-
-    def __init__(self, policy: Any, table: np.ndarray) -> None:
-        self.policy, self.table = policy, np.asarray(table, np.float32)
-
-    def reset(self, seed: int | None = None) -> None:
-        """Reset the wrapped policy."""
-        self.policy.reset(seed=seed)
-
-    def __call__(self, obs: Any) -> Any:
-        """The wrapped policy's schedule with the constant controls."""
-        action = self.policy(obs)
-        if not isinstance(action, dict):
-            action = {"assignment": action}
-        return {**action, "controls": self.table.copy()}
 
 
 # ------------------------------------------------------------------ one episode
 def make_env(cfg: RunConfig, mode: str) -> Any:
     """The scenario's env (the star with its controls exposed) in ``mode``."""
-    topology = _topology(cfg)
+    topology = topology_name(cfg)
     reward = cfg.rl.reward if cfg.rl is not None else "min_max_loss"
     extra = {"controls": True} if topology == "star" else {}
     return load(ENVS[topology])(cfg, mode=mode, reward=reward, **extra)
@@ -176,8 +160,10 @@ def make_env(cfg: RunConfig, mode: str) -> Any:
 def build_policy(env: Any, cfg: RunConfig, spec: Spec, mode: str) -> Any:
     """Build one benchmark policy for a reset ``env``, as a run would."""
     label, name, params = spec
-    topology = _topology(cfg)
+    topology = topology_name(cfg)
     if topology == "hierarchical":
+        if label.startswith(CONSTANT):  # its params are config values (env_config)
+            params = {}
         return load("envs.hierarchical:EdgePolicies")(env.unwrapped, name, **params)
     if topology == "d2d":
         return make_policy(name, env, **params)
@@ -242,56 +228,33 @@ def play(
     specs: Sequence[Spec],
     seeds: Sequence[int],
     mode: str,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Every policy of ``specs`` on every seed; one row each (policy, seed, KPIs).
 
-    One env per seed (its data partition), shared by the policies.
+    One env per seed (its data partition) and config (:func:`env_config`: a
+    hierarchy's ``constant_tuned`` plays on its own), shared by the policies.
+    ``progress`` gets each row as its episode finishes.
     """
+    groups: dict[str, tuple[RunConfig, list[Spec]]] = {}
+    for spec in specs:
+        own = env_config(cfg, spec)
+        groups.setdefault(own.model_dump_json(), (own, []))[1].append(spec)
     rows = []
     for seed in seeds:
-        env = make_env(cfg.model_copy(update={"seed": int(seed)}), mode)
-        try:
-            for spec in specs:
-                env.reset(seed=int(seed))  # emulate: the policy binds the system
-                policy = build_policy(env, cfg, spec, mode)
-                kpis = episode_kpis(env, policy, int(seed))
-                rows.append({"policy": spec[0], "seed": int(seed), **kpis})
-                if progress:
-                    progress(f"{spec[0]} seed {seed}: return {kpis['return']:.3f}")
-        finally:
-            env.close()
+        for own, group in groups.values():
+            env = make_env(own.model_copy(update={"seed": int(seed)}), mode)
+            try:
+                for spec in group:
+                    env.reset(seed=int(seed))  # emulate: the policy binds the system
+                    policy = build_policy(env, cfg, spec, mode)
+                    kpis = episode_kpis(env, policy, int(seed))
+                    rows.append({"policy": spec[0], "seed": int(seed), **kpis})
+                    if progress:
+                        progress(rows[-1])
+            finally:
+                env.close()
     return rows
-
-
-def tune_constants(cfg: RunConfig, seeds: Sequence[int], mode: str) -> dict[str, float]:
-    """The constant controls of ``constant_tuned``: best grid value on ``seeds``.
-
-    Each control of the algorithm (FedAvg: ``lr``) is tried at
-    :data:`CONSTANT_GRID` × its configured value (clipped to its range), one
-    control at a time, under round robin; ties keep the configured value.
-    """
-    from rayfl.algorithms.registry import algorithm_controls
-
-    chosen: dict[str, float] = {}
-    for control, (low, high) in algorithm_controls(cfg.algorithm).items():
-        configured = float(getattr(cfg.algorithm, control))
-        grid = sorted(
-            {float(np.clip(f * configured, low, high)) for f in CONSTANT_GRID},
-            key=lambda v: v != configured,
-        )
-        specs: list[Spec] = [
-            (f"{CONSTANT}={value}", "round_robin", {**chosen, control: value})
-            for value in grid
-        ]
-        rows = pd.DataFrame(play(cfg, specs, seeds, mode))  # one env per seed
-        means = rows.groupby("policy", sort=False)["return"].mean()
-        scores = {
-            value: float(means[label])
-            for (label, _, _), value in zip(specs, grid, strict=True)
-        }
-        chosen[control] = max(grid, key=lambda v: scores[v])  # first max: configured
-    return chosen
 
 
 # ------------------------------------------------------------------ the benchmark
@@ -311,7 +274,8 @@ def bench_policies(
     """Run the benchmark; write its files under ``out``; return the summary.
 
     ``overrides`` (dotted config keys) apply to every scenario, e.g. a fitted
-    surrogate's ``rl.surrogate_*`` (``--surrogate``).
+    surrogate's ``rl.surrogate_*`` (``--surrogate``) or ``--set`` values; they
+    are recorded in ``runs.csv``.
 
     Raises:
         ValueError: If the held-out and training seeds overlap, or no seeds.
@@ -333,28 +297,52 @@ def bench_policies(
             configs[scenario.name],
             policy_specs(configs[scenario.name], learned=learned, only=only),
         )
+    specs = {
+        name: policy_specs(cfg, learned=learned, only=only)
+        for name, cfg in configs.items()
+    }
+    total = len(modes) * sum(
+        _planned(configs[name], mine, seeds, train_seeds)
+        for name, mine in specs.items()
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    log = RowLog([out / "episodes.csv"], total=total, desc="episodes", progress=verbose)
     session = _session(configs, modes)
-    episodes, runs = [], []
+    runs: list[dict[str, Any]] = []
     summary = pd.DataFrame()
     try:
-        for scenario in scenarios:
-            cfg = configs[scenario.name]
-            specs = policy_specs(cfg, learned=learned, only=only)
-            for mode in modes:
-                say(f"== {scenario.name} ({mode}, {len(seeds)} seeds)")
-                rows, run = _run_scenario(
-                    cfg, scenario, specs, mode, seeds, train_seeds
-                )
-                episodes += rows
-                runs.append(run)
-                wall = run["wall_s"]
-                say(f"   {wall:.0f} s")
-                # after every (scenario, mode): a later failure keeps these
-                summary = write_outputs(pd.DataFrame(episodes), pd.DataFrame(runs), out)
+        with log.guard():
+            for scenario in scenarios:
+                for mode in modes:
+                    say(f"== {scenario.name} ({mode}, {len(seeds)} seeds)")
+                    cfg, mine = configs[scenario.name], specs[scenario.name]
+                    run = _run_scenario(
+                        cfg, scenario, mine, mode, seeds, train_seeds, log
+                    )
+                    runs.append(run | {"overrides": json.dumps(overrides or {})})
+                    say(f"   {runs[-1]['wall_s']:.0f} s")
+                    # after every (scenario, mode): a later failure keeps these
+                    summary = write_outputs(
+                        pd.DataFrame(log.rows), pd.DataFrame(runs), out
+                    )
     finally:
         if session is not None:
             session.close()
     return summary
+
+
+def _planned(
+    cfg: RunConfig,
+    specs: Sequence[Spec],
+    seeds: Sequence[int],
+    train_seeds: Sequence[int],
+) -> int:
+    """Episodes one (scenario, mode) plays: the tuning's and the held-out ones."""
+    tuning = 0
+    if any(label == CONSTANT for label, *_ in specs):
+        grids = [constant_grid(*c) for c in tunable_constants(cfg).values()]
+        tuning = len(train_seeds) * sum(len(g) for g in grids)
+    return tuning + len(seeds) * len(specs)
 
 
 def _run_scenario(
@@ -364,32 +352,49 @@ def _run_scenario(
     mode: str,
     seeds: Sequence[int],
     train_seeds: Sequence[int],
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    log: RowLog,
+) -> dict[str, Any]:
     """One (scenario, mode): tune the constants, play every policy on every seed.
 
+    Each held-out episode's row goes to ``log`` (``episodes.csv``) as it
+    finishes; a training episode advances its bar.
+
     Returns:
-        The episode rows and the run's row (wall time, tuned constants).
+        The run's row (wall time, tuned constants and the grid's mean returns
+        on the training seeds).
     """
     t0 = time.perf_counter()
+    where = {"scenario": scenario.name, "topology": scenario.topology}
+    where |= {"size": scenario.size, "mode": mode}
+
+    def tuning(row: dict[str, Any]) -> None:
+        log.describe(f"{mode} tuning: {row['policy']} seed {row['seed']}")
+        log.bar.update()
+
+    def held_out(row: dict[str, Any]) -> None:
+        log.describe(f"{mode}: {row['policy']} seed {row['seed']}")
+        log.add({**where, **row})
+
     tuned: dict[str, float] = {}
+    grid: dict[str, dict[str, float]] = {}
     if any(label == CONSTANT for label, *_ in specs):
-        tuned = tune_constants(cfg, train_seeds, mode)
+        tuned = tune_constants(
+            cfg, train_seeds, mode, play=play, scores=grid, progress=tuning
+        )
     mine = [
         (label, name, {**params, **tuned} if label == CONSTANT else params)
         for label, name, params in specs
     ]
-    rows = play(cfg, mine, seeds, mode)
-    where = {"scenario": scenario.name, "topology": scenario.topology}
-    where |= {"size": scenario.size, "mode": mode}
-    run = {
+    play(cfg, mine, seeds, mode, progress=held_out)
+    return {
         "scenario": scenario.name,
         "mode": mode,
         "seeds": len(seeds),
         "policies": len(mine),
         "wall_s": round(time.perf_counter() - t0, 1),
         "constant_tuned": json.dumps(tuned),
+        "constant_grid": json.dumps(grid),
     }
-    return [{**where, **row} for row in rows], run
 
 
 def _check_builds(cfg: RunConfig, specs: Sequence[Spec]) -> None:
@@ -445,7 +450,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.merge:
         _merge(args.merge, out)
         return
-    overrides = _surrogate(args.surrogate, out)
+    overrides = _surrogate(args.surrogate, out) | parse_overrides(args.set or [])
     bench_policies(
         scenarios,
         modes=modes,

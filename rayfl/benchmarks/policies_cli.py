@@ -55,6 +55,14 @@ def parser() -> argparse.ArgumentParser:
         help="a fitted surrogate_fit.yaml (rayfl bench fit-surrogate) for the star",
     )
     p.add_argument(
+        "--set",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="a config override applied to every scenario (repeatable), e.g. "
+        "topology.lr.gamma=0.1; recorded in runs.csv",
+    )
+    p.add_argument(
         "--merge",
         default=None,
         help="instead of running: report earlier --out directories together "

@@ -30,7 +30,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -56,7 +56,7 @@ from rayfl.star.round_steps import (
 from rayfl.system import EvalRow, Observation, RoundResult, initial_vector
 from rayfl.uplink import UplinkModel
 
-__all__ = ["StarLanes", "check_lanes"]
+__all__ = ["LaneBatch", "StarLanes", "check_lanes"]
 
 
 def check_lanes(config: Any) -> None:
@@ -104,6 +104,20 @@ class _Lane:
     evals: list[EvalRow] | None = None
 
 
+@dataclass
+class LaneBatch:
+    """Lanes of one round in flight (:meth:`StarLanes.start` → settle → finish)."""
+
+    rounds: dict[int, tuple[int, Schedule]]
+    #: Refs of the restarts sent with it (waited on before its replies).
+    resets: list[Any]
+    jobs: list[list[LaneJob]] = field(default_factory=list)
+    train_refs: list[Any] = field(default_factory=list)
+    results: dict[int, RoundResult] = field(default_factory=dict)
+    evaluated: list[int] = field(default_factory=list)
+    eval_refs: list[Any] = field(default_factory=list)
+
+
 class StarLanes:
     """E star runs of one config in lockstep (see the module docstring).
 
@@ -128,6 +142,8 @@ class StarLanes:
         self.pool: ActorPool | None = None
         self.lanes: list[_Lane | None] = [None] * self.num_lanes
         self._pending: dict[int, ActorSetup] = {}
+        #: Lanes started and not finished (:meth:`start`, :meth:`finish`).
+        self._in_flight: set[int] = set()
         self.session = RaySession(config.ray)
         try:
             self._build(data)
@@ -188,6 +204,10 @@ class StarLanes:
         self.lanes[lane] = _Lane(cfg, uplink, ServerHost(setup), vector)
         self._pending[lane] = setup
 
+    def run_config(self, lane: int) -> Any:
+        """Return ``lane``'s run config (the shared config with the lane's seed)."""
+        return self._lane(lane).config
+
     def uplink(self, lane: int) -> UplinkModel:
         """Return ``lane``'s uplink model (channel, ledger)."""
         return self._lane(lane).uplink
@@ -232,36 +252,82 @@ class StarLanes:
             hosts:  train A | train B | evaluate A | evaluate B
             driver:         | conclude A | conclude B |
 
+        A caller with work of its own per lane (the vector env) can interleave
+        it with the hosts' by calling :meth:`start`, :meth:`settle` and
+        :meth:`finish` itself, as this method does.
+
         Args:
             rounds: lane → (its round index t, its schedule).
 
         Returns:
             lane → (the round's result, every client's evaluation after it).
         """
-        resets = self._send_restarts()
         lanes = list(rounds)
         half = (len(lanes) + 1) // 2
         chunks = [c for c in (lanes[:half], lanes[half:]) if c]
-        vectors = ray.put(self._vectors())
-        trains = [self._submit_train(vectors, chunk, rounds) for chunk in chunks]
-        self._get(resets)
-        results: dict[int, RoundResult] = {}
-        evaluating = []
-        waiting = [e for e, run in enumerate(self.lanes) if run and run.evals is None]
-        for i, (chunk, (jobs, refs)) in enumerate(zip(chunks, trains, strict=True)):
-            got: dict[int, list[Any]] = {lane: [] for lane in chunk}
-            for mine, reply in zip(jobs, self._get(refs), strict=True):
-                for job, out in zip(mine, reply, strict=True):
-                    got[job.lane].append(out)
-            for lane in chunk:
-                results[lane] = self._conclude(lane, *rounds[lane], got[lane])
-            # the first half also evaluates lanes restarted since the last call
-            todo = chunk + ([e for e in waiting if e not in rounds] if i == 0 else [])
-            evaluating.append((todo, self._submit_evaluate(todo)))
-        for todo, refs in evaluating:
-            self._store_evals(todo, self._get(refs))
+        batches = [self.start({e: rounds[e] for e in chunk}) for chunk in chunks]
+        for i, batch in enumerate(batches):
+            self.settle(batch, evaluate_waiting=i == 0)
+        out: dict[int, tuple[RoundResult, list[EvalRow]]] = {}
+        for batch in batches:
+            out.update(self.finish(batch))
+        return out
+
+    def start(self, rounds: dict[int, tuple[int, Schedule]]) -> LaneBatch:
+        """Submit one round of each given lane to the hosts (training starts).
+
+        Args:
+            rounds: lane → (its round index t, its schedule).
+
+        Returns:
+            The batch, for :meth:`settle` then :meth:`finish`.
+        """
+        batch = LaneBatch(dict(rounds), self._send_restarts())
+        self._in_flight.update(rounds)
+        batch.jobs, batch.train_refs = self._submit_train(
+            ray.put(self._vectors()), list(rounds), rounds
+        )
+        return batch
+
+    def settle(self, batch: LaneBatch, *, evaluate_waiting: bool = False) -> None:
+        """Link and aggregate ``batch``'s lanes as their training ends; submit their evaluation.
+
+        Args:
+            batch: From :meth:`start`.
+            evaluate_waiting: Also evaluate the lanes restarted since the last
+                call and not in any batch (they would be evaluated next).
+        """
+        self._get(batch.resets)
+        got: dict[int, list[Any]] = {lane: [] for lane in batch.rounds}
+        for mine, reply in zip(batch.jobs, self._get(batch.train_refs), strict=True):
+            for job, out in zip(mine, reply, strict=True):
+                got[job.lane].append(out)
+        for lane, (t, schedule) in batch.rounds.items():
+            batch.results[lane] = self._conclude(lane, t, schedule, got[lane])
+        todo = list(batch.rounds)
+        if evaluate_waiting:
+            todo += [
+                e
+                for e, run in enumerate(self.lanes)
+                if run and run.evals is None and e not in self._in_flight
+            ]
+        batch.evaluated = todo
+        batch.eval_refs = self._submit_evaluate(todo)
+
+    def finish(self, batch: LaneBatch) -> dict[int, tuple[RoundResult, list[EvalRow]]]:
+        """Return ``batch``'s lanes' results and evaluations (waits for the hosts).
+
+        Args:
+            batch: From :meth:`start`, settled by :meth:`settle`.
+
+        Returns:
+            lane → (the round's result, every client's evaluation after it).
+        """
+        self._store_evals(batch.evaluated, self._get(batch.eval_refs))
+        self._in_flight.difference_update(batch.rounds)
         return {
-            lane: (results[lane], list(self._lane(lane).evals or [])) for lane in rounds
+            lane: (batch.results[lane], list(self._lane(lane).evals or []))
+            for lane in batch.rounds
         }
 
     def _submit_train(

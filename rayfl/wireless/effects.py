@@ -197,9 +197,11 @@ def _check_indices(name: str, index: IntArray, upper: int) -> None:
     bad = index[(index < 0) | (index >= upper)]
     if bad.size:
         raise ValueError(f"{name} must be in 0..{upper - 1}, got {int(bad[0])}")
-    values, counts = np.unique(index, return_counts=True)
-    if np.any(counts > 1):
-        raise ValueError(f"{name} {int(values[counts > 1][0])} is scheduled twice")
+    if index.size > 1:  # the smallest repeated value, as np.unique would find
+        ordered = np.sort(index)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if repeated.size:
+            raise ValueError(f"{name} {int(repeated[0])} is scheduled twice")
 
 
 def _checked_uplinks(

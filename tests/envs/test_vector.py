@@ -15,6 +15,8 @@ from gymnasium.vector import AutoresetMode
 
 import envs  # noqa: F401  (registers the ids)
 from envs.vector import WirelessFLVectorEnv
+from rayfl.runner import env_policy
+from rayfl.star.context import star_context
 
 #: A small star (4 clients, 2 subchannels, 2-round episodes) keeps the test quick.
 SMALL = ["data.num_clients=4", "wireless.num_subchannels=2", "rounds=2"]
@@ -31,15 +33,28 @@ def _vector_trace(mode):
     )
     venv.action_space.seed(0)
     actions = [venv.action_space.sample() for _ in range(STEPS)]
+    contexts = []
     try:
         obs, _ = venv.reset(seed=SEED)
+        if mode == "emulate":  # what a policy built for the lane reads
+            contexts = [star_context(env.backend.system) for env in venv.envs]
+            scheduler = venv.config.scheduler.model_copy(
+                update={"policy": "best_channel"}
+            )
+            cfg = venv.config.model_copy(update={"scheduler": scheduler})
+            assert type(env_policy(cfg, venv.envs[0])).__name__ == "BestChannelPolicy"
         trace = [(obs, None, None, None)]
         for action in actions:
             obs, reward, terminated, truncated, _ = venv.step(action)
             trace.append((obs, reward, terminated, truncated))
     finally:
         venv.close()
+    _CONTEXTS[mode] = contexts
     return actions, trace
+
+
+#: Each lane's policy context after the first reset, by mode (emulate only).
+_CONTEXTS: dict = {}
 
 
 def _single_traces(mode, actions):
@@ -49,6 +64,9 @@ def _single_traces(mode, actions):
     try:
         for lane in range(LANES):
             obs, _ = env.reset(seed=SEED + lane)
+            if mode == "emulate":
+                want = star_context(env.unwrapped.backend.system)
+                assert _CONTEXTS[mode][lane] == want, f"lane {lane}'s policy context"
             trace = [(obs, None, None, None)]
             ended = False
             for action in actions:

@@ -170,3 +170,48 @@ def test_edge_apply_sums_matches_one_sum():
     new, count = apply_sums(model, parts)
     assert count == 9
     assert np.array_equal(new, (model + partial_sum(rows, w).mean()).astype(np.float32))
+
+
+def _limb_path(monkeypatch):
+    """Force every sum onto the limb path (no float64 fast path)."""
+    import rayfl.exactsum as es
+
+    monkeypatch.setattr(es, "_exact_running_sum", lambda x: None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=stacks(), split=st.integers(0, 12))
+def test_fast_path_gives_the_limb_paths_bits(data, split):
+    # The oracle is the limb path (itself checked against fsum and Fraction
+    # above): value, mean and a sum of two parts, mixing the paths.
+    rows, weights = data
+    fast = partial_sum(rows, weights)
+    k = min(split, len(rows) - 1)
+    parts = partial_sum(rows[:k], weights[:k]) + partial_sum(rows[k:], weights[k:])
+    with pytest.MonkeyPatch.context() as mp:
+        _limb_path(mp)
+        slow = partial_sum(rows, weights)
+        slow_parts = partial_sum(rows[:k], weights[:k]) + partial_sum(
+            rows[k:], weights[k:]
+        )
+        want_value, want_mean = slow.value(), slow.mean()
+        want_parts = slow_parts.mean()
+    assert np.array_equal(fast.value(), want_value)
+    assert np.array_equal(fast.mean().view(np.int32), want_mean.view(np.int32))
+    assert np.array_equal(parts.mean().view(np.int32), want_parts.view(np.int32))
+    # a fast sum added to a limb sum (as a pre-reduced host's sum may be)
+    mixed = fast + slow_parts
+    assert np.array_equal(mixed.value(), (slow + slow_parts).value())
+
+
+def test_fast_path_fires_for_model_updates_and_not_for_cancellation():
+    rng = np.random.default_rng(0)
+    updates = (rng.normal(size=(4, 2410)) * 0.05).astype(np.float32)
+    s = partial_sum(updates, [120.0, 150.0, 99.0, 178.0])
+    assert s.exact64 is not None and s.limbs is None
+    # 1e30 + 1 − 1e30: the float64 running sum loses the 1.0 → limb path
+    c = exact_sum(np.array([[1e30], [1.0], [-1e30]]), [1.0, 1.0, 1.0])
+    assert c.exact64 is None and c.value().tolist() == [1.0]
+    # −0.0 rows sum to +0.0 on both paths
+    z = partial_sum(np.array([[-0.0]], np.float32), [1.0])
+    assert np.signbit(z.value()).tolist() == [False]

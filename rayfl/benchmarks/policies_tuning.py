@@ -1,0 +1,176 @@
+"""The ``constant_tuned`` baseline of ``rayfl bench policies``: what is tuned, and how.
+
+A learned policy is read beside tuned constants (DESIGN.md): round robin with
+each constant the algorithm or the config exposes held at the grid value
+(:data:`CONSTANT_GRID` × the configured value) with the best mean return on the
+training seeds, disjoint from the held-out ones.
+
+| topology | what is tuned (:func:`tunable_constants`) | how it is applied |
+|----------|-------------------------------------------|-------------------|
+| star | the algorithm's per-client controls (FedAvg: ``lr``) | the env's ``controls`` action, the same for every client and round (:class:`ConstantControls`) |
+| hierarchical | the configured step size: ``topology.lr.gamma`` (``lr.mode: manual``, η_k = γ/√(k+1)) or ``algorithm.lr`` (``constant``); nothing in ``theory`` | a config value (:func:`env_config`): the env schedules subchannels only, it has no per-device controls |
+| d2d | nothing | – |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rayfl.config import RunConfig, load_config
+
+__all__ = [
+    "CONSTANT",
+    "CONSTANT_GRID",
+    "ConstantControls",
+    "constant_grid",
+    "env_config",
+    "topology_name",
+    "tunable_constants",
+    "tune_constants",
+]
+
+#: Multiples of the configured value tried by ``constant_tuned``.
+CONSTANT_GRID = (1.0, 0.2, 0.5, 2.0)
+CONSTANT = "constant_tuned"
+Spec = tuple[str, str, dict[str, Any]]  # (label, registered name, params)
+
+
+def topology_name(cfg: RunConfig) -> str:
+    """``star``, ``hierarchical`` or ``d2d``: the benchmark's name of ``cfg``'s topology."""
+    return "star" if cfg.topology.kind == "flat" else cfg.topology.kind
+
+
+def tunable_constants(cfg: RunConfig) -> dict[str, tuple[float, float, float]]:
+    """What ``constant_tuned`` tunes on ``cfg``: {name: (configured, low, high)}.
+
+    Star: the algorithm's per-client controls (the env's ``controls``, held
+    constant over clients and rounds; FedAvg: ``lr``). Hierarchy: its env sets
+    the schedule only, so the constant is the configured step size, a config
+    value (a dotted key) every device uses: ``topology.lr.gamma`` in
+    ``lr.mode: manual`` (η_k = γ/√(k+1)), ``algorithm.lr`` in ``constant``;
+    nothing in ``theory`` (the paper's rule sets η_k). The range is the
+    algorithm's ``lr`` control's. D2D: nothing.
+    """
+    from rayfl.algorithms.registry import algorithm_controls
+
+    controls = algorithm_controls(cfg.algorithm)
+    topology = topology_name(cfg)
+    if topology == "star":
+        return {
+            name: (float(getattr(cfg.algorithm, name)), low, high)
+            for name, (low, high) in controls.items()
+        }
+    if topology != "hierarchical":
+        return {}
+    low, high = controls.get("lr", (0.0, 1.0))
+    lr: Any = getattr(cfg.topology, "lr", None)  # the hierarchy's step size
+    if lr is not None and lr.mode == "manual":
+        return {"topology.lr.gamma": (float(lr.gamma), low, high)}
+    if lr is not None and lr.mode == "constant":
+        return {"algorithm.lr": (float(cfg.algorithm.lr), low, high)}
+    return {}
+
+
+def constant_grid(configured: float, low: float, high: float) -> list[float]:
+    """The values ``constant_tuned`` tries: :data:`CONSTANT_GRID` × ``configured``.
+
+    Clipped to [``low``, ``high``], without repeats, the configured value first
+    (a tie keeps it).
+
+    Example:
+        >>> constant_grid(0.05, 0.0, 1.0)
+        [0.05, 0.01, 0.025, 0.1]
+    """
+    return sorted(
+        {_round(np.clip(f * configured, low, high)) for f in CONSTANT_GRID},
+        key=lambda v: (v != _round(configured), v),
+    )
+
+
+def _round(value: float) -> float:
+    """``value`` to 12 significant digits (0.2 × 0.05 is 0.01, not 0.010000000000000002)."""
+    return float(f"{float(value):.12g}")
+
+
+def env_config(cfg: RunConfig, spec: Spec) -> RunConfig:
+    """The config ``spec`` plays on: ``cfg``, or with its tuned config values.
+
+    On the hierarchy, ``constant_tuned``'s parameters are dotted config keys
+    (:func:`tunable_constants`); on the star they are env controls
+    (``rayfl.benchmarks.policies.build_policy``), so the config is ``cfg``.
+    """
+    label, _, params = spec
+    if topology_name(cfg) == "star" or not label.startswith(CONSTANT) or not params:
+        return cfg
+    return load_config(cfg, params)
+
+
+def tune_constants(
+    cfg: RunConfig,
+    seeds: Sequence[int],
+    mode: str,
+    *,
+    play: Callable[..., list[dict[str, Any]]],
+    scores: dict[str, dict[str, float]] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, float]:
+    """The constants of ``constant_tuned``: best grid value on ``seeds``.
+
+    Each constant of :func:`tunable_constants` (star, FedAvg: ``lr``;
+    hierarchy: ``topology.lr.gamma``) is tried at :data:`CONSTANT_GRID` × its
+    configured value (clipped to its range), one at a time, under round robin;
+    the best mean return wins, ties keep the configured value.
+
+    Args:
+        cfg: The scenario's config.
+        seeds: The training seeds (disjoint from the held-out ones).
+        mode: ``surrogate`` or ``emulate``.
+        play: Plays specs on seeds, one row per episode
+            (``rayfl.benchmarks.policies.play``).
+        scores: If given, filled with {name: {value: mean return}} of the grid.
+        progress: Called with each training episode's row.
+    """
+    chosen: dict[str, float] = {}
+    for name, (configured, low, high) in tunable_constants(cfg).items():
+        grid = constant_grid(configured, low, high)
+        specs: list[Spec] = [
+            (f"{CONSTANT}={value}", "round_robin", {**chosen, name: value})
+            for value in grid
+        ]
+        rows = pd.DataFrame(play(cfg, specs, seeds, mode, progress))
+        means = rows.groupby("policy", sort=False)["return"].mean()
+        mine = {
+            value: float(means[label])
+            for (label, _, _), value in zip(specs, grid, strict=True)
+        }
+        chosen[name] = max(grid, key=lambda v: mine[v])  # first max: configured
+        if scores is not None:
+            scores[name] = {str(v): mine[v] for v in sorted(grid)}
+    return chosen
+
+
+class ConstantControls:
+    """A policy's schedule with every client's controls fixed to ``table``.
+
+    Args:
+        policy: The scheduling policy (its own controls, if any, are replaced).
+        table: (N, C) control values, the env's ``control_names`` order.
+    """
+
+    def __init__(self, policy: Any, table: np.ndarray) -> None:
+        self.policy, self.table = policy, np.asarray(table, np.float32)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Reset the wrapped policy."""
+        self.policy.reset(seed=seed)
+
+    def __call__(self, obs: Any) -> Any:
+        """The wrapped policy's schedule with the constant controls."""
+        action = self.policy(obs)
+        if not isinstance(action, dict):
+            action = {"assignment": action}
+        return {**action, "controls": self.table.copy()}
