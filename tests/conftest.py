@@ -54,6 +54,9 @@ RAY_INIT_ARGS: dict[str, Any] = {
 
 #: The job id of the shared session while it runs (None: not started, or stopped).
 _SHARED: dict[str, str | None] = {"job": None}
+#: Starts of the shared session, and why a module's session was not kept.
+_STARTS: list[str] = []
+_NOT_KEPT: list[str] = []
 
 
 def _job_id() -> str | None:
@@ -80,7 +83,7 @@ def _shutdown() -> None:
     _SHARED["job"] = None
 
 
-def _start_shared() -> None:
+def _start_shared(module: str) -> None:
     """Start the shared session unless a Ray session is already running.
 
     A session a test of the module started itself is used as it is (as before),
@@ -95,6 +98,7 @@ def _start_shared() -> None:
     # Retried like rayfl's own start-up: a busy machine can time out Ray's wait.
     _init_with_retries(ray.init, **RAY_INIT_ARGS)
     _SHARED["job"] = _job_id()
+    _STARTS.append(module)
 
 
 def _leftovers() -> list[str]:
@@ -129,18 +133,24 @@ def _leftovers() -> list[str]:
         time.sleep(0.2)
 
 
-def _keep_only_a_clean_session() -> None:
+def _keep_only_a_clean_session(module: str) -> None:
     """End of a module using Ray: keep the shared session only if it is clean."""
-    if not _shared_session_running() or _leftovers():
+    if not _shared_session_running():
+        reason = ["not the shared session"] if _job_id() else []
+    else:
+        reason = _leftovers()
+    if reason:
+        _NOT_KEPT.append(f"{module}: {', '.join(reason[:3])}")
+    if reason or not _shared_session_running():
         _shutdown()
 
 
 @pytest.fixture(scope="module")
-def ray_session():
+def ray_session(request):
     """A local 2-CPU Ray session for this module, shared with later modules."""
-    _start_shared()
+    _start_shared(request.node.nodeid)
     yield
-    _keep_only_a_clean_session()
+    _keep_only_a_clean_session(request.node.nodeid)
 
 
 #: Each module's first test in run order, by module node id.
@@ -203,6 +213,18 @@ def _ray_off_at_the_end():
     """Shut the shared session down after the last test."""
     yield
     _shutdown()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say how often the shared Ray session started, and why it was not kept."""
+    if not _STARTS:
+        return
+    terminalreporter.write_line(
+        f"shared Ray session: {len(_STARTS)} start(s), "
+        f"{len(_NOT_KEPT)} module(s) ended with a session not kept"
+    )
+    for line in _NOT_KEPT:
+        terminalreporter.write_line(f"  not kept after {line}")
 
 
 _EXIT_STATUS: list[int] = []
