@@ -26,9 +26,9 @@ running, do nothing: its first test does not request ``ray_session``. To have a
 module's tests share the session, request ``ray_session`` in its first test (or
 ``pytestmark = pytest.mark.usefixtures("ray_session")``).
 
-Modules are run in file order, except that the modules whose first test requests
-``ray_session`` run last, together (:func:`pytest_collection_modifyitems`), so one
-session serves all of them.
+Modules are run in file order, except that the modules using ``ray_session`` run
+last, together (:func:`pytest_collection_modifyitems`), so one session serves all
+of them.
 """
 
 from __future__ import annotations
@@ -172,17 +172,23 @@ def _by_module(items: list[pytest.Item]) -> list[list[pytest.Item]]:
     return list(modules.values())
 
 
+def _ray_group(items: list[pytest.Item]) -> int:
+    """0: no test requests ``ray_session``; 1: a later test does; 2: the first."""
+    if _starts_with_ray(items):
+        return 2
+    return int(any("ray_session" in getattr(i, "fixturenames", ()) for i in items))
+
+
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection
 def pytest_collection_modifyitems(session, config, items):
-    """Run the modules that start with ``ray_session`` last, together.
+    """Run the modules using ``ray_session`` last, together.
 
-    Any other module runs first, in file order; the Ray modules follow, in file
-    order too. Within a module the order is unchanged.
+    The modules not using Ray run first, then those starting Ray at a later
+    test, then those starting with it (so one session serves the last two
+    groups); each group in file order. Within a module the order is unchanged.
     """
-    modules = _by_module(items)
-    first = [m for m in modules if not _starts_with_ray(m)]
-    last = [m for m in modules if _starts_with_ray(m)]
-    items[:] = [item for module in first + last for item in module]
+    modules = sorted(_by_module(items), key=_ray_group)  # stable: file order kept
+    items[:] = [item for module in modules for item in module]
 
 
 def pytest_collection_finish(session):
