@@ -101,18 +101,18 @@ def _start_shared(module: str) -> None:
     _STARTS.append(module)
 
 
-def _leftovers() -> list[str]:
+def _leftovers(wait: float = 3.0) -> list[str]:
     """Return what a module left in the shared session (empty: nothing).
 
-    Actors whose handles are gone die asynchronously: this waits a little
-    (up to 3 s) for them before counting.
+    Actors whose handles are gone die asynchronously: this waits up to ``wait``
+    seconds for them to go.
     """
     import ray
     from ray._private.state import actors
     from ray.util import placement_group_table
 
     gc.collect()
-    deadline = time.monotonic() + 3.0
+    deadline = time.monotonic() + wait
     while True:
         found = [
             f"actor {info.get('Name') or info.get('ActorClassName')} {info['State']}"
