@@ -10,6 +10,10 @@ import rayfl
 from rayfl.config import ConfigError, RunConfig, load_config
 from rayfl.data.datasets import DatasetError
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 KEYS = [
     "rounds",
     "seed",

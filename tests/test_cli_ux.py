@@ -15,6 +15,10 @@ from rayfl import cli
 from rayfl.plots import ROUND_AXIS, overlay_dir, plot_rounds
 from rayfl.results import RunResult
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 TINY = {
     "name": "tiny",
     "rounds": 3,

@@ -1,10 +1,12 @@
 """`rayfl compare` and config sweeps on a 2-CPU Ray session."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
+import rayfl.compare
 from rayfl.compare import compare, markdown_table, sweep
 from rayfl.config import ConfigError, load_config
 
@@ -36,6 +38,7 @@ def test_compare_policies_writes_table_and_overlaid_plots(ray_session, tmp_path)
     assert sorted(m[(m["round"] == 1) & m.scheduled]["client"]) == [3, 4, 5]
 
 
+@pytest.mark.slow  # two runs; test_sweep_gives_each_value_to_one_run is the fast one
 def test_sweep_runs_each_value(ray_session, tmp_path):
     cfg = load_config(
         BASE,
@@ -48,6 +51,54 @@ def test_sweep_runs_each_value(ray_session, tmp_path):
     table, _ = sweep(cfg)
     assert list(table["variant"]) == ["algorithm.lr=0.01", "algorithm.lr=0.5"]
     assert table["final_acc"].iloc[1] > table["final_acc"].iloc[0]
+
+
+class _NoRay:
+    """Stands in for RaySession: the runs below are fakes."""
+
+    def __init__(self, config):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_sweep_gives_each_value_to_one_run(tmp_path, monkeypatch):
+    # Arrange: ``run`` records each run's overrides and returns a small result
+    seen: list[dict] = []
+
+    def fake_run(base, extra):
+        seen.append(extra)
+        lr = extra["algorithm.lr"]
+        summary = {
+            "final": {"eval_acc": lr, "eval_max_loss": 1.0},
+            "totals": {"latency_s": 1.0, "energy_j": 1.0, "bits": 8.0},
+        }
+        rounds = pd.DataFrame({"round": [0, 1], "eval_acc": [0.0, lr]})
+        run_dir = Path(extra["output.dir"]) / extra["name"]
+        return SimpleNamespace(summary=summary, run_dir=run_dir, rounds=rounds)
+
+    monkeypatch.setattr(rayfl.compare, "RaySession", _NoRay)
+    monkeypatch.setattr(rayfl.compare, "run", fake_run)
+    cfg = load_config(
+        BASE,
+        {
+            "output.dir": str(tmp_path),
+            "sweep": {"algorithm.lr": [0.01, 0.5], "rounds": [1, 2]},
+        },
+    )
+    # Act
+    table, out = sweep(cfg)
+    # Assert: one run per grid point, in order, each with its values and no sweep
+    grid = [(0.01, 1), (0.01, 2), (0.5, 1), (0.5, 2)]
+    assert [(e["algorithm.lr"], e["rounds"]) for e in seen] == grid
+    assert all(e["sweep"] == {} and e["output.dir"] == str(out) for e in seen)
+    assert len({e["name"] for e in seen}) == 4
+    assert list(table["variant"]) == [
+        f"algorithm.lr={lr}, rounds={r}" for lr, r in grid
+    ]
+    assert table["final_acc"].tolist() == [0.01, 0.01, 0.5, 0.5]
+    assert (out / "table.csv").is_file()
 
 
 def test_compare_validates_every_variant_before_running(tmp_path):

@@ -41,6 +41,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+# All tests here use the shared Ray session (tests/conftest.py), which runs the
+# Python blocks: the module then runs with the other Ray modules.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 ROOT = Path(__file__).resolve().parents[1]
 #: (markdown file, the heading where the checked part stops; None = whole file)
 README_SCOPE = ("README.md", "## What a run writes")
@@ -384,30 +388,23 @@ def test_every_example_script_is_checkable():
 
 
 def test_python_blocks_run(workdir):
+    """The blocks run in the shared 2-CPU Ray session, as in a notebook."""
     import ray
 
     _, _ = workdir
-    started = not ray.is_initialized()
-    if started:
-        ray.init(
-            address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR"
-        )
+    assert ray.is_initialized()
     ran = 0
-    try:
-        for name, blocks in _scoped_blocks():
-            namespace: dict[str, object] = {"__name__": f"snippets:{name}"}
-            for block in blocks:
-                if (
-                    block.skip is None
-                    and block.check_only is None
-                    and block.lang == "python"
-                ):
-                    code = compile(block.code, f"{name}:{block.line}", "exec")
-                    exec(code, namespace)  # noqa: S102 - the documented snippet
-                    ran += 1
-    finally:
-        if started:
-            ray.shutdown()
+    for name, blocks in _scoped_blocks():
+        namespace: dict[str, object] = {"__name__": f"snippets:{name}"}
+        for block in blocks:
+            if (
+                block.skip is None
+                and block.check_only is None
+                and block.lang == "python"
+            ):
+                code = compile(block.code, f"{name}:{block.line}", "exec")
+                exec(code, namespace)  # noqa: S102 - the documented snippet
+                ran += 1
     assert ran >= 2
 
 

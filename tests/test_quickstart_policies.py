@@ -15,6 +15,10 @@ import pytest
 
 from rayfl.registry import POLICIES, policy_class
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 ROOT = Path(__file__).resolve().parents[1]
 STAR = sorted(n for n in POLICIES if "star" in policy_class(n).topologies)
 

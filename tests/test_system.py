@@ -8,6 +8,10 @@ import ray
 import rayfl
 from rayfl.system import pack_clients
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 BASE = {
     "name": "t",
     "rounds": 3,

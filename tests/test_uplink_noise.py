@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rayfl.actors.client import ClientHost
 from rayfl.actors.setup import ActorSetup
@@ -11,6 +12,10 @@ from rayfl.data.federated import build_federated
 from rayfl.privacy.gaussian import dp_ditto_noise_std
 from rayfl.system import initial_vector
 from rayfl.uplink import UplinkModel, UplinkSections
+
+# rayfl's client hosts put and get objects: without a session Ray would start
+# itself with its defaults (every CPU), so the module uses the shared one.
+pytestmark = pytest.mark.usefixtures("ray_session")
 
 CFG = {
     "rounds": 10,

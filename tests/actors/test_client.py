@@ -14,6 +14,10 @@ from rayfl.privacy.clip import clip_by_l2_norm
 from rayfl.seeding import rng_for
 from rayfl.system import initial_vector
 
+# rayfl's client hosts put and get objects: without a session Ray would start
+# itself with its defaults (every CPU), so the module uses the shared one.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 CFG = {
     "data": {"dataset": "digits", "num_clients": 4, "partition": "iid"},
     "model": {"kind": "mlp", "hidden": [32]},

@@ -20,6 +20,10 @@ from rayfl.learning.train import local_sgd
 from rayfl.seeding import rng_for
 from rayfl.system import initial_vector, pack_clients
 
+# rayfl's client hosts put and get objects: without a session Ray would start
+# itself with its defaults (every CPU), so the module uses the shared one.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 CLIENTS, ROUNDS = 4, 3
 
 

@@ -22,6 +22,10 @@ from rayfl.system import initial_vector
 from rayfl.wireless.downlink import quantize_global, receive_broadcast
 from tests.configs import WPFL_PRIVACY
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 CFG = {
     "seed": 3,
     "data": {"dataset": "digits", "num_clients": 10, "partition": "iid"},

@@ -17,6 +17,10 @@ from rayfl.d2d.config import check_d2d_run as _check
 from rayfl.engine import Engine, build_system
 from rayfl.schedule import Schedule
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 BASE = {
     "seed": 2,
     "rounds": 2,

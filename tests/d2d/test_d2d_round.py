@@ -13,6 +13,10 @@ from rayfl.engine.deciders import PolicyDecider
 from rayfl.engine.loop import decide
 from tests.configs import TINY_D2D
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 BASE = {**TINY_D2D, "rounds": 3}
 
 

@@ -8,6 +8,10 @@ from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.em import EMState
 from rayfl.d2d.snapshot import pack_sources, pull_distinct, unpack_sources
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 
 def test_em_update_keeps_the_mass_of_the_neighbors_that_did_not_arrive():
     state = EMState((1, 2, 3, 4))

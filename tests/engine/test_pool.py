@@ -16,6 +16,10 @@ from rayfl.config import RayConfig
 from rayfl.data.config import DataConfig
 from rayfl.data.federated import build_federated
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 
 def test_pack_clients_is_contiguous_and_covers_every_client_once():
     for n, m in [(1, 1), (7, 3), (8, 4), (5, 9)]:

@@ -9,6 +9,10 @@ import envs  # noqa: F401  (registers the ids)
 from envs.scheduling import WirelessFLEnv
 from envs.wrappers import FlattenAction
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 
 def _rollout(env, seed, steps=5):
     obs, _ = env.reset(seed=seed)

@@ -26,6 +26,10 @@ import pytest
 
 from tests.golden.cases import ENV_CASES, FAST_CASES, RUN_CASES, env_case, run_case
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 DATA = Path(__file__).with_name("data")
 
 #: Relative tolerance of a float (0: bit for bit, with RAYFL_GOLDEN_EXACT=1).

@@ -22,6 +22,10 @@ from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from tests.configs import DIGITS_8
 
+# All tests here use the shared Ray session (tests/conftest.py): the module then runs
+# with the other Ray modules instead of starting Ray again at its first Ray test.
+pytestmark = pytest.mark.usefixtures("ray_session")
+
 SUBNETS = [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11]]
 DIST = np.linspace(10.0, 100.0, 12)
 
