@@ -156,7 +156,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="rayfl bench env", description=__doc__)
     parser.add_argument("--mode", choices=("surrogate", "emulate"), default="surrogate")
     parser.add_argument(
-        "--lanes", type=int, nargs="+", default=[16, 64, 128], help="E of the vector env"
+        "--lanes",
+        type=int,
+        nargs="+",
+        default=[16, 64, 128],
+        help="E of the vector env",
     )
     parser.add_argument(
         "--steps", type=int, default=50, help="timed steps of the single env"
