@@ -66,7 +66,7 @@ test: install data
 # holding `quick` tests are collected (collecting the whole suite imports every
 # test module); tests/test_quick_smoke.py checks this list against the markers.
 QUICK_TESTS = tests/test_quick_smoke.py tests/test_startup_imports.py \
-	tests/test_cli_polish.py tests/test_compare_progress.py
+	tests/test_cli_polish.py tests/test_compare_progress.py tests/test_startup_setup.py
 test-quick: install
 	$(BIN)/python -m pytest -q -m "quick and not slow" --durations=10 $(QUICK_TESTS)
 
