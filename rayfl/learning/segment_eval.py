@@ -79,12 +79,8 @@ def evaluate_segments(
             hits.append((out.argmax(dim=1) == target).numpy())
     per_sample = np.concatenate(losses).astype(np.float64) if losses else np.zeros(0)
     correct = np.concatenate(hits).astype(np.float64) if hits else np.zeros(0)
-    loss_sum = np.bincount(segment, weights=per_sample, minlength=len(sizes))
-    hit_sum = np.bincount(segment, weights=correct, minlength=len(sizes))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        loss = np.where(sizes > 0, loss_sum / sizes, np.nan)
-        acc = np.where(sizes > 0, hit_sum / sizes, np.nan)
-    return loss, acc
+    loss, acc = _segment_means(per_sample, correct, segment, sizes, models=1)
+    return loss[0], acc[0]
 
 
 def evaluate_segments_many(
@@ -149,11 +145,26 @@ def evaluate_segments_many(
             hits.append((_first_argmax(logits) == target.squeeze(-2)).numpy())
     per_sample = np.concatenate(losses).astype(np.float64)
     correct = np.concatenate(hits).astype(np.float64)
-    rows = len(vectors)
-    index = (np.arange(rows)[:, None] * len(sizes) + segment[None]).reshape(-1)
-    total = rows * len(sizes)
-    loss_sum = np.bincount(index, per_sample.reshape(-1), total).reshape(rows, -1)
-    hit_sum = np.bincount(index, correct.reshape(-1), total).reshape(rows, -1)
+    return _segment_means(per_sample, correct, segment, sizes, models=len(vectors))
+
+
+def _segment_means(
+    per_sample: npt.NDArray[np.float64],
+    correct: npt.NDArray[np.float64],
+    segment: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    *,
+    models: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Mean loss and accuracy per (model, segment), float64 (models, S).
+
+    ``per_sample`` and ``correct`` hold each model's per-sample values one model
+    after another (models × n); ``segment`` gives each sample's segment.
+    """
+    index = (np.arange(models)[:, None] * len(sizes) + segment[None]).reshape(-1)
+    total = models * len(sizes)
+    loss_sum = np.bincount(index, per_sample.reshape(-1), total).reshape(models, -1)
+    hit_sum = np.bincount(index, correct.reshape(-1), total).reshape(models, -1)
     with np.errstate(invalid="ignore", divide="ignore"):
         loss = np.where(sizes > 0, loss_sum / sizes, np.nan)
         acc = np.where(sizes > 0, hit_sum / sizes, np.nan)
