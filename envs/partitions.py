@@ -14,7 +14,7 @@ import numpy as np
 from rayfl.config import RunConfig
 from rayfl.seeding import rng_for
 
-__all__ = ["DataPartitions"]
+__all__ = ["DataPartitions", "check_room"]
 
 
 class DataPartitions(gym.Wrapper):
@@ -109,30 +109,45 @@ class DataPartitions(gym.Wrapper):
         return obs, info
 
     def _check_room(self) -> None:
-        import ray
-
         built = [s for s in map(_engine, self.envs.values()) if s is not None]
-        if not built:
-            return
-        from rayfl.resources import run_cpus
-
-        cpus = run_cpus(self._config.ray.run_cpus)  # the pool's rule for its CPUs
-        used = sum(len(s.groups) * min(1.0, cpus / len(s.groups)) for s in built)
-        per_system = used / len(built)
-        free = float(ray.available_resources().get("CPU", 0.0))
-        if free + 1e-9 < per_system:
-            raise RuntimeError(
-                f"DataPartitions: {len(built)} emulated partitions hold "
-                f"{used:g} CPUs of the Ray session and the next needs {per_system:g} "
-                f"more ({free:g} free); start Ray with more logical CPUs "
-                f"(ray.num_cpus ≥ {used + per_system:g}; only one partition "
-                "trains at a time) or use fewer rl.partition_seeds"
-            )
+        check_room([s.groups for s in built], self._config)
 
     def close(self) -> None:
         """Close every partition's env."""
         for env in self.envs.values():
             env.close()
+
+
+def check_room(built: list[list[list[int]]], config: RunConfig) -> None:
+    """Raise if the Ray session has no CPUs left for one more partition's actors.
+
+    Args:
+        built: The client groups (one list per actor) of each emulated
+            partition already built.
+        config: The run config (``ray.run_cpus``: the CPUs a partition's
+            actors reserve).
+
+    Raises:
+        RuntimeError: Naming the CPUs held, needed and free.
+    """
+    if not built:
+        return
+    import ray
+
+    from rayfl.resources import run_cpus
+
+    cpus = run_cpus(config.ray.run_cpus)  # the pool's rule for its CPUs
+    used = sum(len(groups) * min(1.0, cpus / len(groups)) for groups in built)
+    per_system = used / len(built)
+    free = float(ray.available_resources().get("CPU", 0.0))
+    if free + 1e-9 < per_system:
+        raise RuntimeError(
+            f"DataPartitions: {len(built)} emulated partitions hold "
+            f"{used:g} CPUs of the Ray session and the next needs {per_system:g} "
+            f"more ({free:g} free); start Ray with more logical CPUs "
+            f"(ray.num_cpus ≥ {used + per_system:g}; only one partition "
+            "trains at a time) or use fewer rl.partition_seeds"
+        )
 
 
 def _engine(env: gym.Env) -> Any:
