@@ -111,8 +111,13 @@ class RLConfig(BaseModel):
     num_envs_per_env_runner: int = Field(
         1,
         ge=1,
-        description="Vectorised env copies per EnvRunner (surrogate mode; emulate "
-        "mode uses 1, each copy being a whole FL system).",
+        description="Env copies per EnvRunner. Surrogate mode: vectorised copies. "
+        "Emulate mode: lanes, E FL runs stepping in lockstep on one set of client "
+        "actors (envs.rl_vector; star with fedavg/fedprox, algorithm.trainer not "
+        "vectorized, eval_clients unset), so E does not multiply the CPUs; the "
+        "lanes of a runner share one data partition at a time (`partition_seeds`: "
+        "the partition moves on when all lanes begin an episode together). 1: one "
+        "FL run per runner (any config).",
     )
     checkpoint_every: int = Field(
         5, ge=1, description="Save the RLlib checkpoint every this many iterations."

@@ -9,9 +9,11 @@ the baselines, figures). Importing this package imports no RLlib.
 from __future__ import annotations
 
 from rayfl.train_policy.algorithm import (
+    RLlibLanesEnv,
     RLlibScoresEnv,
     build_algorithm,
     check_env_runner_resources,
+    check_lanes_config,
 )
 from rayfl.train_policy.evaluate import evaluate_policies
 from rayfl.train_policy.train import (
@@ -26,11 +28,13 @@ from rayfl.train_policy.train import (
 
 __all__ = [
     "INSTALL_HINT",
+    "RLlibLanesEnv",
     "RLlibScoresEnv",
     "TrainingFailed",
     "build_algorithm",
     "check_env_runner_resources",
     "check_iteration",
+    "check_lanes_config",
     "env_runner_placement",
     "evaluate_policies",
     "export_policy",

@@ -1,7 +1,11 @@
 """The RLlib side of ``rayfl train-policy``: the env RLlib builds and the PPO algorithm.
 
 :class:`RLlibScoresEnv` is what every EnvRunner builds (``make_rl_env`` of the
-star env, found by name through :mod:`rayfl.registry`); :func:`build_algorithm`
+star env, found by name through :mod:`rayfl.registry`); in emulate mode with
+``rl.num_envs_per_env_runner`` = E > 1 each runner builds instead
+:class:`RLlibLanesEnv`, E episodes stepping in lockstep on one set of client
+hosts (:class:`envs.rl_vector.RLVectorEnv`, RLlib's ``vector_entry_point``
+vectorisation); :func:`build_algorithm`
 turns a run config's ``rl`` section into RLlib's PPO (new API stack);
 :func:`check_env_runner_resources` refuses, before RLlib would wait forever, a
 session too small for the remote EnvRunners.
@@ -21,11 +25,17 @@ from rayfl.rl.config import RLConfig
 from rayfl.star.actions import StarActions
 
 __all__ = [
+    "RLlibLanesEnv",
     "RLlibScoresEnv",
     "build_algorithm",
     "check_env_runner_resources",
+    "check_lanes_config",
     "learned_controls",
+    "uses_lanes",
 ]
+
+#: The RL vector env over emulate lanes (loaded by name: rayfl never imports envs).
+RL_VECTOR_ENV = "envs.rl_vector:make_rl_vector_env"
 
 
 # ------------------------------------------------------------------ config → env
@@ -58,6 +68,65 @@ class RLlibScoresEnv(gym.Wrapper):
 
     def __init__(self, env_config: Mapping[str, Any]) -> None:
         super().__init__(_env_creator(env_config))
+
+
+def uses_lanes(rl: RLConfig) -> bool:
+    """Whether each runner steps ``rl.num_envs_per_env_runner`` emulate lanes."""
+    return rl.mode == "emulate" and rl.num_envs_per_env_runner > 1
+
+
+def check_lanes_config(cfg: RunConfig, rl: RLConfig) -> None:
+    """Raise ``ValueError`` if emulate lanes cannot run ``cfg`` (one line).
+
+    Lanes share their client hosts (:func:`rayfl.star.lanes.check_lanes`): a
+    star whose clients train from their own context alone.
+    """
+    if not uses_lanes(rl):
+        return
+    from rayfl.star.lanes import check_lanes
+
+    try:
+        check_lanes(cfg)
+    except ValueError as error:
+        raise ValueError(
+            f"rl.num_envs_per_env_runner={rl.num_envs_per_env_runner} in emulate "
+            f"mode steps that many FL runs on shared client hosts, and {error}; "
+            "set rl.num_envs_per_env_runner=1 (one FL run per env runner)"
+        ) from None
+
+
+class RLlibLanesEnv(gym.vector.VectorWrapper):
+    """RLlib's vector entry point in lanes mode: E lanes of ``make_rl_env``.
+
+    RLlib calls the class with the env config plus ``num_envs`` (a plain dict:
+    the runner's index is set afterwards by :func:`_lanes_partition_offset`).
+    A class, not a function: RLlib's env specifiers are classes or names.
+
+    Args:
+        env_config: As :class:`RLlibScoresEnv`'s, plus ``num_envs`` (E).
+    """
+
+    def __init__(self, env_config: Mapping[str, Any]) -> None:
+        make = load(RL_VECTOR_ENV)
+        super().__init__(
+            make(
+                env_config["config"],
+                num_envs=int(env_config.get("num_envs", 1)),
+                mode=env_config["mode"],
+                reward=env_config["reward"],
+                reward_scale=env_config["reward_scale"],
+                partition_seeds=env_config.get("partition_seeds"),
+                partition_every=env_config.get("partition_every", 1),
+                controls=env_config.get("controls", False),
+            )
+        )
+
+
+def _lanes_partition_offset(*, env: Any, env_context: Any, **_: Any) -> None:
+    """``on_environment_created``: the lanes of runner i start at partition i."""
+    setter = getattr(env, "set_partition_offset", None)
+    if setter is not None:
+        setter(int(getattr(env_context, "worker_index", 0) or 0))
 
 
 #: Envs this process built (RLlib's new stack gives every vector copy of an
@@ -121,10 +190,11 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
         "controls": rl.controls,
         "neighbor_cost": rl.neighbor_cost,
     }
+    lanes = uses_lanes(rl)
     config = (
         PPOConfig()
         .environment(
-            RLlibScoresEnv,
+            RLlibLanesEnv if lanes else RLlibScoresEnv,
             env_config=env_config,
             normalize_actions=False,
             clip_actions=False,
@@ -132,10 +202,11 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
         .env_runners(
             num_env_runners=rl.num_env_runners,
             num_cpus_per_env_runner=rl.num_cpus_per_env_runner,  # type: ignore[arg-type]  # RLlib stubs: a float works
-            # each emulate-mode env copy is a whole FL system on Ray: one per runner
+            # emulate mode: E lanes on one set of client hosts, or one FL run
             num_envs_per_env_runner=(
-                rl.num_envs_per_env_runner if rl.mode == "surrogate" else 1
+                1 if rl.mode == "emulate" and not lanes else rl.num_envs_per_env_runner
             ),
+            gym_env_vectorize_mode="vector_entry_point" if lanes else "sync",
         )
         .learners(num_learners=0)
         .training(
@@ -157,6 +228,8 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
         )
         .debugging(seed=cfg.seed, log_level="ERROR")
     )
+    if lanes:
+        config = config.callbacks(on_environment_created=_lanes_partition_offset)
     return config.build_algo()
 
 
@@ -186,9 +259,11 @@ def check_env_runner_resources(cfg: RunConfig, rl: RLConfig) -> None:
     else:
         return  # a cluster not connected yet: checked once connected
     if rl.mode == "emulate" and needed > total - 1e-9:
+        # E lanes share one set of client actors: E does not change the CPUs
         raise ValueError(
             f"rl.mode=emulate: each of the rl.num_env_runners={rl.num_env_runners} "
-            "runners steps a whole FL run whose client actors need CPUs besides "
+            "runners steps FL runs (rl.num_envs_per_env_runner lanes on one set of "
+            "client actors) whose actors need CPUs besides "
             f"the runner's rl.num_cpus_per_env_runner={rl.num_cpus_per_env_runner:g}, "
             f"but the runners take {needed:g} and {where} {total:g}: lower "
             "rl.num_env_runners or rl.num_cpus_per_env_runner (e.g. 0.5), or add "

@@ -23,7 +23,12 @@ The run directory ``<output.dir>/train-<name>-<timestamp>/`` holds:
 Implementation details:
     1. Environment: :func:`envs.rl.make_rl_env` (per-client features, score
        actions decoded by top-K + Hungarian); RLlib's action normalisation and
-       clipping are off, since only the ranking of the scores matters.
+       clipping are off, since only the ranking of the scores matters. In
+       emulate mode with ``rl.num_envs_per_env_runner`` = E > 1, each runner
+       steps E such envs in lockstep on one set of client hosts
+       (:class:`envs.rl_vector.RLVectorEnv`; star configs the lanes can share,
+       :func:`rayfl.star.lanes.check_lanes`); its lanes share one data
+       partition at a time.
     2. The RLlib checkpoint and the exported policy are written every
        ``rl.checkpoint_every`` iterations and at the end, each by writing a new
        directory and renaming it over the old one.
@@ -65,6 +70,7 @@ from rayfl.train_policy.algorithm import (
     RLlibScoresEnv,
     build_algorithm,
     check_env_runner_resources,
+    check_lanes_config,
     learned_controls,
 )
 from rayfl.train_policy.evaluate import (
@@ -286,6 +292,7 @@ def train_policy(
 
     cfg = _training_config(config, overrides, resume)
     rl: RLConfig = cfg.rl  # type: ignore[assignment]
+    check_lanes_config(cfg, rl)
     check_env_runner_resources(cfg, rl)
     session = RaySession(cfg.ray)  # RLlib puts its config in the object store
     import torch

@@ -137,3 +137,46 @@ def test_train_policy_writes_the_run_and_resumes(ray_session, tmp_path):
     resumed = train_policy(resume=run_dir, overrides=["rl.iterations=2"], verbose=False)
     progress = pd.read_csv(resumed / "progress.csv")
     assert resumed == run_dir and progress["iteration"].tolist() == [1, 2]
+
+
+#: TINY in emulate mode with 2 lanes per env runner (2-round FL runs, 1 local step).
+LANES = [
+    "rounds=2",
+    "algorithm.local_steps=1",
+    "rl.mode=emulate",
+    "rl.num_envs_per_env_runner=2",
+    "rl.train_batch_size=8",
+    "rl.minibatch_size=8",
+    "rl.num_epochs=1",
+    "rl.iterations=2",
+    "rl.eval_episodes=0",
+]
+
+
+def test_emulate_mode_trains_on_lanes_of_shared_hosts(
+    ray_session, tmp_path, monkeypatch
+):
+    import json
+
+    from envs.rl_vector import RLVectorEnv
+    from rayfl.train_policy import train_policy
+
+    # Arrange: record the actions every lanes env is stepped with
+    shapes = []
+    step = RLVectorEnv.step
+
+    def spy(self, actions):
+        shapes.append(np.shape(actions))
+        return step(self, actions)
+
+    monkeypatch.setattr(RLVectorEnv, "step", spy)
+    config = {**TINY, "output": {**TINY["output"], "dir": str(tmp_path)}}
+    # Act: two PPO iterations (the env runner is the driver's: the spy sees it)
+    run_dir = train_policy(config, LANES, verbose=False)
+    # Assert: both iterations sampled env steps, from 2 lanes of 5 clients
+    progress = pd.read_csv(run_dir / "progress.csv")
+    assert progress["iteration"].tolist() == [1, 2]
+    assert (progress["env_steps"] >= 8).all()
+    meta = json.loads((run_dir / "policy" / "policy.json").read_text())
+    assert meta["mode"] == "emulate" and meta["env_steps"] >= 16
+    assert len(shapes) >= 8 and set(shapes) == {(2, 5)}
