@@ -205,7 +205,8 @@ class RLConfig(BaseModel):
         "partition of `data` with these seeds in turn, moving to the next one "
         "every `partition_every` episodes (envs.rl.DataPartitions; the env copies "
         "start at different seeds: copy j of env runner i of R at index "
-        "j·(R+1)+i). None: the one partition of the config `seed` (the "
+        "j·(R+1)+i; emulate lanes share their runner's partition, runner i "
+        "starting at index i). None: the one partition of the config `seed` (the "
         "run seed of every episode is drawn as before). Keep them apart from "
         "the evaluation seeds.",
     )
