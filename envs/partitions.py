@@ -118,7 +118,9 @@ class DataPartitions(gym.Wrapper):
             env.close()
 
 
-def check_room(built: list[list[list[int]]], config: RunConfig) -> None:
+def check_room(
+    built: list[list[list[int]]], config: RunConfig, who: str = "DataPartitions"
+) -> None:
     """Raise if the Ray session has no CPUs left for one more partition's actors.
 
     Args:
@@ -126,6 +128,7 @@ def check_room(built: list[list[list[int]]], config: RunConfig) -> None:
             partition already built.
         config: The run config (``ray.run_cpus``: the CPUs a partition's
             actors reserve).
+        who: The env named in the message.
 
     Raises:
         RuntimeError: Naming the CPUs held, needed and free.
@@ -142,7 +145,7 @@ def check_room(built: list[list[list[int]]], config: RunConfig) -> None:
     free = float(ray.available_resources().get("CPU", 0.0))
     if free + 1e-9 < per_system:
         raise RuntimeError(
-            f"DataPartitions: {len(built)} emulated partitions hold "
+            f"{who}: {len(built)} emulated partitions hold "
             f"{used:g} CPUs of the Ray session and the next needs {per_system:g} "
             f"more ({free:g} free); start Ray with more logical CPUs "
             f"(ray.num_cpus ≥ {used + per_system:g}; only one partition "

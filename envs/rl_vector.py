@@ -325,7 +325,9 @@ class RLVectorEnv(VectorEnv):
             return
         built = [g.venv._lanes for g in self.groups.values()]
         check_room(
-            [lanes.pool.groups for lanes in built if lanes and lanes.pool], self.config
+            [lanes.pool.groups for lanes in built if lanes and lanes.pool],
+            self.config,
+            "RLVectorEnv",
         )
 
 
