@@ -124,9 +124,8 @@ def _leftovers(wait: float = 3.0) -> list[str]:
     gc.collect()
     deadline = time.monotonic() + wait
     while True:
-        # Asked state by state: the table of every actor (the dead ones of all
-        # earlier modules too) grows to thousands over the suite and took
-        # seconds to fetch and parse at each check.
+        # Asked state by state: the whole actor table also holds the dead actors
+        # of every earlier module, which grows over a long shared session.
         found = [
             f"actor {info.get('Name') or info.get('ActorClassName')} {info['State']}"
             for state in _LIVE_ACTOR_STATES
