@@ -58,8 +58,12 @@ data:
 demo: install
 	$(BIN)/rayfl run examples/quickstart.yaml
 
+# Two pytest-xdist workers (CI has 2 cores), each running whole test files
+# (--dist loadfile: a file's module-scoped fixtures and the shared Ray session of
+# tests/conftest.py stay within one process). TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 test: install data
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 # The smoke subset (pytest marker `quick`): run, resume, the env, a policy per
 # topology, the CLI's errors and help. No Fashion-MNIST needed. Only the files

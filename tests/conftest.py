@@ -29,6 +29,12 @@ module's tests share the session, request ``ray_session`` in its first test (or
 Modules are run in file order, except that the modules using ``ray_session`` run
 last, together (:func:`pytest_collection_modifyitems`), so one session serves all
 of them.
+
+In parallel (``make test`` runs ``pytest -n 2 --dist loadfile``, pytest-xdist)
+each worker process runs whole modules, in that same order, and has its own
+shared session: the rules above hold within each worker. Every session here is
+started with ``address="local"`` (a new local Ray, never one another worker or a
+``ray start`` left running), on ports Ray picks free.
 """
 
 from __future__ import annotations
@@ -101,6 +107,10 @@ def _start_shared(module: str) -> None:
     _STARTS.append(module)
 
 
+#: Every actor state but DEAD (ray.util.state's ActorState).
+_LIVE_ACTOR_STATES = ("DEPENDENCIES_UNREADY", "PENDING_CREATION", "ALIVE", "RESTARTING")
+
+
 def _leftovers(wait: float = 3.0) -> list[str]:
     """Return what a module left in the shared session (empty: nothing).
 
@@ -114,10 +124,12 @@ def _leftovers(wait: float = 3.0) -> list[str]:
     gc.collect()
     deadline = time.monotonic() + wait
     while True:
+        # Asked state by state: the whole actor table also holds the dead actors
+        # of every earlier module, which grows over a long shared session.
         found = [
             f"actor {info.get('Name') or info.get('ActorClassName')} {info['State']}"
-            for info in actors().values()
-            if info.get("State") != "DEAD"
+            for state in _LIVE_ACTOR_STATES
+            for info in actors(actor_state_name=state).values()
         ]
         found += [
             f"placement group {pg_id}"
@@ -179,6 +191,17 @@ def _ray_group(items: list[pytest.Item]) -> int:
     return int(any("ray_session" in getattr(i, "fixturenames", ()) for i in items))
 
 
+def pytest_configure(config):
+    """Keep the module order below under pytest-xdist's ``--dist loadfile``.
+
+    By default xdist sends the files largest first (``--loadscope-reorder``),
+    which mixed modules not using Ray among those using it: each worker then
+    stopped and restarted its shared session about ten times.
+    """
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection
 def pytest_collection_modifyitems(session, config, items):
     """Run the modules using ``ray_session`` last, together.
@@ -221,24 +244,47 @@ def _ray_off_at_the_end():
     _shutdown()
 
 
+#: Under pytest-xdist, the controller's copy of each worker's ``_STARTS`` and
+#: ``_NOT_KEPT`` (sent back in ``workeroutput`` when the worker finishes).
+_WORKERS: dict[str, tuple[list[str], list[str]]] = {}
+
+
+def pytest_testnodedown(node, error):
+    """(xdist controller) Keep what a finished worker says of its Ray session."""
+    output = getattr(node, "workeroutput", {})
+    if "ray_starts" in output:
+        worker = getattr(getattr(node, "gateway", None), "id", "worker")
+        _WORKERS[worker] = (output["ray_starts"], output["ray_not_kept"])
+
+
 def pytest_terminal_summary(terminalreporter):
     """Say how often the shared Ray session started, and why it was not kept."""
-    if not _STARTS:
-        return
-    terminalreporter.write_line(
-        f"shared Ray session: {len(_STARTS)} start(s), "
-        f"{len(_NOT_KEPT)} module(s) ended with a session not kept"
-    )
-    for line in _NOT_KEPT:
-        terminalreporter.write_line(f"  not kept after {line}")
+    reports = dict(_WORKERS)
+    if _STARTS:
+        reports[""] = (_STARTS, _NOT_KEPT)
+    for worker, (starts, not_kept) in sorted(reports.items()):
+        where = f" ({worker})" if worker else ""
+        terminalreporter.write_line(
+            f"shared Ray session{where}: {len(starts)} start(s), "
+            f"{len(not_kept)} module(s) ended with a session not kept"
+        )
+        for line in not_kept:
+            terminalreporter.write_line(f"  not kept after {line}")
 
 
 _EXIT_STATUS: list[int] = []
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Remember the run's exit status for ``pytest_unconfigure``."""
+    """Remember the run's exit status for ``pytest_unconfigure``.
+
+    An xdist worker also sends its Ray session's record to the controller.
+    """
     _EXIT_STATUS.append(int(exitstatus))
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["ray_starts"] = list(_STARTS)
+        output["ray_not_kept"] = list(_NOT_KEPT)
 
 
 @pytest.hookimpl(trylast=True)
