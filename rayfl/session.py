@@ -134,6 +134,8 @@ class RaySession:
     def __init__(self, config: RayConfig) -> None:
         self.started_here = False
         self.watchdog: subprocess.Popen[bytes] | None = None
+        #: The local node started by ``local_processes: lean`` (None otherwise).
+        self.node: Any = None
         if ray.is_initialized():
             return
         kwargs: dict[str, Any] = {
@@ -157,20 +159,72 @@ class RaySession:
             # address="local": a new local session, even where `ray start` left a
             # cluster on this machine (ray.init() would try to join that one, and
             # refuse num_cpus).
-            with _worker_environment():
-                _init_keeping_sigterm(
-                    ray.init,
-                    address="local",
-                    num_cpus=config.num_cpus,
-                    object_store_memory=(
-                        config.object_store_memory_mb * 2**20
-                        if config.object_store_memory_mb
-                        else None
-                    ),
-                    **kwargs,
-                )
-            self.watchdog = _start_watchdog()
+            store = (
+                config.object_store_memory_mb * 2**20
+                if config.object_store_memory_mb
+                else None
+            )
+            with _worker_environment(config.local_processes == "lean"):
+                if config.local_processes == "lean":
+                    _init_keeping_sigterm(
+                        self._start_lean,
+                        num_cpus=config.num_cpus,
+                        object_store_memory=store,
+                        **kwargs,
+                    )
+                else:
+                    _init_keeping_sigterm(
+                        ray.init,
+                        address="local",
+                        num_cpus=config.num_cpus,
+                        object_store_memory=store,
+                        **kwargs,
+                    )
+            self.watchdog = _start_watchdog(self.node)
         self.started_here = True
+
+    def _start_lean(
+        self,
+        *,
+        num_cpus: int | None,
+        object_store_memory: int | None,
+        include_dashboard: bool,
+        **connect: Any,
+    ) -> None:
+        """Start a local Ray node without the autoscaler's monitor; connect to it.
+
+        ``ray.init(address="local")`` starts the same node plus the
+        autoscaler's monitor, a Python process that has nothing to scale on
+        one machine and competes with the start-up for the CPU. Ray's own
+        ``Node`` class starts the node (as ``ray.init`` does inside), then
+        ``ray.init`` connects to it; :meth:`close` stops it.
+        """
+        from ray._private.node import Node
+        from ray._private.parameter import RayParams
+
+        params = RayParams(
+            num_cpus=num_cpus,
+            object_store_memory=object_store_memory,
+            include_dashboard=include_dashboard,
+            no_monitor=True,
+        )
+        self.node = Node(
+            params,
+            head=True,
+            shutdown_at_exit=False,
+            spawn_reaper=True,
+            ray_init_cluster=True,
+        )
+        try:
+            ray.init(address=self.node.address, **connect)
+        except BaseException:
+            self._stop_node()
+            raise
+
+    def _stop_node(self) -> None:
+        node, self.node = self.node, None
+        if node is not None:
+            node.kill_all_processes(check_alive=False, allow_graceful=True, wait=True)
 
     def close(self) -> None:
         """Shut Ray down if (and only if) this object started it."""
@@ -180,16 +234,22 @@ class RaySession:
             self.watchdog = None
         if self.started_here and ray.is_initialized():
             ray.shutdown()
+        if self.started_here:
+            self._stop_node()
         self.started_here = False
 
 
 #: Workers import torch: keep each to one thread (DESIGN.md).
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+#: ``local_processes: lean`` also runs the workers at the driver's priority
+#: (Ray's default is nice +15: a worker starting an actor then waits behind
+#: every other process, Ray's own agents included).
+LEAN_ENV = {"RAY_worker_niceness": "0"}
 
 
 @contextlib.contextmanager
-def _worker_environment() -> Iterator[None]:
-    """Set :data:`WORKER_ENV` in this process while a local Ray starts.
+def _worker_environment(lean: bool = False) -> Iterator[None]:
+    """Set :data:`WORKER_ENV` (and :data:`LEAN_ENV` if ``lean``) while a local Ray starts.
 
     The raylet started by ``ray.init`` inherits it, and so does every worker it
     starts, its pre-started idle workers included. A job ``runtime_env`` with
@@ -197,8 +257,9 @@ def _worker_environment() -> Iterator[None]:
     waits for a new worker process started for that runtime env). The
     driver's own values are put back afterwards.
     """
-    before = {name: os.environ.get(name) for name in WORKER_ENV}
-    os.environ.update(WORKER_ENV)
+    env = {**WORKER_ENV, **(LEAN_ENV if lean else {})}
+    before = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
     try:
         yield
     finally:
@@ -226,18 +287,23 @@ def _init_keeping_sigterm(init: Callable[..., Any], **kwargs: Any) -> None:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _start_watchdog() -> subprocess.Popen[bytes] | None:
+def _start_watchdog(node: Any = None) -> subprocess.Popen[bytes] | None:
     """Start the watchdog of the local session just started (None off Linux).
 
     It runs in its own session (process group), so a signal sent to the
     driver's group does not take it down with the driver.
+
+    Args:
+        node: The Ray ``Node`` that started the session's processes (default:
+            the one ``ray.init`` started).
     """
     if not sys.platform.startswith("linux"):
         return None
     from rayfl._watchdog import start_time
 
     try:
-        node: Any = ray._private.worker._global_node  # the local node just started
+        if node is None:
+            node = ray._private.worker._global_node  # the local node just started
         pids = [p.process.pid for ps in node.all_processes.values() for p in ps]
         session_dir = node.get_session_dir_path()
     except Exception:  # Ray internals moved: run without the watchdog

@@ -39,6 +39,14 @@ class RayConfig(BaseModel):
         "to share a cluster between runs at once; `rayfl train-policy` in emulate "
         "mode with remote EnvRunners gives each runner's run its share.",
     )
+    local_processes: Literal["lean", "full"] = Field(
+        "lean",
+        description="What a local session started by rayfl runs. `lean`: the node "
+        "without Ray's autoscaler monitor (nothing to scale on one machine), its "
+        "workers at the driver's priority (Ray's default: nice +15); quicker to "
+        "start on a few cores. `full`: what `ray.init()` starts. Sessions rayfl "
+        "reuses or connects to are not affected.",
+    )
     clients_per_actor: int | Literal["auto"] = Field(
         "auto",
         description="Virtual clients hosted by one client actor. `auto`: "

@@ -106,3 +106,32 @@ def test_a_star_run_starts_no_data_holder_and_its_hosts_read_the_data(ray_sessio
         assert np.isfinite([e["test_loss"] for e in evals]).all()
     finally:
         system.close()
+
+
+def test_shared_data_waits_for_a_holder_created_after_the_reader(ray_session):
+    # the star creates its cloud (the holder) after the client hosts that read it
+    import threading
+
+    from rayfl.actors.shared_data import DataHolder, SharedData, hold_data
+
+    name = f"rayfl-test-holder-{os.getpid()}"
+    got: list[object] = []
+    reader = threading.Thread(target=lambda: got.append(SharedData(name).get(30.0)))
+    reader.start()
+    reader.join(0.5)
+    assert reader.is_alive() and not got  # waiting: no holder of that name yet
+    holder = DataHolder.options(name=name).remote(hold_data({"x": [1, 2, 3]}))  # type: ignore[arg-type]
+    try:
+        reader.join(30)
+        assert got == [{"x": [1, 2, 3]}]
+    finally:
+        import ray
+
+        ray.kill(holder)
+
+
+def test_shared_data_without_its_holder_fails_after_the_wait(ray_session):
+    from rayfl.actors.shared_data import SharedData
+
+    with pytest.raises(ValueError):
+        SharedData(f"rayfl-no-such-holder-{os.getpid()}").get(0.3)

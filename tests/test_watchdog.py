@@ -77,7 +77,7 @@ DRIVER = textwrap.dedent(
         return os.getpid()
 
     worker = ray.get(where.remote())
-    node = ray._private.worker._global_node
+    node = session.node or ray._private.worker._global_node  # lean or full start
     pids = [p.process.pid for ps in node.all_processes.values() for p in ps]
     print(json.dumps({"pids": pids + [worker], "watchdog": session.watchdog.pid}),
           flush=True)

@@ -147,6 +147,7 @@ class ActorPool:
         run_id: str | None = None,
         memory_hints: dict[str, int] | None = None,
         shared: SharedData | None = None,
+        before_ping: Callable[[], None] | None = None,
     ) -> ActorPool:
         """Pack, check, reserve and start one actor per group; ping them all.
 
@@ -164,6 +165,9 @@ class ActorPool:
                 caller's that holds it for the whole run
                 (:class:`rayfl.actors.shared_data.HoldsData`). Default: the pool
                 starts a holder actor of its own.
+            before_ping: Called once the actors are created, before the pool
+                waits for them (e.g. to create that holder: the actors wait
+                for it by name).
 
         Raises:
             rayfl.resources.ResourceError: If the run cannot fit in memory or
@@ -185,7 +189,9 @@ class ActorPool:
             actor_of[group] = a
         pool = cls([], groups, actor_of, run_id=run_id or uuid.uuid4().hex[:8])
         try:
-            pool._launch(actor_class, data, args, ray_settings, role, cpus, shared)
+            pool._launch(
+                actor_class, data, args, ray_settings, role, cpus, shared, before_ping
+            )
         except BaseException:
             pool.close()
             raise
@@ -200,6 +206,7 @@ class ActorPool:
         role: str,
         cpus: float,
         shared: SharedData | None,
+        before_ping: Callable[[], None] | None = None,
     ) -> None:
         actor_cpus = min(1.0, cpus / len(self.groups))
         # The actors fetch the data by the holder's name (kept for the whole run), so
@@ -220,6 +227,8 @@ class ActorPool:
             ).remote(shared, _as_range(group), *args)
             for a, group in enumerate(self.groups)
         ]
+        if before_ping is not None:
+            before_ping()
         # Fail fast (and clearly) if an actor cannot start; learn where each landed.
         self.nodes = list(ray.get([a.ping.remote() for a in self.actors]))
 

@@ -16,6 +16,7 @@ The holder can be an actor the run starts anyway (the star's cloud holds it,
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,9 +67,22 @@ class SharedData:
 
     holder: str
 
-    def get(self) -> FederatedData:
-        """Fetch the dataset (call inside an actor; waits for the holder)."""
-        holder = ray.get_actor(self.holder)
+    def get(self, wait_s: float = 120.0) -> FederatedData:
+        """Fetch the dataset (call inside an actor; waits for the holder).
+
+        Args:
+            wait_s: How long to wait for the holder's name to be registered
+                (it may be created just after the actor calling this).
+        """
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                holder = ray.get_actor(self.holder)
+                break
+            except ValueError:  # not registered (yet)
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
         data: FederatedData = ray.get(ray.get(holder.data_ref.remote()))  # type: ignore[assignment]  # Ray stubs: untyped ref
         return data
 

@@ -105,13 +105,18 @@ class StarRound:
         """Start the client actors (on ``engine.pool``) and the cloud."""
         setup = self._start(engine)
         # The cloud holds the dataset's ref for the client hosts (no holder actor
-        # of the pool's: one worker process fewer to start). First, so that it
-        # starts while the client hosts start (pinged after).
+        # of the pool's: one worker process fewer to start). It is created just
+        # after the client hosts, before they are pinged: the hosts take Ray's
+        # pre-started workers (they import torch, the long part), the cloud a
+        # new one, started meanwhile.
         run_id = uuid.uuid4().hex[:8]
         shared = SharedData(f"rayfl-{run_id}-cloud")
-        self.cloud = CloudServer.options(num_cpus=0, name=shared.holder).remote(
-            setup, hold_data(engine.data)
-        )
+
+        def start_cloud() -> None:
+            self.cloud = CloudServer.options(num_cpus=0, name=shared.holder).remote(
+                setup, hold_data(engine.data)
+            )
+
         engine.pool = ActorPool.start(
             ClientActor,
             engine.data,
@@ -122,6 +127,7 @@ class StarRound:
             memory_hints=self._memory_hints(engine),
             run_id=run_id,
             shared=shared,
+            before_ping=start_cloud,
         )
         self.cloud_node: str = ray.get(self.cloud.ping.remote())
 

@@ -1,0 +1,89 @@
+"""``ray.local_processes``: what a local session started by rayfl runs, and that it all stops."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+import ray
+
+from rayfl._watchdog import descendants, start_time
+from rayfl.config import RayConfig
+from rayfl.session import RaySession
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads /proc"
+)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _session_processes(session: RaySession) -> list[tuple[int, int | None]]:
+    node = session.node or ray._private.worker._global_node
+    pids = {p.process.pid for ps in node.all_processes.values() for p in ps}
+    return [(p, start_time(p)) for p in descendants(pids)]
+
+
+def _alive(procs: list[tuple[int, int | None]]) -> list[tuple[int, int | None]]:
+    return [(p, s) for p, s in procs if s is not None and start_time(p) == s]
+
+
+@ray.remote
+def _worker_niceness() -> int:
+    return os.nice(0)
+
+
+def _start(
+    local_processes: str,
+) -> tuple[RaySession, list[tuple[int, int | None]], int]:
+    assert not ray.is_initialized()
+    session = RaySession(RayConfig(num_cpus=1, local_processes=local_processes))
+    assert session.started_here
+    niceness = ray.get(_worker_niceness.remote())
+    procs = _session_processes(session)
+    return session, procs, niceness
+
+
+def _monitors(procs: list[tuple[int, int | None]]) -> list[int]:
+    return [p for p, _ in procs if "autoscaler/_private/monitor.py" in _cmdline(p)]
+
+
+def _stop(session: RaySession, procs: list[tuple[int, int | None]]) -> None:
+    session.close()
+    assert not ray.is_initialized()
+    deadline = time.monotonic() + 30
+    while _alive(procs) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [(p, _cmdline(p)[:80]) for p, _ in _alive(procs)]
+    assert not left, f"processes of the closed session left: {left}"
+
+
+def test_a_lean_session_runs_no_monitor_workers_at_driver_priority_and_stops_all():
+    session, procs, niceness = _start("lean")
+    try:
+        commands = " ".join(_cmdline(p) for p, _ in procs)
+        assert "gcs_server" in commands and "raylet" in commands
+        assert _monitors(procs) == []
+        assert niceness == os.nice(0)  # Ray's default would be +15
+        assert session.watchdog is not None  # watches the lean node's processes
+    finally:
+        _stop(session, procs)
+
+
+@pytest.mark.slow
+def test_a_full_session_runs_the_monitor_and_nice_workers():
+    # the contrast: the checks above can see a monitor and Ray's worker niceness
+    session, procs, niceness = _start("full")
+    try:
+        assert len(_monitors(procs)) == 1
+        assert niceness == os.nice(0) + 15
+    finally:
+        _stop(session, procs)
