@@ -92,3 +92,27 @@ print(json.dumps({"built": built, "torch": "torch" in sys.modules}))
 """
     found = _modules_after(code)
     assert found == {"built": ["FedAvg", "FedProx"], "torch": False}
+
+
+def test_a_run_without_dp_sets_up_its_privacy_ledger_without_dp_accounting():
+    # dp-accounting pulls scipy.signal (about a second): imported when ε is asked
+    code = """
+import json, sys
+from rayfl.privacy.accountant import PrivacyLedger
+ledger = PrivacyLedger(3, accountant="pld")
+before = "dp_accounting" in sys.modules
+ledger.record([0], noise_multiplier=1.0, sample_rate=1.0)
+eps = ledger.epsilon(1e-5)
+print(json.dumps({"before": before, "after": "dp_accounting" in sys.modules,
+                  "eps": float(max(eps))}))
+"""
+    seen = _modules_after(code)
+    assert seen["before"] is False
+    assert seen["after"] is True and 0 < seen["eps"] < float("inf")
+
+
+def test_an_unknown_accountant_is_refused():
+    from rayfl.privacy.accountant import PrivacyLedger
+
+    with pytest.raises(ValueError, match="'rdp' or 'pld'"):
+        PrivacyLedger(3, accountant="moments")  # type: ignore[arg-type]

@@ -81,6 +81,10 @@ def release_event(
     return dp_accounting.SelfComposedDpEvent(event, count)
 
 
+#: The accountant names (:func:`make_accountant`).
+ACCOUNTANTS: tuple[AccountantName, ...] = ("rdp", "pld")
+
+
 def make_accountant(accountant: AccountantName) -> dp_accounting.PrivacyAccountant:
     """Return an empty ``RdpAccountant`` ("rdp") or ``PLDAccountant`` ("pld").
 
@@ -138,7 +142,10 @@ class PrivacyLedger:
     def __init__(self, num_clients: int, *, accountant: AccountantName = "rdp"):
         if num_clients < 1:
             raise ValueError(f"num_clients must be >= 1, got {num_clients}")
-        make_accountant(accountant)  # validates the name
+        if accountant not in ACCOUNTANTS:  # dp-accounting itself is imported when
+            # ε is first asked for: importing it (scipy.signal) is about a second
+            # of every run's set-up, DP or not
+            raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}")
         self.num_clients = int(num_clients)
         self.accountant: AccountantName = accountant
         self._histories: list[list[list[float]]] = [[] for _ in range(num_clients)]
