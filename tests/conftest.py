@@ -55,8 +55,10 @@ RAY_INIT_ARGS: dict[str, Any] = {
     "num_cpus": 2,
     "include_dashboard": False,
     "logging_level": "ERROR",
-    "runtime_env": {"env_vars": {"OMP_NUM_THREADS": "1"}},
 }
+# The workers' one thread each (OMP_NUM_THREADS=1) comes from the environment
+# the raylet inherits (rayfl.session._worker_environment), as in rayfl's own
+# sessions: a job runtime_env would make Ray's pre-started workers unusable.
 
 #: The job id of the shared session while it runs (None: not started, or stopped).
 _SHARED: dict[str, str | None] = {"job": None}
@@ -97,12 +99,13 @@ def _start_shared(module: str) -> None:
     """
     import ray
 
-    from rayfl.session import _init_with_retries
+    from rayfl.session import _init_with_retries, _worker_environment
 
     if ray.is_initialized():
         return
     # Retried like rayfl's own start-up: a busy machine can time out Ray's wait.
-    _init_with_retries(ray.init, **RAY_INIT_ARGS)
+    with _worker_environment():
+        _init_with_retries(ray.init, **RAY_INIT_ARGS)
     _SHARED["job"] = _job_id()
     _STARTS.append(module)
 

@@ -61,3 +61,15 @@ def test_a_session_started_elsewhere_is_not_the_shared_one(monkeypatch):
     assert conftest._shared_session_running()
     monkeypatch.setitem(conftest._SHARED, "job", "another-job")
     assert not conftest._shared_session_running()
+
+
+def test_the_shared_sessions_workers_run_one_thread_without_a_runtime_env():
+    import os
+
+    @ray.remote
+    def omp() -> str | None:
+        return os.environ.get("OMP_NUM_THREADS")
+
+    assert conftest._shared_session_running()
+    assert ray.get(omp.remote()) == "1"  # inherited by the raylet, not a runtime_env
+    assert ray.get_runtime_context().runtime_env.get("env_vars") is None
