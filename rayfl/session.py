@@ -164,22 +164,19 @@ class RaySession:
                 if config.object_store_memory_mb
                 else None
             )
-            with _worker_environment(config.local_processes == "lean"):
-                if config.local_processes == "lean":
-                    _init_keeping_sigterm(
-                        self._start_lean,
-                        num_cpus=config.num_cpus,
-                        object_store_memory=store,
-                        **kwargs,
-                    )
-                else:
-                    _init_keeping_sigterm(
-                        ray.init,
-                        address="local",
-                        num_cpus=config.num_cpus,
-                        object_store_memory=store,
-                        **kwargs,
-                    )
+            lean = config.local_processes == "lean"
+            # lean: rayfl starts the node itself; full: ray.init starts it
+            init, where = (
+                (self._start_lean, {}) if lean else (ray.init, {"address": "local"})
+            )
+            with _worker_environment(lean):
+                _init_keeping_sigterm(
+                    init,
+                    num_cpus=config.num_cpus,
+                    object_store_memory=store,
+                    **where,
+                    **kwargs,
+                )
             self.watchdog = _start_watchdog(self.node)
         self.started_here = True
 

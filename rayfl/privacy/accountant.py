@@ -91,13 +91,15 @@ def make_accountant(accountant: AccountantName) -> dp_accounting.PrivacyAccounta
     Raises:
         ValueError: If the name is unknown.
     """
+    _check_name(accountant)
     from dp_accounting import pld, rdp
 
-    if accountant == "rdp":
-        return rdp.RdpAccountant()
-    if accountant == "pld":
-        return pld.PLDAccountant()
-    raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}")
+    return rdp.RdpAccountant() if accountant == "rdp" else pld.PLDAccountant()
+
+
+def _check_name(accountant: str) -> None:
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}")
 
 
 def _history_epsilon(
@@ -142,10 +144,9 @@ class PrivacyLedger:
     def __init__(self, num_clients: int, *, accountant: AccountantName = "rdp"):
         if num_clients < 1:
             raise ValueError(f"num_clients must be >= 1, got {num_clients}")
-        if accountant not in ACCOUNTANTS:  # dp-accounting itself is imported when
-            # ε is first asked for: importing it (scipy.signal) is about a second
-            # of every run's set-up, DP or not
-            raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}")
+        # the name only: dp-accounting itself (and scipy.signal) is imported when
+        # ε is first asked for, not in every run's set-up
+        _check_name(accountant)
         self.num_clients = int(num_clients)
         self.accountant: AccountantName = accountant
         self._histories: list[list[list[float]]] = [[] for _ in range(num_clients)]
