@@ -42,10 +42,11 @@ class RayConfig(BaseModel):
     local_processes: Literal["lean", "full"] = Field(
         "lean",
         description="What a local session started by rayfl runs. `lean`: the node "
-        "without Ray's autoscaler monitor (nothing to scale on one machine), its "
-        "workers at the driver's priority (Ray's default: nice +15); quicker to "
-        "start on a few cores. `full`: what `ray.init()` starts. Sessions rayfl "
-        "reuses or connects to are not affected.",
+        "without Ray's autoscaler monitor (nothing to scale on one machine) and "
+        "without the dashboard's head process (so no job submission or state API, "
+        "`ray list ...`), its workers at the driver's priority (Ray's default: "
+        "nice +15); quicker to start on a few cores. `full`: what `ray.init()` "
+        "starts. Sessions rayfl reuses or connects to are not affected.",
     )
     clients_per_actor: int | Literal["auto"] = Field(
         "auto",

@@ -56,6 +56,10 @@ def _monitors(procs: list[tuple[int, int | None]]) -> list[int]:
     return [p for p, _ in procs if "autoscaler/_private/monitor.py" in _cmdline(p)]
 
 
+def _dashboard_heads(procs: list[tuple[int, int | None]]) -> list[int]:
+    return [p for p, _ in procs if "dashboard/dashboard.py" in _cmdline(p)]
+
+
 def _stop(session: RaySession, procs: list[tuple[int, int | None]]) -> None:
     session.close()
     assert not ray.is_initialized()
@@ -66,12 +70,13 @@ def _stop(session: RaySession, procs: list[tuple[int, int | None]]) -> None:
     assert not left, f"processes of the closed session left: {left}"
 
 
-def test_a_lean_session_runs_no_monitor_workers_at_driver_priority_and_stops_all():
+def test_a_lean_session_runs_no_monitor_nor_dashboard_head_and_stops_all():
     session, procs, niceness = _start("lean")
     try:
         commands = " ".join(_cmdline(p) for p, _ in procs)
         assert "gcs_server" in commands and "raylet" in commands
         assert _monitors(procs) == []
+        assert _dashboard_heads(procs) == []
         assert niceness == os.nice(0)  # Ray's default would be +15
         assert session.watchdog is not None  # watches the lean node's processes
     finally:
@@ -79,11 +84,12 @@ def test_a_lean_session_runs_no_monitor_workers_at_driver_priority_and_stops_all
 
 
 @pytest.mark.slow
-def test_a_full_session_runs_the_monitor_and_nice_workers():
+def test_a_full_session_runs_the_monitor_dashboard_head_and_nice_workers():
     # the contrast: the checks above can see a monitor and Ray's worker niceness
     session, procs, niceness = _start("full")
     try:
         assert len(_monitors(procs)) == 1
+        assert len(_dashboard_heads(procs)) == 1
         assert niceness == os.nice(0) + 15
     finally:
         _stop(session, procs)
