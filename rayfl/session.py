@@ -242,7 +242,7 @@ def _lean_node_class() -> type:
     """Ray's ``Node``, less the dashboard's head process unless asked for."""
     from ray._private.node import Node
 
-    class LeanNode(Node):  # type: ignore[misc]
+    class LeanNode(Node):
         def start_api_server(
             self, *, include_dashboard: bool | None, raise_on_failure: bool
         ) -> None:
