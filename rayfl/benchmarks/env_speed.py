@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         "--lanes",
         type=int,
         nargs="+",
-        default=[16, 64, 128],
+        default=[16, 64, 128, 256],
         help="E of the vector env",
     )
     parser.add_argument(
