@@ -8,7 +8,9 @@ seeds. Its row joins the run's training record (``policy/policy.json``:
 benchmark's paired comparison of the policy's return to the best heuristic
 (``summary.csv``: mean difference, 95% t-CI, paired t-test p, wins/losses),
 and the same comparison with round robin (``*_rr``, from ``episodes.csv``,
-with :func:`rayfl.benchmarks.policies_stats.paired`).
+with :func:`rayfl.benchmarks.policies_stats.paired`); ``train_lr`` is FedAvg's
+``lr`` the policy was trained at (the run's ``config.yaml``), ``eval_overrides``
+the benchmark's ``--set`` (``runs.csv``; ``{}``: the scenario as registered).
 A row with the same ``attempt`` name is replaced.
 
 Usage:
@@ -25,6 +27,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from rayfl.benchmarks.policies_stats import paired
 
@@ -37,6 +40,8 @@ COLUMNS = [
     "reward",
     "encoding",
     "init_from",
+    "train_lr",
+    "eval_overrides",
     "env_steps",
     "iterations",
     "train_wall_s",
@@ -75,6 +80,7 @@ def row(args: argparse.Namespace) -> dict[str, object]:
         raise SystemExit(f"--policy: {args.policy!r} not in {args.bench}/summary.csv")
     ref = next(r for r in summary if r["policy"] == mine["best_heuristic"])
     rr = _vs_round_robin(Path(args.bench) / "episodes.csv", args.policy)
+    config = yaml.safe_load((run / "config.yaml").read_text())
     return {
         "attempt": args.attempt,
         "scenario": meta["config"],
@@ -83,6 +89,8 @@ def row(args: argparse.Namespace) -> dict[str, object]:
         "reward": meta["reward"],
         "encoding": args.encoding,
         "init_from": args.init_from,
+        "train_lr": config["algorithm"]["lr"],
+        "eval_overrides": _overrides(Path(args.bench) / "runs.csv", meta["config"]),
         "env_steps": meta["env_steps"],
         "iterations": meta["iterations"],
         "train_wall_s": round(float(progress[-1]["elapsed_s"]), 1),
@@ -102,6 +110,15 @@ def row(args: argparse.Namespace) -> dict[str, object]:
         "p_rr": rr["p_value"],
         "wins_rr": rr["wins"],
     }
+
+
+def _overrides(path: Path, scenario: str) -> str:
+    """The benchmark's ``--set`` overrides of ``scenario`` (``{}`` if none)."""
+    runs = pd.read_csv(path)
+    runs = runs[(runs["scenario"] == scenario) & (runs["mode"] == "emulate")]
+    if "overrides" not in runs or runs["overrides"].isna().all():
+        return "{}"
+    return str(runs["overrides"].dropna().iloc[0])
 
 
 def _vs_round_robin(path: Path, policy: str) -> dict[str, float | int]:
