@@ -199,15 +199,24 @@ class RaySession:
         Ray's own ``Node`` class starts the node (as ``ray.init`` does inside),
         then ``ray.init`` connects to it; :meth:`close` stops it.
         """
-        from ray._private.parameter import RayParams
-
-        params = RayParams(
+        parts = _lean_parts()
+        if parts is None:  # Ray's internals moved: start what ray.init starts
+            ray.init(
+                address="local",
+                num_cpus=num_cpus,
+                object_store_memory=object_store_memory,
+                include_dashboard=include_dashboard,
+                **connect,
+            )
+            return
+        node_class, params_class = parts
+        params = params_class(
             num_cpus=num_cpus,
             object_store_memory=object_store_memory,
             include_dashboard=include_dashboard,
             no_monitor=True,
         )
-        self.node = _lean_node_class()(
+        self.node = node_class(
             params,
             head=True,
             shutdown_at_exit=False,
@@ -238,21 +247,57 @@ class RaySession:
         self.started_here = False
 
 
-def _lean_node_class() -> type:
-    """Ray's ``Node``, less the dashboard's head process unless asked for."""
-    from ray._private.node import Node
+#: What the lean start uses of Ray's internal ``Node`` and ``RayParams``.
+_NODE_ARGS = (
+    "ray_params",
+    "head",
+    "shutdown_at_exit",
+    "spawn_reaper",
+    "ray_init_cluster",
+)
+_PARAMS_ARGS = ("num_cpus", "object_store_memory", "include_dashboard", "no_monitor")
+
+
+def _lean_parts() -> tuple[type, type] | None:
+    """(node class, ``RayParams``) of the lean start, or None if Ray's internals moved.
+
+    The node class is Ray's ``Node`` less the dashboard's head process (unless
+    the dashboard is asked for). None, with a warning, when this Ray lacks what
+    the lean start calls (``ray._private`` is not a public API): the session
+    then starts as ``ray.init(address="local")`` does.
+    """
+    import inspect
+    import warnings
+
+    try:
+        from ray._private.node import Node
+        from ray._private.parameter import RayParams
+
+        node_args = inspect.signature(Node.__init__).parameters
+        params_args = inspect.signature(RayParams.__init__).parameters
+        missing = [a for a in _NODE_ARGS if a not in node_args]
+        missing += [a for a in _PARAMS_ARGS if a not in params_args]
+        if not callable(getattr(Node, "start_api_server", None)):
+            missing.append("Node.start_api_server")
+    except (ImportError, AttributeError, TypeError, ValueError) as exc:
+        missing = [f"{type(exc).__name__}: {exc}"]
+    if missing:
+        warnings.warn(
+            f"ray.local_processes=lean: this Ray ({ray.__version__}) lacks "
+            f"{', '.join(missing)}; starting the full local session instead",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
 
     class LeanNode(Node):
-        def start_api_server(
-            self, *, include_dashboard: bool | None, raise_on_failure: bool
-        ) -> None:
-            if include_dashboard:
-                super().start_api_server(
-                    include_dashboard=include_dashboard,
-                    raise_on_failure=raise_on_failure,
-                )
+        def start_api_server(self, *args: Any, **kwargs: Any) -> Any:
+            include = kwargs.get("include_dashboard", args[0] if args else None)
+            if include:
+                return super().start_api_server(*args, **kwargs)
+            return None
 
-    return LeanNode
+    return LeanNode, RayParams
 
 
 #: Workers import torch: keep each to one thread (DESIGN.md).

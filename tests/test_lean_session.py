@@ -93,3 +93,43 @@ def test_a_full_session_runs_the_monitor_dashboard_head_and_nice_workers():
         assert niceness == os.nice(0) + 15
     finally:
         _stop(session, procs)
+
+
+def test_lean_falls_back_to_the_full_start_when_ray_internals_moved(monkeypatch):
+    # ray._private is not a public API: a Ray whose Node/RayParams lack what the
+    # lean start calls gets the full local session, with a warning, not a crash
+    import rayfl.session as session_module
+
+    monkeypatch.setattr(
+        session_module, "_PARAMS_ARGS", (*session_module._PARAMS_ARGS, "no_such_arg")
+    )
+    with pytest.warns(RuntimeWarning, match="lacks no_such_arg"):
+        session, procs, _ = _start("lean")
+    try:
+        assert session.node is None  # ray.init started the node
+        assert len(_monitors(procs)) == 1  # what ray.init(address="local") starts
+        assert ray.get(_worker_niceness.remote()) is not None
+    finally:
+        _stop(session, procs)
+
+
+def test_the_lean_node_skips_only_the_dashboard_head(monkeypatch):
+    from rayfl.session import _lean_parts
+
+    parts = _lean_parts()
+    assert parts is not None  # this Ray has what the lean start calls
+    node_class, _ = parts
+    calls = []
+
+    class Probe(node_class):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:  # no processes: only the override is probed
+            pass
+
+    def spy(self, *args, **kwargs):
+        calls.append(kwargs)
+
+    monkeypatch.setattr(node_class.__mro__[1], "start_api_server", spy)  # Ray's Node
+    Probe().start_api_server(include_dashboard=False, raise_on_failure=False)
+    assert calls == []
+    Probe().start_api_server(include_dashboard=True, raise_on_failure=True)
+    assert calls == [{"include_dashboard": True, "raise_on_failure": True}]
