@@ -121,7 +121,7 @@ def test_the_lean_node_skips_only_the_dashboard_head(monkeypatch):
     node_class, _ = parts
     calls = []
 
-    class Probe(node_class):  # type: ignore[misc, valid-type]
+    class Probe(node_class):
         def __init__(self) -> None:  # no processes: only the override is probed
             pass
 
