@@ -240,11 +240,49 @@ class RaySession:
             self.watchdog.terminate()
             self.watchdog.wait()
             self.watchdog = None
+        tree = self._process_tree() if self.started_here else []
         if self.started_here and ray.is_initialized():
             ray.shutdown()
         if self.started_here:
             self._stop_node()
+            _stop_leftovers(tree)
         self.started_here = False
+
+    def _process_tree(self) -> list[tuple[int, int]]:
+        """(pid, start time) of the local node's processes and all below them.
+
+        Below the raylet are the workers: :func:`_stop_leftovers` stops any of
+        them that outlive the session.
+        """
+        node = self.node or getattr(ray._private.worker, "_global_node", None)
+        if node is None or not sys.platform.startswith("linux"):
+            return []
+        from rayfl._watchdog import descendants, start_time
+
+        roots = {p.process.pid for ps in node.all_processes.values() for p in ps}
+        tree = ((pid, start_time(pid)) for pid in descendants(roots))
+        return [(pid, start) for pid, start in tree if start is not None]
+
+
+def _stop_leftovers(tree: list[tuple[int, int]], wait_s: float = 2.0) -> list[int]:
+    """Stop what is left of a stopped session's ``tree`` after ``wait_s``; their pids.
+
+    A worker that gets the raylet's SIGTERM while Python runs a weakref
+    callback swallows the ``SystemExit`` (Python prints "Exception ignored in
+    ... SystemExit: 1") and lives on, its raylet gone, holding its memory
+    (seen: a data holder alive 84 min after its benchmark ended). Such
+    processes get SIGTERM again, then SIGKILL (:func:`rayfl._watchdog.teardown`).
+    """
+    from rayfl._watchdog import start_time, teardown
+
+    def alive() -> list[tuple[int, int]]:
+        return [(p, s) for p, s in tree if start_time(p) == s]
+
+    deadline = time.monotonic() + wait_s
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = alive()
+    return sorted(teardown(left, "")) if left else []
 
 
 #: What the lean start uses of Ray's internal ``Node`` and ``RayParams``.
