@@ -69,15 +69,17 @@ def _child_processes() -> set[tuple[int, int]]:
     """Return (pid, start time) of every process below this one (Linux; else empty)."""
     if not sys.platform.startswith("linux"):
         return set()
-    from rayfl._watchdog import descendants, start_time
+    from rayfl._watchdog import descendants
 
     me = os.getpid()
-    out = set()
-    for pid in descendants({me}) - {me}:
-        start = start_time(pid)
-        if start is not None:
-            out.add((pid, start))
-    return out
+    return _with_start_times(descendants({me}) - {me})
+
+
+def _with_start_times(pids: set[int]) -> set[tuple[int, int]]:
+    """(pid, start time) of each of ``pids`` still alive: a pid never reused."""
+    from rayfl._watchdog import start_time
+
+    return {(pid, s) for pid in pids if (s := start_time(pid)) is not None}
 
 
 def _stop_new_processes(before: set[tuple[int, int]]) -> list[int]:
@@ -257,11 +259,10 @@ class RaySession:
         node = self.node or getattr(ray._private.worker, "_global_node", None)
         if node is None or not sys.platform.startswith("linux"):
             return []
-        from rayfl._watchdog import descendants, start_time
+        from rayfl._watchdog import descendants
 
         roots = {p.process.pid for ps in node.all_processes.values() for p in ps}
-        tree = ((pid, start_time(pid)) for pid in descendants(roots))
-        return [(pid, start) for pid, start in tree if start is not None]
+        return sorted(_with_start_times(descendants(roots)))
 
 
 def _stop_leftovers(tree: list[tuple[int, int]], wait_s: float = 2.0) -> list[int]:
