@@ -32,6 +32,7 @@ from rayfl.benchmarks.policies_stats import (
 )
 from rayfl.benchmarks.policies_tuning import (
     CONSTANT_GRID,
+    MAX_EXTENSIONS,
     tunable_constants,
     tune_constants,
 )
@@ -271,25 +272,84 @@ def test_cli_unknown_scenario_is_one_line(capsys):
     assert len(err) == 1 and "--scenario must be one of" in err[0]
 
 
-def test_tune_constants_picks_the_best_grid_value_on_the_training_seeds():
-    cfg = load_config(TINY.config)  # fedavg: one control, lr = configured value
-    configured = cfg.algorithm.lr
-    seen: dict[str, object] = {}
+def _fake_play(best: float, seen: list[list[str]]):
+    """A ``play`` whose round-robin return is −|lr − best| (records each call's labels)."""
 
     def fake_play(cfg, specs, seeds, mode, progress=None):
-        seen["seeds"], seen["labels"] = list(seeds), [s[0] for s in specs]
-        # return = −|lr − 2·configured|: the grid's 2× value is best
+        seen.append([s[0] for s in specs])
         return [
-            {"policy": label, "seed": s, "return": -abs(p["lr"] - 2 * configured)}
+            {"policy": label, "seed": s, "return": -abs(p["lr"] - best)}
             for label, _, p in specs
             for s in seeds
         ]
 
-    chosen = tune_constants(cfg, [0, 1, 2], "surrogate", play=fake_play)
+    return fake_play
 
-    assert seen["seeds"] == [0, 1, 2]
-    assert len(seen["labels"]) == len(CONSTANT_GRID)
-    np.testing.assert_allclose(chosen["lr"], 2 * configured)
+
+def test_tune_constants_fixed_search_picks_the_best_grid_value():
+    cfg = load_config(TINY.config)  # fedavg: one control, lr = configured value
+    configured, seen = cfg.algorithm.lr, []
+    scores: dict = {}
+
+    chosen = tune_constants(
+        cfg,
+        [0, 1, 2],
+        "surrogate",
+        play=_fake_play(8 * configured, seen),
+        scores=scores,
+        search="fixed",
+    )
+
+    assert len(seen) == 1 and len(seen[0]) == len(CONSTANT_GRID)
+    np.testing.assert_allclose(chosen["lr"], 2 * configured)  # the grid's edge
+    assert len(scores["lr"]) == len(CONSTANT_GRID)
+
+
+@pytest.mark.parametrize("factor", [8.0, 2.0, 1.0, 0.05])
+def test_tune_constants_extends_the_grid_until_the_best_is_inside(factor):
+    cfg = load_config(TINY.config)
+    configured, seen = cfg.algorithm.lr, []
+    low, high = tunable_constants(cfg)["lr"][1:]
+    scores: dict = {}
+
+    chosen = tune_constants(
+        cfg,
+        [0, 1],
+        "surrogate",
+        play=_fake_play(factor * configured, seen),
+        scores=scores,
+    )
+
+    tried = sorted(float(v) for v in scores["lr"])
+    best = chosen["lr"]
+    i = tried.index(best)
+    # a worse value on each side, or the range's limit there
+    assert i > 0 or best <= low or len(seen) == 1 + MAX_EXTENSIONS
+    assert i < len(tried) - 1 or best >= high or len(seen) == 1 + MAX_EXTENSIONS
+    assert all(scores["lr"][str(best)] >= v for v in scores["lr"].values())
+    # each extension tries one new value, ×2 or ÷2 from the best so far
+    assert all(len(labels) == 1 for labels in seen[1:])
+    expected_best = {8.0: 8.0, 2.0: 2.0, 1.0: 1.0, 0.05: 0.2 / 4}[factor]
+    np.testing.assert_allclose(best, expected_best * configured)
+    if factor == 1.0:
+        assert len(seen) == 1  # inside the grid: nothing to extend
+
+
+def test_tune_constants_stops_at_the_range_limit():
+    cfg = load_config(TINY.config)
+    seen: list[list[str]] = []
+    high = tunable_constants(cfg)["lr"][2]
+
+    chosen = tune_constants(cfg, [0], "surrogate", play=_fake_play(10 * high, seen))
+
+    assert chosen["lr"] == high
+    assert len(seen) <= 1 + MAX_EXTENSIONS
+
+
+def test_tune_constants_rejects_an_unknown_search():
+    cfg = load_config(TINY.config)
+    with pytest.raises(ValueError, match="search must be one of"):
+        tune_constants(cfg, [0], "surrogate", play=_fake_play(0.1, []), search="x")
 
 
 def test_constant_controls_replace_the_policys_controls():
@@ -388,9 +448,11 @@ def test_hierarchy_constant_tuned_is_round_robin_at_the_best_step_size(tmp_path)
         only=["round_robin", "constant_tuned"],
         verbose=False,
         overrides={"topology.lr.gamma": configured},  # as --set does
+        constant_search="fixed",
     )
     run = pd.read_csv(tmp_path / "runs.csv").iloc[0]
     assert json.loads(run["overrides"]) == {"topology.lr.gamma": configured}
+    assert run["constant_search"] == "fixed"
     tuned = json.loads(run["constant_tuned"])
     grid = json.loads(run["constant_grid"])["topology.lr.gamma"]
     episodes = pd.read_csv(tmp_path / "episodes.csv")
@@ -414,6 +476,38 @@ def test_hierarchy_constant_tuned_is_round_robin_at_the_best_step_size(tmp_path)
         wide.loc[held_out, "round_robin"],
         [_round_robin_return(configured, s) for s in held_out],
         rtol=1e-9,
+    )
+
+
+def test_hierarchy_extended_search_ends_inside_or_at_a_limit(tmp_path):
+    import json
+
+    train, configured = [0, 1], 0.02
+    bench_policies(
+        [TINY_HIER],
+        modes=["surrogate"],
+        seeds=[1000],
+        train_seeds=train,
+        out=tmp_path,
+        only=["constant_tuned"],
+        verbose=False,
+        overrides={"topology.lr.gamma": configured},
+    )
+    run = pd.read_csv(tmp_path / "runs.csv").iloc[0]
+    assert run["constant_search"] == "extend"
+    grid = json.loads(run["constant_grid"])["topology.lr.gamma"]
+    tuned = json.loads(run["constant_tuned"])["topology.lr.gamma"]
+    tried = sorted(float(v) for v in grid)
+
+    # every value's mean is round robin's, played by hand at that step size
+    means = [np.mean([_round_robin_return(g, s) for s in train]) for g in tried]
+    np.testing.assert_allclose([grid[str(g)] for g in tried], means, rtol=1e-9)
+    assert tuned == tried[int(np.argmax(means))]
+    grid_only = sorted(configured * f for f in CONSTANT_GRID)
+    assert len(tried) > len(grid_only) or 0 < tried.index(tuned) < len(tried) - 1
+    i, high = tried.index(tuned), 1.0
+    assert len(tried) == len(grid_only) + MAX_EXTENSIONS or (
+        (i > 0) and (i < len(tried) - 1 or tuned >= high)
     )
 
 

@@ -10,7 +10,7 @@ beside (DESIGN.md):
 | ``learned`` | the shipped learned policy (or ``--learned PATH``) |
 | ``learned_<name>`` | more trained policies side by side: ``--learned learned_a=PATH,learned_b=PATH`` (``learned=PATH`` replaces the shipped one) |
 | ``learned_untrained`` | a freshly initialised score network with the learned decoder (``learned`` with ``untrained=True``) |
-| ``constant_tuned`` | round robin with its constants tuned (:mod:`.policies_tuning`): each held at the grid value with the best mean return on the training seeds (``--train-seeds``, disjoint from the held-out ones). Star: the algorithm's per-client controls (FedAvg: ``lr``). Hierarchy (its env schedules subchannels only, no per-device controls): the configured step size as a config value, ``topology.lr.gamma`` (``lr.mode: manual``, η_k = γ/√(k+1)) or ``algorithm.lr`` (``lr.mode: constant``); every other policy runs at the configured value. Not on D2D |
+| ``constant_tuned`` | round robin with its constants tuned (:mod:`.policies_tuning`): each held at the grid value with the best mean return on the training seeds (``--train-seeds``, disjoint from the held-out ones); the grid grows past an edge that holds the best value (``--constant-search extend``, the default; ``fixed``: the four grid values only). Star: the algorithm's per-client controls (FedAvg: ``lr``). Hierarchy (its env schedules subchannels only, no per-device controls): the configured step size as a config value, ``topology.lr.gamma`` (``lr.mode: manual``, η_k = γ/√(k+1)) or ``algorithm.lr`` (``lr.mode: constant``); every other policy runs at the configured value. Not on D2D |
 | every other registered policy | the papers' own policies (``minmax`` with its controls taken from the algorithm, ``lyapunov``, ``channel_threshold``, …) and the heuristics |
 
 A held-out seed ``s`` is both the config seed (data partition) and the
@@ -25,7 +25,7 @@ while it runs; a failure or Ctrl-C keeps the finished episodes in
 | ``episodes.csv`` | one row per (scenario, mode, policy, seed): ``return`` and the KPIs (``max_client_loss``, ``jain``, ``accuracy``, ``energy_j``, ``latency_s``, ``epsilon``); each row is written as its episode finishes |
 | ``summary.csv`` / ``summary.md`` | per (scenario, mode, policy): mean and 95% t-CI of each KPI; paired difference to the best heuristic with its CI, p-value, wins/losses/ties (:mod:`.policies_stats`) |
 | ``surrogate_check.csv`` / ``.md`` | with ``--mode both``: per scenario and policy, both modes' returns, the error, the paired differences to the emulation's best heuristic in both modes, ``spearman`` and the ``fit_for_training`` verdict |
-| ``runs.csv`` | wall time of each (scenario, mode), the tuned constants (``constant_tuned``) and the grid's mean returns on the training seeds (``constant_grid``) |
+| ``runs.csv`` | wall time of each (scenario, mode), the tuned constants (``constant_tuned``), the mean return of every value tried on the training seeds (``constant_grid``) and the search (``constant_search``) |
 | ``merged_from.txt`` | with ``--merge DIRS``: the runs whose episodes were merged |
 | ``surrogate_used.yaml`` | with ``--surrogate PATH``: a copy of the fitted surrogate the star's surrogate mode used (``rayfl bench fit-surrogate``, :mod:`.surrogate_fit_cli`) |
 | ``<scenario>.png`` | mean return ± 95% CI per policy, one panel per mode |
@@ -49,6 +49,7 @@ from rayfl.benchmarks.policies_report import write_outputs
 from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_for
 from rayfl.benchmarks.policies_tuning import (
     CONSTANT,
+    SEARCHES,
     ConstantControls,
     Spec,
     constant_grid,
@@ -270,18 +271,26 @@ def bench_policies(
     num_cpus: int = 2,
     verbose: bool = True,
     overrides: dict[str, Any] | None = None,
+    constant_search: str = "extend",
 ) -> pd.DataFrame:
     """Run the benchmark; write its files under ``out``; return the summary.
 
     ``overrides`` (dotted config keys) apply to every scenario, e.g. a fitted
     surrogate's ``rl.surrogate_*`` (``--surrogate``) or ``--set`` values; they
-    are recorded in ``runs.csv``.
+    are recorded in ``runs.csv``. ``constant_search`` is how
+    ``constant_tuned`` searches (:func:`tune_constants`: ``extend`` or
+    ``fixed``).
 
     Raises:
         ValueError: If the held-out and training seeds overlap, or no seeds.
     """
     if not seeds:
         raise BenchError("--seeds: give at least one held-out seed")
+    if constant_search not in SEARCHES:
+        raise BenchError(
+            f"--constant-search must be one of {', '.join(SEARCHES)}; "
+            f"got {constant_search!r}"
+        )
     overlap = sorted(set(seeds) & set(train_seeds))
     if overlap:
         raise BenchError(
@@ -317,7 +326,14 @@ def bench_policies(
                     say(f"== {scenario.name} ({mode}, {len(seeds)} seeds)")
                     cfg, mine = configs[scenario.name], specs[scenario.name]
                     run = _run_scenario(
-                        cfg, scenario, mine, mode, seeds, train_seeds, log
+                        cfg,
+                        scenario,
+                        mine,
+                        mode,
+                        seeds,
+                        train_seeds,
+                        log,
+                        constant_search,
                     )
                     runs.append(run | {"overrides": json.dumps(overrides or {})})
                     say(f"   {runs[-1]['wall_s']:.0f} s")
@@ -353,6 +369,7 @@ def _run_scenario(
     seeds: Sequence[int],
     train_seeds: Sequence[int],
     log: RowLog,
+    constant_search: str = "extend",
 ) -> dict[str, Any]:
     """One (scenario, mode): tune the constants, play every policy on every seed.
 
@@ -369,6 +386,9 @@ def _run_scenario(
 
     def tuning(row: dict[str, Any]) -> None:
         log.describe(f"{mode} tuning: {row['policy']} seed {row['seed']}")
+        if log.bar.n >= log.bar.total:  # the search went past the grid
+            log.total += 1
+            log.bar.total = log.total
         log.bar.update()
 
     def held_out(row: dict[str, Any]) -> None:
@@ -379,7 +399,13 @@ def _run_scenario(
     grid: dict[str, dict[str, float]] = {}
     if any(label == CONSTANT for label, *_ in specs):
         tuned = tune_constants(
-            cfg, train_seeds, mode, play=play, scores=grid, progress=tuning
+            cfg,
+            train_seeds,
+            mode,
+            play=play,
+            scores=grid,
+            progress=tuning,
+            search=constant_search,
         )
     mine = [
         (label, name, {**params, **tuned} if label == CONSTANT else params)
@@ -394,6 +420,7 @@ def _run_scenario(
         "wall_s": round(time.perf_counter() - t0, 1),
         "constant_tuned": json.dumps(tuned),
         "constant_grid": json.dumps(grid),
+        "constant_search": constant_search if tuned else "",
     }
 
 
@@ -422,16 +449,9 @@ def _session(configs: dict[str, RunConfig], modes: Sequence[str]) -> Any:
 
 
 # ------------------------------------------------------------------ command line
-def _seeds(text: str) -> list[int]:
-    if ":" in text:
-        start, stop = (int(v) for v in text.split(":"))
-        return list(range(start, stop))
-    return [int(s) for s in text.split(",") if s.strip()]
-
-
 def main(argv: list[str] | None = None) -> None:
     """Run ``rayfl bench policies`` with the command-line flags ``argv``."""
-    from rayfl.benchmarks.policies_cli import parser
+    from rayfl.benchmarks.policies_cli import merge, parse_seeds, parser, surrogate
 
     args = parser().parse_args(argv)
     if args.scenario:
@@ -448,44 +468,25 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     t0 = time.perf_counter()
     if args.merge:
-        _merge(args.merge, out)
+        merge(args.merge, out)
         return
-    overrides = _surrogate(args.surrogate, out) | parse_overrides(args.set or [])
+    overrides = surrogate(args.surrogate, out) | parse_overrides(args.set or [])
     bench_policies(
         scenarios,
         modes=modes,
-        seeds=_seeds(args.seeds),
-        train_seeds=_seeds(args.train_seeds),
+        seeds=parse_seeds(args.seeds),
+        train_seeds=parse_seeds(args.train_seeds),
         out=out,
         learned=learned_checkpoints(args.learned),
         only=only,
         num_cpus=args.num_cpus,
         overrides=overrides,
+        constant_search=args.constant_search,
     )
     print(
         f"\nwrote {out}/summary.csv, summary.md, episodes.csv, runs.csv, "
         f"*.png in {time.perf_counter() - t0:.0f} s"
     )
-
-
-def _merge(sources: str, out: Path) -> None:
-    from rayfl.benchmarks.policies_report import merge_outputs
-
-    try:
-        merge_outputs([d.strip() for d in sources.split(",") if d.strip()], out)
-    except ValueError as e:
-        raise BenchError(str(e)) from None
-    print(f"wrote {out}/")
-
-
-def _surrogate(path: str | None, out: Path) -> dict[str, Any]:
-    """``--surrogate``: its ``rl.surrogate_*`` overrides, copied beside the results."""
-    from rayfl.benchmarks.surrogate_fit import surrogate_overrides
-
-    try:
-        return surrogate_overrides(path, copy_to=out) if path else {}
-    except ValueError as e:
-        raise BenchError(str(e)) from None
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
 from rayfl.benchmarks.policies_scenarios import SCENARIOS
 
@@ -63,6 +65,15 @@ def parser() -> argparse.ArgumentParser:
         "topology.lr.gamma=0.1; recorded in runs.csv",
     )
     p.add_argument(
+        "--constant-search",
+        default="extend",
+        choices=["extend", "fixed"],
+        help="how constant_tuned searches: the grid (0.2, 0.5, 1, 2 x the "
+        "configured value) extended x2 past an edge that holds the best value "
+        "(extend, default) or the grid only (fixed, what runs before 29 Nov "
+        "2026 did)",
+    )
+    p.add_argument(
         "--merge",
         default=None,
         help="instead of running: report earlier --out directories together "
@@ -71,3 +82,34 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--num-cpus", type=int, default=2, help="Ray CPUs (emulate)")
     p.add_argument("--out", default="bench-policies", help="output directory")
     return p
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``START:STOP`` (a range) or ``a,b,c`` to a list of seeds."""
+    if ":" in text:
+        start, stop = (int(v) for v in text.split(":"))
+        return list(range(start, stop))
+    return [int(s) for s in text.split(",") if s.strip()]
+
+
+def merge(sources: str, out: Path) -> None:
+    """``--merge DIRS``: report earlier ``--out`` directories together under ``out``."""
+    from rayfl.benchmarks.policies import BenchError
+    from rayfl.benchmarks.policies_report import merge_outputs
+
+    try:
+        merge_outputs([d.strip() for d in sources.split(",") if d.strip()], out)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    print(f"wrote {out}/")
+
+
+def surrogate(path: str | None, out: Path) -> dict[str, Any]:
+    """``--surrogate``: its ``rl.surrogate_*`` overrides, copied beside the results."""
+    from rayfl.benchmarks.policies import BenchError
+    from rayfl.benchmarks.surrogate_fit import surrogate_overrides
+
+    try:
+        return surrogate_overrides(path, copy_to=out) if path else {}
+    except ValueError as e:
+        raise BenchError(str(e)) from None

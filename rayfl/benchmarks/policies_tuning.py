@@ -3,7 +3,12 @@
 A learned policy is read beside tuned constants (DESIGN.md): round robin with
 each constant the algorithm or the config exposes held at the grid value
 (:data:`CONSTANT_GRID` × the configured value) with the best mean return on the
-training seeds, disjoint from the held-out ones.
+training seeds, disjoint from the held-out ones. A best value at the grid's
+edge is not a tuned one, so the search (``search="extend"``, the default) goes
+on past that edge in steps of ×2 (or ÷2), up to :data:`MAX_EXTENSIONS` steps,
+until the best value has a worse neighbour on both sides or sits at the
+control's range limit; ``search="fixed"`` keeps the four grid values (what
+benchmark runs before 29 Nov 2026 did).
 
 | topology | what is tuned (:func:`tunable_constants`) | how it is applied |
 |----------|-------------------------------------------|-------------------|
@@ -25,6 +30,8 @@ from rayfl.config import RunConfig, load_config
 __all__ = [
     "CONSTANT",
     "CONSTANT_GRID",
+    "MAX_EXTENSIONS",
+    "SEARCHES",
     "ConstantControls",
     "constant_grid",
     "env_config",
@@ -36,6 +43,11 @@ __all__ = [
 #: Multiples of the configured value tried by ``constant_tuned``.
 CONSTANT_GRID = (1.0, 0.2, 0.5, 2.0)
 CONSTANT = "constant_tuned"
+#: Most values ``search="extend"`` adds past the grid's edge (×2 each: the
+#: best of 2× can move to 32× the configured value, clipped to the range).
+MAX_EXTENSIONS = 4
+#: How ``constant_tuned`` searches: the grid, or the grid extended past its edge.
+SEARCHES = ("extend", "fixed")
 Spec = tuple[str, str, dict[str, Any]]  # (label, registered name, params)
 
 
@@ -109,6 +121,31 @@ def env_config(cfg: RunConfig, spec: Spec) -> RunConfig:
     return load_config(cfg, params)
 
 
+def next_value(
+    tried: Sequence[float], best: float, low: float, high: float
+) -> float | None:
+    """The value ``search="extend"`` tries next, or None when ``best`` is tuned.
+
+    ``best`` at the top of ``tried`` and below ``high``: 2 × ``best`` (clipped);
+    at the bottom and above ``low``: ``best`` / 2 (clipped). Otherwise (a worse
+    value on each side, or the range's limit) None.
+
+    Example:
+        >>> next_value([0.01, 0.025, 0.05, 0.1], 0.1, 0.0, 1.0)
+        0.2
+        >>> next_value([0.01, 0.025, 0.05, 0.1], 0.05, 0.0, 1.0) is None
+        True
+    """
+    ordered = sorted(tried)
+    if best >= ordered[-1] and best < high:
+        value = _round(min(2.0 * best, high))
+    elif best <= ordered[0] and best > low:
+        value = _round(max(best / 2.0, low))
+    else:
+        return None
+    return None if value in ordered else value
+
+
 def tune_constants(
     cfg: RunConfig,
     seeds: Sequence[int],
@@ -117,13 +154,17 @@ def tune_constants(
     play: Callable[..., list[dict[str, Any]]],
     scores: dict[str, dict[str, float]] | None = None,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    search: str = "extend",
 ) -> dict[str, float]:
     """The constants of ``constant_tuned``: best grid value on ``seeds``.
 
     Each constant of :func:`tunable_constants` (star, FedAvg: ``lr``;
     hierarchy: ``topology.lr.gamma``) is tried at :data:`CONSTANT_GRID` × its
     configured value (clipped to its range), one at a time, under round robin;
-    the best mean return wins, ties keep the configured value.
+    with ``search="extend"`` the grid then grows past an edge that holds the
+    best value (:func:`next_value`, at most :data:`MAX_EXTENSIONS` values). The
+    best mean return wins; ties keep the configured value, then the earlier
+    value.
 
     Args:
         cfg: The scenario's config.
@@ -131,25 +172,41 @@ def tune_constants(
         mode: ``surrogate`` or ``emulate``.
         play: Plays specs on seeds, one row per episode
             (``rayfl.benchmarks.policies.play``).
-        scores: If given, filled with {name: {value: mean return}} of the grid.
+        scores: If given, filled with {name: {value: mean return}} of every
+            value tried.
         progress: Called with each training episode's row.
+        search: ``extend`` (default) or ``fixed`` (:data:`SEARCHES`).
+
+    Raises:
+        ValueError: For an unknown ``search``.
     """
+    if search not in SEARCHES:
+        raise ValueError(f"search must be one of {', '.join(SEARCHES)}; got {search!r}")
     chosen: dict[str, float] = {}
     for name, (configured, low, high) in tunable_constants(cfg).items():
-        grid = constant_grid(configured, low, high)
-        specs: list[Spec] = [
-            (f"{CONSTANT}={value}", "round_robin", {**chosen, name: value})
-            for value in grid
-        ]
-        rows = pd.DataFrame(play(cfg, specs, seeds, mode, progress))
-        means = rows.groupby("policy", sort=False)["return"].mean()
-        mine = {
-            value: float(means[label])
-            for (label, _, _), value in zip(specs, grid, strict=True)
-        }
-        chosen[name] = max(grid, key=lambda v: mine[v])  # first max: configured
+
+        def means(values: Sequence[float], name: str = name) -> dict[float, float]:
+            specs: list[Spec] = [
+                (f"{CONSTANT}={value}", "round_robin", {**chosen, name: value})
+                for value in values
+            ]
+            rows = pd.DataFrame(play(cfg, specs, seeds, mode, progress))
+            by = rows.groupby("policy", sort=False)["return"].mean()
+            return {
+                value: float(by[label])
+                for (label, _, _), value in zip(specs, values, strict=True)
+            }
+
+        mine = means(constant_grid(configured, low, high))  # configured first
+        for _ in range(MAX_EXTENSIONS if search == "extend" else 0):
+            best = max(mine, key=lambda v: mine[v])  # first max: configured
+            value = next_value(list(mine), best, low, high)
+            if value is None:
+                break
+            mine |= means([value])
+        chosen[name] = max(mine, key=lambda v: mine[v])
         if scores is not None:
-            scores[name] = {str(v): mine[v] for v in sorted(grid)}
+            scores[name] = {str(v): mine[v] for v in sorted(mine)}
     return chosen
 
 

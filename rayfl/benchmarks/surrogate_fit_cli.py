@@ -259,7 +259,8 @@ def main(argv: list[str] | None = None) -> FitResult:
         BenchError: For a scenario that is not a registered star, fit seeds
             that are empty or overlap the held-out ``--seeds``.
     """
-    from rayfl.benchmarks.policies import BenchError, _seeds
+    from rayfl.benchmarks.policies import BenchError
+    from rayfl.benchmarks.policies_cli import parse_seeds as _seeds
     from rayfl.benchmarks.policies_scenarios import SCENARIOS
 
     args = parser().parse_args(argv)
