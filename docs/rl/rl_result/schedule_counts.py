@@ -7,6 +7,12 @@ a registered scenario, one episode per held-out seed, and writes one row per
 channel gain over the episode (dB, mean over rounds and subchannels: what the
 policy observes), its data size and its test loss at the last round. Read it to
 see *how* a learned schedule differs from round robin, not only by how much.
+A second file, ``<out>_summary.csv``, has one row per policy: clients never
+scheduled in an episode (mean, min, max over seeds), the most turns one client
+got, the delivery rate, the mean over seeds of Spearman's ρ between a client's
+turns and its data size and its mean gain, and the mean data size of the
+clients never scheduled and of the others. ``--from CSV`` rewrites the summary
+of an earlier run without playing.
 
 Usage:
     python docs/rl/rl_result/schedule_counts.py --scenario star-small-shadowed \
@@ -51,15 +57,55 @@ def episode(env, policy, seed: int) -> dict[str, np.ndarray]:
     }
 
 
+def summarize(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per policy: how its turns spread over the clients (module doc)."""
+    out = []
+    for policy, g in rows.groupby("policy", sort=False):
+        never = (g["scheduled"] == 0).groupby(g["seed"]).sum()
+
+        def rho(col: str, g: pd.DataFrame = g) -> float:
+            per_seed = [
+                x["scheduled"].corr(x[col], method="spearman")
+                for _, x in g.groupby("seed")
+                if x["scheduled"].nunique() > 1
+            ]
+            return float(np.mean(per_seed)) if per_seed else float("nan")
+
+        skipped = g["scheduled"] == 0
+        out.append(
+            {
+                "policy": policy,
+                "seeds": g["seed"].nunique(),
+                "clients": int(g.groupby("seed").size().iloc[0]),
+                "never_scheduled_mean": never.mean(),
+                "never_scheduled_min": never.min(),
+                "never_scheduled_max": never.max(),
+                "max_turns": g["scheduled"].max(),
+                "delivery_rate": g["delivered"].sum() / g["scheduled"].sum(),
+                "spearman_turns_data": rho("data_size"),
+                "spearman_turns_gain": rho("mean_gain"),
+                "data_size_never": g.loc[skipped, "data_size"].mean(),
+                "data_size_scheduled": g.loc[~skipped, "data_size"].mean(),
+            }
+        )
+    return pd.DataFrame(out)
+
+
 def main() -> None:
     """Play every policy on every seed; write the per-client rows."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scenario", required=True)
     p.add_argument("--seeds", default="1000:1005")
-    p.add_argument("--policies", required=True, help="name or learned=PATH, ...")
+    p.add_argument("--policies", default="", help="name or learned=PATH, ...")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--out", required=True)
+    p.add_argument("--from", dest="source", default=None, help="summarize this CSV")
     args = p.parse_args()
+    summary_path = Path(args.out).with_name(Path(args.out).stem + "_summary.csv")
+    if args.source:
+        summarize(pd.read_csv(args.source)).to_csv(summary_path, index=False)
+        print(f"wrote {summary_path}")
+        return
     from rayfl.session import RaySession
 
     base = {"ray": {"num_cpus": 2, "object_store_memory_mb": 150}}
@@ -88,7 +134,8 @@ def main() -> None:
         session.close()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(args.out, index=False)
-    print(f"wrote {args.out}")
+    summarize(pd.DataFrame(rows)).to_csv(summary_path, index=False)
+    print(f"wrote {args.out} and {summary_path}")
 
 
 if __name__ == "__main__":
