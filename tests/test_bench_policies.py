@@ -272,6 +272,17 @@ def test_cli_unknown_scenario_is_one_line(capsys):
     assert len(err) == 1 and "--scenario must be one of" in err[0]
 
 
+def test_constant_search_flag_defaults_to_extend_and_takes_fixed():
+    from rayfl.benchmarks.policies_cli import parser
+
+    assert parser().parse_args([]).constant_search == "extend"
+    assert (
+        parser().parse_args(["--constant-search", "fixed"]).constant_search == "fixed"
+    )
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--constant-search", "wide"])
+
+
 def _fake_play(best: float, seen: list[list[str]]):
     """A ``play`` whose round-robin return is −|lr − best| (records each call's labels)."""
 
