@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rayfl.benchmarks.policies_cli import BenchError
 from rayfl.benchmarks.policies_report import write_outputs
 from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_for
 from rayfl.benchmarks.policies_tuning import (
@@ -65,10 +66,6 @@ from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
 __all__ = ["BenchError", "bench_policies", "main", "policy_specs"]
 
 UNTRAINED = "learned_untrained"
-
-
-class BenchError(ValueError):
-    """Bad arguments or a policy that cannot run: printed in one line by ``rayfl``."""
 
 
 def learned_checkpoints(text: str | None) -> dict[str, str]:
@@ -284,19 +281,7 @@ def bench_policies(
     Raises:
         ValueError: If the held-out and training seeds overlap, or no seeds.
     """
-    if not seeds:
-        raise BenchError("--seeds: give at least one held-out seed")
-    if constant_search not in SEARCHES:
-        raise BenchError(
-            f"--constant-search must be one of {', '.join(SEARCHES)}; "
-            f"got {constant_search!r}"
-        )
-    overlap = sorted(set(seeds) & set(train_seeds))
-    if overlap:
-        raise BenchError(
-            f"--train-seeds must be disjoint from the held-out --seeds; both have "
-            f"{overlap}"
-        )
+    _check_args(seeds, train_seeds, constant_search)
     say = print if verbose else (lambda _: None)
     ray_override = {"ray": {"num_cpus": num_cpus, "object_store_memory_mb": 150}}
     ray_override |= overrides or {}
@@ -345,6 +330,25 @@ def bench_policies(
         if session is not None:
             session.close()
     return summary
+
+
+def _check_args(
+    seeds: Sequence[int], train_seeds: Sequence[int], constant_search: str
+) -> None:
+    """Refuse no held-out seeds, overlapping seed sets or an unknown search."""
+    if not seeds:
+        raise BenchError("--seeds: give at least one held-out seed")
+    if constant_search not in SEARCHES:
+        raise BenchError(
+            f"--constant-search must be one of {', '.join(SEARCHES)}; "
+            f"got {constant_search!r}"
+        )
+    overlap = sorted(set(seeds) & set(train_seeds))
+    if overlap:
+        raise BenchError(
+            f"--train-seeds must be disjoint from the held-out --seeds; both have "
+            f"{overlap}"
+        )
 
 
 def _planned(

@@ -8,6 +8,11 @@ from typing import Any
 
 from rayfl.benchmarks.policies_scenarios import SCENARIOS
 
+
+class BenchError(ValueError):
+    """Bad arguments or a policy that cannot run: printed in one line by ``rayfl``."""
+
+
 #: The first line of ``rayfl bench policies``'s help.
 DESCRIPTION = (
     "``rayfl bench policies``: every scheduling policy on registered scenarios."
@@ -94,7 +99,6 @@ def parse_seeds(text: str) -> list[int]:
 
 def merge(sources: str, out: Path) -> None:
     """``--merge DIRS``: report earlier ``--out`` directories together under ``out``."""
-    from rayfl.benchmarks.policies import BenchError
     from rayfl.benchmarks.policies_report import merge_outputs
 
     try:
@@ -106,7 +110,6 @@ def merge(sources: str, out: Path) -> None:
 
 def surrogate(path: str | None, out: Path) -> dict[str, Any]:
     """``--surrogate``: its ``rl.surrogate_*`` overrides, copied beside the results."""
-    from rayfl.benchmarks.policies import BenchError
     from rayfl.benchmarks.surrogate_fit import surrogate_overrides
 
     try:
