@@ -33,24 +33,32 @@ class CompareFailed(RuntimeError):
     """A comparison stopped by an error or an interruption; its rows are on disk.
 
     Attributes:
-        done: Runs finished (rows written).
+        done: Runs finished (those without a row, e.g. tuning runs, included).
         total: Runs planned.
+        kept: Rows written (``done`` unless some runs write no row).
         paths: The CSV files holding the finished rows.
         status: ``"failed"`` or ``"interrupted"`` (Ctrl-C, SIGTERM).
     """
 
     def __init__(
-        self, error: BaseException, done: int, total: int, paths: Sequence[Path]
+        self,
+        error: BaseException,
+        done: int,
+        total: int,
+        paths: Sequence[Path],
+        kept: int | None = None,
     ) -> None:
         self.done, self.total, self.paths = done, total, list(paths)
+        self.kept = done if kept is None else kept
         interrupted = isinstance(error, KeyboardInterrupt) or (
             getattr(error, "status", None) == "interrupted"
         )
         self.status = "interrupted" if interrupted else "failed"
         what = "interrupted" if interrupted else f"failed: {_one_line(error)}"
         where = ", ".join(str(p) for p in self.paths) if self.paths else "nowhere"
+        rows = self.kept
         kept = (
-            f"the {done} finished row(s) are in {where}" if done else "no run finished"
+            f"the {rows} finished row(s) are in {where}" if rows else "no row written"
         )
         super().__init__(f"{what} after {done} of {total} runs; {kept}")
 
@@ -99,6 +107,8 @@ class RowLog:
         #: Columns added to every row (e.g. ``{"seed": 1}``), set by the caller.
         self.context: dict[str, Any] = {}
         self.total = total
+        #: Runs finished without a row (:meth:`tick`).
+        self.ticks = 0
         self.bar = tqdm(total=total, desc=desc, unit="run", disable=not progress)
 
     def describe(self, text: str) -> None:
@@ -122,6 +132,17 @@ class RowLog:
             atomic_write(path, _csv_writer(out))
         self.bar.update()
 
+    def tick(self) -> None:
+        """Count a run that finished without a row (e.g. a tuning run).
+
+        Past the planned total (a search that went on), the total grows.
+        """
+        self.ticks += 1
+        if len(self.rows) + self.ticks > self.total:
+            self.total = len(self.rows) + self.ticks
+            self.bar.total = self.total
+        self.bar.update()
+
     def close(self) -> None:
         """Close the bar."""
         self.bar.close()
@@ -135,7 +156,11 @@ class RowLog:
             raise
         except (Exception, KeyboardInterrupt) as error:
             raise CompareFailed(
-                error, len(self.rows), self.total, self.paths
+                error,
+                len(self.rows) + self.ticks,
+                self.total,
+                self.paths,
+                kept=len(self.rows),
             ) from error
         finally:
             self.close()

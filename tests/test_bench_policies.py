@@ -561,8 +561,9 @@ def test_each_episode_is_on_disk_as_it_finishes_and_a_failure_keeps_them(
         ("constant_tuned", 1000),
     ]
     assert {"scenario", "mode", "return", *KPIS} <= set(episodes)
-    # 4 tuning + 4 held-out episodes planned; 4 + 2 done
-    assert "after 2 of 8 runs" in str(caught.value)
+    # 4 tuning + 4 held-out episodes planned; 4 + 2 done, 2 rows kept
+    assert "after 6 of 8 runs" in str(caught.value)
+    assert "the 2 finished row(s)" in str(caught.value)
     assert "RuntimeError: boom" in str(caught.value)
     err = capsys.readouterr().err
     assert "episodes" in err and "6/8" in err  # the tqdm bar

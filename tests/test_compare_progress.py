@@ -199,3 +199,19 @@ def test_reproduce_scripts_use_the_bar_and_the_one_line_errors():
         text = script.read_text()
         assert "progress_bar(" in text, script.name
         assert "sys.exit(script_main(main))" in text, script.name
+
+
+def test_runs_without_a_row_count_as_done_and_grow_the_total(tmp_path):
+    from rayfl.compare_progress import CompareFailed, RowLog
+
+    log = RowLog([tmp_path / "rows.csv"], total=3, desc="runs", progress=False)
+    with pytest.raises(CompareFailed) as caught, log.guard():
+        log.tick()
+        log.tick()
+        log.add({"run": 1})
+        log.tick()  # one past the plan: the total grows to 4
+        raise RuntimeError("boom")
+
+    assert log.total == 4
+    assert caught.value.done == 4 and caught.value.kept == 1
+    assert "after 4 of 4 runs; the 1 finished row(s)" in str(caught.value)

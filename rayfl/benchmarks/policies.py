@@ -390,10 +390,7 @@ def _run_scenario(
 
     def tuning(row: dict[str, Any]) -> None:
         log.describe(f"{mode} tuning: {row['policy']} seed {row['seed']}")
-        if log.bar.n >= log.bar.total:  # the search went past the grid
-            log.total += 1
-            log.bar.total = log.total
-        log.bar.update()
+        log.tick()  # a search past the grid grows the total
 
     def held_out(row: dict[str, Any]) -> None:
         log.describe(f"{mode}: {row['policy']} seed {row['seed']}")
