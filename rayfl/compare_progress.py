@@ -57,10 +57,10 @@ class CompareFailed(RuntimeError):
         what = "interrupted" if interrupted else f"failed: {_one_line(error)}"
         where = ", ".join(str(p) for p in self.paths) if self.paths else "nowhere"
         rows = self.kept
-        kept = (
+        saved = (
             f"the {rows} finished row(s) are in {where}" if rows else "no row written"
         )
-        super().__init__(f"{what} after {done} of {total} runs; {kept}")
+        super().__init__(f"{what} after {done} of {total} runs; {saved}")
 
 
 def _one_line(error: BaseException) -> str:
