@@ -164,6 +164,13 @@ def _stop_ray_under(root: str, grace_s: float = 2.0) -> None:
         time.sleep(0.2)
 
 
+def _startup_timeout(message: str) -> bool:
+    """Whether a failed ``ray start`` timed out (Ray's raylet wait, or ours)."""
+    return "timed out during startup" in message or message.startswith(
+        "timed out after"
+    )
+
+
 def _tail(path: Path, n: int = 30) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
@@ -317,20 +324,21 @@ def two_node_cluster(ray_root: RayRoot) -> Cluster:
         "--temp-dir", str(root / "worker"),
         "--disable-usage-stats",
     ]  # fmt: skip
-    timings = {}
-    t0 = time.monotonic()
-    for attempt in (1, 2):  # Ray waits only 30 s for its raylet: once more under load
+    timings: dict[str, float] = {}
+    # Ray waits only 30 s for a raylet: under load, start the pair once more
+    for attempt in (1, 2):
         try:
+            t0 = time.monotonic()
             _run(head, env, ray_root.work / "head.log", timeout=180)
+            timings["head_start_s"] = time.monotonic() - t0
+            t0 = time.monotonic()
+            _run(worker, env, ray_root.work / "worker.log", timeout=120)
+            timings["worker_start_s"] = time.monotonic() - t0
             break
         except pytest.fail.Exception as e:
-            if attempt == 2 or "timed out during startup" not in str(e):
+            if attempt == 2 or not _startup_timeout(str(e)):
                 raise
             _stop_ray_under(str(root))
-    timings["head_start_s"] = time.monotonic() - t0
-    t0 = time.monotonic()
-    _run(worker, env, ray_root.work / "worker.log", timeout=120)
-    timings["worker_start_s"] = time.monotonic() - t0
     return Cluster(
         address=address, env={**env, "RAY_ADDRESS": address}, timings=timings
     )
