@@ -56,9 +56,10 @@ class CompareFailed(RuntimeError):
         self.status = "interrupted" if interrupted else "failed"
         what = "interrupted" if interrupted else f"failed: {_one_line(error)}"
         where = ", ".join(str(p) for p in self.paths) if self.paths else "nowhere"
-        rows = self.kept
         saved = (
-            f"the {rows} finished row(s) are in {where}" if rows else "no row written"
+            f"the {self.kept} finished row(s) are in {where}"
+            if self.kept
+            else "no row written"
         )
         super().__init__(f"{what} after {done} of {total} runs; {saved}")
 

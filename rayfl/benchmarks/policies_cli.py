@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rayfl.benchmarks.policies_scenarios import SCENARIOS
+from rayfl.benchmarks.policies_tuning import SEARCHES
 
 
 class BenchError(ValueError):
@@ -71,8 +72,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--constant-search",
-        default="extend",
-        choices=["extend", "fixed"],
+        default=SEARCHES[0],
+        choices=SEARCHES,
         help="how constant_tuned searches: the grid (0.2, 0.5, 1, 2 x the "
         "configured value) extended x2 past an edge that holds the best value "
         "(extend, default) or the grid only (fixed, what runs before 29 Nov "
