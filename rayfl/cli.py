@@ -216,7 +216,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         else [args.name]
     )
     for name in names:
-        print(f"== rayfl bench {name}")
+        if args.name == "all":
+            print(f"== rayfl bench {name}")
         import_module(BENCHMARKS[name]).main(list(args.overrides))
     return 0
 

@@ -49,6 +49,60 @@ def test_every_option_and_argument_of_every_subcommand_has_help():
     assert not silent, f"options without help text: {silent}"
 
 
+def _help_entries(text: str) -> dict[str, str]:
+    """Each option of an argparse help screen → its help text ("" if none)."""
+    entries: dict[str, str] = {}
+    current = None
+    for line in text.split("options:", 1)[1].splitlines():
+        if not line.strip():
+            if current is not None:
+                break  # the epilog follows the options
+            continue
+        if line.startswith("  -"):  # "  --csv CSV   help..." (help after 2+ spaces)
+            invocation, _, help_text = line.strip().partition("  ")
+            current = invocation.split()[0].rstrip(",")
+            entries[current] = help_text.strip()
+        elif current is not None:  # a continuation or the help on its own line
+            entries[current] = f"{entries[current]} {line.strip()}".strip()
+    return entries
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["round-time", "flute", "scale", "env", "startup", "policies", "fit-surrogate"],
+)
+def test_every_bench_help_names_its_program_and_explains_every_option(name, capsys):
+    # Arrange
+    from rayfl.benchmarks import BENCHMARKS
+
+    assert name in BENCHMARKS  # the list above is the registry's
+    # Act: through the real console entry point; --help must not run the benchmark
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["bench", name, "--help"])
+    out = capsys.readouterr().out
+    # Assert
+    assert stop.value.code == 0
+    assert out.startswith(f"usage: rayfl bench {name} "), out[:80]
+    entries = _help_entries(out)
+    assert "-h" in entries and len(entries) >= 2, out
+    silent = [option for option, text in entries.items() if not text]
+    assert not silent, f"rayfl bench {name}: options without help: {silent}"
+
+
+def test_bench_registry_and_the_cli_choices_agree():
+    from rayfl.benchmarks import BENCHMARKS
+
+    bench = next(
+        sub
+        for action in cli.build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name, sub in action.choices.items()
+        if name == "bench"
+    )
+    choices = next(a.choices for a in bench._actions if a.dest == "name")
+    assert set(choices) == set(BENCHMARKS) | {"all"}
+
+
 def test_version_prints_the_package_version(capsys):
     import rayfl
 

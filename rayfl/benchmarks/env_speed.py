@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from rayfl.benchmarks import bench_parser
 from rayfl.registry import ENVS, PARTICIPANT_RULES, POLICIES, load, make_policy
 
 BIG = [
@@ -151,30 +152,47 @@ def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
     tmp.replace(path)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the benchmark and print its table (``argv``: its command-line flags)."""
-    parser = argparse.ArgumentParser(prog="rayfl bench env", description=__doc__)
-    parser.add_argument("--mode", choices=("surrogate", "emulate"), default="surrogate")
-    parser.add_argument(
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``rayfl bench env``."""
+    p = bench_parser("env", __doc__)
+    p.add_argument(
+        "--mode",
+        choices=("surrogate", "emulate"),
+        default="surrogate",
+        help="surrogate: surrogate-mode steps/s and policy decision times; emulate: "
+        "the emulation's single env and vector envs, written to --csv "
+        "(default surrogate)",
+    )
+    p.add_argument(
         "--lanes",
         type=int,
         nargs="+",
         default=[16, 64, 128, 256],
-        help="E of the vector env",
+        help="E of the vector env (emulate; default 16 64 128 256)",
     )
-    parser.add_argument(
+    p.add_argument(
         "--steps", type=int, default=50, help="timed steps of the single env"
     )
-    parser.add_argument(
+    p.add_argument(
         "--vector-steps", type=int, default=25, help="timed steps of each vector env"
     )
-    parser.add_argument(
+    p.add_argument(
         "--repeats", type=int, default=1, help="measurements of every env, in turn"
     )
-    parser.add_argument("--csv", default="docs/performance/env_emulate.csv")
-    args = parser.parse_args(argv)
+    p.add_argument(
+        "--csv",
+        default="docs/performance/env_emulate.csv",
+        help="CSV of --mode emulate (default docs/performance/env_emulate.csv)",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark and print its table (``argv``: its command-line flags)."""
+    parser_ = parser()
+    args = parser_.parse_args(argv)
     if min(args.lanes) < 1 or min(args.steps, args.vector_steps, args.repeats) < 1:
-        parser.error("--lanes, --steps, --vector-steps and --repeats must be >= 1")
+        parser_.error("--lanes, --steps, --vector-steps and --repeats must be >= 1")
     if args.mode == "emulate":
         write_csv(emulate(args), Path(args.csv))
         print(f"wrote {args.csv}")

@@ -11,9 +11,11 @@ Run:  rayfl bench flute
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import rayfl
+from rayfl.benchmarks import bench_parser
 
 CONFIG = {
     "name": "flute",
@@ -27,10 +29,22 @@ CONFIG = {
 }
 
 
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``rayfl bench flute`` (its workload is fixed)."""
+    p = bench_parser("flute", __doc__)
+    p.add_argument(
+        "--out",
+        default=CONFIG["output"]["dir"],
+        help=f"folder of the run directory (default {CONFIG['output']['dir']})",
+    )
+    return p
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print its table (``argv``: its command-line flags)."""
+    args = parser().parse_args(argv)
     t0 = time.perf_counter()
-    result = rayfl.run(CONFIG)
+    result = rayfl.run(CONFIG, {"output.dir": args.out})
     total = time.perf_counter() - t0
     rounds_s = float(result.rounds["round_time_s"].sum())
     print(f"start-up (Ray, data, actors): {result.summary['setup_s']:.1f} s")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from rayfl.benchmarks import bench_parser
 from rayfl.benchmarks.policies_scenarios import SCENARIOS
 from rayfl.benchmarks.policies_tuning import SEARCHES
 
@@ -22,7 +23,7 @@ DESCRIPTION = (
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser of ``rayfl bench policies``."""
-    p = argparse.ArgumentParser(prog="rayfl bench policies", description=DESCRIPTION)
+    p = bench_parser("policies", DESCRIPTION)
     p.add_argument(
         "--topology", default="all", help="star, hierarchical, d2d or all (default)"
     )
@@ -34,7 +35,11 @@ def parser() -> argparse.ArgumentParser:
         help=f"a registered scenario (repeatable): {', '.join(SCENARIOS)}",
     )
     p.add_argument(
-        "--mode", default="surrogate", choices=["surrogate", "emulate", "both"]
+        "--mode",
+        default="surrogate",
+        choices=["surrogate", "emulate", "both"],
+        help="where the episodes run: the surrogate (default), the emulation "
+        "(real training on Ray) or both",
     )
     p.add_argument(
         "--seeds",

@@ -18,6 +18,7 @@ import numpy as np
 import ray
 import torch
 
+from rayfl.benchmarks import bench_parser
 from rayfl.config import load_config
 from rayfl.data.federated import build_federated
 from rayfl.engine import Engine
@@ -82,12 +83,22 @@ def plain_round(data: Any, start: np.ndarray, lr: float, rounds: int) -> float:
     return float(np.median(times))
 
 
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``rayfl bench round-time``."""
+    p = bench_parser("round-time", __doc__)
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="timed rounds of each side, after one warm-up round (default 5)",
+    )
+    p.add_argument("--cpus", type=int, default=2, help="Ray CPUs (default 2)")
+    return p
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print its table (``argv``: its command-line flags)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--cpus", type=int, default=2)
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     cfg = load_config(CONFIG, {"rounds": args.rounds + 1, "output.progress": False})
     data = build_federated(cfg.data, seed=cfg.seed)
     print(

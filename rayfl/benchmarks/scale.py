@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import ray
 
+from rayfl.benchmarks import bench_parser
 from rayfl.config import load_config
 from rayfl.engine import Engine
 from rayfl.schedule import Schedule
@@ -215,23 +216,53 @@ def sweep(args: argparse.Namespace) -> None:
     print(f"wrote {path}")
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the benchmark (``argv``: its command-line flags)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=10_000)
-    parser.add_argument("--cpus", type=int, default=2)
-    parser.add_argument("--sweep", action="store_true", help="the population sweep")
-    parser.add_argument("--csv", default="docs/performance/scale.csv")
-    parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--models", nargs="+", default=list(MODELS))
-    parser.add_argument("--populations", nargs="+", type=int, default=list(POPULATIONS))
-    parser.add_argument(
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``rayfl bench scale``."""
+    p = bench_parser("scale", __doc__)
+    p.add_argument(
+        "--clients",
+        type=int,
+        default=10_000,
+        help="clients of the one-round table (without --sweep; default 10000)",
+    )
+    p.add_argument("--cpus", type=int, default=2, help="Ray CPUs (default 2)")
+    p.add_argument(
+        "--sweep", action="store_true", help="the population sweep, written to --csv"
+    )
+    p.add_argument(
+        "--csv",
+        default="docs/performance/scale.csv",
+        help="CSV the sweep writes (default docs/performance/scale.csv)",
+    )
+    p.add_argument(
+        "--rounds", type=int, default=10, help="rounds per sweep point (default 10)"
+    )
+    p.add_argument(
+        "--models",
+        nargs="+",
+        default=list(MODELS),
+        help=f"models of the sweep (default: {' '.join(MODELS)})",
+    )
+    p.add_argument(
+        "--populations",
+        nargs="+",
+        type=int,
+        default=list(POPULATIONS),
+        help="population sizes N of the sweep (default: "
+        f"{' '.join(str(n) for n in POPULATIONS)})",
+    )
+    p.add_argument(
         "--all-clients",
         type=int,
         default=30_000,
         help="also one round of all these Fashion-MNIST clients (0: skip)",
     )
-    args = parser.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark (``argv``: its command-line flags)."""
+    args = parser().parse_args(argv)
     if args.sweep:
         sweep(args)
         return

@@ -38,7 +38,9 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["main", "measure"]
+from rayfl.benchmarks import bench_parser
+
+__all__ = ["main", "measure", "parser"]
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
@@ -161,20 +163,25 @@ def measure(repeats: int = 3) -> list[dict[str, object]]:
     ]
 
 
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``rayfl bench startup``."""
+    p = bench_parser("startup", __doc__)
+    p.add_argument("--repeats", type=int, default=3, help="runs per median (default 3)")
+    p.add_argument(
+        "--out",
+        default=str(ROOT / "docs" / "performance" / "startup.csv"),
+        help="CSV written, one row per ratio (default docs/performance/startup.csv)",
+    )
+    return p
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark, print and write its table (``argv``: its flags)."""
     import pandas as pd
 
     from rayfl.results import atomic_write
 
-    parser = argparse.ArgumentParser(prog="rayfl bench startup")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per median")
-    parser.add_argument(
-        "--out",
-        default=str(ROOT / "docs" / "performance" / "startup.csv"),
-        help="CSV written (one row per ratio)",
-    )
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     table = pd.DataFrame(measure(args.repeats))
     print(table.to_string(index=False))
     atomic_write(Path(args.out), lambda p: table.to_csv(p, index=False))

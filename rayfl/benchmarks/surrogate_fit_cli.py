@@ -26,6 +26,7 @@ import numpy.typing as npt
 import pandas as pd
 import yaml
 
+from rayfl.benchmarks import bench_parser
 from rayfl.benchmarks.surrogate_fit import (
     FitResult,
     Trajectory,
@@ -214,9 +215,7 @@ def parser() -> argparse.ArgumentParser:
     """The argument parser of ``rayfl bench fit-surrogate``."""
     from rayfl.benchmarks.policies_scenarios import SCENARIOS
 
-    p = argparse.ArgumentParser(
-        prog="rayfl bench fit-surrogate", description=__doc__.split("\n")[0]
-    )
+    p = bench_parser("fit-surrogate", __doc__)
     stars = [n for n, s in SCENARIOS.items() if s.topology == "star"]
     p.add_argument("--scenario", required=True, help=f"one of {', '.join(stars)}")
     p.add_argument(
