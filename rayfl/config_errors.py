@@ -19,10 +19,11 @@ from rayfl.config_numbers import union_kind
 from rayfl.config_yaml import clip, clip_text
 from rayfl.names import UnknownNameError, unknown_name_message
 
-__all__ = ["MAX_LINE", "MAX_PROBLEMS", "format_validation_error"]
+__all__ = ["MAX_LINE", "MAX_PROBLEMS", "MAX_TEXT", "format_validation_error"]
 
-MAX_PROBLEMS = 8
-MAX_LINE = 600
+MAX_PROBLEMS = 10  # lines after the first
+MAX_LINE = 400
+MAX_TEXT = 1900  # the whole message
 
 
 def _allowed_keys(root: Any, loc: tuple[Any, ...]) -> list[str] | None:
@@ -96,9 +97,16 @@ def format_validation_error(error: ValidationError, root: Any) -> str:
     return _message(lines)
 
 
-def _message(lines: list[str]) -> str:
-    """``invalid config:`` and one line per problem, each and their number capped."""
-    shown = [clip_text(ln, MAX_LINE) for ln in lines[:MAX_PROBLEMS]]
+def _message(problems: list[str]) -> str:
+    """``invalid config:`` and the problems: at most :data:`MAX_PROBLEMS` lines.
+
+    Each line is cut to :data:`MAX_LINE` characters; a problem of two lines
+    (an unknown name and its allowed values) counts two.
+    """
+    lines = [clip_text(ln, MAX_LINE) for p in problems for ln in p.splitlines()]
     if len(lines) > MAX_PROBLEMS:
-        shown.append(f"... and {len(lines) - MAX_PROBLEMS} more problems")
-    return "invalid config:\n  " + "\n  ".join(shown)
+        more = len(lines) - MAX_PROBLEMS + 1
+        lines = lines[: MAX_PROBLEMS - 1] + [f"... and {more} more lines of problems"]
+    return clip_text(
+        "invalid config:\n  " + "\n  ".join(ln.strip() for ln in lines), MAX_TEXT
+    )

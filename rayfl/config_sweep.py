@@ -99,7 +99,9 @@ def replaced_sweep_lines(replaced: Mapping[str, Any]) -> list[str]:
     lines = []
     for swept, entry in replaced.items():
         values = entry.get("values")
-        shown = ", ".join(_yaml_text(v) for v in values) if isinstance(values, list) else ""
+        shown = (
+            ", ".join(_yaml_text(v) for v in values) if isinstance(values, list) else ""
+        )
         lines.append(
             f"rayfl: {entry.get('override')} replaces the config's sweep over "
             f"{swept} ({clip_text(shown, 120)})"

@@ -95,7 +95,9 @@ def clip(value: Any, limit: int = ECHO_CHARS) -> str:
     """
     try:
         if isinstance(value, int) and value.bit_length() > 200:
-            return f"<an integer of about {int(value.bit_length() * 0.30103) + 1} digits>"
+            return (
+                f"<an integer of about {int(value.bit_length() * 0.30103) + 1} digits>"
+            )
         if isinstance(value, str) and len(value) > limit:
             return f"{value[:limit]!r}… ({len(value)} chars)"
         return clip_text(_REPR.repr(value), limit)
@@ -113,7 +115,9 @@ def read_config_file(path: Path) -> Any:
         with open(path, "rb") as f:
             data = f.read(MAX_BYTES + 1)
     except OSError as e:
-        raise ConfigError(f"{clip_text(str(path), 200)}: cannot read: {e.strerror}") from None
+        raise ConfigError(
+            f"{clip_text(str(path), 200)}: cannot read: {e.strerror}"
+        ) from None
     where = clip_text(str(path), 200)
     if len(data) > MAX_BYTES:
         raise ConfigError(
@@ -159,7 +163,9 @@ def load_yaml(text: str, where: str, *, lines: bool = True, root: str = "") -> A
         raise
     except yaml.YAMLError as e:
         detail = " ".join(str(e).split())
-        raise ConfigError(f"{where}: not valid YAML: {clip_text(detail, 300)}") from None
+        raise ConfigError(
+            f"{where}: not valid YAML: {clip_text(detail, 300)}"
+        ) from None
     except Exception as e:  # a constructor's own error (e.g. a bad timestamp)
         raise ConfigError(
             f"{where}: cannot read a value: {clip_text(str(e), 200)} ({type(e).__name__})"
@@ -242,9 +248,8 @@ def _check_scalar(node: yaml.ScalarNode, path: str, at: Any) -> None:
         return
     value, tag, name = node.value, node.tag, clip_text(path or "<value>")
     shown = clip_text(value)
-    if tag == _BOOL_TAG and value.lower() not in ("true", "false") or (
-        value.lower() in _BOOL_WORDS
-    ):
+    word = value.lower()
+    if (tag == _BOOL_TAG and word not in ("true", "false")) or word in _BOOL_WORDS:
         raise ConfigError(
             f"{at(node.start_mark)}: {name}: {shown!r} is a YAML 1.1 boolean; write "
             f"true or false, or quote it ({shown!r}) for a string"

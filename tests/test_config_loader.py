@@ -64,7 +64,9 @@ def test_a_5000_digit_integer_is_refused_naming_the_field(tmp_path):
 
 def test_billion_laughs_is_refused_before_expanding(tmp_path):
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
-    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    lines += [
+        f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)
+    ]
     text = _error(_file(tmp_path, "\n".join(lines) + "\n"))
     assert "aliases expand to more than 100,000 values" in text
 
@@ -79,7 +81,9 @@ def test_deep_nesting_is_refused_in_a_file_and_an_override(tmp_path, depth):
     text = _error(_file(tmp_path, "rounds: " + "[" * depth + "]" * depth + "\n"))
     assert text.endswith("line 1: nested deeper than 64 levels")
     text = _error(None, ["rounds=" + "[" * depth])
-    assert text.startswith("override 'rounds=") and "nested deeper than 64 levels" in text
+    assert (
+        text.startswith("override 'rounds=") and "nested deeper than 64 levels" in text
+    )
     text = _error({"rounds": 1}, {"data": _nested(depth)})
     assert "nested deeper than 64 levels" in text
 
@@ -153,7 +157,9 @@ def test_long_values_are_echoed_short():
 
 
 def test_a_tuple_in_a_mapping_is_plain_data():
-    assert tuple(load_config({"model": {"kind": "mlp", "hidden": (8,)}}).model.hidden) == (8,)
+    assert tuple(
+        load_config({"model": {"kind": "mlp", "hidden": (8,)}}).model.hidden
+    ) == (8,)
 
 
 def _sweep_config(tmp_path: Path) -> Path:
@@ -193,14 +199,22 @@ def test_a_sweep_override_still_sets_the_sweep(tmp_path):
 )
 def test_every_sweep_value_is_validated(key, values, bad):
     text = _error({"sweep": {key: values}})
-    assert text.startswith(f"invalid config:\n  sweep.{key}: the value {bad} is invalid: ")
+    assert text.startswith(
+        f"invalid config:\n  sweep.{key}: the value {bad} is invalid: "
+    )
     assert len(text.splitlines()) == 2
 
 
 def test_a_sweep_grid_point_is_validated():
     text = _error(
-        {"data": {"num_clients": 10}, "scheduler": {"clients_per_round": 2},
-         "sweep": {"data.num_clients": [10, 1], "scheduler.clients_per_round": [1, 2]}}
+        {
+            "data": {"num_clients": 10},
+            "scheduler": {"clients_per_round": 2},
+            "sweep": {
+                "data.num_clients": [10, 1],
+                "scheduler.clients_per_round": [1, 2],
+            },
+        }
     )
     assert "sweep" in text and "clients_per_round" in text
 
@@ -220,10 +234,13 @@ def test_cli_override_of_a_swept_key_is_said_and_recorded(
     (summary,) = (tmp_path / "runs").glob("sw-*/summary.json")
     recorded = json.loads(summary.read_text())["replaced_sweep"]
     assert recorded["algorithm.lr"] == {
-        "override": "algorithm.lr=0.2", "values": [0.01, 0.5]
+        "override": "algorithm.lr=0.2",
+        "values": [0.01, 0.5],
     }
     # an axis left: a sweep over it, each run recording the replaced axis
-    assert cli.main(["run", str(path), "seed=3", "output.dir=" + str(tmp_path / "s")]) == 0
+    assert (
+        cli.main(["run", str(path), "seed=3", "output.dir=" + str(tmp_path / "s")]) == 0
+    )
     out, err = capsys.readouterr()
     assert "replaces the config's sweep over seed (0, 1)" in err
     assert "sweep directory" in out
