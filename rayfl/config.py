@@ -44,6 +44,7 @@ from rayfl.config_sweep import (
 )
 from rayfl.config_yaml import (
     MAX_DEPTH,
+    MAX_INT_DIGITS,
     ConfigError,
     clip,
     clip_text,
@@ -405,6 +406,10 @@ def _plain(value: Any, where: str, depth: int = 0) -> Any:
         return {k: _plain(v, f"{where}.{k}", depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+    if isinstance(value, int) and value.bit_length() > 120:  # as in a file
+        raise ConfigError(
+            f"{clip_text(where)}: {clip(value)} (at most {MAX_INT_DIGITS} digits)"
+        )
     return value
 
 

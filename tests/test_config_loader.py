@@ -247,3 +247,10 @@ def test_cli_override_of_a_swept_key_is_said_and_recorded(
     summaries = list((tmp_path / "s").glob("compare-*/*/summary.json"))
     assert len(summaries) == 2
     assert all("seed" in json.loads(s.read_text())["replaced_sweep"] for s in summaries)
+
+
+def test_a_huge_int_in_a_mapping_is_one_clean_line():
+    text = _error({"rounds": 10**5000})
+    assert (
+        text == "config.rounds: <an integer of about 5001 digits> (at most 30 digits)"
+    )
