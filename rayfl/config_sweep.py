@@ -14,7 +14,9 @@ Two rules, applied by :func:`rayfl.config.load_config`:
 * **Every variant is valid before anything runs**: each value of each axis
   is validated on the base config (:func:`check_variants`), and the whole grid
   when it has at most :data:`MAX_GRID_CHECKS` points, so a bad value fails in
-  one line naming ``sweep.<key>`` and the value, before Ray starts.
+  one line naming ``sweep.<key>`` and the value, before Ray starts. A sweep
+  over a field the shared Ray session reads at start (:data:`SESSION_KEYS`)
+  is refused: its values would be ignored.
 
 Example:
     >>> tree = {"sweep": {"privacy.epsilon": [1, 4, None]}}
@@ -37,6 +39,7 @@ from rayfl.config_yaml import ConfigError, clip, clip_text
 
 __all__ = [
     "MAX_GRID_CHECKS",
+    "SESSION_KEYS",
     "check_variants",
     "overlaps",
     "record_replaced_sweep",
@@ -46,6 +49,14 @@ __all__ = [
 ]
 
 MAX_GRID_CHECKS = 256
+#: The ``ray`` fields read when the Ray session starts (``rayfl.session``): the
+#: variants of a sweep share one session, started with the base config's.
+SESSION_KEYS = (
+    "ray.address",
+    "ray.num_cpus",
+    "ray.local_processes",
+    "ray.object_store_memory_mb",
+)
 
 
 def overlaps(key: str, swept: str) -> bool:
@@ -112,12 +123,13 @@ def replaced_sweep_lines(replaced: Mapping[str, Any]) -> list[str]:
 def record_replaced_sweep(run_dir: Path, replaced: Mapping[str, Any]) -> None:
     """Add ``replaced_sweep`` to ``run_dir/summary.json`` (atomically)."""
     from rayfl.atomic import atomic_write
+    from rayfl.run_status import json_safe
 
     path = Path(run_dir) / "summary.json"
     if not replaced or not path.is_file():
         return
     summary = json.loads(path.read_text())
-    summary["replaced_sweep"] = dict(replaced)
+    summary["replaced_sweep"] = json_safe(dict(replaced))  # strict JSON: NaN → null
     text = json.dumps(summary, indent=2, allow_nan=False)
     atomic_write(path, lambda p: p.write_text(text))
 
@@ -175,6 +187,14 @@ def check_variants(
                     f"invalid config:\n  sweep.{key}: the value {clip(value)} is "
                     f"invalid: {_problem(e)}"
                 ) from None
+    for key in sweep:
+        shared = [k for k in SESSION_KEYS if overlaps(key, k)]
+        if shared:
+            raise ConfigError(
+                f"invalid config:\n  sweep.{clip_text(key)}: the sweep's runs share one "
+                f"Ray session, started with the config's {shared[0]}; set it "
+                "outside the sweep (or run the config once per value)"
+            )
     keys = list(sweep)
     if len(keys) < 2 or math.prod(len(v) for v in sweep.values()) > MAX_GRID_CHECKS:
         return

@@ -254,3 +254,17 @@ def test_a_huge_int_in_a_mapping_is_one_clean_line():
     assert (
         text == "config.rounds: <an integer of about 5001 digits> (at most 30 digits)"
     )
+
+
+def test_a_sweep_over_a_ray_session_field_is_refused():
+    text = _error({"sweep": {"ray.num_cpus": [1, 2]}})
+    assert text == (
+        "invalid config:\n  sweep.ray.num_cpus: the sweep's runs share one Ray "
+        "session, started with the config's ray.num_cpus; set it outside the sweep "
+        "(or run the config once per value)"
+    )
+    text = _error({"sweep": {"ray.object_store_memory_mb": [100, 1e27]}})
+    assert text.startswith(
+        "invalid config:\n  sweep.ray.object_store_memory_mb: the value 1e+27 is invalid"
+    )
+    assert load_config({"sweep": {"ray.clients_per_actor": [1, 2]}}).sweep
