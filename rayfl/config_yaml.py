@@ -186,8 +186,8 @@ def _check_events(text: str, at: Any) -> None:
             stack[-1][1] += size
             if stack[-1][1] > MAX_NODES:
                 raise ConfigError(
-                    f"{at(event.start_mark)}: aliases expand to more than "
-                    f"{MAX_NODES:,} values; write the values out (no anchor bombs)"
+                    f"{at(event.start_mark)}: more than {MAX_NODES:,} values, "
+                    "counting what aliases expand to (a config has a few hundred)"
                 )
 
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
@@ -228,7 +228,7 @@ def _check_nodes(top: yaml.Node, at: Any, root: str) -> None:
             for key, value in node.value:
                 if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE_TAG:
                     name = f"{path}.{key.value}" if path else key.value
-                    _check_scalar(key, name, at)
+                    _check_scalar(key, name, at, key=True)
                     first = keys.setdefault((key.tag, key.value), key.start_mark.line)
                     if first != key.start_mark.line:
                         raise ConfigError(
@@ -242,14 +242,21 @@ def _check_nodes(top: yaml.Node, at: Any, root: str) -> None:
                 todo.append((value, name))
 
 
-def _check_scalar(node: yaml.ScalarNode, path: str, at: Any) -> None:
-    """A plain scalar that YAML 1.1 reads as something other than it looks."""
+def _check_scalar(
+    node: yaml.ScalarNode, path: str, at: Any, *, key: bool = False
+) -> None:
+    """A plain scalar that YAML 1.1 reads as something other than it looks.
+
+    A key ``y`` or ``n`` stays a string in PyYAML, so only a value is refused.
+    """
     if node.style is not None:  # quoted or block: a string
         return
     value, tag, name = node.value, node.tag, clip_text(path or "<value>")
     shown = clip_text(value)
     word = value.lower()
-    if (tag == _BOOL_TAG and word not in ("true", "false")) or word in _BOOL_WORDS:
+    if (tag == _BOOL_TAG and word not in ("true", "false")) or (
+        word in _BOOL_WORDS and not key
+    ):
         raise ConfigError(
             f"{at(node.start_mark)}: {name}: {shown!r} is a YAML 1.1 boolean; write "
             f"true or false, or quote it ({shown!r}) for a string"
