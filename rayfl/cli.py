@@ -39,8 +39,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config, args.overrides)  # errors before torch/Ray load
     from rayfl.compare import sweep
+    from rayfl.config_sweep import record_replaced_sweep, replaced_sweep_lines
     from rayfl.runner import run
 
+    for line in replaced_sweep_lines(config.replaced_sweep):  # the override wins
+        print(line, file=sys.stderr)
     if config.sweep:
         table, out = sweep(config)
         print(
@@ -51,6 +54,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"\nsweep directory: {out}")
         return 0
     result = run(config)
+    record_replaced_sweep(result.run_dir, config.replaced_sweep)
     print(_TABLE_HEADER)
     print(result.table())
     final = result.summary.get("final", {})

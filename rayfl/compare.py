@@ -357,7 +357,12 @@ def sweep(config: RunConfig) -> tuple[pd.DataFrame, Path]:
     Example:
         ``sweep: {privacy.epsilon: [1, 4, null]}`` runs three variants labelled
         ``privacy.epsilon=1`` and so on.
+
+    Axes an override replaced (``config.replaced_sweep``, see
+    :mod:`rayfl.config_sweep`) are recorded in each run's ``summary.json``.
     """
+    from rayfl.config_sweep import record_replaced_sweep
+
     keys = list(config.sweep)
     variants = []
     for values in itertools.product(*(config.sweep[k] for k in keys)):
@@ -366,4 +371,7 @@ def sweep(config: RunConfig) -> tuple[pd.DataFrame, Path]:
             for k, v in zip(keys, values, strict=True)
         )
         variants.append((label, dict(zip(keys, values, strict=True))))
-    return run_variants(config, variants)
+    table, out = run_variants(config, variants)
+    for run_dir in table["run_dir"]:  # an override replaced an axis: say so
+        record_replaced_sweep(out / run_dir, config.replaced_sweep)
+    return table, out

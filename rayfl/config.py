@@ -19,12 +19,10 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -34,14 +32,29 @@ from pydantic import (
     model_validator,
 )
 
-from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_names
+from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig
 from rayfl.compression.config import CompressionConfig
-from rayfl.config_numbers import booleans_as_numbers, union_kind
+from rayfl.config_errors import MAX_LINE, format_validation_error
+from rayfl.config_numbers import booleans_as_numbers
+from rayfl.config_sweep import (
+    check_variants,
+    replaced_sweep_lines,
+    set_dotted,
+    take_swept,
+)
+from rayfl.config_yaml import (
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    ConfigError,
+    clip,
+    clip_text,
+    load_yaml,
+    read_config_file,
+)
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
 from rayfl.learning.config import ModelConfig
-from rayfl.names import UnknownNameError, unknown_name_message
 from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.rl.config import RLConfig
@@ -58,11 +71,8 @@ __all__ = [
     "SchedulerConfig",
     "load_config",
     "parse_overrides",
+    "replaced_sweep_lines",
 ]
-
-
-class ConfigError(ValueError):
-    """A configuration problem, printed by the CLI in a few lines, no traceback."""
 
 
 class _Section(BaseModel):
@@ -140,7 +150,17 @@ class RunConfig(_Section):
     sweep: dict[str, list[Any]] = Field(
         default_factory=dict,
         description="Grid of overrides to run as separate variants, dotted key → "
-        "values, e.g. {privacy.epsilon: [1, 4, null]}; empty = one run.",
+        "values, e.g. {privacy.epsilon: [1, 4, null]}; empty = one run. Every "
+        "variant is validated before Ray starts. An override of a swept key "
+        "(`rayfl run cfg.yaml privacy.epsilon=2.5`) replaces that axis: the "
+        "command line wins, `rayfl run` says so on the console, and the run "
+        "records it in `replaced_sweep` (config.yaml and summary.json); with no "
+        "axis left it is a single run. `sweep.privacy.epsilon=[1, 2]` sets an axis.",
+    )
+    replaced_sweep: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Set by load_config, not by hand: the sweep axes an override "
+        "replaced, swept key → {override: 'key=value', values: the sweep's values}.",
     )
 
     @model_validator(mode="wrap")
@@ -336,17 +356,27 @@ class RunConfig(_Section):
         return self.model_dump(mode="json")
 
 
+def _key_path(key: str, shown: str) -> list[str]:
+    """``"a.b"`` → ``["a", "b"]``; an empty part (``a..b``, ``.a``, ``a.``) is refused."""
+    path = key.strip().split(".")
+    if not key.strip():
+        raise ConfigError(f"override {shown} has an empty key")
+    if "" in path:
+        raise ConfigError(
+            f"override {shown}: the key {clip(key)} has an empty part "
+            "(write key.path=value, one dot between names)"
+        )
+    return path
+
+
 def _parse_override(item: str) -> tuple[list[str], Any]:
+    shown = clip(item)
     if "=" not in item:
-        raise ConfigError(f"override {item!r} must look like key.path=value")
+        raise ConfigError(f"override {shown} must look like key.path=value")
     key, raw = item.split("=", 1)
-    path = [p for p in key.strip().split(".") if p]
-    if not path:
-        raise ConfigError(f"override {item!r} has an empty key")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as e:
-        raise ConfigError(f"override {item!r}: cannot parse value: {e}") from None
+    path = _key_path(key, shown)
+    where = f"override {shown}"
+    value = load_yaml(raw, where, lines=False, root=key.strip()) if raw.strip() else ""
     return path, value
 
 
@@ -365,80 +395,22 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
 
 
 def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
-    node = tree
-    for part in path[:-1]:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = {}
-            node[part] = child
-        node = child
-    node[path[-1]] = value
+    set_dotted(tree, path, _plain(value, ".".join(path)))
 
 
-def _allowed_keys(loc: tuple[Any, ...]) -> list[str] | None:
-    """The keys of the section at ``loc[:-1]`` (a union's tag picks its member)."""
-    models: list[Any] = [RunConfig]
-    for part in loc[:-1]:
-        tagged = [m for m in models if union_kind(m) == part]
-        if tagged:
-            models = tagged
-            continue
-        fields = getattr(models[0], "model_fields", None)
-        if len(models) != 1 or not fields or part not in fields:
-            return None
-        ann = fields[part].annotation
-        args = [a for a in getattr(ann, "__args__", ()) if hasattr(a, "model_fields")]
-        models = args or [ann]
-    fields = getattr(models[0], "model_fields", None) if len(models) == 1 else None
-    return sorted(fields) if fields else None
-
-
-def _unknown_name(path: str, err: Any) -> str | None:
-    """The "did you mean" message of an unknown name (a Literal or a kind), or None."""
-    ctx = err.get("ctx") or {}
-    if isinstance(ctx.get("error"), UnknownNameError):
-        return str(ctx["error"])
-    if err["type"] == "literal_error":
-        expected, name = ctx.get("expected", ""), err.get("input")
-    elif err["type"] == "union_tag_invalid":
-        expected, name = ctx.get("expected_tags", ""), ctx.get("tag")
-        path = f"{path}.{ctx.get('discriminator', 'kind')}".replace("'", "")
-    else:
-        return None
-    allowed = re.findall(r"'([^']*)'", str(expected))
-    if not isinstance(name, str) or not allowed:
-        return None
-    return unknown_name_message(path, name, allowed)
-
-
-def _format(error: ValidationError) -> str:
-    tags = {  # union members' tags pydantic puts in the location
-        "algorithm": set(algorithm_names()),
-        "topology": {"flat", "hierarchical", "d2d"},
-    }
-    lines = []
-    for err in error.errors():
-        loc = raw_loc = tuple(err["loc"])
-        if len(loc) > 1 and loc[1] in tags.get(str(loc[0]), ()):
-            loc = (loc[0],) + loc[2:]
-        path = ".".join(str(p) for p in loc) or "<config>"
-        msg = err["msg"].removeprefix("Value error, ")
-        unknown = _unknown_name(path, err)
-        if unknown:
-            lines.append(unknown)
-        elif err["type"] == "extra_forbidden":
-            allowed = _allowed_keys(raw_loc)
-            hint = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
-            lines.append(f"{path}: unknown key{hint}")
-        elif loc == ():  # a cross-section check: its message names the fields
-            lines.append(msg)
-        elif err["type"] in ("model_type", "dict_type"):
-            lines.append(f"{path}: {msg}")
-        elif isinstance(err.get("input"), dict):  # a section's own cross-field check
-            lines.append(msg if msg.startswith(f"{path}.") else f"{path}: {msg}")
-        else:
-            lines.append(f"{path}: {msg} (got {err.get('input')!r})")
-    return "invalid config:\n  " + "\n  ".join(lines)
+def _plain(value: Any, where: str, depth: int = 0) -> Any:
+    """A copy of ``value`` as plain YAML data (dicts, lists), at most MAX_DEPTH deep."""
+    if depth > MAX_DEPTH:
+        raise ConfigError(f"{clip_text(where)}: nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, Mapping):
+        return {k: _plain(v, f"{where}.{k}", depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+    if isinstance(value, int) and value.bit_length() > 120:  # as in a file
+        raise ConfigError(
+            f"{clip_text(where)}: {clip(value)} (at most {MAX_INT_DIGITS} digits)"
+        )
+    return value
 
 
 def load_config(
@@ -450,36 +422,55 @@ def load_config(
     Args:
         source: A YAML path, a mapping, a ``RunConfig``, or None for the defaults.
         overrides: ``"a.b=value"`` strings (values parsed as YAML), or a mapping of
-            dotted keys (``{"data.num_clients": 100}``) to values.
+            dotted keys (``{"data.num_clients": 100}``) to values. An override
+            of a key the config's ``sweep`` sweeps replaces that axis (recorded
+            in ``replaced_sweep``; see :mod:`rayfl.config_sweep`).
 
     Returns:
         The validated, frozen config.
 
     Raises:
-        ConfigError: For a missing file, bad YAML or any invalid field; the message
-            names each field path and what is allowed.
+        ConfigError: For a missing, unreadable or hostile file (see
+            :mod:`rayfl.config_yaml`), bad YAML, any invalid field or sweep
+            variant; the message names each field path and what is allowed,
+            and echoes values only in short.
     """
     if isinstance(source, RunConfig):
         tree: dict[str, Any] = source.to_dict()
     elif source is None:
         tree = {}
     elif isinstance(source, Mapping):
-        tree = yaml.safe_load(yaml.safe_dump(dict(source))) or {}
+        tree = _plain(source, "config")
     else:
         path = Path(source)
         if not path.is_file():
-            raise ConfigError(f"config file not found: {path}")
-        try:
-            tree = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML: {e}") from None
+            raise ConfigError(f"config file not found: {clip_text(str(path), 200)}")
+        tree = read_config_file(path) or {}
         if not isinstance(tree, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of sections")
     if not isinstance(overrides, Mapping):
         overrides = parse_overrides(overrides)
+    replaced = take_swept(tree, overrides)
     for key, value in overrides.items():
-        _set_path(tree, [p for p in key.split(".") if p], value)
+        shown = f"{clip(key)} (a mapping's key)"
+        _set_path(tree, _key_path(key, shown) if isinstance(key, str) else [key], value)
+    if replaced:
+        tree["replaced_sweep"] = {**(tree.get("replaced_sweep") or {}), **replaced}
+    cfg = _validate(tree)
+    if cfg.sweep:
+        check_variants(cfg.to_dict(), cfg.sweep, _validate)
+    return cfg
+
+
+def _validate(tree: dict[str, Any]) -> RunConfig:
+    """``RunConfig.model_validate``, any failure as a short ConfigError."""
     try:
         return RunConfig.model_validate(tree)
     except ValidationError as e:
-        raise ConfigError(_format(e)) from None
+        raise ConfigError(format_validation_error(e, RunConfig)) from None
+    except ConfigError as e:
+        raise ConfigError(clip_text(str(e), 1500)) from None
+    except Exception as e:  # a validator's own bug or an exotic value: still one line
+        raise ConfigError(
+            f"invalid config:\n  {clip_text(str(e), MAX_LINE)} ({type(e).__name__})"
+        ) from None

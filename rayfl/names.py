@@ -75,7 +75,7 @@ def unknown_name_message(field: str, name: object, allowed: Iterable[str]) -> st
         ``allowed: 'a', 'b', ...`` (no "did you mean" when nothing is close).
     """
     allowed = sorted({str(a) for a in allowed})
-    close = suggest(str(name), allowed)
+    close = suggest(str(name)[:200], allowed)
     hint = ""
     if close:
         quoted = [repr(c) for c in close]
@@ -83,8 +83,10 @@ def unknown_name_message(field: str, name: object, allowed: Iterable[str]) -> st
             [", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted
         )
         hint = f"; did you mean {both}?"
-    listed = ", ".join(repr(a) for a in allowed)
-    return f"{field}: unknown name {name!r}{hint}\n  allowed: {listed}"
+    from rayfl.config_yaml import clip, clip_text
+
+    listed = clip_text(", ".join(repr(a) for a in allowed), 500)
+    return f"{field}: unknown name {clip(name)}{hint}\n  allowed: {listed}"
 
 
 class UnknownNameError(ValueError):
@@ -101,7 +103,7 @@ class UnknownNameError(ValueError):
         self.field = field
         self.name = name
         self.allowed = sorted({str(a) for a in allowed})
-        self.suggestions = suggest(str(name), self.allowed)
+        self.suggestions = suggest(str(name)[:200], self.allowed)
         super().__init__(unknown_name_message(field, name, self.allowed))
 
 

@@ -26,6 +26,14 @@ Design (seeded, bounded time):
       every client ``min_partition_size`` samples; ``ResourceError``: memory)
       may still stop a run, in one screen and before any run directory is
       made. Afterwards no run directory lacks a terminal status.
+    * Every reject is at most 12 lines and 2,000 characters (echoes are cut).
+    * Hostile FILES (``HOSTILE_FILES``: not UTF-8, 5,000-digit ints, billion
+      laughs, 500+ levels, duplicate keys, YAML 1.1 surprises, huge files, very
+      long values) and override items (``HOSTILE_OVERRIDES``: empty key parts,
+      deep or huge values) each end in one clean :class:`ConfigError`.
+    * Under ``slow``, ``N_SLOW_CASES`` = 3,000 more cases are validated.
+    * ``VAL_PENDING`` lists rejects that do not name their field yet (left to
+      the section validators), instead of skipping them silently.
 """
 
 from __future__ import annotations
@@ -88,6 +96,9 @@ HOSTILE: list[Any] = [
     True,
     None,
     [10**9],
+    "x" * 100_000,  # the echo in the error must stay short
+    10**5000,  # past Python's int-to-text limit
+    "[" * 600,  # a string, but an override would parse it as YAML
 ]
 # Harness settings for runs: one round of one local step, unless the case mutates
 # them (the data section is the example's: changing it could make a valid config
@@ -166,17 +177,31 @@ def cases(seed: int, n: int, a_file: Path) -> list[tuple[str, str, Any, dict]]:
     return out
 
 
+#: Rejects that do not yet name their field, left to the section validators
+#: (issue 45, helper "val"): a path too long for the file system fails in
+#: ``Path.resolve`` inside OutputConfig/DataConfig with ``OSError`` (still one
+#: clean ConfigError, but without the field). Listed, not skipped silently.
+VAL_PENDING = {
+    ("output.dir", "File name too long"),
+    ("data.root", "File name too long"),
+}
+
+
 def _validate(field: str, value: Any, tree: dict[str, Any]) -> Any:
     """Return the config, or None after checking the ConfigError is clear."""
     try:
         return load_config(tree)
     except ConfigError as e:
         text = str(e)
-        assert len(text.splitlines()) <= 25, f"{field}={value!r}: error too long"
+        if any(field == f and says in text for f, says in VAL_PENDING):
+            return None
+        assert len(text.splitlines()) <= 12 and len(text) <= 2000, (
+            f"{field}: error too long ({len(text)} chars)"
+        )
         # the field, or its section when the error is about a whole section
         # (e.g. "remove the `wireless` section")
         assert any(part in text for part in field.split(".")), (
-            f"{field}={value!r}: the error does not name the field:\n{text}"
+            f"{field}: the error does not name the field:\n{text}"
         )
         return None
 
@@ -331,3 +356,88 @@ def test_output_dir_under_a_file_is_rejected(tmp_path):
     a_file.write_text("x")
     with pytest.raises(ConfigError, match="output.dir"):
         load_config({}, {"output.dir": str(a_file / "runs")})
+
+
+N_SLOW_CASES = 3000
+
+
+@pytest.mark.slow  # validation only: thousands of cases, no run
+def test_thousands_of_hostile_configs_are_rejected_clearly_or_accepted(tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("a regular file\n")
+    drawn = cases(SEED + 1, N_SLOW_CASES, a_file)
+    accepted = [c for c in drawn if _validate(c[1], c[2], c[3]) is not None]
+    assert len(drawn) >= 3000 and len(accepted) < len(drawn)
+
+
+def _laughs() -> str:
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    return "\n".join(lines) + "\n"
+
+
+#: Hostile config FILES (issue 45): contents and what the one error must say.
+HOSTILE_FILES: list[tuple[str, bytes | str, str]] = [
+    ("binary", b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe", "not UTF-8 text (byte 0xff"),
+    ("latin-1", "name: r\xe9seau\n".encode("latin-1"), "not UTF-8 text (byte 0xe9"),
+    (
+        "utf-16",
+        "rounds: 3\n".encode("utf-16"),
+        "not UTF-8 text (byte 0xff at offset 0)",
+    ),
+    ("5000 digits", "seed: " + "1" * 5000 + "\n", "seed: an integer of 5,000 digits"),
+    ("billion laughs", _laughs(), "counting what aliases expand to"),
+    ("nesting 500", "rounds: " + "[" * 500 + "]" * 500, "nested deeper than 64"),
+    ("nesting 5000 maps", "a: {" * 5000 + "}" * 5000, "nested deeper than 64"),
+    (
+        "duplicate",
+        "data: {num_clients: 4}\nrounds: 2\ndata: {alpha: 1}\n",
+        "lines 1 and 3",
+    ),
+    ("sexagesimal", "rounds: 1:30\n", "base-60"),
+    ("yes", "output: {plots: yes}\n", "output.plots: 'yes' is a YAML 1.1 boolean"),
+    ("huge", "rounds: 3\n" + "#" * (2 << 20) + "\n", "larger than 1024 KiB"),
+    ("long value", "name: " + "n" * 500_000 + "\n", "name"),
+    ("long key", "k" * 500_000 + ": 1\n", "not valid YAML"),  # keys ≤ 1024 chars
+    ("long explicit key", "? " + "k" * 5000 + "\n: 1\n", "unknown key"),
+    ("not a mapping", "- 1\n- 2\n", "top level must be a mapping"),
+    ("bad yaml", "rounds: [1, 2\n", "not valid YAML"),
+]
+
+HOSTILE_OVERRIDES: list[tuple[str, str]] = [
+    ("data..num_clients=5", "empty part"),
+    (".rounds=3", "empty part"),
+    ("rounds.=3", "empty part"),
+    ("rounds=" + "[" * 500, "nested deeper than 64"),
+    ("rounds=" + "{a: " * 500, "nested deeper than 64"),
+    ("seed=" + "9" * 5000, "seed: an integer of 5,000 digits"),
+    ("rounds=1:30", "base-60"),
+    ("output.plots=no", "YAML 1.1 boolean"),
+    ("name=" + "x" * 300_000, "name"),
+    ("data.dataset=" + "y" * 300_000, "data.dataset"),
+]
+
+
+def _clean_reject(call) -> str:
+    try:
+        call()
+    except ConfigError as e:
+        text = str(e)
+    else:
+        raise AssertionError("accepted")
+    assert len(text) <= 2000 and len(text.splitlines()) <= 12, text[:2500]
+    return text
+
+
+@pytest.mark.parametrize(("label", "content", "says"), HOSTILE_FILES)
+def test_hostile_files_are_one_clean_error(tmp_path, label, content, says):
+    path = tmp_path / "cfg.yaml"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    text = _clean_reject(lambda: load_config(path))
+    assert says in text, f"{label}: {text[:300]}"
+
+
+@pytest.mark.parametrize(("item", "says"), HOSTILE_OVERRIDES)
+def test_hostile_overrides_are_one_clean_error(item, says):
+    text = _clean_reject(lambda: load_config(EXAMPLES[0], [item]))
+    assert says in text, text[:300]
