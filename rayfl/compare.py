@@ -25,7 +25,7 @@ import pandas as pd
 import yaml
 
 from rayfl.compare_progress import RowLog
-from rayfl.config import RunConfig, load_config
+from rayfl.config import ConfigError, RunConfig, load_config
 from rayfl.plots import plot_rounds
 from rayfl.results import atomic_write, make_run_dir
 from rayfl.runner import run
@@ -36,6 +36,7 @@ __all__ = [
     "compare",
     "compare_algorithms",
     "config_context",
+    "load_base",
     "markdown_table",
     "run_variants",
     "sort_by_policy",
@@ -233,6 +234,29 @@ def config_context(cfg: RunConfig, model_dim: int = 1) -> Any:
     )
 
 
+def load_base(
+    config: str | Path | Mapping[str, Any] | RunConfig,
+    overrides: Sequence[str] | Mapping[str, Any] = (),
+) -> RunConfig:
+    """The base config of a comparison; one with a ``sweep:`` is refused.
+
+    A comparison runs the base once per policy, algorithm or seed: a sweep in
+    it would be dropped without a word, so it is an error instead.
+
+    Raises:
+        ConfigError: For an invalid config or one with a sweep.
+    """
+    base = load_config(config, overrides)
+    if base.sweep:
+        axes = ", ".join(base.sweep)
+        raise ConfigError(
+            f"compare runs the config once per variant; its sweep over {axes} "
+            "would be ignored: remove the sweep (or add the override sweep={}), or "
+            "run the sweep with `rayfl run`"
+        )
+    return base
+
+
 def compare(
     config: str | Path | Mapping[str, Any] | RunConfig,
     policies: Sequence[str],
@@ -255,7 +279,7 @@ def compare(
         ConfigError: If a variant's config is invalid (checked before anything runs).
         ValueError: If ``policies`` is empty.
     """
-    base = load_config(config, overrides)
+    base = load_base(config, overrides)
     variants = [policy_variant(base, p) for p in policies]
     names = [name for name, _ in variants]
     variants = [  # the same policy twice (two checkpoints): label by the full entry
@@ -337,7 +361,7 @@ def compare_algorithms(
     """
     from rayfl.algorithms.config import LocalTrainingConfig
 
-    base = load_config(config, overrides)
+    base = load_base(config, overrides)
     own = base.algorithm.model_dump()
     shared = {
         k: own[k] for k in LocalTrainingConfig.model_fields if k in own and k != "kind"

@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from rayfl.compare import compare, compare_algorithms, markdown_table
+from rayfl.compare import compare, compare_algorithms, load_base, markdown_table
 from rayfl.compare_progress import RowLog
 from rayfl.config import RunConfig, load_config
 from rayfl.results import atomic_write, make_run_dir
@@ -125,7 +125,7 @@ def compare_seeds(
         raise ValueError("compare --seeds needs at least one seed")
     if fast and algorithms:
         raise ValueError("compare --fast compares policies, not --algorithms")
-    base = load_config(config, overrides)
+    base = load_base(config, overrides)
     out = make_run_dir(base.output.dir, f"compare-seeds-{base.name}")
     plain = [Path(csv)] if csv else []
     log = RowLog(

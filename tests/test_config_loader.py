@@ -277,3 +277,25 @@ def test_a_key_y_or_n_is_a_plain_string_but_on_is_refused(tmp_path):
     assert "params.n" not in _error(path)  # n is a key: the policy refuses it
     path = _file(tmp_path, "on: 3\n")
     assert "on: 'on' is a YAML 1.1 boolean" in _error(path)
+
+
+@pytest.mark.parametrize("how", ["policies", "algorithms", "seeds"])
+def test_compare_refuses_a_config_with_a_sweep_before_ray_starts(how, tmp_path, capsys):
+    # Arrange: the sweep would be dropped by every comparison (each variant runs once)
+    from rayfl import cli
+
+    cfg = tmp_path / "swept.yaml"
+    cfg.write_text("data: {dataset: digits}\nsweep: {algorithm.lr: [0.1, 0.2]}\n")
+    flags = {
+        "policies": ["--policies", "random,round_robin"],
+        "algorithms": ["--algorithms", "fedavg,fedprox"],
+        "seeds": ["--policies", "random", "--seeds", "0,1"],
+    }[how]
+    # Act
+    rc = cli.main(["compare", str(cfg), *flags, f"output.dir={tmp_path}/out"])
+    # Assert: one line naming the axis, exit 2, no run directory
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "sweep over algorithm.lr would be ignored" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
