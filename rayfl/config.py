@@ -37,6 +37,7 @@ from pydantic import (
 from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig, algorithm_names
 from rayfl.compression.config import CompressionConfig
 from rayfl.config_numbers import booleans_as_numbers, union_kind
+from rayfl.config_semantics import check_semantics
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
@@ -186,6 +187,7 @@ class RunConfig(_Section):
         if self.topology.kind == "hierarchical":
             self._check_hierarchical()
         self._check_rl()
+        check_semantics(self)
         return self
 
     def _check_hierarchical(self) -> None:

@@ -106,7 +106,8 @@ def _frozen(name: str, x: np.ndarray, y: np.ndarray, num_classes: int) -> ArrayD
 def _idx_candidates(name: str, root: str | None) -> list[Path]:
     subdir = {"fashion_mnist": "FashionMNIST", "mnist": "MNIST"}[name]
     found = [] if root is None else [Path(root) / subdir / "raw", Path(root)]
-    return [*found, FASHION_MNIST_DIR] if name == "fashion_mnist" else found
+    # a given root is the only place looked at: never the system copy instead
+    return [FASHION_MNIST_DIR] if name == "fashion_mnist" and root is None else found
 
 
 def _cifar_candidates(root: str | None) -> list[Path]:
@@ -117,9 +118,7 @@ def _missing_message(name: str, root: str | None) -> str:
     """How to get ``name``: the text used in errors and ``available_datasets``."""
     where = f"in {root}" if root is not None else "(no data.root given)"
     if name == "fashion_mnist":
-        where = (
-            f"in {root} or {FASHION_MNIST_DIR}" if root else f"in {FASHION_MNIST_DIR}"
-        )
+        where = f"in {root}" if root else f"in {FASHION_MNIST_DIR}"
         return (
             f"Fashion-MNIST not found {where}: install it with `apt-get install "
             f"dataset-fashion-mnist` (files go to {FASHION_MNIST_DIR}) or pass "

@@ -42,6 +42,20 @@ _NOISE_FIELDS = (
 ``accountant`` also serve DP-SparFL's ledger (its noise is the algorithm's)."""
 
 
+MIN_NOISE_MULTIPLIER = 1e-9
+"""Smallest noise multiplier z = σ/(2C) (or σ̂) accepted. A Gaussian release at z
+costs ε ≈ 1/(2z²) in RDP: 5e17 per release at 1e-9, so below it no guarantee is
+left; at z ≈ 1e-154 z² underflows and the accountant reports ε = ∞."""
+
+MAX_NOISE = 1e9
+"""Largest noise_std and noise_multiplier: noise beyond it overflows the squared
+norms of the float32 models it is added to (max 3.4e38)."""
+
+MAX_EPSILON = 1e6
+"""Largest target ε: the paper formulas' σ scales as 1/ε, so beyond it σ falls
+below MIN_NOISE_MULTIPLIER's scale and the ledger's ε is meaningless."""
+
+
 class PrivacyConfig(BaseModel):
     """DP mechanism of the uplink and how its noise is calibrated and placed.
 
@@ -219,6 +233,7 @@ class PrivacyConfig(BaseModel):
                 )
         if self.mechanism == "none":
             self._check_no_noise_fields()
+        self._check_noise_range()
         if self.max_uploads is not None and self.max_uploads < 1:
             raise ValueError(
                 f"privacy.max_uploads must be >= 1, got {self.max_uploads}"
@@ -239,6 +254,35 @@ class PrivacyConfig(BaseModel):
                 "is 'sparse', got None"
             )
         return self
+
+    def _check_noise_range(self) -> None:
+        """Refuse a noise the accountant cannot account (ε = ∞) or floats overflow.
+
+        Raises:
+            ValueError: Naming the field, the bound and its reason.
+        """
+        for name in ("noise_std", "noise_multiplier"):
+            value = getattr(self, name)
+            if value is not None and value > MAX_NOISE:
+                raise ValueError(
+                    f"privacy.{name} must be <= {MAX_NOISE:g} (larger noise "
+                    f"overflows the float32 models), got {value:g}"
+                )
+        if self.epsilon is not None and self.epsilon > MAX_EPSILON:
+            raise ValueError(
+                f"privacy.epsilon must be <= {MAX_EPSILON:g} (or null for ∞: no "
+                f"noise from ε), got {self.epsilon:g}"
+            )
+        z, name = self.noise_multiplier, "noise_multiplier"
+        if self.noise_std is not None and self.clip_norm is not None:
+            z, name = self.noise_std / (2 * self.clip_norm), "noise_std"
+        if z is not None and z < MIN_NOISE_MULTIPLIER:
+            raise ValueError(
+                f"privacy.{name}: the noise multiplier z = σ/(2C) is {z:.3g}, below "
+                f"{MIN_NOISE_MULTIPLIER:g}: the accountant's ε ≈ 1/(2z²) per release "
+                "(∞ below about 1e-154) guarantees nothing; raise the noise or set "
+                "privacy.mechanism: none"
+            )
 
     def _check_no_noise_fields(self) -> None:
         """Refuse the noise fields under ``mechanism: none`` (they would be dropped).
