@@ -47,6 +47,7 @@ def check_semantics(cfg: Any) -> None:
         _check_subnets(cfg.topology, cfg.data.num_clients, cfg.seed)
         _check_cost(cfg.topology.cost)
     _check_quantizer(cfg)
+    _check_calibration(cfg)
 
 
 def _check_topology_fields(cfg: Any) -> None:
@@ -144,4 +145,33 @@ def _check_quantizer(cfg: Any) -> None:
             "compression.quantize_bits with quantize_range=clip (the default) "
             "quantizes in ±(C + 3σ) and needs privacy.clip_norm: set "
             "privacy.clip_norm=C or compression.quantize_range=minmax"
+        )
+
+
+def _check_calibration(cfg: Any) -> None:
+    """What the uplink's noise calibration (``rayfl.uplink``) needs from the config.
+
+    A WPFL DP baseline calibrates its own noise (``algorithm.dp_mechanism``);
+    otherwise ``privacy.calibration: wpfl`` (Theorem 1 of the WPFL paper) needs
+    the quantizer's R.
+    """
+    privacy = cfg.privacy
+    mechanism = getattr(cfg.algorithm, "dp_mechanism", None)
+    if mechanism is not None:
+        from rayfl.algorithms.wpfl_sections import check_mechanism_sections
+
+        check_mechanism_sections(cfg)
+        if mechanism != "proposed":
+            return
+    formula = (
+        privacy.mechanism != "none"
+        and privacy.noise_std is None
+        and privacy.noise_multiplier is None
+        and privacy.epsilon is not None
+    )
+    if formula and privacy.calibration == "wpfl" and not cfg.compression.quantize_bits:
+        raise ValueError(
+            "privacy.calibration=wpfl (Theorem 1 of the WPFL paper) needs the "
+            "quantizer's R: set compression.quantize_bits, or another "
+            "privacy.calibration"
         )

@@ -176,6 +176,27 @@ CASES = {
         {"privacy.epsilon": 1e300},
         "privacy.epsilon must be <= 1e+06",
     ),
+    "wpfl-calibration-without-quantizer": (
+        QUICK,
+        {
+            "privacy.mechanism": "gaussian",
+            "privacy.clip_norm": 1.0,
+            "privacy.epsilon": 1.0,
+            "privacy.calibration": "wpfl",
+        },
+        "privacy.calibration=wpfl (Theorem 1 of the WPFL paper) needs the "
+        "quantizer's R: set compression.quantize_bits",
+    ),
+    "wpfl-perfect-gaussian-with-quantizer": (
+        "examples/wpfl_minmax.yaml",
+        {"algorithm.dp_mechanism": "perfect_gaussian"},
+        "algorithm.dp_mechanism=perfect_gaussian means no quantization",
+    ),
+    "wpfl-dithering-with-quantizer": (
+        "examples/wpfl_minmax.yaml",
+        {"algorithm.dp_mechanism": "dithering"},
+        "algorithm.dp_mechanism=dithering needs compression.quantize_bits=null",
+    ),
     "object-store-10-27": (
         {},
         {"ray.object_store_memory_mb": 10**27},
