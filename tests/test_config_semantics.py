@@ -130,6 +130,15 @@ CASES = {
         {"data.root": "/tmp"},
         "data.root is read by fashion_mnist, mnist and cifar10 only",
     ),
+    "synthetic-cap-below-its-sizes": (
+        {},
+        {
+            "data.dataset": "synthetic",
+            "model.kind": "mlr",
+            "data.max_samples_per_client": 10,
+        },
+        "data.max_samples_per_client must be >= 50 for data.dataset=synthetic",
+    ),
     "eval-clients-on-hierarchy": (
         HIER,
         {"eval_clients": 5},

@@ -21,6 +21,10 @@ DATASET_SIZES = {
 }
 """Samples (train + test) of each built-in dataset: an upper bound on num_clients."""
 
+SYNTHETIC_MIN_SAMPLES = 50
+"""Fewest samples the synthetic generator gives a client (FedProx's sizes start at
+50); ``max_samples_per_client`` below it is refused for synthetic data."""
+
 
 class DataConfig(BaseModel):
     """Dataset, partition over clients and per-client train/test split."""
@@ -157,6 +161,17 @@ class DataConfig(BaseModel):
                 f"data.num_clients must be at most the {pool} samples of "
                 f"{self.dataset} (every client needs data), got {self.num_clients}; "
                 "data.population=resampled has no such cap"
+            )
+        cap = self.max_samples_per_client
+        if (
+            self.dataset == "synthetic"
+            and cap is not None
+            and cap < SYNTHETIC_MIN_SAMPLES
+        ):
+            raise ValueError(
+                f"data.max_samples_per_client must be >= {SYNTHETIC_MIN_SAMPLES} "
+                f"for data.dataset=synthetic (its clients have {SYNTHETIC_MIN_SAMPLES} "
+                f"samples or more), got {cap}"
             )
         if resampled and self.client_sizes is not None:
             raise ValueError(
