@@ -295,3 +295,31 @@ def test_a_long_value_is_echoed_as_a_short_prefix():
         load_config(None, {"output.dir": "q" * 100_000})
     assert len(str(info.value)) < 300
     assert "(100000 characters)" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "compression.quantize_bits=8",
+        "eval_clients=500",
+        "ray.address=host:70000",
+    ],
+    ids=["quantize-without-clip", "eval-clients-above-n", "ray-address-port"],
+)
+def test_the_cli_refuses_in_one_line_before_ray_starts(
+    override, tmp_path, capsys, monkeypatch
+):
+    import ray
+
+    from rayfl.cli import main
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("ray.init was called: the config was not refused first")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    out = tmp_path / "runs"
+    assert main(["run", QUICK, override, f"output.dir={out}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == "rayfl: invalid config:" and len(err) == 2, err
+    assert "ActorDiedError" not in err[1] and "Traceback" not in err[1]
+    assert not out.exists()
