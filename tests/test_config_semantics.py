@@ -180,6 +180,11 @@ CASES = {
         {"privacy.noise_std": 1e300},
         "privacy.noise_std must be <= 1e+09",
     ),
+    "clip-norm-overflows-the-quantizer": (
+        DP,
+        {"privacy.clip_norm": 1e300},
+        "privacy.clip_norm must be <= 1e+09",
+    ),
     "epsilon-beyond-the-formulas": (
         DP,
         {"privacy.epsilon": 1e300},

@@ -48,8 +48,9 @@ costs ε ≈ 1/(2z²) in RDP: 5e17 per release at 1e-9, so below it no guarantee
 left; at z ≈ 1e-154 z² underflows and the accountant reports ε = ∞."""
 
 MAX_NOISE = 1e9
-"""Largest noise_std and noise_multiplier: noise beyond it overflows the squared
-norms of the float32 models it is added to (max 3.4e38)."""
+"""Largest noise_std, noise_multiplier and clip_norm: noise beyond it overflows
+the squared norms of the float32 models it is added to (max 3.4e38), and so does
+the quantizer's range ±(C + 3σ); a larger C clips nothing anyway."""
 
 MAX_EPSILON = 1e6
 """Largest target ε: the paper formulas' σ scales as 1/ε, so beyond it σ falls
@@ -83,7 +84,8 @@ class PrivacyConfig(BaseModel):
     )
     epsilon: float | None = Field(
         default=None,
-        description="Target ε > 0 over the planned releases (ε_Q, ε); null = ∞.",
+        description="Target ε in (0, 1e6] over the planned releases (ε_Q, ε); "
+        "null = ∞.",
     )
     delta: float = Field(
         default=1e-5, description="Target δ in (0, 1) (δ_Q in the WPFL paper)."
@@ -91,7 +93,7 @@ class PrivacyConfig(BaseModel):
     clip_norm: float | None = Field(
         default=None,
         description=(
-            "L2 clipping threshold C > 0 of the uploaded vector (same unit as the "
+            "L2 clipping threshold C in (0, 1e9] of the uploaded vector (same unit as the "
             "model parameters); null = no clipping. Required by the Gaussian "
             "mechanisms."
         ),
@@ -109,7 +111,7 @@ class PrivacyConfig(BaseModel):
     noise_multiplier: float | None = Field(
         default=None,
         description=(
-            "Noise multiplier z > 0 = std / L2 sensitivity, the sensitivity of a "
+            "Noise multiplier z in [1e-9, 1e9] = std / L2 sensitivity, the sensitivity of a "
             "whole clipped update being 2C (σ = 2C·z). If set, overrides the "
             "ε-based calibration; with calibration='sparse' it is the DP-SparFL "
             "paper's σ̂."
@@ -118,7 +120,8 @@ class PrivacyConfig(BaseModel):
     noise_std: float | None = Field(
         default=None,
         description=(
-            "Absolute per-coordinate noise std σ_DP > 0, overriding everything else "
+            "Absolute per-coordinate noise std σ_DP in (0, 1e9], with σ/(2C) >= "
+            "1e-9 (below it the accountant's ε is ∞ or meaningless), overriding everything else "
             "(e.g. the values of Table II of the WPFL paper)."
         ),
     )
@@ -261,12 +264,13 @@ class PrivacyConfig(BaseModel):
         Raises:
             ValueError: Naming the field, the bound and its reason.
         """
-        for name in ("noise_std", "noise_multiplier"):
+        for name in ("noise_std", "noise_multiplier", "clip_norm"):
             value = getattr(self, name)
             if value is not None and value > MAX_NOISE:
                 raise ValueError(
-                    f"privacy.{name} must be <= {MAX_NOISE:g} (larger noise "
-                    f"overflows the float32 models), got {value:g}"
+                    f"privacy.{name} must be <= {MAX_NOISE:g} (larger values "
+                    f"overflow the float32 models and the quantizer's range "
+                    f"±(C + 3σ)), got {value:g}"
                 )
         if self.epsilon is not None and self.epsilon > MAX_EPSILON:
             raise ValueError(
