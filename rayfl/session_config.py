@@ -78,7 +78,8 @@ class RayConfig(BaseModel):
         None,
         ge=64,
         le=MAX_OBJECT_STORE_MB,
-        description="Object store size of a locally started session, in MB, "
+        description="Object store size of a session rayfl starts (ray.address "
+        "null; refused with an address), in MB, "
         "64..2^40 (1 EiB: more than any machine; what fits in this machine's "
         "memory is checked when Ray starts).",
     )
@@ -94,8 +95,15 @@ class RayConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_address(self) -> RayConfig:
-        if self.address is not None:
-            check_address("ray.address", self.address)
+        if self.address is None:
+            return self
+        check_address("ray.address", self.address)
+        if self.object_store_memory_mb is not None:
+            raise ValueError(
+                "ray.object_store_memory_mb sizes a session rayfl starts itself "
+                f"(ray.address: null); with ray.address={self.address} Ray's own "
+                "settings apply: remove ray.object_store_memory_mb"
+            )
         return self
 
     @model_validator(mode="after")

@@ -216,6 +216,11 @@ CASES = {
         {"ray.object_store_memory_mb": 10**27},
         "ray.object_store_memory_mb: Input should be less than or equal to",
     ),
+    "object-store-with-an-address": (
+        {},
+        {"ray.address": "auto", "ray.object_store_memory_mb": 150},
+        "ray.object_store_memory_mb sizes a session rayfl starts itself",
+    ),
     "ray-address-port-out-of-range": (
         {},
         {"ray.address": "host:70000"},
