@@ -114,6 +114,11 @@ CASES = {
         {"data.root": "y" * 300},
         "data.root has a component of 300 bytes",
     ),
+    "rl-init-from-component-too-long": (
+        {},
+        {"rl.init_from": "p" * 300},
+        "rl.init_from has a component of 300 bytes",
+    ),
     "output-dir-blank": ({}, {"output.dir": " "}, "output.dir must not be blank"),
     "output-dir-edge-spaces": (
         {},
