@@ -26,6 +26,10 @@ MAX_UPLOAD_PARAMS = 10**9
 """Model coordinates assumed when the hierarchy's cost model is checked at
 validation (the model's true size is known only once it is built)."""
 
+_FADING = (1e-12, 1.0, 100.0)
+"""Rayleigh power gains |u|² the cost model is checked at: a draw below 1e-12 or
+above 100 has probability about 1e-12 and e^-100."""
+
 _UNUSED_K = {
     "hierarchical": "each edge's scheduler.policy chooses its devices, at most "
     "topology.scheduling.subchannels_per_edge per edge per global round "
@@ -104,8 +108,8 @@ def _check_subnets(topology: Any, num_clients: int, seed: int) -> None:
 def _check_cost(cost: Any) -> None:
     """The cost model gives finite, positive rates, times and energies.
 
-    Checked at the nearest and farthest device with unit fading, for an
-    upload of ``MAX_UPLOAD_PARAMS`` coordinates.
+    Checked at the nearest and farthest device, at the fading extremes
+    ``_FADING``, for an upload of ``MAX_UPLOAD_PARAMS`` coordinates.
     """
     from rayfl.hierarchy.cost import uplink_rate_bps
     from rayfl.wireless.units import dbm_to_w
@@ -115,15 +119,19 @@ def _check_cost(cost: Any) -> None:
         "topology.cost (tx_power_dbm, noise_psd_dbm_hz, ref_gain_db, bandwidth_hz, "
         "path_loss_exponent, distance_*_m)"
     )
-    for d in (cost.distance_min_m, cost.distance_max_m):
+    corners = [
+        (d, f) for d in (cost.distance_min_m, cost.distance_max_m) for f in _FADING
+    ]
+    for d, fading in corners:
         with np.errstate(all="ignore"):  # an overflow is the finding, said below
-            rate = float(uplink_rate_bps(cost, distance_m=d, fading=1.0))
+            rate = float(uplink_rate_bps(cost, distance_m=d, fading=fading))
             power_w = float(dbm_to_w(cost.tx_power_dbm))
         energy = power_w * bits / rate if rate > 0 else 0.0
         if not (math.isfinite(rate) and rate > 0 and math.isfinite(energy)):
             raise ValueError(
-                f"{fields} give an uplink rate of {rate:g} bit/s at {d:g} m: the "
-                "upload time and energy would not be finite numbers"
+                f"{fields} give an uplink rate of {rate:g} bit/s at {d:g} m "
+                f"(fading {fading:g}): the upload time and energy would not be "
+                "finite numbers"
             )
     backhaul = float(dbm_to_w(cost.backhaul_power_dbm)) * bits / cost.backhaul_rate_bps
     if not math.isfinite(backhaul):
