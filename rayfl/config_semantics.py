@@ -164,6 +164,12 @@ def _check_calibration(cfg: Any) -> None:
     the quantizer's R.
     """
     privacy = cfg.privacy
+    if privacy.placement == "edge":  # the hierarchy has its own DP (topology.dp)
+        raise ValueError(
+            "privacy.placement=edge needs edge servers adding the noise: "
+            f"topology.kind={cfg.topology.kind} has none here (the hierarchy's "
+            "edges use topology.dp); use client or cloud"
+        )
     mechanism = getattr(cfg.algorithm, "dp_mechanism", None)
     if mechanism is not None:
         from rayfl.algorithms.wpfl_sections import check_mechanism_sections

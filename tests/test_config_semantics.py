@@ -195,6 +195,11 @@ CASES = {
         {"privacy.epsilon": 1e300},
         "privacy.epsilon must be <= 1e+06",
     ),
+    "privacy-at-an-edge-without-edges": (
+        DP,
+        {"privacy.placement": "edge"},
+        "privacy.placement=edge needs edge servers adding the noise",
+    ),
     "wpfl-calibration-without-quantizer": (
         QUICK,
         {
