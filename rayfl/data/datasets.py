@@ -8,8 +8,9 @@ PFLlib use), and labels ``y (n,) int64``.
 Sources (DESIGN.md "No dataset downloads"):
 
 - ``fashion_mnist``: Debian's ``dataset-fashion-mnist`` package
-  (``/usr/share/datasets/fashion-mnist/*.gz``), or a user root in torchvision layout
-  (``root/FashionMNIST/raw/``) or with the four IDX files directly in ``root``.
+  (``/usr/share/datasets/fashion-mnist/*.gz``) when no root is given, or a user
+  root in torchvision layout (``root/FashionMNIST/raw/``) or with the four IDX
+  files directly in ``root`` (a root without them is an error, not the system copy).
 - ``mnist``: IDX files under ``root/MNIST/raw/`` (torchvision layout) or ``root``.
 - ``cifar10``: python batches under ``root/cifar-10-batches-py/`` (or ``root``).
 - ``digits``: the 8×8 digits shipped inside scikit-learn (1797 images, 0..16 → /16).
@@ -158,7 +159,8 @@ def fashion_mnist(root: str | None = None) -> tuple[ArrayDataset, ArrayDataset]:
 
     Args:
         root: Optional directory (torchvision layout or the IDX files directly);
-            falls back to ``/usr/share/datasets/fashion-mnist``.
+            None reads ``/usr/share/datasets/fashion-mnist``. A given root is
+            the only place looked at (never the system copy instead).
 
     Returns:
         ``(train, test)``.
