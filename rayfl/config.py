@@ -92,7 +92,8 @@ class RunConfig(_Section):
         max_length=200,
         description="Run name (prefix of its directory). Characters other than "
         "letters, digits and `._+=,@-` become `_` in the directory name, so the "
-        "run directory is always directly inside output.dir.",
+        "run directory is always directly inside output.dir. No control "
+        "characters.",
     )
     seed: int = Field(
         0,
@@ -113,8 +114,10 @@ class RunConfig(_Section):
         ge=1,
         description="Evaluate a uniform sample of this many clients, drawn anew "
         "at each evaluation from (seed, round) (rayfl.eval_sample); rounds.parquet "
-        "then has the aggregates' standard errors (global_acc_se, ...). None = "
-        "every client (star topology).",
+        "then has the aggregates' standard errors (global_acc_se, ...). At most "
+        "data.num_clients (which evaluates every client, as None does). Star "
+        "topology only: refused on hierarchical and d2d runs, which evaluate "
+        "every device or the targets.",
     )
     data: DataConfig = Field(default_factory=DataConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
