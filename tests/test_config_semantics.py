@@ -190,6 +190,11 @@ CASES = {
         {"privacy.clip_norm": 1e300},
         "privacy.clip_norm must be <= 1e+09",
     ),
+    "sparse-dp-noise-gives-infinite-epsilon": (
+        {},
+        {"algorithm.kind": "sparse_dp", "algorithm.noise_multiplier": 1e-300},
+        "algorithm.noise_multiplier: Input should be greater than or equal to 0.000000001",
+    ),
     "epsilon-beyond-the-formulas": (
         DP,
         {"privacy.epsilon": 1e300},
