@@ -36,6 +36,7 @@ from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig
 from rayfl.compression.config import CompressionConfig
 from rayfl.config_errors import MAX_LINE, format_validation_error
 from rayfl.config_numbers import booleans_as_numbers
+from rayfl.config_semantics import check_semantics
 from rayfl.config_sweep import (
     check_variants,
     replaced_sweep_lines,
@@ -101,7 +102,8 @@ class RunConfig(_Section):
         max_length=200,
         description="Run name (prefix of its directory). Characters other than "
         "letters, digits and `._+=,@-` become `_` in the directory name, so the "
-        "run directory is always directly inside output.dir.",
+        "run directory is always directly inside output.dir. No control "
+        "characters.",
     )
     seed: int = Field(
         0,
@@ -122,8 +124,10 @@ class RunConfig(_Section):
         ge=1,
         description="Evaluate a uniform sample of this many clients, drawn anew "
         "at each evaluation from (seed, round) (rayfl.eval_sample); rounds.parquet "
-        "then has the aggregates' standard errors (global_acc_se, ...). None = "
-        "every client (star topology).",
+        "then has the aggregates' standard errors (global_acc_se, ...). At most "
+        "data.num_clients (which evaluates every client, as None does). Star "
+        "topology only: refused on hierarchical and d2d runs, which evaluate "
+        "every device or the targets.",
     )
     data: DataConfig = Field(default_factory=DataConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
@@ -206,6 +210,7 @@ class RunConfig(_Section):
         if self.topology.kind == "hierarchical":
             self._check_hierarchical()
         self._check_rl()
+        check_semantics(self)
         return self
 
     def _check_hierarchical(self) -> None:

@@ -17,6 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rayfl.config_text import check_path
+
 #: ``output.loggers`` → (module that must be importable, the extra that brings it);
 #: the loggers themselves are :mod:`rayfl.tracking`.
 LOGGER_EXTRAS = {
@@ -36,7 +38,10 @@ class OutputConfig(BaseModel):
         "runs",
         min_length=1,
         description="Root under which `<name>-<timestamp>/` is made; it (or its "
-        "nearest existing parent) must be a writable directory.",
+        "nearest existing parent) must be a writable directory. No control "
+        "characters, no leading or trailing whitespace (a directory named by "
+        "spaces is almost never meant), and no name longer than the file system "
+        "allows (255 bytes a component, 4096 the path, or its own limits).",
     )
     plots: bool = Field(True, description="Write plots/*.png at the end of the run.")
     progress: bool = Field(True, description="Show a progress bar on a terminal.")
@@ -75,9 +80,8 @@ class OutputConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_dir(self) -> OutputConfig:
+        check_path("output.dir", self.dir)
         path = Path(self.dir).expanduser()
-        if "\x00" in self.dir:
-            raise ValueError(f"output.dir must be a path, got {self.dir!r}")
         existing = path
         while not existing.exists() and existing != existing.parent:
             existing = existing.parent

@@ -47,8 +47,10 @@ class SchedulerConfig(BaseModel):
     clients_per_round: int | None = Field(
         None,
         ge=1,
-        description="Clients scheduled per round (partial participation). None: all "
-        "clients, or wireless.num_subchannels when a wireless model is set.",
+        description="Clients scheduled per round (partial participation), star "
+        "topology only (hierarchical and d2d runs refuse it: their policies pick "
+        "devices per edge or neighbors per target). None: all clients, or "
+        "wireless.num_subchannels when a wireless model is set.",
     )
     params: dict[str, Any] = Field(
         default_factory=dict,

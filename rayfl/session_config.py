@@ -14,7 +14,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["RayConfig"]
+from rayfl.config_text import check_address
+
+__all__ = ["MAX_OBJECT_STORE_MB", "RayConfig"]
+
+MAX_OBJECT_STORE_MB = 2**40
+"""Largest ``ray.object_store_memory_mb``: 2^40 MB (1 EiB) is more than any
+machine has, and 2^60 bytes still fits Ray's 64-bit byte count."""
 
 
 class RayConfig(BaseModel):
@@ -25,7 +31,9 @@ class RayConfig(BaseModel):
     address: str | None = Field(
         None,
         description="None: reuse an initialized Ray session or start a local one; "
-        "`auto`: connect to the running cluster; or `ray://host:port` / `host:port`.",
+        "`auto`: connect to the running cluster; `local`: start a new local one; "
+        "or `ray://host:port` / `host:port` (port 1..65535, no spaces or control "
+        "characters).",
     )
     num_cpus: int | None = Field(
         None, ge=1, description="CPUs of a locally started Ray session (None: all)."
@@ -67,7 +75,13 @@ class RayConfig(BaseModel):
         "round's snapshot.",
     )
     object_store_memory_mb: int | None = Field(
-        None, ge=64, description="Object store size of a locally started session."
+        None,
+        ge=64,
+        le=MAX_OBJECT_STORE_MB,
+        description="Object store size of a session rayfl starts (ray.address "
+        "null; refused with an address), in MB, "
+        "64..2^40 (1 EiB: more than any machine; what fits in this machine's "
+        "memory is checked when Ray starts).",
     )
     reserve_timeout_s: float | None = Field(
         600.0,
@@ -78,6 +92,19 @@ class RayConfig(BaseModel):
         "with a message while waiting); then it fails with a clear error. "
         "null: wait for ever.",
     )
+
+    @model_validator(mode="after")
+    def _check_address(self) -> RayConfig:
+        if self.address is None:
+            return self
+        check_address("ray.address", self.address)
+        if self.object_store_memory_mb is not None:
+            raise ValueError(
+                "ray.object_store_memory_mb sizes a session rayfl starts itself "
+                f"(ray.address: null); with ray.address={self.address} Ray's own "
+                "settings apply: remove ray.object_store_memory_mb"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_packing(self) -> RayConfig:

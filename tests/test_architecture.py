@@ -30,6 +30,10 @@ PACKAGES = ("rayfl", "envs", "policies")
 CONFIG_IMPORT_EXCEPTIONS = {
     # the D2D section checks algorithm names against the algorithm registry
     ("rayfl.d2d.config", "rayfl.algorithms.registry"),
+    # data.root and rl.init_from are checked as paths (control characters,
+    # file-system limits) by the stdlib-only rayfl.config_text, as output.dir is
+    ("rayfl.data.config", "rayfl.config_text"),
+    ("rayfl.rl.config", "rayfl.config_text"),
 }
 
 #: Files that load modules by a computed name besides rayfl/registry.py and

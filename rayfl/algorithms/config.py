@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from rayfl.privacy.config import MAX_NOISE, MIN_NOISE_MULTIPLIER
+
 __all__ = [
     "AlgorithmConfig",
     "APPLEConfig",
@@ -371,13 +373,17 @@ class SparseDPConfig(LocalTrainingConfig):
     clip_norm: float = Field(
         1.0,
         gt=0,
-        description="C: base per-sample L2 clip (the paper takes the median of "
-        "unclipped norms from pre-training; no value is printed).",
+        le=MAX_NOISE,
+        description="C: base per-sample L2 clip, in (0, 1e9] (the paper takes the "
+        "median of unclipped norms from pre-training; no value is printed).",
     )
     noise_multiplier: float = Field(
         0.5,
-        gt=0,
-        description="σ̂: noise multiplier of DP-SGD (the paper: 0.5 on FMNIST).",
+        ge=MIN_NOISE_MULTIPLIER,
+        le=MAX_NOISE,
+        description="σ̂: noise multiplier of DP-SGD (the paper: 0.5 on FMNIST), in "
+        "[1e-9, 1e9]: below, the accountant's ε is ∞ or meaningless; above, the "
+        "noise overflows the float32 models (rayfl.privacy.config's bounds).",
     )
     sparsity: float = Field(
         1.0,

@@ -68,6 +68,7 @@ import numpy.typing as npt
 from rayfl.algorithms.base import ClientContext, ClientUpdate
 from rayfl.algorithms.config import WpflConfig
 from rayfl.algorithms.ditto import Ditto
+from rayfl.algorithms.wpfl_sections import check_mechanism_sections
 from rayfl.compression.dithering import (
     DitheredPayload,
     dither_encode,
@@ -262,58 +263,11 @@ class Wpfl(Ditto):
         mech = algo.dp_mechanism
         if mech == "proposed":
             return None
-        privacy = config.privacy
-        if mech == "perfect_gaussian" and (
-            config.compression.quantize_bits is not None
-            or algo.downlink_bits is not None
-            or (config.wireless is not None and config.wireless.effects != "none")
-        ):
-            raise ValueError(
-                "algorithm.dp_mechanism=perfect_gaussian means no quantization and "
-                "no channel errors: set compression.quantize_bits=null, "
-                "algorithm.downlink_bits=null and wireless.effects=none"
-            )
         if mech == "none":
-            return 0.0, float(privacy.clip_norm or 0.0)
-        if mech == "dithering":
-            _check_dithering(config)
-        if privacy.clip_norm is None or privacy.max_uploads is None:
-            raise ValueError(
-                f"algorithm.dp_mechanism={mech} needs privacy.clip_norm and "
-                "privacy.max_uploads (T0)"
-            )
-        if privacy.mechanism == "none":
-            raise ValueError(
-                f"algorithm.dp_mechanism={mech} needs privacy.mechanism=gaussian "
-                "(the noise stage); got none"
-            )
-        noise = _mechanism_noise(mech, privacy, algo, num_train)
+            return 0.0, float(config.privacy.clip_norm or 0.0)
+        check_mechanism_sections(config)
+        noise = _mechanism_noise(mech, config.privacy, algo, num_train)
         return noise.noise_std, noise.sensitivity
-
-
-def _check_dithering(config: Any) -> None:
-    """Raise ValueError unless the run's sections can carry the Dithering baseline."""
-    privacy, compression = config.privacy, config.compression
-    problems = []
-    if compression.quantize_bits is not None:
-        problems.append(
-            "compression.quantize_bits=null (the dithered quantizer replaces the "
-            "R-bit uplink quantizer)"
-        )
-    if compression.sparsify_fraction < 1.0:
-        problems.append("compression.sparsify_fraction=1 (dense uploads)")
-    if privacy.clip_norm is None or privacy.max_uploads is None:
-        problems.append("privacy.clip_norm and privacy.max_uploads (T0)")
-    if privacy.epsilon is None:
-        problems.append("a finite privacy.epsilon (b = Δs·T0/ε)")
-    if privacy.placement != "client":
-        problems.append("privacy.placement=client (the client dithers)")
-    if privacy.mechanism == "none":
-        problems.append("privacy.mechanism other than none (DP on)")
-    if problems:
-        raise ValueError(
-            "algorithm.dp_mechanism=dithering needs " + "; ".join(problems)
-        )
 
 
 def _mechanism_noise(mech: str, privacy: Any, cfg: WpflConfig, num_train: Any) -> Any:

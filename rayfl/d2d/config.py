@@ -64,7 +64,9 @@ class D2DTopologyConfig(BaseModel):
         description="Target client id (>= 0), `random` (uniform, from the seed) or "
         "`all` (every client is a target with its own neighbors).",
     )
-    side_m: float = Field(50.0, gt=0, description="Side of the square area in m.")
+    side_m: float = Field(
+        50.0, gt=0, le=1e6, description="Side of the square area in m, ≤ 1e6."
+    )
     num_subchannels: int = Field(
         14,
         ge=1,
@@ -72,16 +74,32 @@ class D2DTopologyConfig(BaseModel):
         description="|F|: ISM sub-channels, 1..1e5 (the star's "
         "wireless.num_subchannels bound).",
     )
-    rayleigh_factor: float = Field(2.0, gt=0, description="Γ: Rayleigh factor.")
-    path_loss_exponent: float = Field(3.0, gt=0, description="α_s: path-loss exponent.")
-    reference_distance_m: float = Field(1.0, gt=0, description="d_0 in m.")
-    tx_power_w: float = Field(0.2, gt=0, description="P_s: transmit power in W.")
-    carrier_frequency_hz: float = Field(2.4e9, gt=0, description="f_c in Hz.")
-    bandwidth_hz: float = Field(1e8, gt=0, description="W in Hz (noise κTW).")
-    noise_temperature_k: float = Field(290.0, gt=0, description="T in K (noise κTW).")
-    fading_threshold: float = Field(2.0, ge=0, description="β: fading threshold.")
+    rayleigh_factor: float = Field(
+        2.0, gt=0, le=1e6, description="Γ: Rayleigh factor, ≤ 1e6."
+    )
+    path_loss_exponent: float = Field(
+        3.0, gt=0, le=10.0, description="α_s: path-loss exponent, in (0, 10]."
+    )
+    reference_distance_m: float = Field(
+        1.0, ge=1e-3, le=1e6, description="d_0 in m, in [1e-3, 1e6]."
+    )
+    tx_power_w: float = Field(
+        0.2, gt=0, le=1e6, description="P_s: transmit power in W, ≤ 1e6."
+    )
+    carrier_frequency_hz: float = Field(
+        2.4e9, ge=1.0, le=1e15, description="f_c in Hz, in [1, 1e15]."
+    )
+    bandwidth_hz: float = Field(
+        1e8, ge=1.0, le=1e15, description="W in Hz (noise κTW), in [1, 1e15]."
+    )
+    noise_temperature_k: float = Field(
+        290.0, gt=0, le=1e6, description="T in K (noise κTW), ≤ 1e6."
+    )
+    fading_threshold: float = Field(
+        2.0, ge=0, le=1e6, description="β: fading threshold, ≤ 1e6."
+    )
     sinr_threshold: float = Field(
-        5.0, gt=0, description="γ_th, linear (Cases 1/2/3: 5/10/15)."
+        5.0, gt=0, le=1e12, description="γ_th, linear (Cases 1/2/3: 5/10/15), ≤ 1e12."
     )
     epsilon: float = Field(0.05, gt=0, le=1, description="ε: select s iff P_s^err < ε.")
     interference_var: Literal["paper", "bernoulli"] = Field(
@@ -166,6 +184,11 @@ def check_d2d_run(cfg: Any) -> None:
         ValueError: Naming the fields and what to change.
     """
     topo = cfg.topology
+    if cfg.data.num_clients < 2:
+        raise ValueError(
+            "topology.kind=d2d needs data.num_clients >= 2 (a target and at least "
+            f"one neighbor), got {cfg.data.num_clients}"
+        )
     if isinstance(topo.target, int) and topo.target >= cfg.data.num_clients:
         raise ValueError(
             f"topology.target must be a client id < data.num_clients "

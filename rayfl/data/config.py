@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rayfl.config_text import check_path, short
+
 DATASET_SIZES = {
     "fashion_mnist": 70_000,
     "mnist": 70_000,
@@ -18,6 +20,10 @@ DATASET_SIZES = {
     "digits": 1797,
 }
 """Samples (train + test) of each built-in dataset: an upper bound on num_clients."""
+
+SYNTHETIC_MIN_SAMPLES = 50
+"""Fewest samples the synthetic generator gives a client (FedProx's sizes start at
+50); ``max_samples_per_client`` below it is refused for synthetic data."""
 
 
 class DataConfig(BaseModel):
@@ -35,7 +41,12 @@ class DataConfig(BaseModel):
     root: str | None = Field(
         None,
         description="Directory with user data in torchvision layout "
-        "(MNIST/raw, FashionMNIST/raw, cifar-10-batches-py); None = system defaults.",
+        "(MNIST/raw, FashionMNIST/raw, cifar-10-batches-py); None = system defaults. "
+        "Read by fashion_mnist, mnist and cifar10 only. The driver (the process "
+        "running rayfl) loads and partitions the data, so a root that is not a "
+        "directory there is refused at validation, before Ray starts; a root "
+        "without the dataset's files is refused when the data is loaded (never "
+        "replaced by the system copy).",
     )
     num_clients: int = Field(
         20, le=1_000_000, description="Number of clients N, 1..1e6."
@@ -151,6 +162,17 @@ class DataConfig(BaseModel):
                 f"{self.dataset} (every client needs data), got {self.num_clients}; "
                 "data.population=resampled has no such cap"
             )
+        cap = self.max_samples_per_client
+        if (
+            self.dataset == "synthetic"
+            and cap is not None
+            and cap < SYNTHETIC_MIN_SAMPLES
+        ):
+            raise ValueError(
+                f"data.max_samples_per_client must be >= {SYNTHETIC_MIN_SAMPLES} "
+                f"for data.dataset=synthetic (its clients have {SYNTHETIC_MIN_SAMPLES} "
+                f"samples or more), got {cap}"
+            )
         if resampled and self.client_sizes is not None:
             raise ValueError(
                 "data.client_sizes needs data.population=partition "
@@ -174,17 +196,24 @@ class DataConfig(BaseModel):
         return self
 
     def _check_root(self) -> None:
-        """Refuse a ``root`` that exists but is not a directory.
+        """Refuse a ``root`` that is not a directory here, or that no loader reads.
 
-        The loaders look for the files under ``root`` and fall back to the
-        system copy (Fashion-MNIST): a file given as the root would be ignored
-        silently. A root that does not exist here is left to the loader (on a
-        cluster the data may live on the workers only).
+        The driver loads the data (``rayfl.data.federated.build_federated``),
+        so the root must exist on the machine that validates the config, on a
+        cluster too.
         """
         if self.root is None:
             return
+        check_path("data.root", self.root)
+        if self.dataset in ("digits", "synthetic"):
+            raise ValueError(
+                f"data.root is read by fashion_mnist, mnist and cifar10 only; "
+                f"data.dataset={self.dataset} does not read files: remove data.root"
+            )
         path = Path(self.root).expanduser()
-        if path.exists() and not path.is_dir():
+        if not path.exists():
+            raise ValueError(f"data.root: no such directory: {short(self.root)}")
+        if not path.is_dir():
             raise ValueError(
                 f"data.root must be a directory (torchvision layout: MNIST/raw, "
                 f"FashionMNIST/raw, cifar-10-batches-py), got the file {self.root}"

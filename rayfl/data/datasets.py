@@ -8,8 +8,9 @@ PFLlib use), and labels ``y (n,) int64``.
 Sources (DESIGN.md "No dataset downloads"):
 
 - ``fashion_mnist``: Debian's ``dataset-fashion-mnist`` package
-  (``/usr/share/datasets/fashion-mnist/*.gz``), or a user root in torchvision layout
-  (``root/FashionMNIST/raw/``) or with the four IDX files directly in ``root``.
+  (``/usr/share/datasets/fashion-mnist/*.gz``) when no root is given, or a user
+  root in torchvision layout (``root/FashionMNIST/raw/``) or with the four IDX
+  files directly in ``root`` (a root without them is an error, not the system copy).
 - ``mnist``: IDX files under ``root/MNIST/raw/`` (torchvision layout) or ``root``.
 - ``cifar10``: python batches under ``root/cifar-10-batches-py/`` (or ``root``).
 - ``digits``: the 8×8 digits shipped inside scikit-learn (1797 images, 0..16 → /16).
@@ -106,7 +107,8 @@ def _frozen(name: str, x: np.ndarray, y: np.ndarray, num_classes: int) -> ArrayD
 def _idx_candidates(name: str, root: str | None) -> list[Path]:
     subdir = {"fashion_mnist": "FashionMNIST", "mnist": "MNIST"}[name]
     found = [] if root is None else [Path(root) / subdir / "raw", Path(root)]
-    return [*found, FASHION_MNIST_DIR] if name == "fashion_mnist" else found
+    # a given root is the only place looked at: never the system copy instead
+    return [FASHION_MNIST_DIR] if name == "fashion_mnist" and root is None else found
 
 
 def _cifar_candidates(root: str | None) -> list[Path]:
@@ -117,9 +119,7 @@ def _missing_message(name: str, root: str | None) -> str:
     """How to get ``name``: the text used in errors and ``available_datasets``."""
     where = f"in {root}" if root is not None else "(no data.root given)"
     if name == "fashion_mnist":
-        where = (
-            f"in {root} or {FASHION_MNIST_DIR}" if root else f"in {FASHION_MNIST_DIR}"
-        )
+        where = f"in {root}" if root else f"in {FASHION_MNIST_DIR}"
         return (
             f"Fashion-MNIST not found {where}: install it with `apt-get install "
             f"dataset-fashion-mnist` (files go to {FASHION_MNIST_DIR}) or pass "
@@ -159,7 +159,8 @@ def fashion_mnist(root: str | None = None) -> tuple[ArrayDataset, ArrayDataset]:
 
     Args:
         root: Optional directory (torchvision layout or the IDX files directly);
-            falls back to ``/usr/share/datasets/fashion-mnist``.
+            None reads ``/usr/share/datasets/fashion-mnist``. A given root is
+            the only place looked at (never the system copy instead).
 
     Returns:
         ``(train, test)``.

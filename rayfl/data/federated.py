@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from rayfl.data.config import DataConfig
+from rayfl.data.config import SYNTHETIC_MIN_SAMPLES, DataConfig
 from rayfl.data.datasets import DatasetError, load_dataset
 from rayfl.data.partition import (
     Indices,
@@ -46,7 +46,6 @@ from rayfl.data.synthetic import make_synthetic
 from rayfl.seeding import PURPOSES, rng_for
 
 PARTITION_PURPOSE = PURPOSES["partition"]
-SYNTHETIC_MIN_SAMPLES = 50
 SYNTHETIC_MAX_SAMPLES = 1000
 
 

@@ -27,12 +27,14 @@ Symbol table (the H2FDP paper's system model):
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rayfl.algorithms.config import MAX_LR
+
 __all__ = [
+    "MAX_DB",
     "MAX_SUBCHANNELS",
     "ControlConfig",
     "CostConfig",
@@ -49,8 +51,21 @@ MAX_SUBCHANNELS = 100_000
 80 MB) and offers the edge's policy K_e slots; no OFDMA band has more."""
 
 
+MAX_DB = 300.0
+"""Largest magnitude of a dB or dBm field of ``topology.cost``: 10^(300/10) = 1e30
+W stays finite through the rate and energy formulas (1e308 dBm would be ∞ W,
+and the run's latency and energy NaN)."""
+
+MAX_PHYSICAL = 1e15
+"""Upper bound of the positive physical quantities (Hz, bit/s, m): far above any
+radio, small enough that their products in the cost model stay finite."""
+
+MAX_WEIGHT = 1e6
+"""Largest control weight α and DP constant: beyond it one term swamps the rest."""
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class HierDPConfig(_Section):
@@ -69,18 +84,26 @@ class HierDPConfig(_Section):
 
     enabled: bool = Field(True, description="Add DP noise (False: HFL without DP).")
     epsilon: float = Field(
-        1.0, gt=0, description="ε per semi-honest observer, whole run."
+        1.0,
+        gt=0,
+        le=MAX_WEIGHT,
+        description="ε per semi-honest observer, whole run, in (0, 1e6].",
     )
     delta: float = Field(1e-5, gt=0, lt=1, description="δ.")
     grad_bound: float | None = Field(
         1.0,
         gt=0,
+        le=MAX_WEIGHT,
         description="G: each device's accumulated step over s SGD steps is clipped to "
         "η·s·G (so ‖u_i‖ ≤ η τ G as Lemma 3.2 needs); None = no clipping, "
         "allowed only without DP (enabled false or baseline hfl).",
     )
-    edge_constant: float = Field(1.5, gt=0, description="c_2 of eq. 15 (trusted edge).")
-    device_constant: float = Field(1.5, gt=0, description="v_2 of eq. 15 (device).")
+    edge_constant: float = Field(
+        1.5, gt=0, le=MAX_WEIGHT, description="c_2 of eq. 15 (trusted edge), ≤ 1e6."
+    )
+    device_constant: float = Field(
+        1.5, gt=0, le=MAX_WEIGHT, description="v_2 of eq. 15 (device), ≤ 1e6."
+    )
     calibration: Literal["closed_form", "accountant"] = Field(
         "closed_form",
         description="closed_form: σ = c q Δ √(L ln(1/δ))/ε (eq. 15); accountant: σ = z Δ "
@@ -121,19 +144,6 @@ class HierDPConfig(_Section):
 
     @model_validator(mode="after")
     def _check_dp(self) -> HierDPConfig:
-        floats = {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "grad_bound": self.grad_bound,
-            "edge_constant": self.edge_constant,
-            "device_constant": self.device_constant,
-            "calibration_sample_rate": self.calibration_sample_rate,
-        }
-        for name, value in floats.items():
-            if value is not None and not math.isfinite(value):
-                raise ValueError(
-                    f"topology.dp.{name} must be a finite number, got {value}"
-                )
         if self.sample_rate is not None and self.sample_rate != 1.0:
             raise ValueError(
                 f"topology.dp.sample_rate={self.sample_rate} is not accepted: the "
@@ -161,17 +171,33 @@ class LearningRateConfig(_Section):
         description="constant: η = algorithm.lr; manual: η_k = γ/√(k+1); theory: "
         "γ_k = min{1/τ_{k−1}, 1/K_g}/β̂_k (Sec. 5.1), β̂ estimated each round.",
     )
-    gamma: float = Field(0.05, gt=0, description="γ of the manual mode.")
+    gamma: float = Field(
+        0.05,
+        gt=0,
+        le=MAX_LR,
+        description=f"γ of the manual mode, in (0, {MAX_LR:g}] (algorithm.lr's bound).",
+    )
 
 
 class ControlConfig(_Section):
     """Adaptive control of τ and the subnet sizes (Algorithm 1 Part II of the H2FDP paper)."""
 
     enabled: bool = Field(False, description="True: Algorithm 1; False: Algorithm 2.")
-    tau_max: int = Field(40, ge=1, description="τ_max, upper bound of the τ search.")
-    alpha_energy: float = Field(1.0, ge=0, description="α_1 (energy weight).")
-    alpha_delay: float = Field(1.0, ge=0, description="α_2 (delay weight).")
-    alpha_dp: float = Field(1.0, ge=0, description="α_3 (DP stationarity weight).")
+    tau_max: int = Field(
+        40, ge=1, le=1_000_000, description="τ_max, upper bound of the τ search, ≤ 1e6."
+    )
+    alpha_energy: float = Field(
+        1.0, ge=0, le=MAX_WEIGHT, description="α_1 (energy weight), in [0, 1e6]."
+    )
+    alpha_delay: float = Field(
+        1.0, ge=0, le=MAX_WEIGHT, description="α_2 (delay weight), in [0, 1e6]."
+    )
+    alpha_dp: float = Field(
+        1.0,
+        ge=0,
+        le=MAX_WEIGHT,
+        description="α_3 (DP stationarity weight), in [0, 1e6].",
+    )
     model_dim: int | None = Field(
         None, ge=1, description="M in ν; None = the model's true dimension."
     )
@@ -185,23 +211,42 @@ class ControlConfig(_Section):
 class CostConfig(_Section):
     """Energy and delay model (Appendix D of the H2FDP paper)."""
 
-    tx_power_dbm: float = Field(24.0, description="Device transmit power p_i, dBm.")
-    bandwidth_hz: float = Field(1e6, gt=0, description="W per device uplink, Hz.")
-    noise_psd_dbm_hz: float = Field(-173.0, description="N_0, dBm/Hz.")
-    ref_gain_db: float = Field(-30.0, description="β_0: channel gain at d_0 = 1 m, dB.")
-    path_loss_exponent: float = Field(3.75, gt=0, description="α̂.")
+    tx_power_dbm: float = Field(
+        24.0,
+        ge=-MAX_DB,
+        le=MAX_DB,
+        description="Device transmit power p_i, dBm, in [-300, 300].",
+    )
+    bandwidth_hz: float = Field(
+        1e6, gt=0, le=MAX_PHYSICAL, description="W per device uplink, Hz, ≤ 1e15."
+    )
+    noise_psd_dbm_hz: float = Field(
+        -173.0, ge=-MAX_DB, le=MAX_DB, description="N_0, dBm/Hz, in [-300, 300]."
+    )
+    ref_gain_db: float = Field(
+        -30.0,
+        ge=-MAX_DB,
+        le=MAX_DB,
+        description="β_0: channel gain at d_0 = 1 m, dB, in [-300, 300].",
+    )
+    path_loss_exponent: float = Field(3.75, gt=0, le=10.0, description="α̂, in (0, 10].")
     distance_min_m: float = Field(
-        10.0, gt=0, description="Smallest device-edge distance."
+        10.0, gt=0, le=1e7, description="Smallest device-edge distance, m, ≤ 1e7."
     )
     distance_max_m: float = Field(
-        100.0, gt=0, description="Largest device-edge distance."
+        100.0, gt=0, le=1e7, description="Largest device-edge distance, m, ≤ 1e7."
     )
-    bits_per_param: int = Field(32, ge=1, description="Q, bits per model coordinate.")
+    bits_per_param: int = Field(
+        32, ge=1, le=64, description="Q, bits per model coordinate, 1..64."
+    )
     backhaul_power_dbm: float = Field(
-        38.0, description="p̄ of the edge→cloud link, dBm."
+        38.0,
+        ge=-MAX_DB,
+        le=MAX_DB,
+        description="p̄ of the edge→cloud link, dBm, in [-300, 300].",
     )
     backhaul_rate_bps: float = Field(
-        1e8, gt=0, description="R̄, edge→cloud rate, bit/s."
+        1e8, gt=0, le=MAX_PHYSICAL, description="R̄, edge→cloud rate, bit/s, ≤ 1e15."
     )
 
 

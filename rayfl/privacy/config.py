@@ -42,6 +42,21 @@ _NOISE_FIELDS = (
 ``accountant`` also serve DP-SparFL's ledger (its noise is the algorithm's)."""
 
 
+MIN_NOISE_MULTIPLIER = 1e-9
+"""Smallest noise multiplier z = σ/(2C) (or σ̂) accepted. A Gaussian release at z
+costs ε ≈ 1/(2z²) in RDP: 5e17 per release at 1e-9, so below it no guarantee is
+left; at z ≈ 1e-154 z² underflows and the accountant reports ε = ∞."""
+
+MAX_NOISE = 1e9
+"""Largest noise_std, noise_multiplier and clip_norm: noise beyond it overflows
+the squared norms of the float32 models it is added to (max 3.4e38), and so does
+the quantizer's range ±(C + 3σ); a larger C clips nothing anyway."""
+
+MAX_EPSILON = 1e6
+"""Largest target ε: the paper formulas' σ scales as 1/ε, so beyond it σ falls
+below MIN_NOISE_MULTIPLIER's scale and the ledger's ε is meaningless."""
+
+
 class PrivacyConfig(BaseModel):
     """DP mechanism of the uplink and how its noise is calibrated and placed.
 
@@ -69,7 +84,8 @@ class PrivacyConfig(BaseModel):
     )
     epsilon: float | None = Field(
         default=None,
-        description="Target ε > 0 over the planned releases (ε_Q, ε); null = ∞.",
+        description="Target ε in (0, 1e6] over the planned releases (ε_Q, ε); "
+        "null = ∞.",
     )
     delta: float = Field(
         default=1e-5, description="Target δ in (0, 1) (δ_Q in the WPFL paper)."
@@ -77,7 +93,7 @@ class PrivacyConfig(BaseModel):
     clip_norm: float | None = Field(
         default=None,
         description=(
-            "L2 clipping threshold C > 0 of the uploaded vector (same unit as the "
+            "L2 clipping threshold C in (0, 1e9] of the uploaded vector (same unit as the "
             "model parameters); null = no clipping. Required by the Gaussian "
             "mechanisms."
         ),
@@ -95,7 +111,7 @@ class PrivacyConfig(BaseModel):
     noise_multiplier: float | None = Field(
         default=None,
         description=(
-            "Noise multiplier z > 0 = std / L2 sensitivity, the sensitivity of a "
+            "Noise multiplier z in [1e-9, 1e9] = std / L2 sensitivity, the sensitivity of a "
             "whole clipped update being 2C (σ = 2C·z). If set, overrides the "
             "ε-based calibration; with calibration='sparse' it is the DP-SparFL "
             "paper's σ̂."
@@ -104,7 +120,8 @@ class PrivacyConfig(BaseModel):
     noise_std: float | None = Field(
         default=None,
         description=(
-            "Absolute per-coordinate noise std σ_DP > 0, overriding everything else "
+            "Absolute per-coordinate noise std σ_DP in (0, 1e9], with σ/(2C) >= "
+            "1e-9 (below it the accountant's ε is ∞ or meaningless), overriding everything else "
             "(e.g. the values of Table II of the WPFL paper)."
         ),
     )
@@ -219,6 +236,7 @@ class PrivacyConfig(BaseModel):
                 )
         if self.mechanism == "none":
             self._check_no_noise_fields()
+        self._check_noise_range()
         if self.max_uploads is not None and self.max_uploads < 1:
             raise ValueError(
                 f"privacy.max_uploads must be >= 1, got {self.max_uploads}"
@@ -239,6 +257,36 @@ class PrivacyConfig(BaseModel):
                 "is 'sparse', got None"
             )
         return self
+
+    def _check_noise_range(self) -> None:
+        """Refuse a noise the accountant cannot account (ε = ∞) or floats overflow.
+
+        Raises:
+            ValueError: Naming the field, the bound and its reason.
+        """
+        for name in ("noise_std", "noise_multiplier", "clip_norm"):
+            value = getattr(self, name)
+            if value is not None and value > MAX_NOISE:
+                raise ValueError(
+                    f"privacy.{name} must be <= {MAX_NOISE:g} (larger values "
+                    f"overflow the float32 models and the quantizer's range "
+                    f"±(C + 3σ)), got {value:g}"
+                )
+        if self.epsilon is not None and self.epsilon > MAX_EPSILON:
+            raise ValueError(
+                f"privacy.epsilon must be <= {MAX_EPSILON:g} (or null for ∞: no "
+                f"noise from ε), got {self.epsilon:g}"
+            )
+        z, name = self.noise_multiplier, "noise_multiplier"
+        if self.noise_std is not None and self.clip_norm is not None:
+            z, name = self.noise_std / (2 * self.clip_norm), "noise_std"
+        if z is not None and z < MIN_NOISE_MULTIPLIER:
+            raise ValueError(
+                f"privacy.{name}: the noise multiplier z = σ/(2C) is {z:.3g}, below "
+                f"{MIN_NOISE_MULTIPLIER:g}: the accountant's ε ≈ 1/(2z²) per release "
+                "(∞ below about 1e-154) guarantees nothing; raise the noise or set "
+                "privacy.mechanism: none"
+            )
 
     def _check_no_noise_fields(self) -> None:
         """Refuse the noise fields under ``mechanism: none`` (they would be dropped).

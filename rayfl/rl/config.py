@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rayfl.config_text import check_path
+
 __all__ = ["RLConfig"]
 
 #: The names of ``rayfl.rewards.REWARDS`` (kept equal by a test).
@@ -190,7 +192,8 @@ class RLConfig(BaseModel):
     init_from: str | None = Field(
         None,
         description="Start from an exported policy (a train-policy run directory, "
-        "its policy/ folder or policy.npz): the surrogate → emulate curriculum.",
+        "its policy/ folder or policy.npz): the surrogate → emulate curriculum. "
+        "No control characters or names longer than the file system allows.",
     )
     reset_log_std: float | None = Field(
         None,
@@ -221,6 +224,8 @@ class RLConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_batch(self) -> RLConfig:
+        if self.init_from is not None:
+            check_path("rl.init_from", self.init_from)
         if self.reset_log_std is not None and self.init_from is None:
             raise ValueError("rl.reset_log_std needs rl.init_from (a policy to load)")
         if self.minibatch_size > self.train_batch_size:

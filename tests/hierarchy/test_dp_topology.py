@@ -165,8 +165,8 @@ def test_cost_model_matches_the_spec_sanity_table():
     [
         ({"sensitivity_mode": "per_sample_mean"}, "topology.dp.sensitivity_mode"),
         ({"sample_rate": 0.027}, "topology.dp.sample_rate"),
-        ({"grad_bound": math.inf}, "topology.dp.grad_bound must be a finite"),
-        ({"epsilon": math.inf}, "topology.dp.epsilon must be a finite"),
+        ({"grad_bound": math.inf}, "grad_bound\n  Input should be a finite number"),
+        ({"epsilon": math.inf}, "epsilon\n  Input should be a finite number"),
     ],
     ids=["per-sample-mean", "sample-rate", "grad-bound-inf", "epsilon-inf"],
 )
