@@ -1,11 +1,16 @@
 """An actor told to exit while Python runs a weakref callback exits, quietly.
 
 Ray's worker main loop installs a SIGTERM handler that raises ``SystemExit(1)``
-(Ray's own graceful exit). The raylet sends SIGTERM to a job's workers when the
-job ends (the driver disconnects, a session stops) and to a worker it gives up
-on. Python runs the handler at the next bytecode of the main thread: when that
-is inside a weakref callback or a ``__del__`` (the garbage collector runs them
-at any allocation), Python cannot propagate the exception. It passes it to
+(Ray's own graceful exit). The raylet sends SIGTERM to a worker's process
+group as soon as the worker disconnects — which ``ray.kill`` makes it do while
+its Python may still be running (Ray 2.60's raylet.out: "DisconnectClient:
+sending SIGTERM to pgid=..." a few ms after "Received KillLocalActor"; this is
+Ray's process-group cleanup, ``RAY_process_group_cleanup_enabled``) — and to a
+job's workers when the job ends (the driver disconnects, a session stops).
+rayfl kills its actors with ``ray.kill`` after every run, every benchmark
+episode. Python runs the handler at the next bytecode of the main thread: when
+that is inside a weakref callback or a ``__del__`` (the garbage collector runs
+them at any allocation), Python cannot propagate the exception. It passes it to
 :data:`sys.unraisablehook`, whose default prints "Exception ignored in ...
 Traceback ... SystemExit: 1" to the worker's stderr, and carries on: Ray
 forwards those lines to the driver's console (``log_to_driver``) — a traceback
