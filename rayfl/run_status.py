@@ -286,7 +286,7 @@ def _failed(run_dir: Path, exc: BaseException, progress: RunProgress) -> dict[st
     """
     from rayfl.session_files import keep_for_failure
 
-    ray_logs = keep_for_failure()
+    ray_logs = keep_for_failure(exc)
     error = _describe(exc, progress, _write_error_file(run_dir, exc, ray_logs))
     return {**error, "ray_logs": ray_logs} if ray_logs else error
 

@@ -29,7 +29,13 @@ import ray
 
 from rayfl.cluster_address import check_reachable
 from rayfl.session_config import RayConfig
-from rayfl.session_files import kept_for_failure, remove_session_dir, session_dir_of
+from rayfl.session_files import (
+    failing,
+    kept_for_failure,
+    kept_while_failing,
+    remove_session_dir,
+    session_dir_of,
+)
 
 __all__ = ["RaySession"]
 
@@ -265,6 +271,10 @@ class RaySession:
         """Remove the stopped session's directory unless kept (``keep_logs``, a failure)."""
         path, self.session_dir = self.session_dir, None
         if path is None or self.keep_logs or kept_for_failure(path):
+            return
+        error = failing()  # closed as a failure propagates: the run will say where
+        if error is not None:
+            kept_while_failing(error, path)
             return
         remove_session_dir(path)
 

@@ -8,6 +8,8 @@ directory of a session it started when it closes, once its processes are
 stopped, unless ``ray.keep_logs`` is set or a run in it failed: then the
 directory stays, and the failure names it (:func:`keep_for_failure`, called by
 :mod:`rayfl.run_status`; the console line and ``error.txt`` say where). A
+session closed while a failure propagates (:func:`failing`: a run's set-up
+failed, the engine closes it before the run learns of it) keeps it too. A
 session rayfl reuses or connects to is never touched.
 
 Ray's ``session_latest`` symlink, when it points at the removed directory, is
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +30,19 @@ import ray
 
 __all__ = [
     "current_session_dir",
+    "failing",
     "keep_for_failure",
     "kept_for_failure",
+    "kept_while_failing",
     "remove_session_dir",
     "session_dir_of",
 ]
 
 #: Session directories of sessions rayfl started, that a failed run asked to keep.
 _KEPT: set[str] = set()
+#: (exception, path): the directory a session closed while ``exception`` propagated
+#: kept (:func:`kept_while_failing`), so that the failure can name it.
+_CLOSED_FAILING: tuple[BaseException, str] | None = None
 
 
 def session_dir_of(node: Any) -> str | None:
@@ -57,17 +65,52 @@ def current_session_dir() -> str | None:
     return session_dir_of(node) if node is not None else None
 
 
-def keep_for_failure() -> str | None:
+def keep_for_failure(error: BaseException | None = None) -> str | None:
     """A run failed: keep the current session's directory; its path (None if unknown).
 
     Only a session rayfl started is ever removed; this marks it kept. The path
     is returned for any session (a user's too), so the failure can say where
-    the workers' logs are.
+    the workers' logs are. With Ray already stopped (a set-up failure closes
+    the session before the error reaches the run), the path is that of the
+    session kept while ``error`` propagated, if any.
     """
     path = current_session_dir()
     if path is not None:
         _KEPT.add(path)
-    return path
+        return path
+    if _CLOSED_FAILING is not None and _CLOSED_FAILING[0] in _chain(error):
+        return _CLOSED_FAILING[1]
+    return None
+
+
+def _chain(error: BaseException | None, depth: int = 8) -> list[BaseException]:
+    """``error`` and the exceptions it was raised from or during (a few)."""
+    out: list[BaseException] = []
+    while error is not None and len(out) < depth and error not in out:
+        out.append(error)
+        error = error.__cause__ or error.__context__
+    return out
+
+
+def failing() -> BaseException | None:
+    """The exception propagating through the caller that means a failed run, or None.
+
+    An interrupt (Ctrl-C, SIGTERM) is not a failure, nor is input rayfl refuses
+    (:func:`rayfl.run_status.bad_input`: a config error, resources the run
+    cannot have).
+    """
+    from rayfl.run_status import bad_input
+
+    error = sys.exc_info()[1]
+    if error is None or not isinstance(error, Exception) or bad_input(error):
+        return None
+    return error
+
+
+def kept_while_failing(error: BaseException, path: str) -> None:
+    """A session closed while ``error`` propagated kept its directory ``path``."""
+    global _CLOSED_FAILING
+    _CLOSED_FAILING = (error, path)
 
 
 def kept_for_failure(path: str) -> bool:

@@ -50,6 +50,13 @@ SCRIPT = textwrap.dedent(
         except RunFailed as e:
             report["message"] = str(e)
             report["error_txt"] = (e.run_dir / "error.txt").read_text()
+        def setup_boom(self, *args, **kwargs):  # after Ray started, before round 0
+            raise RuntimeError("boom in set-up")
+        Engine._put_initial = setup_boom
+        try:
+            rayfl.run({**base, "name": "setup"})
+        except RunFailed as e:
+            report["setup_message"] = str(e)
     elif mode == "keep_logs":
         rayfl.run({**base, "name": "kept", "ray": {**base["ray"], "keep_logs": True}})
     elif mode == "users_session":
@@ -94,16 +101,18 @@ def _sessions(ray_tmp: Path) -> list[Path]:
     return sorted((ray_tmp / "ray").glob("session_2*"))
 
 
-def test_three_runs_leave_no_session_dir_and_a_failed_one_is_kept(tmp_path, ray_tmp):
-    # Act: 3 runs that complete, then 1 that fails in its first round
+def test_three_runs_leave_no_session_dir_and_failed_ones_are_kept(tmp_path, ray_tmp):
+    # Act: 3 runs that complete, 1 that fails in its first round, 1 in its set-up
     report = _run("runs", ray_tmp, tmp_path / "runs")
-    # Assert: only the failed run's session directory is left, and it is named
+    # Assert: only the failed runs' session directories are left, each named
     left = _sessions(ray_tmp)
-    assert len(left) == 1, left
+    assert len(left) == 2, left
     assert (left[0] / "logs").is_dir()
     assert f"Ray session logs: {left[0]}" in report["message"]
     assert f"{left[0]}/logs" in report["error_txt"]
     assert "boom in round" in report["error_txt"]
+    assert "boom in set-up" in report["setup_message"]
+    assert f"Ray session logs: {left[1]}" in report["setup_message"]
     latest = ray_tmp / "ray" / "session_latest"
     assert not latest.is_symlink() or latest.exists()  # never dangling
 
