@@ -30,7 +30,6 @@ import ray
 from rayfl.cluster_address import check_reachable
 from rayfl.session_config import RayConfig
 from rayfl.session_files import (
-    failing,
     kept_for_failure,
     kept_while_failing,
     remove_session_dir,
@@ -272,7 +271,7 @@ class RaySession:
         path, self.session_dir = self.session_dir, None
         if path is None or self.keep_logs or kept_for_failure(path):
             return
-        error = failing()  # closed as a failure propagates: the run will say where
+        error = _failing()  # closed as a failure propagates: the run will say where
         if error is not None:
             kept_while_failing(error, path)
             return
@@ -291,6 +290,21 @@ class RaySession:
 
         roots = {p.process.pid for ps in node.all_processes.values() for p in ps}
         return sorted(_with_start_times(descendants(roots)))
+
+
+def _failing() -> BaseException | None:
+    """The exception propagating through the caller that means a failed run, or None.
+
+    An interrupt (Ctrl-C, SIGTERM) is not a failure, nor is input rayfl refuses
+    (:func:`rayfl.run_status.bad_input`: a config error, resources the run
+    cannot have).
+    """
+    from rayfl.run_status import bad_input
+
+    error = sys.exc_info()[1]
+    if error is None or not isinstance(error, Exception) or bad_input(error):
+        return None
+    return error
 
 
 def _stop_leftovers(tree: list[tuple[int, int]], wait_s: float = 2.0) -> list[int]:

@@ -8,7 +8,7 @@ directory of a session it started when it closes, once its processes are
 stopped, unless ``ray.keep_logs`` is set or a run in it failed: then the
 directory stays, and the failure names it (:func:`keep_for_failure`, called by
 :mod:`rayfl.run_status`; the console line and ``error.txt`` say where). A
-session closed while a failure propagates (:func:`failing`: a run's set-up
+session closed while a failure propagates (a run's set-up
 failed, the engine closes it before the run learns of it) keeps it too. A
 session rayfl reuses or connects to is never touched.
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,6 @@ import ray
 
 __all__ = [
     "current_session_dir",
-    "failing",
     "keep_for_failure",
     "kept_for_failure",
     "kept_while_failing",
@@ -90,21 +88,6 @@ def _chain(error: BaseException | None, depth: int = 8) -> list[BaseException]:
         out.append(error)
         error = error.__cause__ or error.__context__
     return out
-
-
-def failing() -> BaseException | None:
-    """The exception propagating through the caller that means a failed run, or None.
-
-    An interrupt (Ctrl-C, SIGTERM) is not a failure, nor is input rayfl refuses
-    (:func:`rayfl.run_status.bad_input`: a config error, resources the run
-    cannot have).
-    """
-    from rayfl.run_status import bad_input
-
-    error = sys.exc_info()[1]
-    if error is None or not isinstance(error, Exception) or bad_input(error):
-        return None
-    return error
 
 
 def kept_while_failing(error: BaseException, path: str) -> None:
