@@ -104,6 +104,8 @@ class _RunEnded:
             lines.append(f"traceback: {self.run_dir / e['traceback']}")
         if e.get("summary"):
             lines.append(str(e["summary"]))
+        if e.get("ray_logs"):
+            lines.append(f"Ray session logs: {e['ray_logs']}")
         kept = "" if setup else " (rounds done are kept)"
         lines.append(f"run directory: {self.run_dir}{kept}")
         if e.get("resume_from") is not None:
@@ -276,9 +278,29 @@ def _describe(
     }
 
 
-def _write_error_file(run_dir: Path, exc: BaseException) -> str | None:
-    """Write ``exc``'s traceback to ``error.txt`` (atomically); its name, or None."""
+def _failed(run_dir: Path, exc: BaseException, progress: RunProgress) -> dict[str, Any]:
+    """The error block of a run failed with ``exc``; writes ``error.txt``.
+
+    The Ray session's directory (the workers' logs) is kept
+    (:func:`rayfl.session_files.keep_for_failure`) and named in both.
+    """
+    from rayfl.session_files import keep_for_failure
+
+    ray_logs = keep_for_failure(exc)
+    error = _describe(exc, progress, _write_error_file(run_dir, exc, ray_logs))
+    return {**error, "ray_logs": ray_logs} if ray_logs else error
+
+
+def _write_error_file(
+    run_dir: Path, exc: BaseException, ray_logs: str | None = None
+) -> str | None:
+    """Write ``exc``'s traceback to ``error.txt`` (atomically); its name, or None.
+
+    ``ray_logs``: the Ray session directory kept for this failure (a last line).
+    """
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if ray_logs:
+        text += f"\nRay session logs (the workers' stdout/stderr): {ray_logs}/logs\n"
     try:
         atomic_write(Path(run_dir) / ERROR_FILE, lambda p: p.write_text(text))
     except OSError:
@@ -395,8 +417,7 @@ def terminal_status(
                 progress.status = "failed"
                 if disk_full(e, Path(run_dir)) is not None:
                     _release_space(run_dir)
-                tb_file = _write_error_file(run_dir, e)
-                progress.error = _describe(e, progress, tb_file)
+                progress.error = _failed(run_dir, e, progress)
                 failure = e
             failure = _end(run_dir, progress, write_summary, failure)
     finally:
@@ -457,8 +478,7 @@ def setup_status(
             run_dir = open_run_dir()
             _retire_previous_error(run_dir)
             progress = RunProgress(resume_from=resume_from, status="failed")
-            error = _describe(e, progress, _write_error_file(run_dir, e))
-            progress.error = {**error, "phase": "setup"}
+            progress.error = {**_failed(run_dir, e, progress), "phase": "setup"}
             if not _write_status(run_dir, progress, None):
                 progress.error["summary"] = "summary.json not written (disk full?)"
             raise RunFailed(run_dir, "failed", progress.error) from e

@@ -27,7 +27,14 @@ from typing import Any
 
 import ray
 
+from rayfl.cluster_address import check_reachable
 from rayfl.session_config import RayConfig
+from rayfl.session_files import (
+    kept_for_failure,
+    kept_while_failing,
+    remove_session_dir,
+    session_dir_of,
+)
 
 __all__ = ["RaySession"]
 
@@ -138,6 +145,10 @@ class RaySession:
         self.watchdog: subprocess.Popen[bytes] | None = None
         #: The local node started by ``local_processes: lean`` (None otherwise).
         self.node: Any = None
+        #: The session directory of a local session started here (removed on
+        #: close unless kept: :mod:`rayfl.session_files`), else None.
+        self.session_dir: str | None = None
+        self.keep_logs = bool(getattr(config, "keep_logs", False))
         if ray.is_initialized():
             return
         kwargs: dict[str, Any] = {
@@ -155,6 +166,7 @@ class RaySession:
                 f"rayfl: connecting to RAY_ADDRESS={address} (unset it for a local run)"
             )
         if address is not None:
+            check_reachable(address)  # else ray.init retries for minutes
             ray.init(address=address, **kwargs)
         else:
             os.environ.setdefault("RAY_DEDUP_LOGS", "1")
@@ -180,6 +192,9 @@ class RaySession:
                     **kwargs,
                 )
             self.watchdog = _start_watchdog(self.node)
+            self.session_dir = session_dir_of(
+                self.node or ray._private.worker._global_node
+            )
         self.started_here = True
 
     def _start_lean(
@@ -248,7 +263,19 @@ class RaySession:
         if self.started_here:
             self._stop_node()
             _stop_leftovers(tree)
+            self._remove_session_dir()
         self.started_here = False
+
+    def _remove_session_dir(self) -> None:
+        """Remove the stopped session's directory unless kept (``keep_logs``, a failure)."""
+        path, self.session_dir = self.session_dir, None
+        if path is None or self.keep_logs or kept_for_failure(path):
+            return
+        error = _failing()  # closed as a failure propagates: the run will say where
+        if error is not None:
+            kept_while_failing(error, path)
+            return
+        remove_session_dir(path)
 
     def _process_tree(self) -> list[tuple[int, int]]:
         """(pid, start time) of the local node's processes and all below them.
@@ -263,6 +290,21 @@ class RaySession:
 
         roots = {p.process.pid for ps in node.all_processes.values() for p in ps}
         return sorted(_with_start_times(descendants(roots)))
+
+
+def _failing() -> BaseException | None:
+    """The exception propagating through the caller that means a failed run, or None.
+
+    An interrupt (Ctrl-C, SIGTERM) is not a failure, nor is input rayfl refuses
+    (:func:`rayfl.run_status.bad_input`: a config error, resources the run
+    cannot have).
+    """
+    from rayfl.run_status import bad_input
+
+    error = sys.exc_info()[1]
+    if error is None or not isinstance(error, Exception) or bad_input(error):
+        return None
+    return error
 
 
 def _stop_leftovers(tree: list[tuple[int, int]], wait_s: float = 2.0) -> list[int]:

@@ -83,6 +83,14 @@ class RayConfig(BaseModel):
         "64..2^40 (1 EiB: more than any machine; what fits in this machine's "
         "memory is checked when Ray starts).",
     )
+    keep_logs: bool = Field(
+        False,
+        description="Keep the session directory of a local Ray session rayfl "
+        "started (its workers' logs, under Ray's temp dir: `/tmp/ray/session_*`, "
+        "or `$RAY_TMPDIR/ray`) when the session closes. false: it is removed then, "
+        "unless a run in it failed (the failure's console message and `error.txt` "
+        "give its path). A session rayfl reuses or connects to is never touched.",
+    )
     reserve_timeout_s: float | None = Field(
         600.0,
         gt=0,

@@ -17,6 +17,7 @@ import ray
 import torch
 
 from rayfl.actors.messages import Uploads
+from rayfl.actors.quiet_exit import quiet_exit
 from rayfl.actors.restart import mark_restarted, needs_state, state_restored
 from rayfl.actors.setup import ActorSetup
 from rayfl.actors.shared_data import SharedData
@@ -55,6 +56,7 @@ class ClientHost:
         setup: ActorSetup,
     ) -> None:
         torch.set_num_threads(1)
+        quiet_exit()
         mark_restarted(self)
         if isinstance(data, SharedData):
             data = data.get()

@@ -21,6 +21,7 @@ import numpy.typing as npt
 import ray
 
 from rayfl.actors.messages import Uploads
+from rayfl.actors.quiet_exit import quiet_exit
 from rayfl.actors.setup import ActorSetup
 from rayfl.actors.shared_data import HoldsData
 from rayfl.algorithms.registry import make_algorithm
@@ -61,6 +62,7 @@ class ServerHost:
     """The engine behind :class:`CloudServer`, usable without Ray in tests."""
 
     def __init__(self, setup: ActorSetup) -> None:
+        quiet_exit()
         self.setup = setup
         self.algorithm = make_algorithm(setup.algorithm)
         self.algorithm.bind(privacy=setup.privacy, seed=setup.seed)

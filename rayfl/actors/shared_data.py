@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
+from rayfl.actors.quiet_exit import quiet_exit
+
 if TYPE_CHECKING:  # the holder's process imports nothing of the dataset's
     from rayfl.data.federated import FederatedData
 
@@ -50,6 +52,7 @@ class _Holder(HoldsData):
     """An actor that only holds the refs (the body of :data:`DataHolder`)."""
 
     def __init__(self, refs: list[Any]) -> None:
+        quiet_exit()
         self.hold(refs)
 
 
