@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 import ray
 
+from rayfl.actors.quiet_exit import quiet_exit
 from rayfl.exactsum import ExactSum
 from rayfl.seeding import rng_for
 
@@ -99,6 +100,7 @@ class EdgeHost:
     """
 
     def __init__(self, edge: int, seed: int, trusted: bool) -> None:
+        quiet_exit()  # a SIGTERM at ray.kill ends it without a forwarded traceback
         self.edge = int(edge)
         self.seed = int(seed)
         self.trusted = bool(trusted)
