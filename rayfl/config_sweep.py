@@ -198,8 +198,8 @@ def check_variants(
     keys = list(sweep)
     if len(keys) < 2 or math.prod(len(v) for v in sweep.values()) > MAX_GRID_CHECKS:
         return
-    for values in itertools.product(*(sweep[k] for k in keys)):
-        point = dict(zip(keys, values, strict=True))
+    for combo in itertools.product(*(sweep[k] for k in keys)):
+        point = dict(zip(keys, combo, strict=True))
         try:
             validate(_variant_tree(base, point))
         except ConfigError as e:

@@ -17,6 +17,7 @@ import time
 import rayfl
 from rayfl.benchmarks import bench_parser
 
+OUT_DIR = "bench/_out"
 CONFIG = {
     "name": "flute",
     "rounds": 100,
@@ -25,7 +26,7 @@ CONFIG = {
     "model": {"kind": "mlr"},
     "algorithm": {"kind": "fedavg", "local_epochs": 1, "batch_size": 10, "lr": 0.05},
     "scheduler": {"policy": "random", "clients_per_round": 10},
-    "output": {"progress": False, "plots": False, "dir": "bench/_out"},
+    "output": {"progress": False, "plots": False, "dir": OUT_DIR},
 }
 
 
@@ -34,8 +35,8 @@ def parser() -> argparse.ArgumentParser:
     p = bench_parser("flute", __doc__)
     p.add_argument(
         "--out",
-        default=CONFIG["output"]["dir"],
-        help=f"folder of the run directory (default {CONFIG['output']['dir']})",
+        default=OUT_DIR,
+        help=f"folder of the run directory (default {OUT_DIR})",
     )
     return p
 
