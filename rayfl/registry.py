@@ -355,7 +355,10 @@ def _params_model(name: str) -> Any:
         _PARAM_MODELS[cls] = create_model(  # type: ignore[call-overload]
             f"{cls.__name__}Params",
             __config__=ConfigDict(
-                strict=True, extra="forbid", arbitrary_types_allowed=True
+                strict=True,
+                extra="forbid",
+                arbitrary_types_allowed=True,
+                allow_inf_nan=False,
             ),
             **fields,
         )

@@ -8,6 +8,7 @@ nearest valid neighbour must still load.
 
 from __future__ import annotations
 
+import math
 import os
 
 import pytest
@@ -348,3 +349,17 @@ def test_the_cli_refuses_in_one_line_before_ray_starts(
     assert err[0] == "rayfl: invalid config:" and len(err) == 2, err
     assert "ActorDiedError" not in err[1] and "Traceback" not in err[1]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_policy_parameter_refuses_nan_and_infinity(value):
+    # data_weighted's `power` is a float: NaN/∞ would give every client NaN credit
+    with pytest.raises(ConfigError, match=r"scheduler\.params\.power: .*finite"):
+        load_config(
+            "examples/quickstart.yaml",
+            {
+                "wireless": {},
+                "scheduler.policy": "data_weighted",
+                "scheduler.params": {"power": value},
+            },
+        )
