@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from rayfl.compare_progress import RowLog
 from rayfl.config import ConfigError, RunConfig, load_config
+from rayfl.config_yaml import clip, load_yaml
 from rayfl.plots import plot_rounds
 from rayfl.results import atomic_write, make_run_dir
 from rayfl.runner import run
@@ -310,9 +310,12 @@ def policy_variant(base: RunConfig, spec: str) -> tuple[str, dict[str, Any]]:
             key, sep, value = pair.partition("=")
             if not sep or not key:
                 raise ValueError(
-                    f"policy entry {spec!r}: parameters are name:key=value, got {pair!r}"
+                    f"policy entry {clip(spec)}: parameters are name:key=value, "
+                    f"got {clip(pair)}"
                 )
-            params[key] = yaml.safe_load(value)
+            params[key] = load_yaml(
+                value, f"policy entry {clip(spec)}", lines=False, root=key
+            )
         extra["scheduler.params"] = params
     return name, extra
 

@@ -299,3 +299,17 @@ def test_compare_refuses_a_config_with_a_sweep_before_ray_starts(how, tmp_path, 
     assert "sweep over algorithm.lr would be ignored" in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_a_policy_entry_parameter_goes_through_the_bounded_loader():
+    # `rayfl compare --policies name:key=value` parses the value like an override
+    from rayfl.compare import policy_variant
+
+    base = load_config("examples/quickstart.yaml", {"wireless": {}})
+    assert policy_variant(base, "data_weighted:power=2")[1]["scheduler.params"] == {
+        "power": 2
+    }
+    for hostile, says in [("[" * 300, "nested deeper"), ("1" * 5000, "5,000 digits")]:
+        with pytest.raises(ConfigError, match=says) as caught:
+            policy_variant(base, f"data_weighted:power={hostile}")
+        assert len(str(caught.value)) < 400
