@@ -53,6 +53,10 @@ def test_many_models_equal_evaluate_of_each_alone(kind, hidden, input_shape):
     x = rng.normal(size=(19, *input_shape)).astype(np.float32)
     y = rng.integers(0, 3, size=19)
     bounds = [0, 5, 5, 18, 19]
+    # float32 rounding: the CNN's convolutions run on batches of other sizes than
+    # evaluate()'s chunks of 4, and oneDNN picks its kernel (and summation order)
+    # by batch size; a 2.3e-6 relative difference on a loss of 118 was seen in CI
+    rtol = 1e-5 if kind == "cnn" else 1e-6
     # Act
     loss, acc = evaluate_segments_many(model, vectors, x, y, bounds)
     # Assert: the oracle is evaluate() of each model on each segment alone
@@ -63,7 +67,7 @@ def test_many_models_equal_evaluate_of_each_alone(kind, hidden, input_shape):
                 assert np.isnan(loss[m, s]) and np.isnan(acc[m, s])
                 continue
             want = evaluate(model, vector, x[a:b], y[a:b], batch_size=4)
-            np.testing.assert_allclose(loss[m, s], want[0], rtol=1e-6)
+            np.testing.assert_allclose(loss[m, s], want[0], rtol=rtol)
             assert acc[m, s] == want[1]
 
 
