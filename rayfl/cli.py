@@ -39,7 +39,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config, args.overrides)  # errors before torch/Ray load
     from rayfl.compare import sweep
-    from rayfl.config_sweep import record_replaced_sweep, replaced_sweep_lines
+    from rayfl.config.sweep import record_replaced_sweep, replaced_sweep_lines
     from rayfl.runner import run
 
     for line in replaced_sweep_lines(config.replaced_sweep):  # the override wins

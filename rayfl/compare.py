@@ -25,7 +25,7 @@ import pandas as pd
 
 from rayfl.compare_progress import RowLog
 from rayfl.config import ConfigError, RunConfig, load_config
-from rayfl.config_yaml import clip, load_yaml
+from rayfl.config.loader import clip, load_yaml
 from rayfl.plots import plot_rounds
 from rayfl.results import atomic_write, make_run_dir
 from rayfl.runner import run
@@ -386,9 +386,9 @@ def sweep(config: RunConfig) -> tuple[pd.DataFrame, Path]:
         ``privacy.epsilon=1`` and so on.
 
     Axes an override replaced (``config.replaced_sweep``, see
-    :mod:`rayfl.config_sweep`) are recorded in each run's ``summary.json``.
+    :mod:`rayfl.config.sweep`) are recorded in each run's ``summary.json``.
     """
-    from rayfl.config_sweep import record_replaced_sweep
+    from rayfl.config.sweep import record_replaced_sweep
 
     keys = list(config.sweep)
     variants = []

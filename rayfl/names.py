@@ -83,7 +83,7 @@ def unknown_name_message(field: str, name: object, allowed: Iterable[str]) -> st
             [", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted
         )
         hint = f"; did you mean {both}?"
-    from rayfl.config_yaml import clip, clip_text
+    from rayfl.text_checks import clip, clip_text
 
     listed = clip_text(", ".join(repr(a) for a in allowed), 500)
     return f"{field}: unknown name {clip(name)}{hint}\n  allowed: {listed}"

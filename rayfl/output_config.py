@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rayfl.config_text import check_path
+from rayfl.text_checks import check_path
 
 #: ``output.loggers`` → (module that must be importable, the extra that brings it);
 #: the loggers themselves are :mod:`rayfl.tracking`.

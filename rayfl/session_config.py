@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rayfl.config_text import check_address
+from rayfl.text_checks import check_address
 
 __all__ = ["MAX_OBJECT_STORE_MB", "RayConfig"]
 

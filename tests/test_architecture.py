@@ -31,9 +31,9 @@ CONFIG_IMPORT_EXCEPTIONS = {
     # the D2D section checks algorithm names against the algorithm registry
     ("rayfl.d2d.config", "rayfl.algorithms.registry"),
     # data.root and rl.init_from are checked as paths (control characters,
-    # file-system limits) by the stdlib-only rayfl.config_text, as output.dir is
-    ("rayfl.data.config", "rayfl.config_text"),
-    ("rayfl.rl.config", "rayfl.config_text"),
+    # file-system limits) by the stdlib-only rayfl.text_checks, as output.dir is
+    ("rayfl.data.config", "rayfl.text_checks"),
+    ("rayfl.rl.config", "rayfl.text_checks"),
 }
 
 #: Files that load modules by a computed name besides rayfl/registry.py and
@@ -43,6 +43,7 @@ DYNAMIC_IMPORT_EXCEPTIONS = {
     "rayfl/actors/__init__.py",  # lazy: the data holder's process imports no torch
     "rayfl/privacy/__init__.py",  # lazy: config validation imports no scipy
     "rayfl/hierarchy/__init__.py",  # lazy re-exports of rayfl.hierarchy modules
+    "rayfl/config/__init__.py",  # lazy: a section importing a config module imports no other section
     "rayfl/cli.py",  # `rayfl bench NAME` loads rayfl.benchmarks.NAME
     "rayfl/algorithms/registry.py",  # algorithm kinds by "module:Class"
 }

@@ -4,7 +4,7 @@ The WPFL paper's (arXiv:2506.02422) DP baselines calibrate their own noise
 (:meth:`rayfl.algorithms.wpfl.Wpfl.calibrate_noise`); what they need from the
 privacy, compression and wireless sections depends on the config alone, so
 :func:`check_mechanism_sections` is called both there and at validation
-(:mod:`rayfl.config_semantics`), before Ray starts. No numpy, no torch.
+(:mod:`rayfl.config.semantics`), before Ray starts. No numpy, no torch.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rayfl.config_text import check_path, short
+from rayfl.text_checks import check_path, clip
 
 DATASET_SIZES = {
     "fashion_mnist": 70_000,
@@ -212,7 +212,7 @@ class DataConfig(BaseModel):
             )
         path = Path(self.root).expanduser()
         if not path.exists():
-            raise ValueError(f"data.root: no such directory: {short(self.root)}")
+            raise ValueError(f"data.root: no such directory: {clip(self.root)}")
         if not path.is_dir():
             raise ValueError(
                 f"data.root must be a directory (torchvision layout: MNIST/raw, "

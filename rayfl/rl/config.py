@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rayfl.config_text import check_path
+from rayfl.text_checks import check_path
 
 __all__ = ["RLConfig"]
 

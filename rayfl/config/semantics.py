@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rayfl.config_text import check_text
+from rayfl.text_checks import check_text
 
 __all__ = ["MAX_UPLOAD_PARAMS", "check_semantics"]
 

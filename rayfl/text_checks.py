@@ -1,4 +1,7 @@
-"""Checks of the config's free-text values: names, paths and addresses.
+"""Text in config fields and in their errors: checked on the way in, clipped on the way out.
+
+:func:`clip` and :func:`clip_text` cut an echoed value or message short (every
+config error echoes at most a short prefix of what it was given).
 
 A string field of the run config (``name``, ``data.root``, ``output.dir``,
 ``ray.address``) is refused at validation, before Ray starts, when it holds a
@@ -18,15 +21,19 @@ from __future__ import annotations
 
 import os
 import re
+import reprlib
 from pathlib import Path
+from typing import Any
 
 __all__ = [
+    "ECHO_CHARS",
+    "clip",
+    "clip_text",
     "NAME_MAX_BYTES",
     "PATH_MAX_BYTES",
     "check_address",
     "check_path",
     "check_text",
-    "short",
 ]
 
 NAME_MAX_BYTES = 255
@@ -42,16 +49,43 @@ _ADDRESS = re.compile(
 )
 
 
-def short(value: str, limit: int = 60) -> str:
-    """Return ``repr(value)``, cut to about ``limit`` characters.
+ECHO_CHARS = 60
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = ECHO_CHARS
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 3, 6, 6
+
+
+def clip_text(text: str, limit: int = ECHO_CHARS) -> str:
+    """``text``, cut to ``limit`` characters plus ``… (N chars)`` when longer.
 
     Example:
-        >>> short("x" * 100, 10)
-        "'xxxxxxxxxx'... (100 characters)"
+        >>> clip_text("x" * 100, 5)
+        'xxxxx… (100 chars)'
     """
-    if len(value) <= limit:
-        return repr(value)
-    return f"{value[:limit]!r}... ({len(value)} characters)"
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
+def clip(value: Any, limit: int = ECHO_CHARS) -> str:
+    """A short ``repr`` of ``value`` for an error message (never raises).
+
+    Huge integers, deep or long containers and long strings are summarised.
+
+    Example:
+        >>> clip(10**5000)
+        '<an integer of about 5001 digits>'
+        >>> clip("ab")
+        "'ab'"
+    """
+    try:
+        if isinstance(value, int) and value.bit_length() > 200:
+            return (
+                f"<an integer of about {int(value.bit_length() * 0.30103) + 1} digits>"
+            )
+        if isinstance(value, str) and len(value) > limit:
+            return f"{value[:limit]!r}… ({len(value)} chars)"
+        return clip_text(_REPR.repr(value), limit)
+    except Exception:  # a value whose repr fails: say what it is
+        return f"<a {type(value).__name__}>"
 
 
 def check_text(field: str, value: str) -> str:
@@ -64,7 +98,7 @@ def check_text(field: str, value: str) -> str:
     if found:
         raise ValueError(
             f"{field} must not contain control characters, got {found.group()!r} "
-            f"at position {found.start()} of {short(value)}"
+            f"at position {found.start()} of {clip(value)}"
         )
     return value
 
@@ -96,7 +130,7 @@ def check_path(field: str, value: str) -> str:
     if value.strip() != value or not value.strip():
         raise ValueError(
             f"{field} must not be blank or start or end with whitespace (a directory "
-            f"named by spaces is almost never meant), got {short(value)}"
+            f"named by spaces is almost never meant), got {clip(value)}"
         )
     path = Path(value).expanduser()
     _check_lengths(field, value, path, NAME_MAX_BYTES, PATH_MAX_BYTES)
@@ -125,13 +159,13 @@ def _check_lengths(
         if len(os.fsencode(part)) > name_max:
             raise ValueError(
                 f"{field} has a component of {len(os.fsencode(part))} bytes; the "
-                f"file system allows {name_max}: got {short(value)}"
+                f"file system allows {name_max}: got {clip(value)}"
             )
     size = len(os.fsencode(str(path.absolute())))
     if size > path_max:
         raise ValueError(
             f"{field} is {size} bytes long as an absolute path; the file system "
-            f"allows {path_max}: got {short(value)}"
+            f"allows {path_max}: got {clip(value)}"
         )
 
 
@@ -152,9 +186,9 @@ def check_address(field: str, value: str) -> str:
     if match is None:
         raise ValueError(
             f"{field} must be auto, local, host:port or ray://host:port (no spaces), "
-            f"got {short(value)}"
+            f"got {clip(value)}"
         )
     port = match.group("port")
     if len(port) > 5 or not 1 <= int(port) <= 65535:
-        raise ValueError(f"{field}: the port must be in 1..65535, got {short(port)}")
+        raise ValueError(f"{field}: the port must be in 1..65535, got {clip(port)}")
     return value

@@ -1,15 +1,9 @@
-"""The typed configuration tree of a run, loaded from YAML with overrides.
+"""RunConfig: the whole run's typed tree, its cross-section checks and load_config.
 
-A run is configured by one YAML file (see ``examples/``) validated into
-:class:`RunConfig`, a tree of frozen pydantic models, one per section. Command-line
-overrides use dotted paths: ``rayfl run cfg.yaml rounds=5 data.num_clients=100``.
-A bad value raises :class:`ConfigError`, whose message names the field path, the
-bad value and the allowed values in a few lines.
-
-The sections live beside their features (``rayfl/wireless/config.py``,
-``rayfl/learning/config.py``, ``rayfl/session_config.py``, ...) and are re-exported
-here; this module keeps :class:`RunConfig`, its cross-section checks,
-:func:`load_config`, the overrides and the error formatting.
+Re-exported by :mod:`rayfl.config` (import from there). The sections live beside
+their features and are re-exported here too; this module keeps
+:class:`RunConfig`, its cross-section checks, :func:`load_config` and the
+overrides.
 
 Example:
     >>> cfg = load_config({"rounds": 3}, ["data.num_clients=8", "algorithm.lr=0.1"])
@@ -34,16 +28,8 @@ from pydantic import (
 
 from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig
 from rayfl.compression.config import CompressionConfig
-from rayfl.config_errors import MAX_LINE, format_validation_error
-from rayfl.config_numbers import booleans_as_numbers
-from rayfl.config_semantics import check_semantics
-from rayfl.config_sweep import (
-    check_variants,
-    replaced_sweep_lines,
-    set_dotted,
-    take_swept,
-)
-from rayfl.config_yaml import (
+from rayfl.config.errors import MAX_LINE, format_validation_error
+from rayfl.config.loader import (
     MAX_DEPTH,
     MAX_INT_DIGITS,
     ConfigError,
@@ -51,6 +37,14 @@ from rayfl.config_yaml import (
     clip_text,
     load_yaml,
     read_config_file,
+)
+from rayfl.config.numbers import booleans_as_numbers
+from rayfl.config.semantics import check_semantics
+from rayfl.config.sweep import (
+    check_variants,
+    replaced_sweep_lines,
+    set_dotted,
+    take_swept,
 )
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
@@ -429,14 +423,14 @@ def load_config(
         overrides: ``"a.b=value"`` strings (values parsed as YAML), or a mapping of
             dotted keys (``{"data.num_clients": 100}``) to values. An override
             of a key the config's ``sweep`` sweeps replaces that axis (recorded
-            in ``replaced_sweep``; see :mod:`rayfl.config_sweep`).
+            in ``replaced_sweep``; see :mod:`rayfl.config.sweep`).
 
     Returns:
         The validated, frozen config.
 
     Raises:
         ConfigError: For a missing, unreadable or hostile file (see
-            :mod:`rayfl.config_yaml`), bad YAML, any invalid field or sweep
+            :mod:`rayfl.config.loader`), bad YAML, any invalid field or sweep
             variant; the message names each field path and what is allowed,
             and echoes values only in short.
     """

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rayfl.config_yaml import ConfigError, clip, clip_text
+from rayfl.config.loader import ConfigError, clip, clip_text
 
 __all__ = [
     "MAX_GRID_CHECKS",

@@ -17,7 +17,8 @@ message is one line per problem, with the place and the key path:
 * integer literals longer than :data:`MAX_INT_DIGITS` digits are refused before
   ``int()`` sees them (Python refuses to convert 4,300 digits or more).
 
-:func:`clip` and :func:`clip_text` cut echoed values and messages short.
+:func:`clip` and :func:`clip_text` (from :mod:`rayfl.text_checks`) cut echoed
+values and messages short.
 
 Example:
     >>> load_yaml("rounds: 3", "cfg.yaml")
@@ -32,11 +33,12 @@ Example:
 from __future__ import annotations
 
 import re
-import reprlib
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from rayfl.text_checks import clip, clip_text
 
 __all__ = [
     "MAX_BYTES",
@@ -54,7 +56,6 @@ MAX_BYTES = 1 << 20  # 1 MiB: a config is a few KB
 MAX_DEPTH = 64
 MAX_NODES = 100_000  # values after alias expansion
 MAX_INT_DIGITS = 30
-ECHO_CHARS = 60
 
 _BOOL_WORDS = {"yes", "no", "on", "off", "y", "n"}
 _INT_TAG = "tag:yaml.org,2002:int"
@@ -65,44 +66,6 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 class ConfigError(ValueError):
     """A configuration problem, printed by the CLI in a few lines, no traceback."""
-
-
-def clip_text(text: str, limit: int = ECHO_CHARS) -> str:
-    """``text``, cut to ``limit`` characters plus ``… (N chars)`` when longer.
-
-    Example:
-        >>> clip_text("x" * 100, 5)
-        'xxxxx… (100 chars)'
-    """
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
-
-
-_REPR = reprlib.Repr()
-_REPR.maxstring = _REPR.maxother = ECHO_CHARS
-_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 3, 6, 6
-
-
-def clip(value: Any, limit: int = ECHO_CHARS) -> str:
-    """A short ``repr`` of ``value`` for an error message (never raises).
-
-    Huge integers, deep or long containers and long strings are summarised.
-
-    Example:
-        >>> clip(10**5000)
-        '<an integer of about 5001 digits>'
-        >>> clip("ab")
-        "'ab'"
-    """
-    try:
-        if isinstance(value, int) and value.bit_length() > 200:
-            return (
-                f"<an integer of about {int(value.bit_length() * 0.30103) + 1} digits>"
-            )
-        if isinstance(value, str) and len(value) > limit:
-            return f"{value[:limit]!r}… ({len(value)} chars)"
-        return clip_text(_REPR.repr(value), limit)
-    except Exception:  # a value whose repr fails: say what it is
-        return f"<a {type(value).__name__}>"
 
 
 def read_config_file(path: Path) -> Any:

@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from rayfl.algorithms.config import algorithm_names
-from rayfl.config_numbers import union_kind
-from rayfl.config_yaml import clip, clip_text
+from rayfl.config.loader import clip, clip_text
+from rayfl.config.numbers import union_kind
 from rayfl.names import UnknownNameError, unknown_name_message
 
 __all__ = ["MAX_LINE", "MAX_PROBLEMS", "MAX_TEXT", "format_validation_error"]
@@ -65,7 +65,7 @@ def _unknown_name(path: str, err: Any) -> str | None:
 def format_validation_error(error: ValidationError, root: Any) -> str:
     """``invalid config:`` then one line per problem of ``error`` on model ``root``.
 
-    Each echoed value is cut short (:func:`rayfl.config_yaml.clip`), as is
+    Each echoed value is cut short (:func:`rayfl.config.loader.clip`), as is
     each line (:data:`MAX_LINE`) and their number (:data:`MAX_PROBLEMS`).
     """
     tags = {  # union members' tags pydantic puts in the location
