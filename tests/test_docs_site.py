@@ -191,7 +191,7 @@ def test_api_pages_list_the_public_objects():
     rayfl_page = pages["reference/api/rayfl.md"]
     assert (
         "::: rayfl.runner.run" in rayfl_page
-        and "::: rayfl.config.load_config" in rayfl_page
+        and "::: rayfl.config.run.load_config" in rayfl_page
     )
     for entry in POLICIES.values():
         assert f"::: {entry.replace(':', '.')}" in pages["reference/api/policies.md"]
