@@ -165,14 +165,14 @@ class RaySession:
             print(
                 f"rayfl: connecting to RAY_ADDRESS={address} (unset it for a local run)"
             )
-        if address is not None:
+        if address is not None and address != "local":
             check_reachable(address)  # else ray.init retries for minutes
             ray.init(address=address, **kwargs)
         else:
             os.environ.setdefault("RAY_DEDUP_LOGS", "1")
-            # address="local": a new local session, even where `ray start` left a
-            # cluster on this machine (ray.init() would try to join that one, and
-            # refuse num_cpus).
+            # address="local" (given, or for None): a new local session, even
+            # where `ray start` left a cluster on this machine (ray.init() would
+            # try to join that one, and refuse num_cpus); RAY_ADDRESS is not read.
             store = (
                 config.object_store_memory_mb * 2**20
                 if config.object_store_memory_mb

@@ -79,7 +79,7 @@ class RayConfig(BaseModel):
         ge=64,
         le=MAX_OBJECT_STORE_MB,
         description="Object store size of a session rayfl starts (ray.address "
-        "null; refused with an address), in MB, "
+        "null or local; refused with another address), in MB, "
         "64..2^40 (1 EiB: more than any machine; what fits in this machine's "
         "memory is checked when Ray starts).",
     )
@@ -106,10 +106,10 @@ class RayConfig(BaseModel):
         if self.address is None:
             return self
         check_address("ray.address", self.address)
-        if self.object_store_memory_mb is not None:
+        if self.object_store_memory_mb is not None and self.address != "local":
             raise ValueError(
                 "ray.object_store_memory_mb sizes a session rayfl starts itself "
-                f"(ray.address: null); with ray.address={self.address} Ray's own "
+                f"(ray.address: null or local); with ray.address={self.address} Ray's own "
                 "settings apply: remove ray.object_store_memory_mb"
             )
         return self

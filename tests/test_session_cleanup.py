@@ -161,3 +161,33 @@ def test_host_port_and_check_reachable():
     check_reachable("auto")  # left to Ray
     with pytest.raises(ClusterUnreachable, match=r"at 127\.0\.0\.1:1 \("):
         check_reachable("127.0.0.1:1")
+
+
+def test_address_local_starts_a_local_session_with_the_configs_cpus_and_store(
+    monkeypatch,
+):
+    # Arrange: record what RaySession would start, without starting Ray
+    import ray
+
+    import rayfl.session as session
+    from rayfl.config import RayConfig
+
+    started: dict = {}
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")  # `local` must not follow it
+    monkeypatch.setattr(
+        session, "_init_keeping_sigterm", lambda init, **kw: started.update(kw)
+    )
+    monkeypatch.setattr(session, "_start_watchdog", lambda node: None)
+    monkeypatch.setattr(session, "session_dir_of", lambda node: None)
+    monkeypatch.setattr(session, "check_reachable", lambda a: pytest.fail(a))
+    config = RayConfig(
+        address="local", num_cpus=1, object_store_memory_mb=100, local_processes="full"
+    )
+    # Act
+    ray_session = session.RaySession(config)
+    # Assert: a local start with the config's CPUs and store (both were ignored)
+    assert ray_session.started_here
+    assert started["num_cpus"] == 1
+    assert started["object_store_memory"] == 100 * 2**20
+    assert started["address"] == "local"

@@ -253,7 +253,9 @@ def check_env_runner_resources(cfg: RunConfig, rl: RLConfig) -> None:
     if ray.is_initialized():
         total = float(ray.cluster_resources().get("CPU", 0.0))
         where = "the Ray cluster has"
-    elif cfg.ray.address is None and not os.environ.get("RAY_ADDRESS"):
+    elif cfg.ray.address == "local" or (
+        cfg.ray.address is None and not os.environ.get("RAY_ADDRESS")
+    ):
         total = float(cfg.ray.num_cpus or os.cpu_count() or 1)
         where = "the local Ray session gets (ray.num_cpus)"
     else:
