@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import socket
 
+from rayfl.text_checks import ADDRESS, clip_text
+
 __all__ = ["CONNECT_TIMEOUT_S", "ClusterUnreachable", "check_reachable", "host_port"]
 
 #: Seconds the host's name lookup and TCP connection may take in all.
@@ -30,14 +32,10 @@ def host_port(address: str) -> tuple[str, int] | None:
         >>> host_port("ray://head:10001"), host_port("[::1]:6379"), host_port("auto")
         (('head', 10001), ('::1', 6379), None)
     """
-    rest = address.strip()
-    if "://" in rest:
-        rest = rest.split("://", 1)[1]
-    rest = rest.split("/", 1)[0]
-    host, sep, port = rest.rpartition(":")
-    if not sep or not host or not port.isdigit():
+    match = ADDRESS.match(address.strip())
+    if match is None:
         return None
-    return host.strip("[]"), int(port)
+    return match.group("host").strip("[]"), int(match.group("port"))
 
 
 def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
@@ -51,7 +49,7 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     if parts is None:
         return
     host, port = parts
-    shown = address if len(address) <= 200 else address[:200] + "..."
+    shown = clip_text(address)
     try:
         with socket.create_connection((host, port), timeout=timeout_s):
             return

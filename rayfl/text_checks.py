@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ADDRESS",
     "ECHO_CHARS",
     "clip",
     "clip_text",
@@ -44,7 +45,9 @@ PATH_MAX_BYTES = 4096
 """Longest whole path in bytes, when the file system does not say (Linux's PATH_MAX)."""
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_ADDRESS = re.compile(
+#: ``host:port`` or ``ray://host:port`` (an IPv6 host in brackets): the one
+#: parser of a Ray address (also :func:`rayfl.cluster_address.host_port`).
+ADDRESS = re.compile(
     r"^(?:ray://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>\d+)$"
 )
 
@@ -182,7 +185,7 @@ def check_address(field: str, value: str) -> str:
     check_text(field, value)
     if value in ("auto", "local"):
         return value
-    match = _ADDRESS.match(value)
+    match = ADDRESS.match(value)
     if match is None:
         raise ValueError(
             f"{field} must be auto, local, host:port or ray://host:port (no spaces), "

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pathlib
 import time
 from typing import Any
 
@@ -305,3 +306,17 @@ def pytest_unconfigure(config):
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(_EXIT_STATUS[-1])
+
+
+@pytest.fixture
+def ray_tmp():
+    """A short private Ray temp dir for a subprocess that starts its own Ray.
+
+    Short: Ray's socket paths must stay under 108 bytes. With
+    :func:`tests.subprocesses.isolated_env` its session directories are the
+    test's alone.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rft") as path:
+        yield pathlib.Path(path)

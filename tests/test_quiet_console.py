@@ -9,15 +9,15 @@ at their stderr; one reproduces the swallowed exit itself.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.subprocesses import isolated_env
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {
@@ -32,26 +32,13 @@ TINY = {
 NOISE = ("Traceback", "Exception ignored")
 
 
-def _env(ray_tmp: str) -> dict[str, str]:
-    """This worktree first on the path; Ray's temp dir private to the test."""
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, "PYTHONPATH": path, "RAY_TMPDIR": ray_tmp}
-
-
-@pytest.fixture
-def ray_tmp():
-    """A short private Ray temp dir (Ray's socket paths must stay < 108 bytes)."""
-    with tempfile.TemporaryDirectory(prefix="rfq") as path:
-        yield path
-
-
-def _rayfl(args: list[str], ray_tmp: str, cwd: Path) -> subprocess.CompletedProcess:
+def _rayfl(args: list[str], ray_tmp: Path, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "rayfl.cli", *args],
         capture_output=True,
         text=True,
         timeout=600,
-        env=_env(ray_tmp),
+        env=isolated_env(ray_tmp),
         cwd=cwd,
     )
 
@@ -147,7 +134,7 @@ def test_sigterm_in_a_weakref_callback(tmp_path, ray_tmp, mode):
         capture_output=True,
         text=True,
         timeout=300,
-        env=_env(ray_tmp),
+        env=isolated_env(ray_tmp),
         cwd=tmp_path,
     )
     # Assert: Ray's default swallows the exit (traceback forwarded, worker lives);

@@ -9,16 +9,15 @@ line instead of hanging.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from rayfl.cluster_address import ClusterUnreachable, check_reachable, host_port
+from tests.subprocesses import isolated_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,28 +69,13 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.fixture
-def ray_tmp():
-    """A short private Ray temp dir (Ray's socket paths must stay < 108 bytes)."""
-    with tempfile.TemporaryDirectory(prefix="rfc") as path:
-        yield Path(path)
-
-
 def _run(mode: str, ray_tmp: Path, out: Path) -> dict:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(
-            p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p
-        ),
-        "RAY_TMPDIR": str(ray_tmp),
-    }
-    env.pop("RAY_ADDRESS", None)
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(out), mode],
         capture_output=True,
         text=True,
         timeout=600,
-        env=env,
+        env=isolated_env(ray_tmp),
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -138,8 +122,7 @@ def test_unreachable_address_fails_in_one_line(tmp_path, address):
         "model: {kind: mlr}\n"
         "output: {progress: false, plots: false}\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("RAY_ADDRESS", None)
+    env = isolated_env(tmp_path)
     # Act: the timeout only guards against the old hang
     proc = subprocess.run(
         [sys.executable, "-m", "rayfl.cli", "run", str(cfg),
