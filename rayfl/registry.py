@@ -37,12 +37,15 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rayfl.observation import ACTION_PARTS, TOPOLOGIES, TOPOLOGY_KEYS, TOPOLOGY_PARTS
+from rayfl.observation import ACTION_PARTS
+from rayfl.topology import TopologyPlugin
 
 __all__ = [
     "ENVS",
     "PARTICIPANT_RULES",
     "POLICIES",
+    "TOPOLOGIES",
+    "build_policy",
     "check_params",
     "check_policy",
     "load",
@@ -50,8 +53,19 @@ __all__ = [
     "policy_class",
     "policy_parameters",
     "register_policy",
+    "register_topology",
     "registered_names",
+    "topology_names",
+    "topology_of",
 ]
+
+#: Registered topologies: ``topology.kind`` → ``"module:Class"`` of a
+#: :class:`rayfl.topology.TopologyPlugin`. One line per topology.
+TOPOLOGIES: dict[str, str] = {
+    "star": "rayfl.star.plugin:Star",
+    "hierarchical": "rayfl.hierarchy.plugin:Hierarchy",
+    "d2d": "rayfl.d2d.plugin:D2D",
+}
 
 #: Registered policies: name → ``"module:Class"`` of a ``policies.base.Policy``.
 POLICIES: dict[str, str] = {
@@ -112,6 +126,71 @@ def load(entry_point: str) -> Any:
     if module not in _MODULE_CACHE:
         _MODULE_CACHE[module] = importlib.import_module(module)
     return getattr(_MODULE_CACHE[module], attribute)
+
+
+def register_topology(name: str, entry_point: str, *, force: bool = False) -> None:
+    """Register a topology plug-in under ``name`` (its ``topology.kind``).
+
+    Args:
+        name: The plug-in's ``name``, e.g. ``"ring"``.
+        entry_point: ``"package.module:Class"`` of a
+            :class:`rayfl.topology.TopologyPlugin` subclass.
+        force: Replace an existing entry instead of raising.
+
+    Raises:
+        ValueError: If ``name`` is taken (and not ``force``) or ``entry_point``
+            is not of the form ``"module:Class"``.
+    """
+    _split(entry_point)
+    if name in TOPOLOGIES and not force:
+        raise ValueError(
+            f"topology {name!r} is already registered as {TOPOLOGIES[name]!r}; "
+            "pass force=True to replace it"
+        )
+    TOPOLOGIES[name] = entry_point
+    _PLUGINS.pop(name, None)
+
+
+_PLUGINS: dict[str, TopologyPlugin] = {}
+
+
+def topology_names() -> tuple[str, ...]:
+    """Return the registered topologies' names, in registration order.
+
+    Example:
+        >>> topology_names()[:3]
+        ('star', 'hierarchical', 'd2d')
+    """
+    return tuple(TOPOLOGIES)
+
+
+def topology_of(kind: Any) -> TopologyPlugin:
+    """Return the plug-in of a topology: by name, alias, or a run config.
+
+    Args:
+        kind: A ``topology.kind`` value (a name or an alias such as ``"flat"``),
+            a ``topology`` section, or a run config.
+
+    Raises:
+        ValueError: If no registered topology has that name or alias.
+
+    Example:
+        >>> topology_of("flat").name
+        'star'
+    """
+    if not isinstance(kind, str):
+        kind = getattr(kind, "topology", kind).kind
+    if kind in TOPOLOGIES:
+        if kind not in _PLUGINS:
+            _PLUGINS[kind] = load(TOPOLOGIES[kind])()
+        return _PLUGINS[kind]
+    for name in TOPOLOGIES:
+        plugin = topology_of(name)
+        if kind in plugin.aliases:
+            return plugin
+    raise ValueError(
+        f"topology.kind must be one of {_quoted(TOPOLOGIES)}; got {kind!r}"
+    )
 
 
 def register_policy(name: str, entry_point: str, *, force: bool = False) -> None:
@@ -213,6 +292,38 @@ def make_policy(
     return cls(observation_space, action_space, **params)
 
 
+def build_policy(
+    name: str,
+    env_or_spaces: Any = None,
+    *,
+    topology: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    context: Any = None,
+    seed: int | None = None,
+) -> Any:
+    """Build policy ``name`` for a topology and an env: the one builder rayfl uses.
+
+    Args:
+        name: A registered policy name.
+        env_or_spaces: An env or an ``(observation_space, action_space)`` tuple
+            (as :func:`make_policy`).
+        topology: The run's ``topology.kind``; when given, the policy is first
+            checked against it (:func:`check_policy`).
+        params: The policy's own parameters (``scheduler.params``).
+        context: A :class:`rayfl.observation.SystemContext`, or None.
+        seed: When given, the policy is ``reset(seed)``.
+
+    Returns:
+        The policy.
+    """
+    if topology is not None:
+        check_policy(name, topology=topology)
+    policy = make_policy(name, env_or_spaces, context=context, **dict(params or {}))
+    if seed is not None:
+        policy.reset(seed)
+    return policy
+
+
 def _quoted(names: Iterable[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
@@ -237,28 +348,26 @@ def check_policy(
         name: A registered policy name.
         topology: ``topology.kind`` of the run.
         keys: Observation keys the run offers (default: the topology's
-            :data:`rayfl.observation.TOPOLOGY_KEYS`).
+            ``observation_keys``).
         parts: Action parts the run offers (default: the topology's
-            :data:`rayfl.observation.TOPOLOGY_PARTS`).
+            ``action_parts``).
         field: Config field named in the message.
 
     Raises:
         ValueError: If ``name`` or ``topology`` is unknown, or the policy cannot
             run there.
     """
-    if topology not in TOPOLOGIES:
-        raise ValueError(
-            f"topology.kind must be one of {_quoted(TOPOLOGIES)}; got {topology!r}"
-        )
+    plugin = topology_of(topology)
+    topology = plugin.name
     cls: Any = policy_class(name)
-    offered_keys = set(TOPOLOGY_KEYS[topology] if keys is None else keys)
-    offered = set(TOPOLOGY_PARTS[topology] if parts is None else parts)
+    offered_keys = set(plugin.observation_keys if keys is None else keys)
+    offered = set(plugin.action_parts if parts is None else parts)
     head = f"{field}={name}"
     where = f"topology.kind={topology}"
     missing_keys = [k for k in cls.required_keys if k not in offered_keys]
     if missing_keys:
         key = missing_keys[0]
-        observers = [t for t in TOPOLOGIES if key in TOPOLOGY_KEYS[t]]
+        observers = [t for t in TOPOLOGIES if key in topology_of(t).observation_keys]
         if topology in observers or not observers:
             raise ValueError(
                 f"{head} reads {key!r}, which this {where} run does not observe"

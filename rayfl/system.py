@@ -1,7 +1,7 @@
-"""The contract every topology implements: ``System``, ``Topology``, ``Decider``, records.
+"""The contract every topology implements: ``System``, ``RoundStrategy``, ``Decider``, records.
 
 One run is one :class:`System` — the engine (``rayfl.engine.Engine``) — whose
-round is delegated to a topology strategy (:class:`Topology`: star, hierarchical,
+round is delegated to a topology strategy (:class:`RoundStrategy`: star, hierarchical,
 D2D) running on one :class:`rayfl.actors.pool.ActorPool`. One loop,
 ``rayfl.engine.loop.run_rounds``, drives every run::
 
@@ -23,7 +23,8 @@ Units and decisions:
     target (the selected neighbours).
 
 Writing a strategy (what a new topology implements):
-    A class with the methods of :class:`Topology`. ``build(engine)`` starts its
+    A class with the methods of :class:`RoundStrategy`, returned by its
+    plug-in's ``strategy()`` (:class:`rayfl.topology.TopologyPlugin`). ``build(engine)`` starts its
     actors — client-hosting actors through ``ActorPool.start`` (packing,
     memory check, CPU reservation, names, restarts and the data holder are then
     the same for every topology) plus any servers it owns (cloud, edges) — and
@@ -59,8 +60,8 @@ __all__ = [
     "EvalRow",
     "Observation",
     "RoundResult",
+    "RoundStrategy",
     "System",
-    "Topology",
     "initial_vector",
     "pack_clients",
 ]
@@ -197,7 +198,7 @@ class System(Protocol):
         ...
 
 
-class Topology(Protocol):
+class RoundStrategy(Protocol):
     """A topology strategy: what ``Engine`` delegates a round (and its state) to.
 
     The engine owns the Ray session, the federated data, ω⁰ and the pool; a

@@ -43,6 +43,7 @@ DYNAMIC_IMPORT_EXCEPTIONS = {
     "rayfl/actors/__init__.py",  # lazy: the data holder's process imports no torch
     "rayfl/privacy/__init__.py",  # lazy: config validation imports no scipy
     "rayfl/hierarchy/__init__.py",  # lazy re-exports of rayfl.hierarchy modules
+    "rayfl/star/__init__.py",  # lazy: the star's plug-in loads without torch
     "rayfl/config/__init__.py",  # lazy: a section importing a config module imports no other section
     "rayfl/cli.py",  # `rayfl bench NAME` loads rayfl.benchmarks.NAME
     "rayfl/algorithms/registry.py",  # algorithm kinds by "module:Class"
@@ -182,6 +183,14 @@ def test_dynamic_imports_only_in_the_registry_and_the_checkpoint_loader():
 #: Issue 21's size rule: no module of the packages over 500 lines, no function
 #: (or method) over 80.
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
+#: Modules allowed past MAX_MODULE_LINES to stay one concept (issue 46): path →
+#: (limit, the one-line reason).
+RAISED_LIMITS: dict[str, tuple[int, str]] = {
+    "rayfl/registry.py": (
+        600,
+        "the one registry of policies and topologies: names, checks, the builder",
+    ),
+}
 #: Folders outside the packages held to the same rule: the example scripts
 #: (with their shared modules in examples/_support) and the repository scripts.
 SCRIPT_FOLDERS = ("examples", "scripts")
@@ -206,7 +215,11 @@ def _sizes(
 
 
 def _assert_sizes_kept(modules, functions) -> None:
-    long_modules = [(m, n) for m, n in modules if n > MAX_MODULE_LINES]
+    long_modules = [
+        (m, n)
+        for m, n in modules
+        if n > RAISED_LIMITS.get(m, (MAX_MODULE_LINES, ""))[0]
+    ]
     long_functions = [(f, n) for f, n in functions if n > MAX_FUNCTION_LINES]
     assert not long_modules, f"modules over {MAX_MODULE_LINES} lines: {long_modules}"
     assert not long_functions, (

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -55,6 +55,7 @@ from rayfl.privacy.config import PrivacyConfig
 from rayfl.rl.config import RLConfig
 from rayfl.scheduler_config import SchedulerConfig, topology_policy
 from rayfl.session_config import RayConfig
+from rayfl.star.config import StarTopologyConfig
 from rayfl.wireless.config import WirelessConfig
 
 __all__ = [
@@ -74,14 +75,8 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
-class FlatTopologyConfig(_Section):
-    """Clients and one cloud server (the default; behaviour of every other run)."""
-
-    kind: Literal["flat"] = "flat"
-
-
 TopologyConfig = Annotated[
-    FlatTopologyConfig | HierarchicalTopologyConfig | D2DTopologyConfig,
+    StarTopologyConfig | HierarchicalTopologyConfig | D2DTopologyConfig,
     Field(discriminator="kind"),
 ]
 """The ``topology`` section: a discriminated union on ``kind`` (default flat)."""
@@ -135,7 +130,7 @@ class RunConfig(_Section):
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     topology: TopologyConfig = Field(
-        default_factory=FlatTopologyConfig,
+        default_factory=StarTopologyConfig,
         description="flat (clients + cloud), hierarchical (devices → edge actors → "
         "cloud, H2FDP, rayfl.hierarchy) or d2d (server-free, pFedWN, rayfl.d2d).",
     )

@@ -1,23 +1,14 @@
-"""build_system: a run config → its engine (the one dispatch on ``topology.kind``)."""
+"""build_system: a run config → its engine (the topology plug-in gives the strategy)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rayfl.d2d.round import D2DRound
 from rayfl.data.federated import FederatedData
 from rayfl.engine.engine import Engine
-from rayfl.hierarchy.round import HierarchicalRound
-from rayfl.star.round import StarRound
+from rayfl.registry import topology_of
 
-__all__ = ["STRATEGIES", "build_system"]
-
-#: ``topology.kind`` → strategy class.
-STRATEGIES: dict[str, type[Any]] = {
-    "flat": StarRound,
-    "hierarchical": HierarchicalRound,
-    "d2d": D2DRound,
-}
+__all__ = ["build_system"]
 
 
 def build_system(config: Any, *, data: FederatedData | None = None) -> Engine:
@@ -28,12 +19,6 @@ def build_system(config: Any, *, data: FederatedData | None = None) -> Engine:
         data: A prebuilt federated dataset (default: built from ``config.data``).
 
     Raises:
-        ValueError: If ``topology.kind`` has no engine strategy.
+        ValueError: If ``topology.kind`` is not a registered topology.
     """
-    kind = config.topology.kind
-    if kind not in STRATEGIES:
-        raise ValueError(
-            f"topology.kind={kind} has no engine strategy yet; "
-            f"engine strategies: {', '.join(sorted(STRATEGIES))}"
-        )
-    return Engine(config, data, strategy=STRATEGIES[kind]())
+    return Engine(config, data, strategy=topology_of(config).strategy())

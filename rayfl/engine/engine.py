@@ -3,7 +3,7 @@
 The engine owns what every topology shares — the Ray session, the federated
 data, ω⁰ and the global model's ref, the :class:`rayfl.actors.pool.ActorPool`
 — and delegates everything topology-specific to a strategy
-(``rayfl.system.Topology``): ``rayfl.star.round.StarRound`` today; the
+(``rayfl.system.RoundStrategy``): ``rayfl.star.round.StarRound`` today; the
 hierarchical and D2D strategies plug in the same way (``build(engine)`` starts
 their actors on ``engine.pool``, ``round(engine, t, decision)`` runs a round).
 
@@ -26,7 +26,7 @@ from rayfl.data.federated import FederatedData, build_federated
 from rayfl.schedule import Schedule
 from rayfl.session import RaySession
 from rayfl.star.round import StarRound
-from rayfl.system import Decision, EvalRow, Observation, RoundResult, Topology
+from rayfl.system import Decision, EvalRow, Observation, RoundResult, RoundStrategy
 from rayfl.system import initial_vector as _initial_vector
 
 __all__ = ["Engine"]
@@ -50,7 +50,7 @@ class Engine:
         config: Any,
         data: FederatedData | None = None,
         *,
-        strategy: Topology | None = None,
+        strategy: RoundStrategy | None = None,
     ) -> None:
         self.config = config
         self.strategy: Any = strategy if strategy is not None else StarRound()

@@ -77,7 +77,7 @@ __all__ = ["HierarchicalRound", "segments"]
 
 
 class HierarchicalRound:
-    """The hierarchical topology as an engine strategy (``rayfl.system.Topology``).
+    """The hierarchical topology as an engine strategy (``rayfl.system.RoundStrategy``).
 
     Args:
         external_actions: An env's agent gives the per-edge actions
@@ -431,7 +431,7 @@ class HierarchicalRound:
         """Return the number of local segments each device trained."""
         return self.interval.local_update_count.tolist()
 
-    # ------------------------------------------------------------------ Topology
+    # ------------------------------------------------------------ RoundStrategy
     def num_units(self, engine: Any) -> int:
         """One decision unit per edge."""
         return len(self.topology.subnets)

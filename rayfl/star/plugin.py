@@ -1,0 +1,37 @@
+"""The star as a topology plug-in (:class:`rayfl.topology.TopologyPlugin`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rayfl.observation import ACTION_PARTS, CORE_KEYS
+from rayfl.star.config import StarTopologyConfig
+from rayfl.topology import TopologyPlugin
+
+__all__ = ["Star"]
+
+
+class Star(TopologyPlugin):
+    """N clients, one cloud, one wireless uplink (WPFL, DP-Ditto, DP-SparFL)."""
+
+    name = "star"
+    aliases = ("flat",)
+    config = StarTopologyConfig
+    default_policy = "all"
+    observation_keys = CORE_KEYS
+    action_parts = frozenset(ACTION_PARTS)
+    envs = {
+        "single": "envs.scheduling:WirelessFLEnv",
+    }
+    capabilities = frozenset({"keeps_warm"})
+
+    # ------------------------------------------------------------ engine, runner
+    def strategy(self) -> Any:
+        """Return a new engine strategy."""
+        from rayfl.star.round import StarRound
+
+        return StarRound()
+
+    # -------------------------------------------------------------------- config
+
+    # ---------------------------------------------------- envs, RL, benchmarks
