@@ -45,7 +45,9 @@ __all__ = [
     "PARTICIPANT_RULES",
     "POLICIES",
     "TOPOLOGIES",
+    "LEARNED_POLICY",
     "build_policy",
+    "client_set_only",
     "check_params",
     "check_policy",
     "load",
@@ -85,6 +87,9 @@ POLICIES: dict[str, str] = {
     "learned": "policies.learned:LearnedPolicy",
     "random_neighbors": "policies.random_neighbors:RandomNeighborsPolicy",
 }
+
+#: The policy ``rayfl train-policy`` produces (a trained network's checkpoint).
+LEARNED_POLICY = "learned"
 
 #: Registered policies that choose a client set only (action part
 #: ``participants``): the engine gives the subchannels itself. Fields that need a
@@ -290,6 +295,18 @@ def make_policy(
     if context is not None:
         params["context"] = context
     return cls(observation_space, action_space, **params)
+
+
+def client_set_only(name: str) -> bool:
+    """Return True if policy ``name`` chooses a client set only (no subchannels).
+
+    Read from its declaration (``action_parts == {"participants"}``).
+
+    Example:
+        >>> client_set_only("all"), client_set_only("round_robin")
+        (True, False)
+    """
+    return frozenset(policy_class(name).action_parts) == {"participants"}
 
 
 def build_policy(
