@@ -35,7 +35,12 @@ def _d2d(
             "min_partition_size": 10,
         },
         "model": {"kind": "mlr"},
-        "algorithm": {"kind": "fedavg", "local_epochs": 1, "batch_size": 16, "lr": 0.05},
+        "algorithm": {
+            "kind": "fedavg",
+            "local_epochs": 1,
+            "batch_size": 16,
+            "lr": 0.05,
+        },
         "topology": {
             "kind": "d2d",
             # |F| < candidates: top-K rules must choose (|F| >= N − 1 selects all)

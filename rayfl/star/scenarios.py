@@ -48,7 +48,12 @@ def _star(
             "min_partition_size": 5,
         },
         "model": {"kind": "mlr"},
-        "algorithm": {"kind": "fedavg", "local_epochs": 1, "batch_size": 16, "lr": 0.05},
+        "algorithm": {
+            "kind": "fedavg",
+            "local_epochs": 1,
+            "batch_size": 16,
+            "lr": 0.05,
+        },
         "scheduler": {"policy": "round_robin"},
         "wireless": wireless,
         "output": {"progress": False, "plots": False},
@@ -59,7 +64,13 @@ def _star(
 def scenarios() -> dict[str, tuple[str, dict[str, Any], str]]:
     """The star's scenarios: name → (size, config, what it breaks or "")."""
     shadowed = _star(
-        "star-small-shadowed", 20, 4, 20, alpha=0.1, shadowing_db=10.0, distance_max_m=300
+        "star-small-shadowed",
+        20,
+        4,
+        20,
+        alpha=0.1,
+        shadowing_db=10.0,
+        distance_max_m=300,
     )
     return {
         "star-small": ("small", _star("star-small", 10, 3, 20), ""),

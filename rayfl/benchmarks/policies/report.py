@@ -169,9 +169,7 @@ def plot_scenario(summary: pd.DataFrame, path: Path) -> None:
         sub = summary[summary["mode"] == mode]
         mean = sub["return_mean"].to_numpy()
         err = np.nan_to_num((sub["return_ci_high"] - sub["return_ci_low"]) / 2)
-        colors = [
-            "C3" if p.startswith(LEARNED_POLICY) else "C0" for p in sub["policy"]
-        ]
+        colors = ["C3" if p.startswith(LEARNED_POLICY) else "C0" for p in sub["policy"]]
         ax.bar(sub["policy"], mean, yerr=err, capsize=3, color=colors)
         ax.set_title(f"{sub['scenario'].iloc[0]} ({mode})")
         ax.set_ylabel("episode return (mean ± 95% CI)")
