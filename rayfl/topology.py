@@ -69,6 +69,9 @@ class TopologyPlugin:
     # ------------------------------------------------------------ envs and RL
 
     # ------------------------------------------------------------- benchmarks
+    # (``rayfl bench``.) Capabilities read here: ``fits_surrogate`` (its
+    # scenarios train the surrogate's fit, ``rayfl bench fit-surrogate``) and
+    # ``tunes_config`` (``constant_tuned``'s constants are config keys).
     #: Action parts the benchmark's env offers (``rayfl bench policies``);
     #: None: :attr:`action_parts`.
     bench_parts: ClassVar[frozenset[str] | None] = None
