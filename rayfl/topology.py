@@ -69,3 +69,52 @@ class TopologyPlugin:
     # ------------------------------------------------------------ envs and RL
 
     # ------------------------------------------------------------- benchmarks
+    # (``rayfl bench``.) Capabilities read here: ``fits_surrogate`` (its
+    # scenarios train the surrogate's fit, ``rayfl bench fit-surrogate``) and
+    # ``tunes_config`` (``constant_tuned``'s constants are config keys).
+    #: Action parts the benchmark's env offers (``rayfl bench policies``);
+    #: None: :attr:`action_parts`.
+    bench_parts: ClassVar[frozenset[str] | None] = None
+    #: Keyword arguments of the benchmark's env (the ``single`` env of :attr:`envs`).
+    bench_env_options: ClassVar[Mapping[str, Any]] = {}
+    #: Parameters of the benchmark's ``learned_untrained`` baseline, beside
+    #: ``untrained=True`` (e.g. the selection rule its policies are trained with).
+    untrained_params: ClassVar[Mapping[str, Any]] = {}
+
+    def scenarios(self) -> Mapping[str, tuple[Any, ...]]:
+        """Return the benchmark's scenarios: name → ``(size, config[, breaks])``.
+
+        ``size`` is ``small``, ``medium`` or ``large``; ``config`` a run config
+        (a dict whose ``topology.kind`` is this topology); ``breaks`` says what
+        the scenario stresses beyond the heuristics' assumptions. Names are
+        unique over every topology (``<topology>-<size>[-variant]``). Default:
+        none.
+        """
+        return {}
+
+    def tunable_constants(self, cfg: Any) -> dict[str, tuple[float, float, float]]:
+        """Return what the ``constant_tuned`` baseline tunes: {name: (configured, low, high)}.
+
+        Names are the env's control names (the ``controls`` action, held
+        constant), or dotted config keys when ``"tunes_config"`` is one of
+        :attr:`capabilities`. Default: nothing (no ``constant_tuned`` row).
+        """
+        return {}
+
+    def bench_policy(
+        self, env: Any, cfg: Any, name: str, params: Mapping[str, Any], mode: str
+    ) -> Any:
+        """Build policy ``name`` for the benchmark's reset ``env``, as a run would.
+
+        Args:
+            env: The benchmark's env (reset; in emulate mode it holds the system).
+            cfg: The scenario's run config.
+            name: A registered policy name.
+            params: The policy's parameters.
+            mode: ``surrogate`` or ``emulate``.
+
+        Returns:
+            The policy, or None (the default): the benchmark builds it with
+            :func:`rayfl.registry.build_policy` on ``env``'s spaces.
+        """
+        return None

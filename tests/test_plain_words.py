@@ -107,7 +107,8 @@ def _cli_help() -> list[tuple[str, str]]:
     from rayfl.benchmarks import BENCHMARKS
 
     for name, module in BENCHMARKS.items():
-        path = ROOT / (module.replace(".", "/") + ".py")
+        path = ROOT / module.replace(".", "/")  # a package or a module
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
         doc = ast.get_docstring(ast.parse(path.read_text())) or ""
         out.append((f"rayfl bench {name} --help", doc.splitlines()[0] if doc else ""))
     return out

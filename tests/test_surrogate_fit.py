@@ -16,17 +16,17 @@ import yaml
 
 from envs.surrogate import SurrogateDynamics
 from rayfl.benchmarks import policies as bench
-from rayfl.benchmarks import surrogate_fit_cli
-from rayfl.benchmarks.policies_scenarios import Scenario
+from rayfl.benchmarks import surrogate_fit as surrogate_fit_cli
+from rayfl.benchmarks.policies.cli import surrogate_overrides
+from rayfl.benchmarks.policies.scenarios import Scenario
 from rayfl.benchmarks.surrogate_fit import (
     Trajectory,
     fit,
+    fit_command,
     load_trajectories,
     predict,
     save_trajectories,
-    surrogate_overrides,
 )
-from rayfl.benchmarks.surrogate_fit_cli import fit_command
 from rayfl.config import load_config
 
 TRUE = {
@@ -206,7 +206,7 @@ def test_fit_needs_a_star_scenario():
 def test_rayfl_bench_lists_the_fit():
     from rayfl.benchmarks import BENCHMARKS
 
-    assert BENCHMARKS["fit-surrogate"] == "rayfl.benchmarks.surrogate_fit_cli"
+    assert BENCHMARKS["fit-surrogate"] == "rayfl.benchmarks.surrogate_fit"
 
 
 def test_a_bad_surrogate_file_is_one_clear_error(tmp_path):
@@ -257,7 +257,7 @@ def _episodes(mode, offset):
 def test_merge_reports_episodes_of_two_runs_together_and_refuses_duplicates(
     tmp_path, monkeypatch
 ):
-    from rayfl.benchmarks import policies_report
+    from rayfl.benchmarks.policies import report as policies_report
 
     monkeypatch.setattr(policies_report, "plot_scenario", lambda *a: None)  # speed
     for mode, offset in (("surrogate", 0.0), ("emulate", -1.0)):

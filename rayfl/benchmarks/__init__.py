@@ -15,10 +15,27 @@ BENCHMARKS = {
     "env": "rayfl.benchmarks.env_speed",
     "startup": "rayfl.benchmarks.startup",
     "policies": "rayfl.benchmarks.policies",
-    "fit-surrogate": "rayfl.benchmarks.surrogate_fit_cli",
+    "fit-surrogate": "rayfl.benchmarks.surrogate_fit",
 }
 
-__all__ = ["BENCHMARKS", "bench_parser"]
+__all__ = ["BENCHMARKS", "BenchError", "bench_parser", "parse_seeds"]
+
+
+class BenchError(ValueError):
+    """Bad arguments or a policy that cannot run: printed in one line by ``rayfl``."""
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``START:STOP`` (a range) or ``a,b,c`` to a list of seeds.
+
+    Example:
+        >>> parse_seeds("3:6"), parse_seeds("1, 5")
+        ([3, 4, 5], [1, 5])
+    """
+    if ":" in text:
+        start, stop = (int(v) for v in text.split(":"))
+        return list(range(start, stop))
+    return [int(s) for s in text.split(",") if s.strip()]
 
 
 def bench_parser(name: str, doc: str | None) -> argparse.ArgumentParser:

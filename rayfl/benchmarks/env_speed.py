@@ -28,7 +28,14 @@ from typing import Any
 import numpy as np
 
 from rayfl.benchmarks import bench_parser
-from rayfl.registry import ENVS, PARTICIPANT_RULES, POLICIES, load, make_policy
+from rayfl.registry import (
+    POLICIES,
+    build_policy,
+    client_set_only,
+    load,
+    topology_names,
+    topology_of,
+)
 
 BIG = [
     "data.dataset=synthetic",
@@ -102,8 +109,13 @@ def emulate(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def _single_env() -> str:
+    """The default topology's (the first registered: the star's) single env."""
+    return topology_of(topology_names()[0]).envs["single"]
+
+
 def _one_repeat(args: argparse.Namespace, repeat: int) -> list[dict[str, Any]]:
-    single = load(ENVS["star"])()  # WirelessFL-v0 defaults: emulate
+    single = load(_single_env())()  # WirelessFL-v0 defaults: emulate
     try:
         steps, seconds = timed_steps(single, args.steps, vector=False)
     finally:
@@ -197,15 +209,15 @@ def main(argv: list[str] | None = None) -> None:
         write_csv(emulate(args), Path(args.csv))
         print(f"wrote {args.csv}")
         return
-    env_class = load(ENVS["star"])  # WirelessFL-v0's class
+    env_class = load(_single_env())  # WirelessFL-v0's class
     small = env_class(mode="surrogate")
     print(f"surrogate env, N=10 K=4:      {steps_per_second(small, 3000):8.0f} steps/s")
     big = env_class(mode="surrogate", overrides=BIG)
     print(f"surrogate env, N=1000 K=100:  {steps_per_second(big, 300):8.0f} steps/s")
     obs, _ = big.reset(seed=0)
     print("policy decision time at N=1000, K=100 (median of 20 calls):")
-    for name in [n for n in POLICIES if n not in PARTICIPANT_RULES]:
-        policy = make_policy(name, big)
+    for name in [n for n in POLICIES if not client_set_only(n)]:
+        policy = build_policy(name, big)
         policy.reset(seed=0)
         times = []
         for _ in range(20):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rayfl.d2d.config import D2DTopologyConfig
@@ -36,3 +37,10 @@ class D2D(TopologyPlugin):
     # ------------------------------------------------------------ envs and RL
 
     # ------------------------------------------------------------- benchmarks
+    untrained_params = {"selection": "positive"}  # how D2D policies are trained
+
+    def scenarios(self) -> Mapping[str, tuple[Any, ...]]:
+        """Return D2D's benchmark scenarios (:mod:`rayfl.d2d.scenarios`)."""
+        from rayfl.d2d.scenarios import scenarios
+
+        return scenarios()

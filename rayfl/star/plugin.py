@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rayfl.observation import ACTION_PARTS, CORE_KEYS
@@ -23,7 +24,7 @@ class Star(TopologyPlugin):
     envs = {
         "single": "envs.scheduling:WirelessFLEnv",
     }
-    capabilities = frozenset({"keeps_warm"})
+    capabilities = frozenset({"keeps_warm", "fits_surrogate"})
 
     # ------------------------------------------------------------ engine, runner
     def strategy(self) -> Any:
@@ -37,3 +38,25 @@ class Star(TopologyPlugin):
     # ------------------------------------------------------------ envs and RL
 
     # ------------------------------------------------------------- benchmarks
+    bench_parts = frozenset({"assignment", "controls"})  # the env exposes the controls
+    bench_env_options = {"controls": True}
+
+    def scenarios(self) -> Mapping[str, tuple[Any, ...]]:
+        """Return the star's benchmark scenarios (:mod:`rayfl.star.scenarios`)."""
+        from rayfl.star.scenarios import scenarios
+
+        return scenarios()
+
+    def tunable_constants(self, cfg: Any) -> dict[str, tuple[float, float, float]]:
+        """Return the algorithm's per-client controls (:mod:`rayfl.star.bench`)."""
+        from rayfl.star.bench import tunable_constants
+
+        return tunable_constants(cfg)
+
+    def bench_policy(
+        self, env: Any, cfg: Any, name: str, params: Mapping[str, Any], mode: str
+    ) -> Any:
+        """Build policy ``name`` with the star's context (:mod:`rayfl.star.bench`)."""
+        from rayfl.star.bench import bench_policy
+
+        return bench_policy(env, cfg, name, params, mode)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rayfl.benchmarks.policies import build_policy, make_env
-from rayfl.benchmarks.policies_scenarios import scenario_config
+from rayfl.benchmarks.policies.scenarios import scenario_config
 from rayfl.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ seeds. Its row joins the run's training record (``policy/policy.json``:
 benchmark's paired comparison of the policy's return to the best heuristic
 (``summary.csv``: mean difference, 95% t-CI, paired t-test p, wins/losses),
 and the same comparison with round robin (``*_rr``, from ``episodes.csv``,
-with :func:`rayfl.benchmarks.policies_stats.paired`); ``train_lr`` is FedAvg's
+with :func:`rayfl.benchmarks.policies.stats.paired`); ``train_lr`` is FedAvg's
 ``lr`` the policy was trained at (the run's ``config.yaml``), ``eval_overrides``
 the benchmark's ``--set`` (``runs.csv``; ``{}``: the scenario as registered).
 A row with the same ``attempt`` name is replaced.
@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from rayfl.benchmarks.policies_stats import paired
+from rayfl.benchmarks.policies.stats import paired
 
 HERE = Path(__file__).resolve().parent
 COLUMNS = [

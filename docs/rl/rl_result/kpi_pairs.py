@@ -5,7 +5,7 @@
 this reads its ``episodes.csv`` and pairs every KPI (``return``,
 ``max_client_loss``, ``jain``, ``accuracy``, ``energy_j``, ``latency_s``) of
 ``--policy`` with ``--reference`` seed by seed (mean difference, 95% t-CI,
-paired t-test p, wins/losses: :func:`rayfl.benchmarks.policies_stats.paired`;
+paired t-test p, wins/losses: :func:`rayfl.benchmarks.policies.stats.paired`;
 a "win" is a larger value, whether or not larger is better for that KPI).
 
 Usage:
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rayfl.benchmarks.policies_stats import paired
+from rayfl.benchmarks.policies.stats import paired
 
 KPIS = ("return", "max_client_loss", "jain", "accuracy", "energy_j", "latency_s")
 

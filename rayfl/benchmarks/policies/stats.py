@@ -23,6 +23,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
+from rayfl.registry import LEARNED_POLICY
+
 __all__ = [
     "KPIS",
     "LEARNED",
@@ -44,7 +46,7 @@ KPIS = (
 )
 
 #: Policies that are not heuristics (never the "best heuristic").
-LEARNED = ("learned", "learned_untrained")
+LEARNED = (LEARNED_POLICY, f"{LEARNED_POLICY}_untrained")
 
 SPEARMAN_MIN = 0.9
 
@@ -107,7 +109,7 @@ def best_heuristic(episodes: pd.DataFrame) -> str:
     Learned: :data:`LEARNED` and every ``learned_<name>`` label (``--learned``).
     """
     policy = episodes["policy"].astype(str)
-    learned = policy.isin(LEARNED) | policy.str.startswith("learned_")
+    learned = policy.isin(LEARNED) | policy.str.startswith(f"{LEARNED_POLICY}_")
     means = episodes[~learned].groupby("policy")["return"]
     return str(means.mean().idxmax())
 

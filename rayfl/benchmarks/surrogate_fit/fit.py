@@ -7,7 +7,7 @@ from the schedule alone:
                + a_channel mean_{n∈D_t} ρ_n,        g_0 = ln K − mean f*
     loss_n,t = f_n* + g_t + h_n exp(−u_n,t / τ) + d_n (1 − exp(−a_n,t / κ))
 
-:mod:`.surrogate_fit_cli` plays a few policies in emulate mode on FIT seeds (disjoint from
+:mod:`.cli` plays a few policies in emulate mode on FIT seeds (disjoint from
 the benchmark's held-out seeds), records what the surrogate would be given —
 each round's delivered clients D_t and their per-element error probabilities
 ρ_n (eq. 14) — and what it should predict — every client's test loss after
@@ -54,7 +54,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-import yaml
 
 __all__ = [
     "FitResult",
@@ -63,7 +62,6 @@ __all__ = [
     "load_trajectories",
     "predict",
     "save_trajectories",
-    "surrogate_overrides",
 ]
 
 #: Shared constants of the surrogate the fit can set, with their bounds and
@@ -391,34 +389,3 @@ def load_trajectories(path: Path) -> list[Trajectory]:
             )
         )
     return out
-
-
-def surrogate_overrides(
-    path: str | Path, copy_to: Path | None = None
-) -> dict[str, Any]:
-    """The ``rl.surrogate_*`` overrides of a fitted fragment (``surrogate_fit.yaml``).
-
-    ``copy_to``: a directory to copy the fragment into (``surrogate_used.yaml``).
-
-    Raises:
-        ValueError: If the file is missing or has no ``rl`` mapping of
-            ``surrogate_*`` fields.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"--surrogate: no such file {p}")
-    tree = yaml.safe_load(p.read_text()) or {}
-    rl = tree.get("rl") if isinstance(tree, dict) else None
-    if (
-        not isinstance(rl, dict)
-        or not rl
-        or any(not str(k).startswith("surrogate_") for k in rl)
-    ):
-        raise ValueError(
-            f"--surrogate: {p} must hold an `rl:` mapping of surrogate_* fields "
-            "(as `rayfl bench fit-surrogate` writes)"
-        )
-    if copy_to is not None:
-        copy_to.mkdir(parents=True, exist_ok=True)
-        (copy_to / "surrogate_used.yaml").write_text(p.read_text())
-    return {f"rl.{k}": v for k, v in rl.items()}

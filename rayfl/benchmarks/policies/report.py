@@ -1,7 +1,7 @@
 """The files ``rayfl bench policies`` writes: CSVs, Markdown tables, plots.
 
 See :mod:`rayfl.benchmarks.policies` for the list; the statistics are
-:mod:`rayfl.benchmarks.policies_stats`.
+:mod:`rayfl.benchmarks.policies.stats`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rayfl.benchmarks.policies_stats import KPIS, summarise, surrogate_check
+from rayfl.benchmarks.policies.stats import KPIS, summarise, surrogate_check
+from rayfl.registry import LEARNED_POLICY
 from rayfl.results import atomic_write
 
 __all__ = ["merge_outputs", "plot_scenario", "pretty", "pretty_check", "write_outputs"]
@@ -168,7 +169,7 @@ def plot_scenario(summary: pd.DataFrame, path: Path) -> None:
         sub = summary[summary["mode"] == mode]
         mean = sub["return_mean"].to_numpy()
         err = np.nan_to_num((sub["return_ci_high"] - sub["return_ci_low"]) / 2)
-        colors = ["C3" if p.startswith("learned") else "C0" for p in sub["policy"]]
+        colors = ["C3" if p.startswith(LEARNED_POLICY) else "C0" for p in sub["policy"]]
         ax.bar(sub["policy"], mean, yerr=err, capsize=3, color=colors)
         ax.set_title(f"{sub['scenario'].iloc[0]} ({mode})")
         ax.set_ylabel("episode return (mean ± 95% CI)")

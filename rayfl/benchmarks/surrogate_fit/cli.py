@@ -1,8 +1,9 @@
 """``rayfl bench fit-surrogate``: fit the star surrogate to emulate rollouts.
 
 Plays ``--policies`` on ``--fit-seeds`` (emulate mode by default; they must
-avoid the benchmark's held-out ``--seeds``), records them and fits the star
-surrogate to them (:mod:`.surrogate_fit`, which describes the fit and the
+avoid the benchmark's held-out ``--seeds``) of a scenario whose topology fits
+the surrogate (capability ``fits_surrogate``: the star), records them and fits
+the star surrogate to them (:mod:`.fit`, which describes the fit and the
 files written under ``--out``); ``--fit-from trajectories.csv`` refits saved
 rollouts. ``rayfl bench policies --surrogate OUT/surrogate_fit.yaml`` then
 runs the benchmark's star surrogate with the fitted constants.
@@ -26,8 +27,10 @@ import numpy.typing as npt
 import pandas as pd
 import yaml
 
-from rayfl.benchmarks import bench_parser
-from rayfl.benchmarks.surrogate_fit import (
+from rayfl.benchmarks import BenchError, bench_parser, parse_seeds
+from rayfl.benchmarks.policies.scenarios import Scenario, scenarios
+from rayfl.benchmarks.policies.tuning import CONSTANT
+from rayfl.benchmarks.surrogate_fit.fit import (
     FitResult,
     Trajectory,
     fit,
@@ -35,7 +38,10 @@ from rayfl.benchmarks.surrogate_fit import (
     save_trajectories,
 )
 
-__all__ = ["collect", "fit_command", "main", "parser", "write_fit"]
+__all__ = ["collect", "fit_command", "fittable", "main", "parser", "write_fit"]
+
+#: The capability of a topology whose runs the surrogate's fit learns from.
+FITS_SURROGATE = "fits_surrogate"
 
 
 # ------------------------------------------------------------------ rollouts
@@ -52,7 +58,7 @@ def collect(
     the policies; the seed is the data partition and the episode's), with
     the deliveries, per-element errors and every client's test loss.
     """
-    from rayfl.benchmarks.policies import make_env
+    from rayfl.benchmarks.policies.benchmark import make_env
 
     out = []
     for seed in seeds:
@@ -71,7 +77,7 @@ def _rollout(
     env: Any, cfg: Any, spec: tuple[str, str, dict[str, Any]], seed: int, mode: str
 ) -> Trajectory:
     """One episode of ``spec`` on ``env`` from ``seed``, recorded."""
-    from rayfl.benchmarks.policies import build_policy
+    from rayfl.benchmarks.policies.benchmark import build_policy
     from rayfl.registry import load
     from rayfl.wireless.modulation import element_error_probability
 
@@ -211,13 +217,22 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def fittable() -> dict[str, Scenario]:
+    """The scenarios the fit takes: those of topologies with :data:`FITS_SURROGATE`."""
+    from rayfl.registry import topology_of
+
+    return {
+        name: s
+        for name, s in scenarios().items()
+        if FITS_SURROGATE in topology_of(s.topology).capabilities
+    }
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of ``rayfl bench fit-surrogate``."""
-    from rayfl.benchmarks.policies_scenarios import SCENARIOS
-
     p = bench_parser("fit-surrogate", __doc__)
-    stars = [n for n, s in SCENARIOS.items() if s.topology == "star"]
-    p.add_argument("--scenario", required=True, help=f"one of {', '.join(stars)}")
+    names = ", ".join(fittable())
+    p.add_argument("--scenario", required=True, help=f"one of {names}")
     p.add_argument(
         "--fit-seeds",
         default="2000:2003",
@@ -258,19 +273,15 @@ def main(argv: list[str] | None = None) -> FitResult:
         BenchError: For a scenario that is not a registered star, fit seeds
             that are empty or overlap the held-out ``--seeds``.
     """
-    from rayfl.benchmarks.policies import BenchError
-    from rayfl.benchmarks.policies_cli import parse_seeds as _seeds
-    from rayfl.benchmarks.policies_scenarios import SCENARIOS
-
     args = parser().parse_args(argv)
-    scenario = SCENARIOS.get(args.scenario)
-    if scenario is None or scenario.topology != "star":
-        stars = [n for n, s in SCENARIOS.items() if s.topology == "star"]
+    known = fittable()
+    scenario = known.get(args.scenario)
+    if scenario is None:
         raise BenchError(
-            f"--scenario must be a star scenario ({', '.join(stars)}); got "
-            f"{args.scenario!r}"
+            f"--scenario must be a star scenario, one whose topology fits the "
+            f"surrogate ({', '.join(known)}); got {args.scenario!r}"
         )
-    seeds, held = _seeds(args.fit_seeds), set(_seeds(args.seeds))
+    seeds, held = parse_seeds(args.fit_seeds), set(parse_seeds(args.seeds))
     overlap = sorted(set(seeds) & held)
     if overlap or not seeds:
         raise BenchError(
@@ -286,8 +297,6 @@ def main(argv: list[str] | None = None) -> FitResult:
 
 def _refit(path: Path, scenario: str, held: set[int], out: Path) -> FitResult:
     """``--fit-from``: fit saved rollouts (keeping how they were played)."""
-    from rayfl.benchmarks.policies import BenchError
-
     trajs = load_trajectories(path)
     overlap = sorted({t.seed for t in trajs} & held)
     if overlap:
@@ -302,10 +311,10 @@ def _refit(path: Path, scenario: str, held: set[int], out: Path) -> FitResult:
 
 
 def _play_and_fit(
-    args: Any, scenario: Any, only: Sequence[str], seeds: Sequence[int], out: Path
+    args: Any, scenario: Scenario, only: Sequence[str], seeds: Sequence[int], out: Path
 ) -> FitResult:
     """Play ``only`` on ``seeds`` in ``args.mode`` (a Ray session for emulate); fit."""
-    from rayfl.benchmarks.policies import _check_builds, policy_specs
+    from rayfl.benchmarks.policies.benchmark import _check_builds, policy_specs
     from rayfl.config import load_config
 
     ray = {"ray": {"num_cpus": args.num_cpus, "object_store_memory_mb": 150}}
@@ -313,7 +322,7 @@ def _play_and_fit(
     specs = [
         s
         for s in policy_specs(cfg, learned=args.learned, only=only)
-        if s[0] != "constant_tuned"
+        if s[0] != CONSTANT
     ]
     _check_builds(cfg, specs)
     session = None

@@ -1,37 +1,6 @@
-"""``rayfl bench policies``: every scheduling policy on registered scenarios.
+"""The benchmark of ``rayfl bench policies``: its policies, envs, episodes and run.
 
-Runs each registered scenario (:mod:`.policies_scenarios`) on fixed held-out
-seeds, in surrogate mode, emulate mode or both, under every registered policy
-that applies to its topology, plus the baselines a learned policy must be read
-beside (DESIGN.md):
-
-| row | what it is |
-|-----|------------|
-| ``learned`` | the shipped learned policy (or ``--learned PATH``) |
-| ``learned_<name>`` | more trained policies side by side: ``--learned learned_a=PATH,learned_b=PATH`` (``learned=PATH`` replaces the shipped one) |
-| ``learned_untrained`` | a freshly initialised score network with the learned decoder (``learned`` with ``untrained=True``) |
-| ``constant_tuned`` | round robin with its constants tuned (:mod:`.policies_tuning`): each held at the grid value with the best mean return on the training seeds (``--train-seeds``, disjoint from the held-out ones); the grid grows past an edge that holds the best value (``--constant-search extend``, the default; ``fixed``: the four grid values only). Star: the algorithm's per-client controls (FedAvg: ``lr``). Hierarchy (its env schedules subchannels only, no per-device controls): the configured step size as a config value, ``topology.lr.gamma`` (``lr.mode: manual``, η_k = γ/√(k+1)) or ``algorithm.lr`` (``lr.mode: constant``); every other policy runs at the configured value. Not on D2D |
-| every other registered policy | the papers' own policies (``minmax`` with its controls taken from the algorithm, ``lyapunov``, ``channel_threshold``, …) and the heuristics |
-
-A held-out seed ``s`` is both the config seed (data partition) and the
-episode's reset seed, so every policy plays the same episodes. Writes under
-``--out`` (default ``bench-policies/``), with a progress bar (episodes done,
-the tuning's included, and the ETA; :class:`rayfl.compare_progress.RowLog`)
-while it runs; a failure or Ctrl-C keeps the finished episodes in
-``episodes.csv`` and says so in one line:
-
-| file | content |
-|------|---------|
-| ``episodes.csv`` | one row per (scenario, mode, policy, seed): ``return`` and the KPIs (``max_client_loss``, ``jain``, ``accuracy``, ``energy_j``, ``latency_s``, ``epsilon``); each row is written as its episode finishes |
-| ``summary.csv`` / ``summary.md`` | per (scenario, mode, policy): mean and 95% t-CI of each KPI; paired difference to the best heuristic with its CI, p-value, wins/losses/ties (:mod:`.policies_stats`) |
-| ``surrogate_check.csv`` / ``.md`` | with ``--mode both``: per scenario and policy, both modes' returns, the error, the paired differences to the emulation's best heuristic in both modes, ``spearman`` and the ``fit_for_training`` verdict |
-| ``runs.csv`` | wall time of each (scenario, mode), the tuned constants (``constant_tuned``), the mean return of every value tried on the training seeds (``constant_grid``) and the search (``constant_search``) |
-| ``merged_from.txt`` | with ``--merge DIRS``: the runs whose episodes were merged |
-| ``surrogate_used.yaml`` | with ``--surrogate PATH``: a copy of the fitted surrogate the star's surrogate mode used (``rayfl bench fit-surrogate``, :mod:`.surrogate_fit_cli`) |
-| ``<scenario>.png`` | mean return ± 95% CI per policy, one panel per mode |
-
-Example:
-    rayfl bench policies --topology star --size small --mode both --seeds 1000:1010
+What it runs and writes is described in :mod:`rayfl.benchmarks.policies`.
 """
 
 from __future__ import annotations
@@ -45,27 +14,39 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rayfl.benchmarks.policies_cli import BenchError
-from rayfl.benchmarks.policies_report import write_outputs
-from rayfl.benchmarks.policies_scenarios import SCENARIOS, Scenario, scenarios_for
-from rayfl.benchmarks.policies_tuning import (
+from rayfl import registry
+from rayfl.benchmarks import BenchError
+from rayfl.benchmarks.policies.report import write_outputs
+from rayfl.benchmarks.policies.scenarios import Scenario
+from rayfl.benchmarks.policies.tuning import (
     CONSTANT,
     SEARCHES,
+    TUNED_BASE,
     ConstantControls,
     Spec,
     constant_grid,
     env_config,
-    topology_name,
     tunable_constants,
     tune_constants,
+    tunes_config,
 )
 from rayfl.compare_progress import RowLog
-from rayfl.config import RunConfig, load_config, parse_overrides
-from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
+from rayfl.config import RunConfig, load_config
+from rayfl.registry import LEARNED_POLICY, POLICIES, check_policy, topology_of
 
-__all__ = ["BenchError", "bench_policies", "main", "policy_specs"]
+__all__ = [
+    "UNTRAINED",
+    "bench_policies",
+    "build_policy",
+    "episode_kpis",
+    "learned_checkpoints",
+    "make_env",
+    "play",
+    "policy_specs",
+]
 
-UNTRAINED = "learned_untrained"
+#: The freshly initialised learned policy's label.
+UNTRAINED = f"{LEARNED_POLICY}_untrained"
 
 
 def learned_checkpoints(text: str | None) -> dict[str, str]:
@@ -79,11 +60,13 @@ def learned_checkpoints(text: str | None) -> dict[str, str]:
     if not text:
         return {}
     if "=" not in text:
-        return {"learned": text}
+        return {LEARNED_POLICY: text}
     out: dict[str, str] = {}
     for item in (part.strip() for part in text.split(",") if part.strip()):
         label, _, path = (v.strip() for v in item.partition("="))
-        ok = label == "learned" or (label.startswith("learned_") and label != UNTRAINED)
+        ok = label == LEARNED_POLICY or (
+            label.startswith(f"{LEARNED_POLICY}_") and label != UNTRAINED
+        )
         if not ok or not path or label in out:
             raise BenchError(
                 f"--learned: give PATH or learned_<name>=PATH,... (labels 'learned' or "
@@ -114,74 +97,72 @@ def policy_specs(
         if isinstance(learned, str)
         else dict(learned or {})
     )
-    topology = topology_name(cfg)
-    parts = {
-        "star": {"assignment", "controls"},  # the env exposes the controls
-        "hierarchical": {"assignment"},  # the env schedules subchannels
-    }.get(topology)
+    plugin = topology_of(cfg)
     specs: list[Spec] = []
     for name in POLICIES:
-        if name == "all":
-            continue
-        try:
-            check_policy(name, topology=topology, parts=parts)
+        try:  # the parts the benchmark's env offers (the star's: its controls too)
+            check_policy(name, topology=plugin.name, parts=plugin.bench_parts)
         except ValueError:
             continue
         params: dict[str, Any] = {}
-        if name == "learned" and "learned" in named:
-            params["checkpoint"] = named["learned"]
+        if name == LEARNED_POLICY and LEARNED_POLICY in named:
+            params["checkpoint"] = named[LEARNED_POLICY]
         specs.append((name, name, params))
-        if name == "learned":
+        if name == LEARNED_POLICY:
             specs += [
-                (label, "learned", {"checkpoint": path})
+                (label, LEARNED_POLICY, {"checkpoint": path})
                 for label, path in named.items()
-                if label != "learned"
+                if label != LEARNED_POLICY
             ]
-    untrained: dict[str, Any] = {"untrained": True}
-    if topology == "d2d":
-        untrained["selection"] = "positive"  # how D2D policies are trained
-    specs.append((UNTRAINED, "learned", untrained))
+    untrained = {"untrained": True, **plugin.untrained_params}
+    specs.append((UNTRAINED, LEARNED_POLICY, untrained))
     if tunable_constants(cfg):
-        specs.append((CONSTANT, "round_robin", {}))
+        specs.append((CONSTANT, TUNED_BASE, {}))
     return [s for s in specs if not only or s[0] in only]
 
 
 # ------------------------------------------------------------------ one episode
 def make_env(cfg: RunConfig, mode: str) -> Any:
-    """The scenario's env (the star with its controls exposed) in ``mode``."""
-    topology = topology_name(cfg)
+    """The scenario's env in ``mode``: its topology's ``single`` env.
+
+    With the plug-in's ``bench_env_options`` (the star: its controls exposed).
+    """
+    plugin = topology_of(cfg)
     reward = cfg.rl.reward if cfg.rl is not None else "min_max_loss"
-    extra = {"controls": True} if topology == "star" else {}
-    return load(ENVS[topology])(cfg, mode=mode, reward=reward, **extra)
+    env_class = registry.load(plugin.envs["single"])
+    return env_class(cfg, mode=mode, reward=reward, **plugin.bench_env_options)
 
 
 def build_policy(env: Any, cfg: RunConfig, spec: Spec, mode: str) -> Any:
-    """Build one benchmark policy for a reset ``env``, as a run would."""
-    label, name, params = spec
-    topology = topology_name(cfg)
-    if topology == "hierarchical":
-        if label.startswith(CONSTANT):  # its params are config values (env_config)
-            params = {}
-        return load("envs.hierarchical:EdgePolicies")(env.unwrapped, name, **params)
-    if topology == "d2d":
-        return make_policy(name, env, **params)
-    from rayfl.compare import config_context
-    from rayfl.star.context import star_context
+    """Build one benchmark policy for a reset ``env``, as a run would.
 
+    The topology plug-in builds it (:meth:`~rayfl.topology.TopologyPlugin.bench_policy`),
+    or :func:`rayfl.registry.build_policy` where it does not. ``constant_tuned``
+    plays with its parameters as config values where the topology
+    :func:`~.tuning.tunes_config` (:func:`~.tuning.env_config`), else as the
+    env's controls, held constant (:class:`~.tuning.ConstantControls`).
+    """
+    label, name, params = spec
+    constant = label.startswith(CONSTANT)
+    policy = _policy(env, cfg, name, {} if constant else params, mode)
+    if not constant or tunes_config(cfg):
+        return policy
     unwrapped = env.unwrapped
-    context = (
-        star_context(unwrapped.backend.system)
-        if mode == "emulate"
-        else config_context(cfg)
-    )
-    if not label.startswith(CONSTANT):
-        return make_policy(name, env, context=context, **params)
     table = np.array(unwrapped.default_controls, dtype=np.float32)
     for j, control in enumerate(unwrapped.control_names):
         if control in params:
             table[:, j] = float(params[control])
-    base = make_policy(name, env, context=context)
-    return ConstantControls(base, table)
+    return ConstantControls(policy, table)
+
+
+def _policy(
+    env: Any, cfg: RunConfig, name: str, params: Mapping[str, Any], mode: str
+) -> Any:
+    """Policy ``name``: the plug-in's build, else the registry's."""
+    policy = topology_of(cfg).bench_policy(env, cfg, name, params, mode)
+    if policy is None:
+        policy = registry.build_policy(name, env, params=params)
+    return policy
 
 
 def episode_kpis(env: Any, policy: Any, seed: int) -> dict[str, float]:
@@ -194,7 +175,7 @@ def episode_kpis(env: Any, policy: Any, seed: int) -> dict[str, float]:
     """
     from rayfl.metrics import jain_index
 
-    run_episode = load("envs.episode:run_episode")
+    run_episode = registry.load("envs.episode:run_episode")
     unwrapped = env.unwrapped
     totals = {"energy_j": 0.0, "latency_s": 0.0}
 
@@ -447,48 +428,3 @@ def _session(configs: dict[str, RunConfig], modes: Sequence[str]) -> Any:
     from rayfl.session import RaySession
 
     return RaySession(next(iter(configs.values())).ray)
-
-
-# ------------------------------------------------------------------ command line
-def main(argv: list[str] | None = None) -> None:
-    """Run ``rayfl bench policies`` with the command-line flags ``argv``."""
-    from rayfl.benchmarks.policies_cli import merge, parse_seeds, parser, surrogate
-
-    args = parser().parse_args(argv)
-    if args.scenario:
-        unknown = [s for s in args.scenario if s not in SCENARIOS]
-        if unknown:
-            raise BenchError(
-                f"--scenario must be one of {', '.join(SCENARIOS)}; got {unknown[0]!r}"
-            )
-        scenarios = [SCENARIOS[s] for s in args.scenario]
-    else:
-        scenarios = scenarios_for(args.topology, args.size)
-    modes = ["surrogate", "emulate"] if args.mode == "both" else [args.mode]
-    only = [p.strip() for p in (args.policies or "").split(",") if p.strip()]
-    out = Path(args.out)
-    t0 = time.perf_counter()
-    if args.merge:
-        merge(args.merge, out)
-        return
-    overrides = surrogate(args.surrogate, out) | parse_overrides(args.set or [])
-    bench_policies(
-        scenarios,
-        modes=modes,
-        seeds=parse_seeds(args.seeds),
-        train_seeds=parse_seeds(args.train_seeds),
-        out=out,
-        learned=learned_checkpoints(args.learned),
-        only=only,
-        num_cpus=args.num_cpus,
-        overrides=overrides,
-        constant_search=args.constant_search,
-    )
-    print(
-        f"\nwrote {out}/summary.csv, summary.md, episodes.csv, runs.csv, "
-        f"*.png in {time.perf_counter() - t0:.0f} s"
-    )
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,7 @@
 """The ``constant_tuned`` baseline of ``rayfl bench policies``: what is tuned, and how.
 
-A learned policy is read beside tuned constants (DESIGN.md): round robin with
+A learned policy is read beside tuned constants (DESIGN.md): round robin
+(:data:`TUNED_BASE`) with
 each constant the algorithm or the config exposes held at the grid value
 (:data:`CONSTANT_GRID` × the configured value) with the best mean return on the
 training seeds, disjoint from the held-out ones. A best value at the grid's
@@ -10,10 +11,14 @@ until the best value has a worse neighbour on both sides or sits at the
 control's range limit; ``search="fixed"`` keeps the four grid values (what
 benchmark runs before 29 Nov 2026 did).
 
+What is tuned is the topology plug-in's answer
+(:meth:`rayfl.topology.TopologyPlugin.tunable_constants`); how it is applied,
+its ``"tunes_config"`` capability:
+
 | topology | what is tuned (:func:`tunable_constants`) | how it is applied |
 |----------|-------------------------------------------|-------------------|
 | star | the algorithm's per-client controls (FedAvg: ``lr``) | the env's ``controls`` action, the same for every client and round (:class:`ConstantControls`) |
-| hierarchical | the configured step size: ``topology.lr.gamma`` (``lr.mode: manual``, η_k = γ/√(k+1)) or ``algorithm.lr`` (``constant``); nothing in ``theory`` | a config value (:func:`env_config`): the env schedules subchannels only, it has no per-device controls |
+| hierarchical (``tunes_config``) | the configured step size: ``topology.lr.gamma`` (``lr.mode: manual``, η_k = γ/√(k+1)) or ``algorithm.lr`` (``constant``); nothing in ``theory`` | a config value (:func:`env_config`): the env schedules subchannels only, it has no per-device controls |
 | d2d | nothing | – |
 """
 
@@ -26,16 +31,18 @@ import numpy as np
 import pandas as pd
 
 from rayfl.config import RunConfig, load_config
+from rayfl.registry import topology_of
 
 __all__ = [
     "CONSTANT",
     "CONSTANT_GRID",
     "MAX_EXTENSIONS",
     "SEARCHES",
+    "TUNED_BASE",
     "ConstantControls",
     "constant_grid",
     "env_config",
-    "topology_name",
+    "tunes_config",
     "tunable_constants",
     "tune_constants",
 ]
@@ -43,6 +50,8 @@ __all__ = [
 #: Multiples of the configured value tried by ``constant_tuned``.
 CONSTANT_GRID = (1.0, 0.2, 0.5, 2.0)
 CONSTANT = "constant_tuned"
+#: The policy ``constant_tuned`` schedules with (a benchmark choice).
+TUNED_BASE = "round_robin"
 #: Most values ``search="extend"`` adds past the grid's edge (×2 each: the
 #: best of 2× can move to 32× the configured value, clipped to the range).
 MAX_EXTENSIONS = 4
@@ -51,40 +60,27 @@ SEARCHES = ("extend", "fixed")
 Spec = tuple[str, str, dict[str, Any]]  # (label, registered name, params)
 
 
-def topology_name(cfg: RunConfig) -> str:
-    """``star``, ``hierarchical`` or ``d2d``: the benchmark's name of ``cfg``'s topology."""
-    return "star" if cfg.topology.kind == "flat" else cfg.topology.kind
+def tunes_config(cfg: RunConfig) -> bool:
+    """True if ``constant_tuned``'s constants on ``cfg`` are config values (dotted keys).
+
+    Otherwise they are the env's controls (:class:`ConstantControls`).
+    """
+    return "tunes_config" in topology_of(cfg).capabilities
 
 
 def tunable_constants(cfg: RunConfig) -> dict[str, tuple[float, float, float]]:
     """What ``constant_tuned`` tunes on ``cfg``: {name: (configured, low, high)}.
 
-    Star: the algorithm's per-client controls (the env's ``controls``, held
-    constant over clients and rounds; FedAvg: ``lr``). Hierarchy: its env sets
-    the schedule only, so the constant is the configured step size, a config
-    value (a dotted key) every device uses: ``topology.lr.gamma`` in
+    The topology plug-in's answer
+    (:meth:`rayfl.topology.TopologyPlugin.tunable_constants`). Star: the
+    algorithm's per-client controls (the env's ``controls``, held constant
+    over clients and rounds; FedAvg: ``lr``). Hierarchy: its env sets the
+    schedule only, so the constant is the configured step size, a config value
+    (a dotted key) every device uses: ``topology.lr.gamma`` in
     ``lr.mode: manual`` (η_k = γ/√(k+1)), ``algorithm.lr`` in ``constant``;
-    nothing in ``theory`` (the paper's rule sets η_k). The range is the
-    algorithm's ``lr`` control's. D2D: nothing.
+    nothing in ``theory``. D2D: nothing.
     """
-    from rayfl.algorithms.registry import algorithm_controls
-
-    controls = algorithm_controls(cfg.algorithm)
-    topology = topology_name(cfg)
-    if topology == "star":
-        return {
-            name: (float(getattr(cfg.algorithm, name)), low, high)
-            for name, (low, high) in controls.items()
-        }
-    if topology != "hierarchical":
-        return {}
-    low, high = controls.get("lr", (0.0, 1.0))
-    lr: Any = getattr(cfg.topology, "lr", None)  # the hierarchy's step size
-    if lr is not None and lr.mode == "manual":
-        return {"topology.lr.gamma": (float(lr.gamma), low, high)}
-    if lr is not None and lr.mode == "constant":
-        return {"algorithm.lr": (float(cfg.algorithm.lr), low, high)}
-    return {}
+    return dict(topology_of(cfg).tunable_constants(cfg))
 
 
 def constant_grid(configured: float, low: float, high: float) -> list[float]:
@@ -111,12 +107,13 @@ def _round(value: float) -> float:
 def env_config(cfg: RunConfig, spec: Spec) -> RunConfig:
     """The config ``spec`` plays on: ``cfg``, or with its tuned config values.
 
-    On the hierarchy, ``constant_tuned``'s parameters are dotted config keys
-    (:func:`tunable_constants`); on the star they are env controls
+    Where the topology :func:`tunes_config` (the hierarchy),
+    ``constant_tuned``'s parameters are dotted config keys
+    (:func:`tunable_constants`); elsewhere they are env controls
     (``rayfl.benchmarks.policies.build_policy``), so the config is ``cfg``.
     """
     label, _, params = spec
-    if topology_name(cfg) == "star" or not label.startswith(CONSTANT) or not params:
+    if not label.startswith(CONSTANT) or not params or not tunes_config(cfg):
         return cfg
     return load_config(cfg, params)
 
@@ -160,7 +157,8 @@ def tune_constants(
 
     Each constant of :func:`tunable_constants` (star, FedAvg: ``lr``;
     hierarchy: ``topology.lr.gamma``) is tried at :data:`CONSTANT_GRID` × its
-    configured value (clipped to its range), one at a time, under round robin;
+    configured value (clipped to its range), one at a time, under
+    :data:`TUNED_BASE`;
     with ``search="extend"`` the grid then grows past an edge that holds the
     best value (:func:`next_value`, at most :data:`MAX_EXTENSIONS` values). The
     best mean return wins; ties keep the configured value, then the earlier
@@ -187,7 +185,7 @@ def tune_constants(
 
         def means(values: Sequence[float], name: str = name) -> dict[float, float]:
             specs: list[Spec] = [
-                (f"{CONSTANT}={value}", "round_robin", {**chosen, name: value})
+                (f"{CONSTANT}={value}", TUNED_BASE, {**chosen, name: value})
                 for value in values
             ]
             rows = pd.DataFrame(play(cfg, specs, seeds, mode, progress))

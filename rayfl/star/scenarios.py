@@ -1,0 +1,80 @@
+"""The star's scenarios of ``rayfl bench policies`` (:meth:`Star.scenarios`).
+
+Plain run configs (dicts): the 8×8 digits shipped with scikit-learn for the
+small and medium sizes, synthetic federated data for the large one.
+``star-small-shadowed`` breaks the channel-greedy heuristics: 10 dB log-normal
+shadowing and a 300 m cell make a few clients' channels always bad, and very
+non-IID data (Dirichlet α = 0.1) makes starving them expensive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["SHADOWED", "scenarios"]
+
+#: What ``star-small-shadowed`` stresses.
+SHADOWED = "10 dB shadowing, 300 m cell, Dirichlet α = 0.1 (see module docstring)"
+
+
+def _star(
+    name: str,
+    n: int,
+    k: int,
+    rounds: int,
+    *,
+    alpha: float | None = None,
+    shadowing_db: float | None = None,
+    distance_max_m: float = 150,
+) -> dict[str, Any]:
+    """A star run of ``n`` clients on ``k`` subchannels for ``rounds`` rounds."""
+    wireless: dict[str, Any] = {
+        "num_subchannels": k,
+        "distance_min_m": 10,
+        "distance_max_m": distance_max_m,
+        "effects": "bit_flip",
+    }
+    if shadowing_db is not None:
+        wireless["shadowing_std_db"] = shadowing_db
+    return {
+        "name": name,
+        "seed": 0,
+        "rounds": rounds,
+        "data": {
+            "dataset": "synthetic" if n > 100 else "digits",
+            "num_clients": n,
+            "partition": "dirichlet",
+            "alpha": alpha if alpha is not None else (0.3 if n <= 20 else 1.0),
+            "min_partition_size": 5,
+        },
+        "model": {"kind": "mlr"},
+        "algorithm": {
+            "kind": "fedavg",
+            "local_epochs": 1,
+            "batch_size": 16,
+            "lr": 0.05,
+        },
+        "scheduler": {"policy": "round_robin"},
+        "wireless": wireless,
+        "output": {"progress": False, "plots": False},
+        "rl": {"reward": "min_max_loss"},
+    }
+
+
+def scenarios() -> dict[str, tuple[str, dict[str, Any], str]]:
+    """The star's scenarios: name → (size, config, what it breaks or "")."""
+    shadowed = _star(
+        "star-small-shadowed",
+        20,
+        4,
+        20,
+        alpha=0.1,
+        shadowing_db=10.0,
+        distance_max_m=300,
+    )
+    return {
+        "star-small": ("small", _star("star-small", 10, 3, 20), ""),
+        "star-medium": ("medium", _star("star-medium", 50, 10, 30), ""),
+        "star-large": ("large", _star("star-large", 200, 20, 40), ""),
+        "star-small-shadowed": ("small", shadowed, SHADOWED),
+    }
