@@ -53,19 +53,21 @@ from tests.plugins.rules import (
 #: Rule a: lines comparing against a topology name, outside the topologies' folders.
 TOPOLOGY_NAME_RATCHET: dict[str, int] = {
     "envs/base.py": 1,
+    "envs/d2d.py": 1,
+    "envs/hierarchical.py": 1,
     "envs/multiagent.py": 1,
     "envs/rl.py": 6,
     "envs/rl_vector.py": 1,
     "policies/base.py": 1,
     "rayfl/benchmarks/env_speed.py": 2,
     "rayfl/benchmarks/policies.py": 5,
-    "rayfl/benchmarks/policies_scenarios.py": 1,
+    "rayfl/benchmarks/policies_scenarios.py": 16,
     "rayfl/benchmarks/policies_tuning.py": 4,
     "rayfl/benchmarks/surrogate_fit_cli.py": 3,
-    "rayfl/compare.py": 1,
+    "rayfl/compare.py": 2,
     "rayfl/compare_seeds.py": 1,
     "rayfl/config/errors.py": 1,
-    "rayfl/config/run.py": 8,
+    "rayfl/config/run.py": 10,
     "rayfl/config/semantics.py": 4,
     "rayfl/observation.py": 3,
     "rayfl/privacy/sensitivity.py": 5,
@@ -306,10 +308,13 @@ match kind:
 KINDS = ("star", "hierarchical", "d2d")         # 9
 if kind == "d2d" and other == "star":           # 10 (one line)
     pass
-x = ENVS["rl"]; y = kind == "ring"; z = {"a": "star"}
+plugin = topology_of("flat")                    # 11 (a call argument)
+check_policy(name, topology="star")             # 12 (a keyword argument)
+section = {"kind": "hierarchical", "tau": 2}    # 13 (a section built here)
+x = ENVS["rl"]; y = kind == "ring"; z = {"star-ish": "ring"}; f(kind, "ring")
 class Ring:
     name = "star"
-    topologies = frozenset({"star", "d2d"})     # 11 (not in policies/)
+    topologies = frozenset({"star", "d2d"})     # 14 (not in policies/)
 '''
 
 
@@ -328,10 +333,13 @@ def test_oracle_topology_names():
         "8",
         "9",
         "10 (one line)",
-        "11 (not in policies/)",
+        "11 (a call argument)",
+        "12 (a keyword argument)",
+        "13 (a section built here)",
+        "14 (not in policies/)",
     ]
     # a policy's own declaration is allowed in policies/
-    assert len(topology_name_uses(tree, declarations_allowed=True)) == 10
+    assert len(topology_name_uses(tree, declarations_allowed=True)) == 13
 
 
 ORACLE_IMPORTS = """

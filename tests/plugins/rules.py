@@ -10,9 +10,12 @@ a) **No topology name outside its folder.** A line counts if it compares against
    a topology name (``"flat"``, ``"star"``, ``"hierarchical"``, ``"d2d"``): the
    name on either side of ``==``/``!=``/``is``, or inside a literal tuple, list,
    set or ``frozenset(...)`` right of ``in``/``not in``; a dict literal keyed by
-   one; a subscript or ``.get``/``.pop``/``.setdefault`` by one (``ENVS["star"]``);
-   a ``match`` case on one; or a literal collection naming two or more topologies
-   (a list of "the topologies", which a fifth one would not be in). Exempt: the
+   one or holding one (``{"kind": "d2d"}``: a topology's section built outside
+   its folder); a subscript by one (``ENVS["star"]``); a call given one as an argument
+   (``ENVS.get("star")``, ``topology_of("star")``, ``check_policy(name,
+   topology="star")``, a scenario ``Scenario("x", "d2d", ...)``); a ``match``
+   case on one; or a literal collection naming two or more topologies (a list
+   of "the topologies", which a fifth one would not be in). Exempt: the
    topologies' folders (``rayfl/star/``, ``rayfl/hierarchy/``, ``rayfl/d2d/``,
    ``envs/star/``, ``envs/hierarchy/``, ``envs/d2d/``), ``rayfl/registry.py``, and
    a class's own ``topologies = frozenset({...})`` declaration in ``policies/``.
@@ -120,18 +123,15 @@ def _compared(node: ast.Compare) -> Iterator[tuple[str, ast.AST]]:
 
 
 def _lookups(node: ast.AST) -> Iterator[str]:
-    """Strings a subscript, a ``.get``/``.pop``/``.setdefault`` or a dict literal keys by."""
+    """Strings a subscript keys by, a dict literal holds (keys and values), or a
+    call is passed."""
     if isinstance(node, ast.Subscript):
         yield from filter(None, [_constant(node.slice)])
-    elif (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in {"get", "pop", "setdefault"}
-        and node.args
-    ):
-        yield from filter(None, [_constant(node.args[0])])
+    elif isinstance(node, ast.Call):
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        yield from filter(None, map(_constant, arguments))
     elif isinstance(node, ast.Dict):
-        yield from filter(None, map(_constant, node.keys))
+        yield from filter(None, map(_constant, [*node.keys, *node.values]))
 
 
 def _match_values(node: ast.AST) -> Iterator[str]:
