@@ -308,10 +308,11 @@ match kind:
 KINDS = ("star", "hierarchical", "d2d")         # 9
 if kind == "d2d" and other == "star":           # 10 (one line)
     pass
-plugin = topology_of("flat")                    # 11 (a call argument)
+plugin = topology_of("d2d")                     # 11 (a call argument)
 check_policy(name, topology="star")             # 12 (a keyword argument)
 section = {"kind": "hierarchical", "tau": 2}    # 13 (a section built here)
 x = ENVS["rl"]; y = kind == "ring"; z = {"star-ish": "ring"}; f(kind, "ring")
+flat_env = plugin.envs["flat"]; role = {"flat": "envs.x:Flat"}
 class Ring:
     name = "star"
     topologies = frozenset({"star", "d2d"})     # 14 (not in policies/)

@@ -15,7 +15,9 @@ a) **No topology name outside its folder.** A line counts if it compares against
    (``ENVS.get("star")``, ``topology_of("star")``, ``check_policy(name,
    topology="star")``, a scenario ``Scenario("x", "d2d", ...)``); a ``match``
    case on one; or a literal collection naming two or more topologies (a list
-   of "the topologies", which a fifth one would not be in). Exempt: the
+   of "the topologies", which a fifth one would not be in). ``"flat"`` is also
+   the plug-in's env role (``envs["flat"]``): as a key, a dict value or a call
+   argument it does not count (:data:`ALSO_OTHER_WORDS`). Exempt: the
    topologies' folders (``rayfl/star/``, ``rayfl/hierarchy/``, ``rayfl/d2d/``,
    ``envs/star/``, ``envs/hierarchy/``, ``envs/d2d/``), ``rayfl/registry.py``, and
    a class's own ``topologies = frozenset({...})`` declaration in ``policies/``.
@@ -64,6 +66,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("rayfl", "envs", "policies")
 TOPOLOGY_NAMES = frozenset({"flat", "star", "hierarchical", "d2d"})
+#: Topology names that are also other words: "flat" is the plug-in's env role
+#: (``topology_of(cfg).envs["flat"]``) and the flattened RL ids, so it counts
+#: only where it is compared with (``topology.kind == "flat"``) or listed with
+#: another topology, not as a key, a dict value or a call argument (rule a).
+ALSO_OTHER_WORDS = frozenset({"flat"})
 TOPOLOGY_FOLDERS = (
     "rayfl/star/",
     "rayfl/hierarchy/",
@@ -193,7 +200,7 @@ def topology_name_uses(
         elif isinstance(node, ast.match_case):
             names = list(_match_values(node))
         else:
-            names = list(_lookups(node))
+            names = [n for n in _lookups(node) if n not in ALSO_OTHER_WORDS]
             listed = set(_collection(node)) & TOPOLOGY_NAMES
             if len(listed) >= 2:
                 names += sorted(listed)
