@@ -1,0 +1,1 @@
+"""Helpers of the plug-in tests (issue 46): the architecture rules' detectors."""
