@@ -48,6 +48,7 @@ __all__ = [
     "LEARNED_POLICY",
     "build_policy",
     "client_set_only",
+    "lineage",
     "check_params",
     "check_policy",
     "load",
@@ -167,6 +168,25 @@ def topology_names() -> tuple[str, ...]:
         ('star', 'hierarchical', 'd2d')
     """
     return tuple(TOPOLOGIES)
+
+
+def lineage(plugin: TopologyPlugin) -> tuple[str, ...]:
+    """Return the names a plug-in answers to: its own, then its parents'.
+
+    A policy declared for a topology runs on the topologies derived from it
+    (a plug-in subclassing :class:`rayfl.star.plugin.Star` takes the star's
+    policies).
+
+    Example:
+        >>> lineage(topology_of("d2d"))
+        ('d2d',)
+    """
+    names = [
+        vars(klass)["name"]
+        for klass in type(plugin).__mro__
+        if isinstance(vars(klass).get("name"), str)
+    ]
+    return tuple(dict.fromkeys(names))
 
 
 def topology_of(kind: Any) -> TopologyPlugin:
@@ -406,7 +426,7 @@ def check_policy(
         raise ValueError(
             f"{head} needs action part {_quoted(missing_parts)}; {where} offers {offers}"
         )
-    if topology not in cls.topologies:
+    if not set(lineage(plugin)) & set(cls.topologies):
         declared = ", ".join(t for t in TOPOLOGIES if t in cls.topologies)
         raise ValueError(
             f"{head} is meant for topology.kind={declared}; got {topology}"
