@@ -45,7 +45,7 @@ DYNAMIC_IMPORT_EXCEPTIONS = {
     "rayfl/hierarchy/__init__.py",  # lazy re-exports of rayfl.hierarchy modules
     "rayfl/star/__init__.py",  # lazy: the star's plug-in loads without torch
     "rayfl/config/__init__.py",  # lazy: a section importing a config module imports no other section
-    "rayfl/cli.py",  # `rayfl bench NAME` loads rayfl.benchmarks.NAME
+    "rayfl/cli/__init__.py",  # `rayfl bench NAME` loads rayfl.benchmarks.NAME
     "rayfl/algorithms/registry.py",  # algorithm kinds by "module:Class"
 }
 DYNAMIC_IMPORT_HOMES = {"rayfl/registry.py", "rayfl/checkpoint.py"}

@@ -123,7 +123,7 @@ def test_version_prints_the_package_version(capsys):
     ids=["memory", "object-store", "cpu", "fraction"],
 )
 def test_info_prints_memory_in_gib(key, value, shown):
-    from rayfl.cli_info import human_resource
+    from rayfl.cli.info import human_resource
 
     assert human_resource(key, value) == shown
 

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rayfl.cli_info import cmd_info, cmd_runs
+from rayfl.cli.info import cmd_info, cmd_runs
 
 __all__ = ["main"]
 
@@ -471,6 +471,3 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         raise
 
-
-if __name__ == "__main__":
-    sys.exit(main())
