@@ -46,7 +46,7 @@ from typing import Any
 
 import pandas as pd
 
-from rayfl.compare_progress import progress_bar, script_main
+from rayfl.compare.progress import progress_bar, script_main
 from rayfl.config import RayConfig
 from rayfl.session import RaySession
 

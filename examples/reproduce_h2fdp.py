@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rayfl.compare_progress import progress_bar, script_main
+from rayfl.compare.progress import progress_bar, script_main
 from rayfl.config import load_config
 from rayfl.engine import Engine, build_system
 from rayfl.hierarchy.topology import build_topology

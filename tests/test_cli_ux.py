@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import rayfl.compare  # noqa: F401  (bound before rayfl.runner.run is patched below)
+import rayfl.compare.variants  # noqa: F401  (bound before rayfl.runner.run is patched below)
 from rayfl import cli
 from rayfl.plots import ROUND_AXIS, overlay_dir, plot_rounds
 from rayfl.results import RunResult
@@ -182,7 +182,7 @@ def test_progress_bar_shows_last_evaluation_and_no_ray_warning(
 
 @pytest.mark.slow
 def test_compare_bars_name_the_policy_and_the_algorithm(ray_session, tmp_path, bars):
-    from rayfl.compare import compare, compare_algorithms
+    from rayfl.compare.variants import compare, compare_algorithms
 
     base = {**TINY, "rounds": 1, "eval_every": 1, "output": {"dir": str(tmp_path)}}
     compare(base, ["random", "round_robin"])

@@ -16,7 +16,7 @@ beside (DESIGN.md):
 A held-out seed ``s`` is both the config seed (data partition) and the
 episode's reset seed, so every policy plays the same episodes. Writes under
 ``--out`` (default ``bench-policies/``), with a progress bar (episodes done,
-the tuning's included, and the ETA; :class:`rayfl.compare_progress.RowLog`)
+the tuning's included, and the ETA; :class:`rayfl.compare.progress.RowLog`)
 while it runs; a failure or Ctrl-C keeps the finished episodes in
 ``episodes.csv`` and says so in one line:
 
@@ -59,7 +59,7 @@ from rayfl.benchmarks.policies_tuning import (
     tunable_constants,
     tune_constants,
 )
-from rayfl.compare_progress import RowLog
+from rayfl.compare.progress import RowLog
 from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.registry import ENVS, POLICIES, check_policy, load, make_policy
 
@@ -165,7 +165,7 @@ def build_policy(env: Any, cfg: RunConfig, spec: Spec, mode: str) -> Any:
         return load("envs.hierarchical:EdgePolicies")(env.unwrapped, name, **params)
     if topology == "d2d":
         return make_policy(name, env, **params)
-    from rayfl.compare import config_context
+    from rayfl.compare.variants import config_context
     from rayfl.star.context import star_context
 
     unwrapped = env.unwrapped

@@ -21,7 +21,7 @@ def write_outputs(
     episodes: pd.DataFrame, runs: pd.DataFrame, out: Path
 ) -> pd.DataFrame:
     """Write the CSVs, Markdown tables and plots; return the summary."""
-    from rayfl.compare import markdown_table
+    from rayfl.compare.variants import markdown_table
 
     out.mkdir(parents=True, exist_ok=True)
     summary = summarise(episodes)

@@ -38,7 +38,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rayfl.config import load_config
 
     config = load_config(args.config, args.overrides)  # errors before torch/Ray load
-    from rayfl.compare import sweep
+    from rayfl.compare.variants import sweep
     from rayfl.config.sweep import record_replaced_sweep, replaced_sweep_lines
     from rayfl.runner import run
 
@@ -129,7 +129,7 @@ def _parse_seeds(text: str) -> list[int]:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rayfl.compare import compare, compare_algorithms
+    from rayfl.compare.variants import compare, compare_algorithms
 
     names = [n.strip() for n in (args.algorithms or args.policies or "").split(",")]
     names = [n for n in names if n]
@@ -146,8 +146,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"rayfl compare: {flag} needs --seeds", file=sys.stderr)
         return 2
     if args.seeds:
-        from rayfl.compare import markdown_table
-        from rayfl.compare_seeds import compare_seeds, pretty_summary
+        from rayfl.compare.seeds import compare_seeds, pretty_summary
+        from rayfl.compare.variants import markdown_table
 
         seeds = _parse_seeds(args.seeds)
         summary, out = compare_seeds(
@@ -435,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     from rayfl.atomic import DiskFullError
-    from rayfl.compare_progress import CompareFailed
+    from rayfl.compare.progress import CompareFailed
     from rayfl.config import ConfigError
     from rayfl.run_status import RunFailed, RunInterrupted
 
