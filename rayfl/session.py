@@ -296,10 +296,10 @@ def _failing() -> BaseException | None:
     """The exception propagating through the caller that means a failed run, or None.
 
     An interrupt (Ctrl-C, SIGTERM) is not a failure, nor is input rayfl refuses
-    (:func:`rayfl.run_status.bad_input`: a config error, resources the run
+    (:func:`rayfl.resources.bad_input`: a config error, resources the run
     cannot have).
     """
-    from rayfl.run_status import bad_input
+    from rayfl.resources import bad_input
 
     error = sys.exc_info()[1]
     if error is None or not isinstance(error, Exception) or bad_input(error):

@@ -143,7 +143,7 @@ def test_a_resume_whose_set_up_fails_keeps_the_run_resumable(tmp_path, monkeypat
 
 def test_bad_input_in_set_up_still_writes_nothing(tmp_path):
     from rayfl.data.datasets import DatasetError
-    from rayfl.run_status import bad_input
+    from rayfl.resources import bad_input
 
     assert bad_input(DatasetError("x")) and bad_input(FileNotFoundError("x"))
     assert not bad_input(ValueError("a bug")) and not bad_input(RuntimeError("x"))
