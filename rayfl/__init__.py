@@ -32,7 +32,7 @@ _LAZY = {
     "load_config": "rayfl.config",
     "ConfigError": "rayfl.config",
     "RunConfig": "rayfl.config",
-    "load_run": "rayfl.results",
+    "load_run": "rayfl.rundir.results",
     "resume": "rayfl.runner",
     "Session": "rayfl.warm_session",
 }

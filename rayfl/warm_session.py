@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rayfl.config import RunConfig
-from rayfl.results import RunResult
+from rayfl.rundir.results import RunResult
 
 __all__ = ["WARM_FIELDS", "Session"]
 

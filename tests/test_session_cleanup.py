@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent(
     import json, sys
     import rayfl
     from rayfl.engine import Engine
-    from rayfl.run_status import RunFailed
+    from rayfl.rundir.status import RunFailed
 
     out, mode = sys.argv[1], sys.argv[2]
     base = {

@@ -23,7 +23,7 @@ import ray
 import yaml
 
 import rayfl
-from rayfl.run_status import RunFailed
+from rayfl.rundir.status import RunFailed
 
 BASE = {
     "name": "setup",

@@ -18,7 +18,7 @@ import ray
 
 import rayfl
 from rayfl import session
-from rayfl.run_status import RunInterrupted, interrupt_signals, signal_message
+from rayfl.rundir.status import RunInterrupted, interrupt_signals, signal_message
 
 BASE = {
     "name": "signal",

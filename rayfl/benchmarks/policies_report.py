@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rayfl.benchmarks.policies_stats import KPIS, summarise, surrogate_check
-from rayfl.results import atomic_write
+from rayfl.rundir.results import atomic_write
 
 __all__ = ["merge_outputs", "plot_scenario", "pretty", "pretty_check", "write_outputs"]
 

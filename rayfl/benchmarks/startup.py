@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run the benchmark, print and write its table (``argv``: its flags)."""
     import pandas as pd
 
-    from rayfl.results import atomic_write
+    from rayfl.rundir.results import atomic_write
 
     args = parser().parse_args(argv)
     table = pd.DataFrame(measure(args.repeats))

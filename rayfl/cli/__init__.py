@@ -227,8 +227,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from rayfl.plots import overlay_dir, plot_rounds
-    from rayfl.results import load_run
+    from rayfl.rundir.plots import overlay_dir, plot_rounds
+    from rayfl.rundir.results import load_run
 
     runs = {Path(d).resolve().name: load_run(d).rounds for d in args.run_dirs}
     if len(args.run_dirs) == 1:
@@ -434,10 +434,10 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = list(args.overrides) + extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    from rayfl.atomic import DiskFullError
     from rayfl.compare.progress import CompareFailed
     from rayfl.config import ConfigError
-    from rayfl.run_status import RunFailed, RunInterrupted
+    from rayfl.rundir.atomic import DiskFullError
+    from rayfl.rundir.status import RunFailed, RunInterrupted
 
     try:
         return int(args.func(args))

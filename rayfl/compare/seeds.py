@@ -39,7 +39,7 @@ from rayfl.compare.variants import (
     markdown_table,
 )
 from rayfl.config import RunConfig, load_config
-from rayfl.results import atomic_write, make_run_dir
+from rayfl.rundir.results import atomic_write, make_run_dir
 from rayfl.session import RaySession
 
 __all__ = [

@@ -26,8 +26,8 @@ import pandas as pd
 from rayfl.compare.progress import RowLog
 from rayfl.config import ConfigError, RunConfig, load_config
 from rayfl.config.loader import clip, load_yaml
-from rayfl.plots import plot_rounds
-from rayfl.results import atomic_write, make_run_dir
+from rayfl.rundir.plots import plot_rounds
+from rayfl.rundir.results import atomic_write, make_run_dir
 from rayfl.runner import run
 from rayfl.session import RaySession
 

@@ -50,9 +50,9 @@ from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
 from rayfl.learning.config import ModelConfig
-from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.rl.config import RLConfig
+from rayfl.rundir.config import OutputConfig
 from rayfl.scheduler_config import SchedulerConfig, topology_policy
 from rayfl.session_config import RayConfig
 from rayfl.star.config import StarTopologyConfig

@@ -19,8 +19,8 @@ import pandas as pd
 
 from rayfl.config import RunConfig
 from rayfl.registry import ENVS, load, make_policy
-from rayfl.results import atomic_write
 from rayfl.rl.config import RLConfig
+from rayfl.rundir.results import atomic_write
 
 __all__ = [
     "EVAL_SEED",

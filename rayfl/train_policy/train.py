@@ -64,8 +64,8 @@ import pandas as pd
 
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import load
-from rayfl.results import atomic_write, make_run_dir
 from rayfl.rl.config import RLConfig
+from rayfl.rundir.results import atomic_write, make_run_dir
 from rayfl.train_policy.algorithm import (
     RLlibScoresEnv,
     build_algorithm,

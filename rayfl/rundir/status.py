@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from rayfl.atomic import atomic_write, disk_full
 from rayfl.resources import bad_input
+from rayfl.rundir.atomic import atomic_write, disk_full
 
 __all__ = [
     "RunFailed",
