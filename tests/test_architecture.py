@@ -35,6 +35,8 @@ CONFIG_IMPORT_EXCEPTIONS = {
     ("rayfl.data.config", "rayfl.text_checks"),
     ("rayfl.rl.config", "rayfl.text_checks"),
     ("rayfl.rundir.config", "rayfl.text_checks"),
+    # ray.address is checked by the same module
+    ("rayfl.cluster.config", "rayfl.text_checks"),
 }
 
 #: Files that load modules by a computed name besides rayfl/registry.py and

@@ -17,7 +17,7 @@ import pytest
 import ray
 
 import rayfl
-from rayfl import session
+from rayfl.cluster import session
 from rayfl.rundir.status import RunInterrupted, interrupt_signals, signal_message
 
 BASE = {

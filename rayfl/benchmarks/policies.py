@@ -444,7 +444,7 @@ def _check_builds(cfg: RunConfig, specs: Sequence[Spec]) -> None:
 def _session(configs: dict[str, RunConfig], modes: Sequence[str]) -> Any:
     if "emulate" not in modes:
         return None
-    from rayfl.session import RaySession
+    from rayfl.cluster.session import RaySession
 
     return RaySession(next(iter(configs.values())).ray)
 

@@ -458,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rayfl: {e}", file=sys.stderr)  # one line: the file, the space left
         return 1
     except RuntimeError as e:
-        from rayfl.resources import ResourceError
+        from rayfl.cluster.resources import ResourceError
 
         if isinstance(e, ResourceError):
             print(f"rayfl: {e}", file=sys.stderr)

@@ -31,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from rayfl.cluster.session import RaySession
 from rayfl.compare.progress import RowLog
 from rayfl.compare.variants import (
     compare,
@@ -40,7 +41,6 @@ from rayfl.compare.variants import (
 )
 from rayfl.config import RunConfig, load_config
 from rayfl.rundir.results import atomic_write, make_run_dir
-from rayfl.session import RaySession
 
 __all__ = [
     "PLOTTED",

@@ -23,13 +23,13 @@ from typing import Any
 
 import pandas as pd
 
+from rayfl.cluster.session import RaySession
 from rayfl.compare.progress import RowLog
 from rayfl.config import ConfigError, RunConfig, load_config
 from rayfl.config.loader import clip, load_yaml
 from rayfl.rundir.plots import plot_rounds
 from rayfl.rundir.results import atomic_write, make_run_dir
 from rayfl.runner import run
-from rayfl.session import RaySession
 
 __all__ = [
     "check_policy_builds",

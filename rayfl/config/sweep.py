@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 MAX_GRID_CHECKS = 256
-#: The ``ray`` fields read when the Ray session starts (``rayfl.session``): the
+#: The ``ray`` fields read when the Ray session starts (``rayfl.cluster.session``): the
 #: variants of a sweep share one session, started with the base config's.
 SESSION_KEYS = (
     "ray.address",

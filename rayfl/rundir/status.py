@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from rayfl.resources import bad_input
+from rayfl.cluster.resources import bad_input
 from rayfl.rundir.atomic import atomic_write, disk_full
 
 __all__ = [
@@ -282,9 +282,9 @@ def _failed(run_dir: Path, exc: BaseException, progress: RunProgress) -> dict[st
     """The error block of a run failed with ``exc``; writes ``error.txt``.
 
     The Ray session's directory (the workers' logs) is kept
-    (:func:`rayfl.session_files.keep_for_failure`) and named in both.
+    (:func:`rayfl.cluster.files.keep_for_failure`) and named in both.
     """
-    from rayfl.session_files import keep_for_failure
+    from rayfl.cluster.files import keep_for_failure
 
     ray_logs = keep_for_failure(exc)
     error = _describe(exc, progress, _write_error_file(run_dir, exc, ray_logs))
@@ -436,7 +436,7 @@ def setup_status(
     """Make a failure while a run is set up end ``failed``, with its run directory.
 
     Actor creation, data loading and Ray start-up run inside this block. An
-    exception there (other than :func:`~rayfl.resources.bad_input`, re-raised as
+    exception there (other than :func:`~rayfl.cluster.resources.bad_input`, re-raised as
     is) gets the run directory (``open_run_dir()`` makes it for a new run), its traceback in
     ``error.txt`` and ``summary.json`` with status ``failed`` and an error
     block whose ``phase`` is ``setup``, then is raised as :class:`RunFailed`.

@@ -288,7 +288,7 @@ def train_policy(
     """
     if not rllib_available():
         raise ImportError(INSTALL_HINT)
-    from rayfl.session import RaySession
+    from rayfl.cluster.session import RaySession
 
     cfg = _training_config(config, overrides, resume)
     rl: RLConfig = cfg.rl  # type: ignore[assignment]
