@@ -34,7 +34,7 @@ _LAZY = {
     "RunConfig": "rayfl.config",
     "load_run": "rayfl.rundir.results",
     "resume": "rayfl.runner",
-    "Session": "rayfl.warm_session",
+    "Session": "rayfl.notebook",
 }
 
 

@@ -168,7 +168,7 @@ def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
 
 
 #: Makes a run's system from its config: ``build_system`` (a new one, closed
-#: by the run), or a warm session's (:mod:`rayfl.warm_session`, kept open).
+#: by the run), or a warm session's (:mod:`rayfl.notebook`, kept open).
 SystemSource = Callable[[RunConfig], Any]
 
 
