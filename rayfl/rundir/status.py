@@ -436,8 +436,9 @@ def setup_status(
     """Make a failure while a run is set up end ``failed``, with its run directory.
 
     Actor creation, data loading and Ray start-up run inside this block. An
-    exception there (other than :func:`~rayfl.cluster.resources.bad_input`, re-raised as
-    is) gets the run directory (``open_run_dir()`` makes it for a new run), its traceback in
+    exception there (other than refused input,
+    :func:`~rayfl.cluster.resources.bad_input`, re-raised as is) gets the run
+    directory (``open_run_dir()`` makes it for a new run), its traceback in
     ``error.txt`` and ``summary.json`` with status ``failed`` and an error
     block whose ``phase`` is ``setup``, then is raised as :class:`RunFailed`.
     Ctrl-C or SIGTERM raise :class:`RunInterrupted` (no run directory is made).
