@@ -137,7 +137,7 @@ def check_room(
         return
     import ray
 
-    from rayfl.resources import run_cpus
+    from rayfl.cluster.resources import run_cpus
 
     cpus = run_cpus(config.ray.run_cpus)  # the pool's rule for its CPUs
     used = sum(len(groups) * min(1.0, cpus / len(groups)) for groups in built)

@@ -43,8 +43,8 @@ from typing import Any
 
 import pandas as pd
 
+from rayfl.cluster.session import RaySession
 from rayfl.config import RayConfig
-from rayfl.session import RaySession
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

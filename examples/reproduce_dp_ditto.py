@@ -46,9 +46,9 @@ from typing import Any
 
 import pandas as pd
 
-from rayfl.compare_progress import progress_bar, script_main
+from rayfl.cluster.session import RaySession
+from rayfl.compare.progress import progress_bar, script_main
 from rayfl.config import RayConfig
-from rayfl.session import RaySession
 
 #: The compared methods and their own hyper-parameters (the DP-Ditto paper's
 #: benchmarks; values from the original papers / PFLlib where it gives none).

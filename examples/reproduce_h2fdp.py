@@ -55,13 +55,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rayfl.compare_progress import progress_bar, script_main
+from rayfl.cluster.session import RaySession
+from rayfl.compare.progress import progress_bar, script_main
 from rayfl.config import load_config
 from rayfl.engine import Engine, build_system
 from rayfl.hierarchy.topology import build_topology
 from rayfl.metrics import round_summary
 from rayfl.privacy.gaussian import accountant_noise_multiplier
-from rayfl.session import RaySession
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # loaded by path (the tests), not run as a script

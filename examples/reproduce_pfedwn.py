@@ -44,7 +44,7 @@ import pandas as pd
 
 from rayfl.algorithms.config import algorithm_names
 from rayfl.algorithms.registry import ALGORITHMS
-from rayfl.compare_progress import progress_bar, script_main
+from rayfl.compare.progress import progress_bar, script_main
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.selection import make_layout, select_neighbors
 from rayfl.data.datasets import available_datasets

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rayfl.compare_progress import progress_bar, script_main
+from rayfl.compare.progress import progress_bar, script_main
 
 CONFIG = Path(__file__).with_name("sparse_dp_lyapunov.yaml")
 

@@ -60,7 +60,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from rayfl.compare_progress import progress_bar, script_main
+from rayfl.compare.progress import progress_bar, script_main
 
 HERE = Path(__file__).resolve().parent
 BASE_CONFIG = HERE / "wpfl_minmax.yaml"

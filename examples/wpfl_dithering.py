@@ -43,8 +43,8 @@ from typing import Any
 
 import pandas as pd
 
+from rayfl.cluster.session import RaySession
 from rayfl.config import RayConfig
-from rayfl.session import RaySession
 
 CONFIG = "examples/wpfl_minmax.yaml"
 BASE = {

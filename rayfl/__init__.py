@@ -32,9 +32,9 @@ _LAZY = {
     "load_config": "rayfl.config",
     "ConfigError": "rayfl.config",
     "RunConfig": "rayfl.config",
-    "load_run": "rayfl.results",
+    "load_run": "rayfl.rundir.results",
     "resume": "rayfl.runner",
-    "Session": "rayfl.warm_session",
+    "Session": "rayfl.notebook",
 }
 
 

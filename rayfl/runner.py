@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from rayfl.algorithms.registry import algorithm_class
-from rayfl.atomic import DiskFullError
-from rayfl.checkpoint import load_checkpoint
 from rayfl.config import RunConfig, load_config, parse_overrides
 from rayfl.engine import build_system
 from rayfl.engine.deciders import PolicyDecider
@@ -36,15 +34,17 @@ from rayfl.engine.rows import (
     round_costs,
     summary_document,
 )
-from rayfl.plots import plot_rounds
 from rayfl.registry import make_policy, policy_class
-from rayfl.results import RunLog, RunResult, load_run, make_run_dir
-from rayfl.results_stream import ClientSummary
-from rayfl.run_status import RunProgress, setup_status, terminal_status
+from rayfl.rundir.atomic import DiskFullError
+from rayfl.rundir.checkpoint import load_checkpoint
+from rayfl.rundir.plots import plot_rounds
+from rayfl.rundir.results import RunLog, RunResult, load_run, make_run_dir
+from rayfl.rundir.status import RunProgress, setup_status, terminal_status
+from rayfl.rundir.stream import ClientSummary
+from rayfl.rundir.tracking import Tracker
 from rayfl.scheduler_config import BUILTIN_POLICIES
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.star.context import star_context
-from rayfl.tracking import Tracker
 
 __all__ = ["divergence_report", "env_policy", "resume", "round_costs", "run"]
 
@@ -168,7 +168,7 @@ def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
 
 
 #: Makes a run's system from its config: ``build_system`` (a new one, closed
-#: by the run), or a warm session's (:mod:`rayfl.warm_session`, kept open).
+#: by the run), or a warm session's (:mod:`rayfl.notebook`, kept open).
 SystemSource = Callable[[RunConfig], Any]
 
 
@@ -344,7 +344,7 @@ def _run(
             start = (
                 0 if checkpoint is None else restore(checkpoint, system, deciders, log)
             )
-        tracker = Tracker.for_run(cfg, log.run_dir)  # output.loggers (rayfl.tracking)
+        tracker = Tracker.for_run(cfg, log.run_dir)  # output.loggers (rayfl.rundir.tracking)
         bar = _progress(cfg.output.progress, cfg.rounds, desc=cfg.name)
         if bar is not None and start:
             bar.update(start)

@@ -33,7 +33,7 @@ Writing a strategy (what a new topology implements):
     dead actor becomes lost updates (packet-loss semantics) and call
     ``engine.pool.restore_failed()`` before the next call to the actors.
     ``state_dict`` returns plain data only (numpy arrays, numbers, strings,
-    lists, dicts: ``rayfl.checkpoint``); pull ObjectRefs into arrays there.
+    lists, dicts: ``rayfl.rundir.checkpoint``); pull ObjectRefs into arrays there.
     Per-round columns beyond the shared ones go in ``RoundResult.extras``; the
     loop merges them into the ``rounds.parquet`` row. Extra files (e.g.
     ``edges.parquet``) are written by ``write_extra``.
@@ -174,7 +174,7 @@ class System(Protocol):
         ...
 
     def state_dict(self) -> dict[str, Any]:
-        """Return the run state as plain data (``rayfl.checkpoint``)."""
+        """Return the run state as plain data (``rayfl.rundir.checkpoint``)."""
         ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -46,7 +46,7 @@ PATH_MAX_BYTES = 4096
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: ``host:port`` or ``ray://host:port`` (an IPv6 host in brackets): the one
-#: parser of a Ray address (also :func:`rayfl.cluster_address.host_port`).
+#: parser of a Ray address (also :func:`rayfl.cluster.address.host_port`).
 ADDRESS = re.compile(
     r"^(?:ray://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>\d+)$"
 )

@@ -27,8 +27,8 @@ def adapt(docstring: str) -> str:
     """Return ``docstring`` with ``Example:`` as ``Examples:`` and roles as code.
 
     Example:
-        >>> adapt("Load a run (:class:`~rayfl.results.RunLog`).")
-        'Load a run (`rayfl.results.RunLog`).'
+        >>> adapt("Load a run (:class:`~rayfl.rundir.results.RunLog`).")
+        'Load a run (`rayfl.rundir.results.RunLog`).'
     """
     return _ROLE.sub(r"`\1`", _EXAMPLE.sub(r"\1Examples:", docstring))
 

@@ -58,7 +58,7 @@ RAY_INIT_ARGS: dict[str, Any] = {
     "logging_level": "ERROR",
 }
 # The workers' one thread each (OMP_NUM_THREADS=1) comes from the environment
-# the raylet inherits (rayfl.session._worker_environment), as in rayfl's own
+# the raylet inherits (rayfl.cluster.session._worker_environment), as in rayfl's own
 # sessions: a job runtime_env would make Ray's pre-started workers unusable.
 
 #: The job id of the shared session while it runs (None: not started, or stopped).
@@ -100,7 +100,7 @@ def _start_shared(module: str) -> None:
     """
     import ray
 
-    from rayfl.session import _init_with_retries, _worker_environment
+    from rayfl.cluster.session import _init_with_retries, _worker_environment
 
     if ray.is_initialized():
         return

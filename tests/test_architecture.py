@@ -30,14 +30,17 @@ PACKAGES = ("rayfl", "envs", "policies")
 CONFIG_IMPORT_EXCEPTIONS = {
     # the D2D section checks algorithm names against the algorithm registry
     ("rayfl.d2d.config", "rayfl.algorithms.registry"),
-    # data.root and rl.init_from are checked as paths (control characters,
-    # file-system limits) by the stdlib-only rayfl.text_checks, as output.dir is
+    # data.root, rl.init_from and output.dir are checked as paths (control
+    # characters, file-system limits) by the stdlib-only rayfl.text_checks
     ("rayfl.data.config", "rayfl.text_checks"),
     ("rayfl.rl.config", "rayfl.text_checks"),
+    ("rayfl.rundir.config", "rayfl.text_checks"),
+    # ray.address is checked by the same module
+    ("rayfl.cluster.config", "rayfl.text_checks"),
 }
 
 #: Files that load modules by a computed name besides rayfl/registry.py and
-#: rayfl/checkpoint.py, as today (each must still do so).
+#: rayfl/rundir/checkpoint.py, as today (each must still do so).
 DYNAMIC_IMPORT_EXCEPTIONS = {
     "rayfl/__init__.py",  # lazy re-exports of rayfl's own modules
     "rayfl/actors/__init__.py",  # lazy: the data holder's process imports no torch
@@ -45,10 +48,10 @@ DYNAMIC_IMPORT_EXCEPTIONS = {
     "rayfl/hierarchy/__init__.py",  # lazy re-exports of rayfl.hierarchy modules
     "rayfl/star/__init__.py",  # lazy: the star's plug-in loads without torch
     "rayfl/config/__init__.py",  # lazy: a section importing a config module imports no other section
-    "rayfl/cli.py",  # `rayfl bench NAME` loads rayfl.benchmarks.NAME
+    "rayfl/cli/__init__.py",  # `rayfl bench NAME` loads rayfl.benchmarks.NAME
     "rayfl/algorithms/registry.py",  # algorithm kinds by "module:Class"
 }
-DYNAMIC_IMPORT_HOMES = {"rayfl/registry.py", "rayfl/checkpoint.py"}
+DYNAMIC_IMPORT_HOMES = {"rayfl/registry.py", "rayfl/rundir/checkpoint.py"}
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +175,7 @@ def test_dynamic_imports_only_in_the_registry_and_the_checkpoint_loader():
     new = sorted(users - DYNAMIC_IMPORT_HOMES - DYNAMIC_IMPORT_EXCEPTIONS)
     assert not new, (
         "modules are loaded by name only in rayfl/registry.py and "
-        f"rayfl/checkpoint.py; also found in {new}"
+        f"rayfl/rundir/checkpoint.py; also found in {new}"
     )
     gone = sorted(DYNAMIC_IMPORT_EXCEPTIONS - users)
     assert not gone, (

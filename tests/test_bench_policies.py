@@ -526,7 +526,7 @@ def test_each_episode_is_on_disk_as_it_finishes_and_a_failure_keeps_them(
     tmp_path, monkeypatch, capsys
 ):
     import rayfl.benchmarks.policies.benchmark as bench
-    from rayfl.compare_progress import CompareFailed
+    from rayfl.compare.progress import CompareFailed
 
     real = bench.episode_kpis
     calls = {"held_out": 0}

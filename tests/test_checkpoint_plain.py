@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import rayfl
-from rayfl.checkpoint import (
+from rayfl.rundir.checkpoint import (
     CheckpointFormatError,
     decode_tree,
     encode_tree,

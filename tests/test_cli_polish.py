@@ -123,7 +123,7 @@ def test_version_prints_the_package_version(capsys):
     ids=["memory", "object-store", "cpu", "fraction"],
 )
 def test_info_prints_memory_in_gib(key, value, shown):
-    from rayfl.cli_info import human_resource
+    from rayfl.cli.info import human_resource
 
     assert human_resource(key, value) == shown
 
@@ -168,7 +168,7 @@ def test_shown_config_error_is_what_the_cli_prints(doc, capsys):
 
 
 def test_plot_overlays_are_git_ignored():
-    from rayfl.plots import overlay_dir
+    from rayfl.rundir.plots import overlay_dir
 
     ignored = (ROOT / ".gitignore").read_text().splitlines()
     name = overlay_dir(["runs/a-1", "runs/b-2", "runs/c-3"]).name

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import rayfl.compare  # noqa: F401  (bound before rayfl.runner.run is patched below)
+import rayfl.compare.variants  # noqa: F401  (bound before rayfl.runner.run is patched below)
 from rayfl import cli
-from rayfl.plots import ROUND_AXIS, overlay_dir, plot_rounds
-from rayfl.results import RunResult
+from rayfl.rundir.plots import ROUND_AXIS, overlay_dir, plot_rounds
+from rayfl.rundir.results import RunResult
 
 # All tests here use the shared Ray session (tests/conftest.py): the module then runs
 # with the other Ray modules instead of starting Ray again at its first Ray test.
@@ -92,7 +92,7 @@ def test_plots_and_table_count_rounds_from_zero_like_rounds_parquet(
     tmp_path, monkeypatch, capsys
 ):
     figures = []
-    monkeypatch.setattr("rayfl.plots.plt.close", figures.append)
+    monkeypatch.setattr("rayfl.rundir.plots.plt.close", figures.append)
     df = _rounds([np.nan, 0.5, np.nan, 0.8])
     plot_rounds({"r": df}, tmp_path)
     monkeypatch.undo()  # plt.close is matplotlib's own again
@@ -182,7 +182,7 @@ def test_progress_bar_shows_last_evaluation_and_no_ray_warning(
 
 @pytest.mark.slow
 def test_compare_bars_name_the_policy_and_the_algorithm(ray_session, tmp_path, bars):
-    from rayfl.compare import compare, compare_algorithms
+    from rayfl.compare.variants import compare, compare_algorithms
 
     base = {**TINY, "rounds": 1, "eval_every": 1, "output": {"dir": str(tmp_path)}}
     compare(base, ["random", "round_robin"])

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-import rayfl.compare
-from rayfl.compare import compare, markdown_table, sweep
+import rayfl.compare.variants
+from rayfl.compare.variants import compare, markdown_table, sweep
 from rayfl.config import ConfigError, load_config
 
 BASE = {
@@ -78,8 +78,8 @@ def test_sweep_gives_each_value_to_one_run(tmp_path, monkeypatch):
         run_dir = Path(extra["output.dir"]) / extra["name"]
         return SimpleNamespace(summary=summary, run_dir=run_dir, rounds=rounds)
 
-    monkeypatch.setattr(rayfl.compare, "RaySession", _NoRay)
-    monkeypatch.setattr(rayfl.compare, "run", fake_run)
+    monkeypatch.setattr(rayfl.compare.variants, "RaySession", _NoRay)
+    monkeypatch.setattr(rayfl.compare.variants, "run", fake_run)
     cfg = load_config(
         BASE,
         {
@@ -113,7 +113,7 @@ def test_markdown_table():
 
 
 def test_policy_entries_carry_their_own_parameters():
-    from rayfl.compare import policy_variant
+    from rayfl.compare.variants import policy_variant
 
     base = load_config(
         {

@@ -2,7 +2,7 @@
 
 import pytest
 
-import rayfl.compare as compare_mod
+import rayfl.compare.variants as compare_mod
 from rayfl.cli import build_parser
 from rayfl.config import ConfigError, load_config
 
@@ -63,7 +63,7 @@ def test_seeds_with_algorithms_runs_each_seed_and_writes_the_csv(monkeypatch, tm
     """``--algorithms`` with ``--seeds`` ran only the config's seed before."""
     import pandas as pd
 
-    import rayfl.compare_seeds as seeds_mod
+    import rayfl.compare.seeds as seeds_mod
     from rayfl.cli import main
 
     calls = []
@@ -105,7 +105,7 @@ def test_seeds_with_algorithms_runs_each_seed_and_writes_the_csv(monkeypatch, tm
 
 
 def test_fast_refuses_algorithms():
-    import rayfl.compare_seeds as seeds_mod
+    import rayfl.compare.seeds as seeds_mod
 
     with pytest.raises(ValueError, match="--fast compares policies"):
         seeds_mod.compare_seeds(CFG, ["fedavg"], [0], fast=True, algorithms=True)

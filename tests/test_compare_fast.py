@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rayfl.compare_seeds import compare_seeds, fast_table
+from rayfl.compare.seeds import compare_seeds, fast_table
 from rayfl.config import load_config
 
 BASE = {

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-import rayfl.compare
+import rayfl.compare.variants
 from rayfl import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,8 +62,8 @@ def _failing_run(fail_at: int):
 
 @pytest.fixture
 def config(tmp_path, monkeypatch):
-    monkeypatch.setattr(rayfl.compare, "RaySession", _NoRay)
-    monkeypatch.setattr("rayfl.compare_seeds.RaySession", _NoRay)
+    monkeypatch.setattr(rayfl.compare.variants, "RaySession", _NoRay)
+    monkeypatch.setattr("rayfl.compare.seeds.RaySession", _NoRay)
     path = tmp_path / "tiny.yaml"
     path.write_text(
         yaml.safe_dump({**TINY, "output": {**TINY["output"], "dir": str(tmp_path)}})
@@ -78,7 +78,7 @@ def test_a_failing_second_run_keeps_the_first_row_and_prints_one_line(
     config, monkeypatch, capsys
 ):
     # Arrange
-    monkeypatch.setattr(rayfl.compare, "run", _failing_run(fail_at=2))
+    monkeypatch.setattr(rayfl.compare.variants, "run", _failing_run(fail_at=2))
     # Act
     code = cli.main(
         ["compare", str(config), "--policies", "random,round_robin,best_channel"]
@@ -97,7 +97,7 @@ def test_a_failing_second_run_keeps_the_first_row_and_prints_one_line(
 
 
 def test_debug_prints_the_traceback_too(config, monkeypatch, capsys):
-    monkeypatch.setattr(rayfl.compare, "run", _failing_run(fail_at=1))
+    monkeypatch.setattr(rayfl.compare.variants, "run", _failing_run(fail_at=1))
     code = cli.main(["--debug", "compare", str(config), "--policies", "random"])
     err = capsys.readouterr().err
     assert code == 1
@@ -109,7 +109,7 @@ def test_seeds_write_each_finished_row_to_table_all_and_csv(
     config, monkeypatch, capsys, tmp_path
 ):
     # Arrange: seed 0's two runs finish, seed 1's first fails
-    monkeypatch.setattr(rayfl.compare, "run", _failing_run(fail_at=3))
+    monkeypatch.setattr(rayfl.compare.variants, "run", _failing_run(fail_at=3))
     csv = tmp_path / "out" / "per_seed.csv"
     # Act
     code = cli.main(
@@ -179,7 +179,7 @@ def _broken_main(argv):
 
 @pytest.mark.parametrize("debug", [False, True], ids=["plain", "debug"])
 def test_reproduce_scripts_fail_in_one_line(monkeypatch, capsys, debug):
-    from rayfl.compare_progress import script_main
+    from rayfl.compare.progress import script_main
 
     monkeypatch.setattr(
         sys, "argv", ["reproduce_x.py", "--seeds", "0", *(["--debug"] if debug else [])]
@@ -202,7 +202,7 @@ def test_reproduce_scripts_use_the_bar_and_the_one_line_errors():
 
 
 def test_runs_without_a_row_count_as_done_and_grow_the_total(tmp_path):
-    from rayfl.compare_progress import CompareFailed, RowLog
+    from rayfl.compare.progress import CompareFailed, RowLog
 
     log = RowLog([tmp_path / "rows.csv"], total=3, desc="runs", progress=False)
     with pytest.raises(CompareFailed) as caught, log.guard():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rayfl.compare_seeds import _plot, pretty_summary, summarise
+from rayfl.compare.seeds import _plot, pretty_summary, summarise
 
 
 def _table():

@@ -303,7 +303,7 @@ def test_compare_refuses_a_config_with_a_sweep_before_ray_starts(how, tmp_path, 
 
 def test_a_policy_entry_parameter_goes_through_the_bounded_loader():
     # `rayfl compare --policies name:key=value` parses the value like an override
-    from rayfl.compare import policy_variant
+    from rayfl.compare.variants import policy_variant
 
     base = load_config("examples/quickstart.yaml", {"wireless": {}})
     assert policy_variant(base, "data_weighted:power=2")[1]["scheduler.params"] == {

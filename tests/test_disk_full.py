@@ -3,7 +3,7 @@ and the run directory resumes to the uninterrupted run's metrics.
 
 The disk fills during round 2 of a run checkpointing every round, either for
 real (a small tmpfs filled to its last byte by another file; needs root, skipped
-otherwise) or simulated (every rename of ``rayfl.atomic`` fails with ENOSPC,
+otherwise) or simulated (every rename of ``rayfl.rundir.atomic`` fails with ENOSPC,
 which every file a run writes goes through).
 """
 
@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 import rayfl
-import rayfl.atomic
-from rayfl.atomic import DiskFullError, atomic_write, disk_full
-from rayfl.run_status import RunFailed, terminal_status
+import rayfl.rundir.atomic
+from rayfl.rundir.atomic import DiskFullError, atomic_write, disk_full
+from rayfl.rundir.status import RunFailed, terminal_status
 
 BASE = {
     "name": "full",
@@ -78,7 +78,7 @@ def test_pyarrow_disk_full_is_recognised_without_errno(tmp_path):
 
 
 class _FullOs:
-    """``os`` for ``rayfl.atomic`` on a full disk: every rename fails, as the
+    """``os`` for ``rayfl.rundir.atomic`` on a full disk: every rename fails, as the
     write before it would, leaving an empty temporary file."""
 
     def __getattr__(self, name):
@@ -93,7 +93,7 @@ class _FullOs:
 @pytest.fixture
 def full_disk(monkeypatch):
     """Make every atomic write in this process fail with ENOSPC."""
-    monkeypatch.setattr(rayfl.atomic, "os", _FullOs())
+    monkeypatch.setattr(rayfl.rundir.atomic, "os", _FullOs())
 
 
 def _files(root: Path) -> list[Path]:
@@ -190,13 +190,13 @@ class _Disk:
         if self.kind == "tmpfs":
             _fill(self.root)
         else:
-            self.monkeypatch.setattr(rayfl.atomic, "os", _FullOs())
+            self.monkeypatch.setattr(rayfl.rundir.atomic, "os", _FullOs())
 
     def free(self) -> None:
         if self.kind == "tmpfs":
             (self.root / "filler").unlink()
         else:
-            self.monkeypatch.setattr(rayfl.atomic, "os", os)
+            self.monkeypatch.setattr(rayfl.rundir.atomic, "os", os)
 
     def close(self) -> None:
         if self.kind == "tmpfs":
@@ -246,7 +246,7 @@ def test_a_full_disk_mid_run_is_one_line_and_resumes_bit_identical(
         err = err[err.index("rayfl: run failed") :]  # after Ray's worker logs
         lines = err.strip().splitlines()
         assert "Traceback" not in err and len(lines) <= 8, err
-        # the round's first file: its streamed rows (rayfl.results_stream)
+        # the round's first file: its streamed rows (rayfl.rundir.stream)
         part = run_dir / "metrics.parts" / f"round-{FULL_AT:09d}.parquet"
         assert lines[0].startswith(
             f"rayfl: run failed in round {FULL_AT}: DiskFullError: no space left "
@@ -297,5 +297,5 @@ def test_an_atomic_write_makes_a_file_others_can_read(tmp_path):
     # mkstemp makes 0600 files; a run's results keep the usual mode (umask)
     umask = os.umask(0o022)
     os.umask(umask)
-    rayfl.atomic.atomic_write(tmp_path / "x.csv", lambda p: p.write_text("a\n"))
+    rayfl.rundir.atomic.atomic_write(tmp_path / "x.csv", lambda p: p.write_text("a\n"))
     assert (tmp_path / "x.csv").stat().st_mode & 0o777 == 0o666 & ~umask

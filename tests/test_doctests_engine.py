@@ -15,7 +15,7 @@ MODULES = [
     "rayfl.hierarchy.edge",
     "rayfl.uplink",
     "rayfl.privacy.report",
-    "rayfl.compare",
+    "rayfl.compare.variants",
     "rayfl.privacy.accountant",
     "envs.episode",
     "rayfl.names",

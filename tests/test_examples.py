@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import rayfl
-from rayfl.compare import sweep
+from rayfl.compare.variants import sweep
 from rayfl.config import load_config
 
 EXAMPLES = sorted(Path(__file__).parents[1].joinpath("examples").glob("*.yaml"))

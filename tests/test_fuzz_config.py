@@ -46,10 +46,10 @@ from typing import Any
 import pytest
 
 import rayfl
+from rayfl.cluster.resources import ResourceError
 from rayfl.config import ConfigError, load_config
 from rayfl.data.datasets import DatasetError
-from rayfl.resources import ResourceError
-from rayfl.run_status import RunFailed
+from rayfl.rundir.status import RunFailed
 
 EXAMPLES = sorted(Path(__file__).resolve().parents[1].glob("examples/*.yaml"))
 N_CASES = 300

@@ -9,9 +9,9 @@ import time
 import pytest
 import ray
 
-from rayfl._watchdog import descendants, start_time
+from rayfl.cluster.session import RaySession
+from rayfl.cluster.watchdog import descendants, start_time
 from rayfl.config import RayConfig
-from rayfl.session import RaySession
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads /proc"
@@ -98,7 +98,7 @@ def test_a_full_session_runs_the_monitor_dashboard_head_and_nice_workers():
 def test_lean_falls_back_to_the_full_start_when_ray_internals_moved(monkeypatch):
     # ray._private is not a public API: a Ray whose Node/RayParams lack what the
     # lean start calls gets the full local session, with a warning, not a crash
-    import rayfl.session as session_module
+    import rayfl.cluster.session as session_module
 
     monkeypatch.setattr(
         session_module, "_PARAMS_ARGS", (*session_module._PARAMS_ARGS, "no_such_arg")
@@ -114,7 +114,7 @@ def test_lean_falls_back_to_the_full_start_when_ray_internals_moved(monkeypatch)
 
 
 def test_the_lean_node_skips_only_the_dashboard_head(monkeypatch):
-    from rayfl.session import _lean_parts
+    from rayfl.cluster.session import _lean_parts
 
     parts = _lean_parts()
     assert parts is not None  # this Ray has what the lean start calls
@@ -145,7 +145,7 @@ def test_close_hands_the_sessions_workers_to_the_leftover_check(monkeypatch):
     # a worker that swallows the raylet's SIGTERM (its SystemExit raised inside
     # a weakref callback) outlives the session: close() checks every process
     # that was below the node, workers included (seen once, not reproducible)
-    import rayfl.session as session_module
+    import rayfl.cluster.session as session_module
 
     seen: list[list[tuple[int, int]]] = []
     real = session_module._stop_leftovers
@@ -162,7 +162,7 @@ def test_close_hands_the_sessions_workers_to_the_leftover_check(monkeypatch):
 def test_leftovers_get_sigterm_then_sigkill():
     import subprocess
 
-    from rayfl.session import _stop_leftovers
+    from rayfl.cluster.session import _stop_leftovers
 
     deaf = subprocess.Popen(
         [

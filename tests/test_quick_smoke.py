@@ -50,7 +50,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_metrics(
         return stop
 
     monkeypatch.setattr(rayfl.runner, "_on_round", interrupting)
-    from rayfl.run_status import RunInterrupted
+    from rayfl.rundir.status import RunInterrupted
 
     with pytest.raises(RunInterrupted) as stopped:
         rayfl.run(STAR, {"output.dir": str(tmp_path / "cut")})

@@ -1,6 +1,11 @@
 import pytest
 
-from rayfl.resources import ACTOR_BASE_BYTES, ResourceError, check_fits, estimate_memory
+from rayfl.cluster.resources import (
+    ACTOR_BASE_BYTES,
+    ResourceError,
+    check_fits,
+    estimate_memory,
+)
 
 
 def test_estimate_hand_values():

@@ -3,7 +3,7 @@ import json
 import pandas as pd
 import pytest
 
-from rayfl.results import RunLog, atomic_write, load_run, make_run_dir, safe_name
+from rayfl.rundir.results import RunLog, atomic_write, load_run, make_run_dir, safe_name
 
 
 def _no_constants(name):

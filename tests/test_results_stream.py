@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rayfl.results import RunLog, load_run, make_run_dir
-from rayfl.results_stream import PARTS_DIR, ClientSummary, RowStream, read_metrics
+from rayfl.rundir.results import RunLog, load_run, make_run_dir
+from rayfl.rundir.stream import PARTS_DIR, ClientSummary, RowStream, read_metrics
 
 
 def _rows(t, n, rejected=None):

@@ -19,7 +19,7 @@ import ray
 import yaml
 
 import rayfl
-from rayfl.run_status import RunFailed, RunInterrupted
+from rayfl.rundir.status import RunFailed, RunInterrupted
 
 BASE = {
     "name": "status",
@@ -278,7 +278,7 @@ def _write(run_dir):
 def test_terminal_status_unwraps_an_actor_side_exception(tmp_path):
     from ray.exceptions import RayTaskError
 
-    from rayfl.run_status import terminal_status
+    from rayfl.rundir.status import terminal_status
 
     inner = OverflowError("a weighted update reaches 1e12")
     outer = RayTaskError("ClientHost.train", "remote traceback", inner)
@@ -296,7 +296,7 @@ def test_terminal_status_unwraps_an_actor_side_exception(tmp_path):
 
 
 def test_terminal_status_keeps_the_status_when_the_summary_fails(tmp_path):
-    from rayfl.run_status import terminal_status
+    from rayfl.rundir.status import terminal_status
 
     def broken(progress):
         raise OSError("disk full")
@@ -311,7 +311,7 @@ def test_terminal_status_keeps_the_status_when_the_summary_fails(tmp_path):
 
 
 def test_a_new_failure_keeps_every_earlier_traceback(tmp_path):
-    from rayfl.run_status import terminal_status
+    from rayfl.rundir.status import terminal_status
 
     for attempt in range(3):
         with pytest.raises(RunFailed), terminal_status(tmp_path, _write(tmp_path)):

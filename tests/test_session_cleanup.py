@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rayfl.cluster_address import ClusterUnreachable, check_reachable, host_port
+from rayfl.cluster.address import ClusterUnreachable, check_reachable, host_port
 from tests.subprocesses import isolated_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent(
     import json, sys
     import rayfl
     from rayfl.engine import Engine
-    from rayfl.run_status import RunFailed
+    from rayfl.rundir.status import RunFailed
 
     out, mode = sys.argv[1], sys.argv[2]
     base = {
@@ -152,7 +152,7 @@ def test_address_local_starts_a_local_session_with_the_configs_cpus_and_store(
     # Arrange: record what RaySession would start, without starting Ray
     import ray
 
-    import rayfl.session as session
+    import rayfl.cluster.session as session
     from rayfl.config import RayConfig
 
     started: dict = {}

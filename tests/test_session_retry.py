@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from rayfl import session
-from rayfl._watchdog import descendants, start_time
+from rayfl.cluster import session
+from rayfl.cluster.watchdog import descendants, start_time
 
 
 class _FlakyInit:
@@ -133,8 +133,8 @@ RETRY_DRIVER = textwrap.dedent(
     """
     import json, os, time
     import ray._private.services as services
-    from rayfl import session
-    from rayfl._watchdog import descendants, start_time
+    from rayfl.cluster import session
+    from rayfl.cluster.watchdog import descendants, start_time
     from rayfl.config import RayConfig
 
     first = []

@@ -23,7 +23,7 @@ import ray
 import yaml
 
 import rayfl
-from rayfl.run_status import RunFailed
+from rayfl.rundir.status import RunFailed
 
 BASE = {
     "name": "setup",
@@ -142,8 +142,8 @@ def test_a_resume_whose_set_up_fails_keeps_the_run_resumable(tmp_path, monkeypat
 
 
 def test_bad_input_in_set_up_still_writes_nothing(tmp_path):
+    from rayfl.cluster.resources import bad_input
     from rayfl.data.datasets import DatasetError
-    from rayfl.run_status import bad_input
 
     assert bad_input(DatasetError("x")) and bad_input(FileNotFoundError("x"))
     assert not bad_input(ValueError("a bug")) and not bad_input(RuntimeError("x"))
@@ -157,7 +157,7 @@ DRIVER = textwrap.dedent(
     import json, os, sys
     sys.path.insert(0, {tests!r})
     import pytest
-    from rayfl._watchdog import descendants, start_time
+    from rayfl.cluster.watchdog import descendants, start_time
     from rayfl.actors.pool import ActorPool
     from test_setup_failure import kill_first_actor_at_start
 
@@ -183,7 +183,7 @@ DRIVER = textwrap.dedent(
 
 
 def _alive(procs):
-    from rayfl._watchdog import start_time
+    from rayfl.cluster.watchdog import start_time
 
     return [(p, s) for p, s in procs if start_time(p) == s]
 

@@ -9,8 +9,8 @@ import time
 import pytest
 import yaml
 
+from rayfl.cluster.resources import ResourceError, release_cpus, reserve_cpus
 from rayfl.config import ConfigError, load_config
-from rayfl.resources import ResourceError, release_cpus, reserve_cpus
 
 
 def test_reservation_waits_with_a_message_then_times_out(ray_session, capsys):

@@ -17,8 +17,8 @@ import pytest
 import ray
 
 import rayfl
-from rayfl import session
-from rayfl.run_status import RunInterrupted, interrupt_signals, signal_message
+from rayfl.cluster import session
+from rayfl.rundir.status import RunInterrupted, interrupt_signals, signal_message
 
 BASE = {
     "name": "signal",

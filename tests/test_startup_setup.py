@@ -69,13 +69,13 @@ def test_the_startup_bench_patches_names_that_exist():
     # The cold run of `rayfl bench startup` wraps these to time the phases; a
     # rename would make the bench fail (or time nothing) only when it is run.
     import rayfl
+    import rayfl.cluster.session
     import rayfl.engine.engine as engine
-    import rayfl.session
     import rayfl.star.round
     from rayfl.benchmarks import startup
 
     owners = {
-        "rayfl.session.RaySession": rayfl.session.RaySession,
+        "rayfl.cluster.session.RaySession": rayfl.cluster.session.RaySession,
         "engine": engine,
         "rayfl.star.round.StarRound": rayfl.star.round.StarRound,
     }

@@ -13,8 +13,8 @@ import yaml
 
 from rayfl import cli
 from rayfl.config import ConfigError, load_config
-from rayfl.runs import runs_table
-from rayfl.tracking import Tracker
+from rayfl.rundir.runs import runs_table
+from rayfl.rundir.tracking import Tracker
 
 TINY = {
     "name": "tracked",

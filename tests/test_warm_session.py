@@ -8,7 +8,7 @@ import pytest
 
 import rayfl
 from rayfl.config import load_config
-from rayfl.warm_session import Session
+from rayfl.notebook import Session
 from tests.configs import WPFL_ALGORITHM, WPFL_PRIVACY
 
 #: Quickstart-like, small: 6 digits clients on a bit-flipping OFDMA uplink, with

@@ -1,4 +1,4 @@
-"""A SIGKILLed driver leaves no Ray processes behind (rayfl._watchdog)."""
+"""A SIGKILLed driver leaves no Ray processes behind (rayfl.cluster.watchdog)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from rayfl._watchdog import descendants, start_time, teardown
+from rayfl.cluster.session import RaySession
+from rayfl.cluster.watchdog import descendants, start_time, teardown
 from rayfl.config import RayConfig
-from rayfl.session import RaySession
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the watchdog reads /proc"
@@ -68,7 +68,7 @@ DRIVER = textwrap.dedent(
     import json, os, time
     import ray
     from rayfl.config import RayConfig
-    from rayfl.session import RaySession
+    from rayfl.cluster.session import RaySession
 
     session = RaySession(RayConfig(num_cpus=1))
 

@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.lanes[0] != 1 or args.iterations < 2:
         parser.error("--lanes must start with 1 (the reference) and --iterations >= 2")
+    from rayfl.cluster.session import RaySession
     from rayfl.config import RayConfig
-    from rayfl.session import RaySession
 
     session = RaySession(RayConfig(num_cpus=2, object_store_memory_mb=300))
     rows: list[dict[str, Any]] = []

@@ -19,7 +19,7 @@ M-client actors started the same way::
 
 What ``start`` does, identically for every topology: packs the clients
 (``ray.clients_per_actor``, ``auto`` = ⌈N / CPUs⌉), checks the run fits in
-memory (``rayfl.resources.check_fits``), shares the data by a named holder
+memory (``rayfl.cluster.resources.check_fits``), shares the data by a named holder
 actor (restarted actors re-read it; a caller whose own actor holds it, as the
 star's cloud does, passes ``shared`` and no holder is started), reserves all actors' CPUs at once, starts
 the actors with names ``rayfl-<run_id>-<role>-<a>`` and
@@ -54,8 +54,7 @@ import ray
 
 from rayfl.actors.restart import LOST_CALL
 from rayfl.actors.shared_data import SharedData, share_data
-from rayfl.data.federated import FederatedData
-from rayfl.resources import (
+from rayfl.cluster.resources import (
     check_fits,
     estimate_memory,
     placed,
@@ -63,6 +62,7 @@ from rayfl.resources import (
     reserve_cpus,
     run_cpus,
 )
+from rayfl.data.federated import FederatedData
 
 __all__ = ["ActorPool", "RaySettings", "pack_clients", "resolve_clients_per_actor"]
 
@@ -160,7 +160,7 @@ class ActorPool:
             role: Name part of the actors (``clients``, ``devices``, ``nodes``).
             run_id: Short id in actor names (default: a fresh one).
             memory_hints: ``state_vectors_per_client`` and ``uploads`` (per round)
-                for the memory check (``rayfl.resources.estimate_memory``).
+                for the memory check (``rayfl.cluster.resources.estimate_memory``).
             shared: Where the actors fetch ``data``: a named actor of the
                 caller's that holds it for the whole run
                 (:class:`rayfl.actors.shared_data.HoldsData`). Default: the pool
@@ -170,7 +170,7 @@ class ActorPool:
                 for it by name).
 
         Raises:
-            rayfl.resources.ResourceError: If the run cannot fit in memory or
+            rayfl.cluster.resources.ResourceError: If the run cannot fit in memory or
                 the CPUs cannot be reserved in time.
         """
         n = data.num_clients
@@ -381,7 +381,7 @@ def _check_memory(
     dim: int,
     **hints: int,
 ) -> None:
-    """Refuse, before any actor starts, a run that cannot fit (rayfl.resources)."""
+    """Refuse, before any actor starts, a run that cannot fit (rayfl.cluster.resources)."""
     resources = ray.cluster_resources()
     check_fits(
         estimate_memory(

@@ -16,7 +16,7 @@ Traceback ... SystemExit: 1" to the worker's stderr, and carries on: Ray
 forwards those lines to the driver's console (``log_to_driver``) — a traceback
 under a command that succeeded, a second screen under a failed run's one-line
 error (issue 45) — and the worker outlives its raylet
-(``rayfl.session._stop_leftovers``).
+(``rayfl.cluster.session._stop_leftovers``).
 
 :func:`quiet_exit`, called by each rayfl actor's constructor, installs an
 unraisable hook in the actor's process that does what the swallowed

@@ -96,8 +96,8 @@ def emulate(args: argparse.Namespace) -> list[dict[str, Any]]:
     Each repeat times the single env, then each vector env, in turn; a row's
     ``ratio`` is against the single env of its own repeat.
     """
+    from rayfl.cluster.session import RaySession
     from rayfl.config import RayConfig
-    from rayfl.session import RaySession
 
     session = RaySession(RayConfig(num_cpus=2, object_store_memory_mb=300))
     rows: list[dict[str, Any]] = []

@@ -12,7 +12,7 @@ they mean something on a busy machine too:
    Target ≤ 1.5.
    The same runs also report where the set-up went, each phase's median / the same
    ``ray.init`` (rows ``phase:*``, no target): ``ray_start``
-   (``rayfl.session.RaySession``: ``ray.init`` and the watchdog), ``data`` (the
+   (``rayfl.cluster.session.RaySession``: ``ray.init`` and the watchdog), ``data`` (the
    federated dataset on the driver), ``actors`` (the star's build: client hosts
    and cloud started and pinged, data shared) and ``other`` (the rest: ω⁰,
    policy, run directory).
@@ -73,7 +73,7 @@ ray.shutdown()
 #: A cold quickstart run in a fresh process, timing its set-up's phases.
 _COLD = f"""
 import json, sys, time
-import rayfl, rayfl.engine.engine as engine, rayfl.session, rayfl.star.round
+import rayfl, rayfl.engine.engine as engine, rayfl.cluster.session, rayfl.star.round
 spent = {{}}
 
 def timed(owner, name, phase):
@@ -86,7 +86,7 @@ def timed(owner, name, phase):
             spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - t0
     setattr(owner, name, call)
 
-timed(rayfl.session.RaySession, "__init__", "ray_start")
+timed(rayfl.cluster.session.RaySession, "__init__", "ray_start")
 timed(engine, "build_federated", "data")
 timed(rayfl.star.round.StarRound, "build", "actors")
 setup_s = rayfl.run(sys.argv[1], {_RUN_ARGS}).summary["setup_s"]
@@ -112,7 +112,7 @@ def _wall(argv: list[str], repeats: int) -> float:
 def _last_line(argv: list[str], attempts: int = 3) -> str:
     """Return the last line ``argv`` prints, retried on failure.
 
-    Ray's start-up can time out on a busy machine (:mod:`rayfl.session` retries
+    Ray's start-up can time out on a busy machine (:mod:`rayfl.cluster.session` retries
     it the same way).
     """
     for attempt in range(attempts):
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run the benchmark, print and write its table (``argv``: its flags)."""
     import pandas as pd
 
-    from rayfl.results import atomic_write
+    from rayfl.rundir.results import atomic_write
 
     args = parser().parse_args(argv)
     table = pd.DataFrame(measure(args.repeats))

@@ -19,7 +19,7 @@ The package's modules:
 - :mod:`.numbers`: number fields refuse booleans.
 
 The sections themselves live beside their features (``rayfl/wireless/config.py``,
-``rayfl/learning/config.py``, ``rayfl/session_config.py``, ...). The names below
+``rayfl/learning/config.py``, ``rayfl/cluster/config.py``, ...). The names below
 are imported on first use: importing a module of the package does not import
 every section through :class:`RunConfig`. Text and path fields are checked by
 :mod:`rayfl.text_checks`, which every section may use.

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from rayfl.algorithms.config import AlgorithmConfig, FedAvgConfig
+from rayfl.cluster.config import RayConfig
 from rayfl.compression.config import CompressionConfig
 from rayfl.config.errors import MAX_LINE, format_validation_error
 from rayfl.config.loader import (
@@ -50,11 +51,10 @@ from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.data.config import DataConfig
 from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
 from rayfl.learning.config import ModelConfig
-from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.rl.config import RLConfig
+from rayfl.rundir.config import OutputConfig
 from rayfl.scheduler_config import SchedulerConfig, topology_policy
-from rayfl.session_config import RayConfig
 from rayfl.star.config import StarTopologyConfig
 from rayfl.wireless.config import WirelessConfig
 

@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 MAX_GRID_CHECKS = 256
-#: The ``ray`` fields read when the Ray session starts (``rayfl.session``): the
+#: The ``ray`` fields read when the Ray session starts (``rayfl.cluster.session``): the
 #: variants of a sweep share one session, started with the base config's.
 SESSION_KEYS = (
     "ray.address",
@@ -122,8 +122,8 @@ def replaced_sweep_lines(replaced: Mapping[str, Any]) -> list[str]:
 
 def record_replaced_sweep(run_dir: Path, replaced: Mapping[str, Any]) -> None:
     """Add ``replaced_sweep`` to ``run_dir/summary.json`` (atomically)."""
-    from rayfl.atomic import atomic_write
-    from rayfl.run_status import json_safe
+    from rayfl.rundir.atomic import atomic_write
+    from rayfl.rundir.status import json_safe
 
     path = Path(run_dir) / "summary.json"
     if not replaced or not path.is_file():

@@ -103,7 +103,7 @@ class EMState:
         return fresh
 
     def state_dict(self) -> dict[str, Any]:
-        """Return the state as plain data (``rayfl.checkpoint``)."""
+        """Return the state as plain data (``rayfl.rundir.checkpoint``)."""
         return {
             "log_pi": np.array(self.log_pi, dtype=np.float64),
             "frozen": bool(self.frozen),

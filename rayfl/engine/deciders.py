@@ -3,7 +3,7 @@
 :class:`PolicyDecider` wraps a scheduling policy (any callable ``policy(obs) ->
 action``) and the topology's action rules (``action → Schedule``). Its state in
 a checkpoint is the policy's plain-data attributes (queues, averages,
-generators: ``rayfl.checkpoint.plain_attributes``); the wiring (spaces, context)
+generators: ``rayfl.rundir.checkpoint.plain_attributes``); the wiring (spaces, context)
 is rebuilt from the config on resume.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rayfl.checkpoint import plain_attributes, restore_attributes
+from rayfl.rundir.checkpoint import plain_attributes, restore_attributes
 from rayfl.schedule import Schedule
 from rayfl.system import Observation
 

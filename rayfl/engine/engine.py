@@ -22,9 +22,9 @@ import numpy.typing as npt
 import ray
 
 from rayfl.actors.pool import ActorPool
+from rayfl.cluster.session import RaySession
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.schedule import Schedule
-from rayfl.session import RaySession
 from rayfl.star.round import StarRound
 from rayfl.system import Decision, EvalRow, Observation, RoundResult, RoundStrategy
 from rayfl.system import initial_vector as _initial_vector

@@ -14,11 +14,11 @@ that exhausts the budgets, and every round when ``evaluate_every_round`` is set
 (policy-driven star runs, whose policies read the test metrics today).
 
 Client rows stream to disk as rounds finish (``RunLog.add_client_rows``,
-``rayfl.results_stream``); a population above ``output.client_rows_max`` gets a
+``rayfl.rundir.stream``); a population above ``output.client_rows_max`` gets a
 per-client summary (``log.summary``) instead of rows.
 
 A checkpoint holds ``{next_round, system, deciders, client_rows, round_rows}``
-(plain data, ``rayfl.checkpoint``; ``client_rows`` holds only rows not streamed,
+(plain data, ``rayfl.rundir.checkpoint``; ``client_rows`` holds only rows not streamed,
 and ``client_summary`` the summary's columns); :func:`restore` loads one into a freshly
 built system and deciders and returns the round to continue from.
 """
@@ -30,9 +30,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rayfl.checkpoint import save_checkpoint
 from rayfl.engine.rows import client_rows, round_row
-from rayfl.results import RunLog
+from rayfl.rundir.checkpoint import save_checkpoint
+from rayfl.rundir.results import RunLog
 from rayfl.system import Decider, Decision, EvalRow, RoundResult, System
 
 __all__ = ["LoopSettings", "restore", "run_rounds"]
@@ -108,7 +108,7 @@ def run_rounds(
             ``log.round_rows``; checkpoints go to ``log.run_dir``.
         settings: Rounds, evaluation and checkpoint cadence.
         start: First round (``next_round`` of a checkpoint).
-        progress: A ``rayfl.run_status.RunProgress`` to keep current, or None.
+        progress: A ``rayfl.rundir.status.RunProgress`` to keep current, or None.
         on_round: Called after each round with ``(t, rounds row, evals)``.
     """
     done = 0
@@ -120,7 +120,7 @@ def run_rounds(
         stop = system.exhausted()  # seed 000: T0 uploads used up
         evals = system.evaluate() if settings.evaluation_due(t, stop) else None
         rows, row = _records(system, settings, t, result, evals, t0, log)
-        log.add_client_rows(t, rows)  # streamed to disk (rayfl.results_stream)
+        log.add_client_rows(t, rows)  # streamed to disk (rayfl.rundir.stream)
         log.round_rows.append(row)
         done += 1
         if on_round is not None:

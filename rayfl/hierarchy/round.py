@@ -455,7 +455,7 @@ class HierarchicalRound:
 
     def write_extra(self, engine: Any, run_dir: Path) -> None:
         """Write ``edges.parquet`` (one row per global round × edge)."""
-        from rayfl.results import _write_parquet
+        from rayfl.rundir.results import _write_parquet
 
         if self.edge_rows:
             _write_parquet(Path(run_dir) / "edges.parquet", self.edge_rows)

@@ -41,10 +41,10 @@ from rayfl.actors.cloud import ServerHost
 from rayfl.actors.lanes import LANE_ALGORITHMS, LaneActor, LaneJob
 from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
+from rayfl.cluster.session import RaySession
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.observation import ObservationTracker
 from rayfl.schedule import Schedule
-from rayfl.session import RaySession
 from rayfl.star.round import star_observation
 from rayfl.star.round_steps import (
     actor_share,

@@ -19,8 +19,8 @@ import pandas as pd
 
 from rayfl.config import RunConfig
 from rayfl.registry import ENVS, load, make_policy
-from rayfl.results import atomic_write
 from rayfl.rl.config import RLConfig
+from rayfl.rundir.results import atomic_write
 
 __all__ = [
     "EVAL_SEED",
@@ -79,8 +79,8 @@ def evaluate_policies(
     Raises:
         CompareFailed: An episode failed or was interrupted (rows kept in ``csv``).
     """
-    from rayfl.compare import sort_by_policy
-    from rayfl.compare_progress import RowLog
+    from rayfl.compare.progress import RowLog
+    from rayfl.compare.variants import sort_by_policy
 
     rl = cfg.rl or RLConfig()
     seeds = list(
@@ -229,7 +229,7 @@ class ScheduleOnly:
 
 def write_evaluation(run_dir: Path, table: pd.DataFrame, *, verbose: bool) -> None:
     """Write ``evaluation.csv`` and the mean ± std table ``evaluation.md``."""
-    from rayfl.compare import markdown_table
+    from rayfl.compare.variants import markdown_table
 
     atomic_write(run_dir / "evaluation.csv", lambda p: table.to_csv(p, index=False))
     summary = (

@@ -64,8 +64,8 @@ import pandas as pd
 
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import load
-from rayfl.results import atomic_write, make_run_dir
 from rayfl.rl.config import RLConfig
+from rayfl.rundir.results import atomic_write, make_run_dir
 from rayfl.train_policy.algorithm import (
     RLlibScoresEnv,
     build_algorithm,
@@ -288,7 +288,7 @@ def train_policy(
     """
     if not rllib_available():
         raise ImportError(INSTALL_HINT)
-    from rayfl.session import RaySession
+    from rayfl.cluster.session import RaySession
 
     cfg = _training_config(config, overrides, resume)
     rl: RLConfig = cfg.rl  # type: ignore[assignment]

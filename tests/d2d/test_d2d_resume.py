@@ -15,11 +15,11 @@ import pytest
 import ray
 
 import rayfl
-from rayfl.checkpoint import load_checkpoint
 from rayfl.config import load_config
 from rayfl.d2d.round import D2DRound
 from rayfl.engine import build_system
-from rayfl.run_status import RunFailed
+from rayfl.rundir.checkpoint import load_checkpoint
+from rayfl.rundir.status import RunFailed
 from rayfl.seeding import rng_for
 from tests.configs import TINY_D2D
 from tests.ray_faults import kill_until_restarted

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rayfl.checkpoint import load_checkpoint
 from rayfl.engine.loop import LoopSettings, restore, run_rounds
-from rayfl.results import RunLog
-from rayfl.results_stream import read_metrics
+from rayfl.rundir.checkpoint import load_checkpoint
+from rayfl.rundir.results import RunLog
+from rayfl.rundir.stream import read_metrics
 from rayfl.schedule import Schedule
 from rayfl.system import Decider, RoundResult
 
@@ -102,7 +102,7 @@ def _run(tmp_path, system, decider, **settings):
 
 
 def _client_rows(log):
-    """The round × client rows the loop streamed to disk (rayfl.results_stream)."""
+    """The round × client rows the loop streamed to disk (rayfl.rundir.stream)."""
     return read_metrics(log.run_dir).to_dict("records")
 
 

@@ -134,8 +134,8 @@ def test_start_names_actors_and_gather_turns_a_dead_actor_into_none(ray_session)
 @ray.remote
 def _pack_inside(num_clients: int, run_cpus: float | None) -> tuple[float, int]:
     """What a run started inside this Ray task would reserve, and its packing."""
-    from rayfl.resources import ResourceError
-    from rayfl.resources import run_cpus as cpus_of
+    from rayfl.cluster.resources import ResourceError
+    from rayfl.cluster.resources import run_cpus as cpus_of
 
     try:
         cpus = cpus_of(run_cpus)

@@ -19,7 +19,7 @@ import ray
 
 import rayfl
 from rayfl.engine.engine import Engine
-from rayfl.run_status import RunFailed
+from rayfl.rundir.status import RunFailed
 
 
 def kill_for_good(actor: Any, timeout_s: float = 60.0) -> None:

@@ -30,7 +30,7 @@ def start_ray() -> None:
     """Start the local 2-CPU Ray session every recording and check uses."""
     import ray
 
-    from rayfl.session import _init_with_retries
+    from rayfl.cluster.session import _init_with_retries
 
     if not ray.is_initialized():
         _init_with_retries(

@@ -18,7 +18,7 @@ import rayfl
 from rayfl.config import load_config
 from rayfl.engine import build_system
 from rayfl.hierarchy.round import HierarchicalRound
-from rayfl.run_status import RunFailed
+from rayfl.rundir.status import RunFailed
 from rayfl.schedule import Schedule
 from tests.ray_faults import kill_until_restarted
 

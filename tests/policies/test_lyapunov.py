@@ -263,9 +263,9 @@ def test_without_controls_the_sparsity_is_pinned_at_the_runs():
 
 
 def test_queues_resume_through_a_checkpoint_file(tmp_path):
-    # The engine saves a policy's plain attributes (rayfl.checkpoint); its
+    # The engine saves a policy's plain attributes (rayfl.rundir.checkpoint); its
     # solver dataclasses are policies' own and are rebuilt, not saved.
-    from rayfl.checkpoint import (
+    from rayfl.rundir.checkpoint import (
         load_checkpoint,
         plain_attributes,
         restore_attributes,

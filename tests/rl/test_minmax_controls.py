@@ -57,7 +57,7 @@ def test_a_run_context_names_the_algorithms_controls(algorithm, names):
 
 
 def test_compare_checks_every_policy_before_any_run(monkeypatch):
-    import rayfl.compare as compare_module
+    import rayfl.compare.variants as compare_module
 
     def no_run(*args, **kwargs):
         raise AssertionError("a run started before the policies were checked")
@@ -72,7 +72,7 @@ def test_compare_checks_every_policy_before_any_run(monkeypatch):
 
 
 def test_compare_refuses_a_missing_learned_checkpoint_before_any_run(monkeypatch):
-    import rayfl.compare as compare_module
+    import rayfl.compare.variants as compare_module
 
     monkeypatch.setattr(compare_module, "run", None)  # never reached
     base = load_config(STAR)
@@ -83,7 +83,7 @@ def test_compare_refuses_a_missing_learned_checkpoint_before_any_run(monkeypatch
 
 @pytest.mark.parametrize("algorithm", ["fedavg", "ditto"])
 def test_policy_builds_on_fedavg_and_ditto_without_hand_parameters(algorithm):
-    from rayfl.compare import check_policy_builds
+    from rayfl.compare.variants import check_policy_builds
 
     cfg = load_config({**STAR, "algorithm": {"kind": algorithm}})
 
@@ -109,7 +109,7 @@ def test_env_built_minmax_gets_the_envs_control_names():
 
 @pytest.mark.slow
 def test_fast_compare_runs_learned_and_minmax_on_fedavg(ray_session, tmp_path):
-    from rayfl.compare_seeds import fast_table
+    from rayfl.compare.seeds import fast_table
 
     base = load_config({**STAR, "output": {**STAR["output"], "dir": str(tmp_path)}})
 

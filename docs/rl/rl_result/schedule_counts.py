@@ -106,7 +106,7 @@ def main() -> None:
         summarize(pd.read_csv(args.source)).to_csv(summary_path, index=False)
         print(f"wrote {summary_path}")
         return
-    from rayfl.session import RaySession
+    from rayfl.cluster.session import RaySession
 
     base = {"ray": {"num_cpus": 2, "object_store_memory_mb": 150}}
     cfg = load_config(scenario_config(args.scenario), base | parse_overrides(args.set))

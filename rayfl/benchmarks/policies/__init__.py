@@ -16,7 +16,7 @@ beside (DESIGN.md):
 A held-out seed ``s`` is both the config seed (data partition) and the
 episode's reset seed, so every policy plays the same episodes. Writes under
 ``--out`` (default ``bench-policies/``), with a progress bar (episodes done,
-the tuning's included, and the ETA; :class:`rayfl.compare_progress.RowLog`)
+the tuning's included, and the ETA; :class:`rayfl.compare.progress.RowLog`)
 while it runs; a failure or Ctrl-C keeps the finished episodes in
 ``episodes.csv`` and says so in one line:
 

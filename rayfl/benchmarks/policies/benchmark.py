@@ -30,7 +30,7 @@ from rayfl.benchmarks.policies.tuning import (
     tune_constants,
     tunes_config,
 )
-from rayfl.compare_progress import RowLog
+from rayfl.compare.progress import RowLog
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import LEARNED_POLICY, POLICIES, check_policy, topology_of
 
@@ -425,6 +425,6 @@ def _check_builds(cfg: RunConfig, specs: Sequence[Spec]) -> None:
 def _session(configs: dict[str, RunConfig], modes: Sequence[str]) -> Any:
     if "emulate" not in modes:
         return None
-    from rayfl.session import RaySession
+    from rayfl.cluster.session import RaySession
 
     return RaySession(next(iter(configs.values())).ray)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from rayfl.benchmarks.policies.stats import KPIS, summarise, surrogate_check
 from rayfl.registry import LEARNED_POLICY
-from rayfl.results import atomic_write
+from rayfl.rundir.results import atomic_write
 
 __all__ = ["merge_outputs", "plot_scenario", "pretty", "pretty_check", "write_outputs"]
 
@@ -22,7 +22,7 @@ def write_outputs(
     episodes: pd.DataFrame, runs: pd.DataFrame, out: Path
 ) -> pd.DataFrame:
     """Write the CSVs, Markdown tables and plots; return the summary."""
-    from rayfl.compare import markdown_table
+    from rayfl.compare.variants import markdown_table
 
     out.mkdir(parents=True, exist_ok=True)
     summary = summarise(episodes)

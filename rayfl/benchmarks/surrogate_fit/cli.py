@@ -327,7 +327,7 @@ def _play_and_fit(
     _check_builds(cfg, specs)
     session = None
     if args.mode == "emulate":
-        from rayfl.session import RaySession
+        from rayfl.cluster.session import RaySession
 
         session = RaySession(cfg.ray)
     try:

@@ -35,7 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rayfl.atomic import atomic_write
+from rayfl.rundir.atomic import atomic_write
 
 __all__ = ["PARTS_DIR", "ClientSummary", "RowStream", "read_clients", "read_metrics"]
 

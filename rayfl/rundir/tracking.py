@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rayfl.output_config import LOGGER_EXTRAS
+from rayfl.rundir.config import LOGGER_EXTRAS
 
 __all__ = ["LOGGERS", "Tracker", "flat_params", "metric_values"]
 

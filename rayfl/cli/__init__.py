@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rayfl.cli_info import cmd_info, cmd_runs
+from rayfl.cli.info import cmd_info, cmd_runs
 
 __all__ = ["main"]
 
@@ -38,7 +38,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rayfl.config import load_config
 
     config = load_config(args.config, args.overrides)  # errors before torch/Ray load
-    from rayfl.compare import sweep
+    from rayfl.compare.variants import sweep
     from rayfl.config.sweep import record_replaced_sweep, replaced_sweep_lines
     from rayfl.runner import run
 
@@ -129,7 +129,7 @@ def _parse_seeds(text: str) -> list[int]:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rayfl.compare import compare, compare_algorithms
+    from rayfl.compare.variants import compare, compare_algorithms
 
     names = [n.strip() for n in (args.algorithms or args.policies or "").split(",")]
     names = [n for n in names if n]
@@ -146,8 +146,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"rayfl compare: {flag} needs --seeds", file=sys.stderr)
         return 2
     if args.seeds:
-        from rayfl.compare import markdown_table
-        from rayfl.compare_seeds import compare_seeds, pretty_summary
+        from rayfl.compare.seeds import compare_seeds, pretty_summary
+        from rayfl.compare.variants import markdown_table
 
         seeds = _parse_seeds(args.seeds)
         summary, out = compare_seeds(
@@ -227,8 +227,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from rayfl.plots import overlay_dir, plot_rounds
-    from rayfl.results import load_run
+    from rayfl.rundir.plots import overlay_dir, plot_rounds
+    from rayfl.rundir.results import load_run
 
     runs = {Path(d).resolve().name: load_run(d).rounds for d in args.run_dirs}
     if len(args.run_dirs) == 1:
@@ -434,10 +434,10 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = list(args.overrides) + extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    from rayfl.atomic import DiskFullError
-    from rayfl.compare_progress import CompareFailed
+    from rayfl.compare.progress import CompareFailed
     from rayfl.config import ConfigError
-    from rayfl.run_status import RunFailed, RunInterrupted
+    from rayfl.rundir.atomic import DiskFullError
+    from rayfl.rundir.status import RunFailed, RunInterrupted
 
     try:
         return int(args.func(args))
@@ -458,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rayfl: {e}", file=sys.stderr)  # one line: the file, the space left
         return 1
     except RuntimeError as e:
-        from rayfl.resources import ResourceError
+        from rayfl.cluster.resources import ResourceError
 
         if isinstance(e, ResourceError):
             print(f"rayfl: {e}", file=sys.stderr)
@@ -471,6 +471,3 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         raise
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,7 @@
 
 ``ray.init(address="no_such_host:1")`` retries for minutes (over 120 s seen),
 printing Ray's own warnings, before it gives up (issue 45). Before connecting,
-:class:`rayfl.session.RaySession` calls :func:`check_reachable`: the host must
+:class:`rayfl.cluster.session.RaySession` calls :func:`check_reachable`: the host must
 resolve and accept a TCP connection on the port within
 :data:`CONNECT_TIMEOUT_S`; otherwise :class:`ClusterUnreachable` says so in
 one line. ``auto`` (the cluster ``ray start`` left on this machine) and an

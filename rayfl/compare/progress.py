@@ -71,7 +71,7 @@ def _one_line(error: BaseException) -> str:
 
 
 def _csv_writer(table: Any) -> Callable[[Path], None]:
-    """Return a writer of ``table`` as CSV (for :func:`rayfl.results.atomic_write`)."""
+    """Return a writer of ``table`` as CSV (for :func:`rayfl.rundir.results.atomic_write`)."""
 
     def write(path: Path) -> None:
         table.to_csv(path, index=False)
@@ -120,7 +120,7 @@ class RowLog:
         """Record a finished run's row: rewrite the CSVs, advance the bar."""
         import pandas as pd
 
-        from rayfl.results import atomic_write
+        from rayfl.rundir.results import atomic_write
 
         self.rows.append({**row, **self.context})
         table = pd.DataFrame(self.rows)

@@ -12,8 +12,8 @@ Layout of ``<output.dir>/<name>-<timestamp>/`` (DESIGN.md "Outputs of a run"):
 | ``plots/*.png`` | accuracy, loss and fairness curves |
 
 Every file is written to a temporary name in the same directory and renamed
-(:func:`rayfl.atomic.atomic_write`), so a reader never sees a half-written file;
-a full disk raises :class:`rayfl.atomic.DiskFullError`, one line naming the file
+(:func:`rayfl.rundir.atomic.atomic_write`), so a reader never sees a half-written file;
+a full disk raises :class:`rayfl.rundir.atomic.DiskFullError`, one line naming the file
 and the space left.
 """
 
@@ -31,9 +31,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from rayfl.atomic import atomic_write, disk_full
-from rayfl.results_stream import ClientSummary, RowStream, read_clients, read_metrics
-from rayfl.run_status import json_safe
+from rayfl.rundir.atomic import atomic_write, disk_full
+from rayfl.rundir.status import json_safe
+from rayfl.rundir.stream import ClientSummary, RowStream, read_clients, read_metrics
 
 __all__ = [
     "RunLog",
@@ -106,7 +106,7 @@ class RunLog:
         self.run_dir = Path(run_dir)
         self.client_rows: list[dict[str, Any]] = []
         self.round_rows: list[dict[str, Any]] = []
-        #: Finished rounds' client rows, on disk (rayfl.results_stream).
+        #: Finished rounds' client rows, on disk (rayfl.rundir.stream).
         self.stream = RowStream(self.run_dir)
         #: Per-client summary replacing the rows of a large population, or None.
         self.summary: ClientSummary | None = None

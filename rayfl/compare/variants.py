@@ -23,13 +23,13 @@ from typing import Any
 
 import pandas as pd
 
-from rayfl.compare_progress import RowLog
+from rayfl.cluster.session import RaySession
+from rayfl.compare.progress import RowLog
 from rayfl.config import ConfigError, RunConfig, load_config
 from rayfl.config.loader import clip, load_yaml
-from rayfl.plots import plot_rounds
-from rayfl.results import atomic_write, make_run_dir
+from rayfl.rundir.plots import plot_rounds
+from rayfl.rundir.results import atomic_write, make_run_dir
 from rayfl.runner import run
-from rayfl.session import RaySession
 
 __all__ = [
     "check_policy_builds",
@@ -116,7 +116,7 @@ def run_variants(
     inside ``<output.dir>/compare-<name>-<timestamp>/``. ``extra_columns`` maps a
     run's summary to more table columns (placed before ``run_dir``). A progress
     bar counts the runs, and ``table.csv`` holds every finished run's row as soon
-    as it finishes (:class:`~rayfl.compare_progress.RowLog`); ``log``, when
+    as it finishes (:class:`~rayfl.compare.progress.RowLog`); ``log``, when
     given (``compare --seeds``), takes the rows and the bar instead.
 
     Returns:

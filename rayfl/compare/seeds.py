@@ -1,6 +1,6 @@
 """Compare policies over several seeds: mean ± std table and bar plots.
 
-``rayfl compare CONFIG --policies a,b --seeds 0,1,2`` runs :func:`rayfl.compare.compare`
+``rayfl compare CONFIG --policies a,b --seeds 0,1,2`` runs :func:`rayfl.compare.variants.compare`
 once per seed (``seed`` overridden: data partition, channel, model init and
 policy draws all change) in one Ray session and writes
 ``<output.dir>/compare-seeds-<name>-<timestamp>/``:
@@ -31,11 +31,16 @@ from typing import Any
 
 import pandas as pd
 
-from rayfl.compare import compare, compare_algorithms, load_base, markdown_table
-from rayfl.compare_progress import RowLog
+from rayfl.cluster.session import RaySession
+from rayfl.compare.progress import RowLog
+from rayfl.compare.variants import (
+    compare,
+    compare_algorithms,
+    load_base,
+    markdown_table,
+)
 from rayfl.config import RunConfig, load_config
-from rayfl.results import atomic_write, make_run_dir
-from rayfl.session import RaySession
+from rayfl.rundir.results import atomic_write, make_run_dir
 
 __all__ = [
     "PLOTTED",
@@ -110,7 +115,7 @@ def compare_seeds(
         overrides: Config overrides for every run.
         fast: Run the policies on one FL system per seed (:func:`fast_table`)
             instead of one full run per (policy, seed).
-        algorithms: Compare FL algorithms (:func:`rayfl.compare.compare_algorithms`,
+        algorithms: Compare FL algorithms (:func:`rayfl.compare.variants.compare_algorithms`,
             ``rayfl compare --algorithms``) instead of policies.
         csv: Also write the per-seed table, without run directories, here.
 
@@ -194,7 +199,7 @@ def fast_table(
     Raises:
         ValueError: Without a ``wireless`` section, or for an unknown policy.
     """
-    from rayfl.compare import sort_by_policy
+    from rayfl.compare.variants import sort_by_policy
     from rayfl.registry import ENVS, load
 
     if base.wireless is None:
@@ -237,7 +242,7 @@ def _fast_specs(
     base: RunConfig, policies: Sequence[str]
 ) -> list[tuple[str, dict[str, Any], bool]]:
     """Return (label as in ``compare``, its overrides, needs controls) per policy."""
-    from rayfl.compare import check_policy_builds, policy_variant
+    from rayfl.compare.variants import check_policy_builds, policy_variant
     from rayfl.runner import policy_needs_controls
 
     variants = [(spec, *policy_variant(base, spec)) for spec in policies]

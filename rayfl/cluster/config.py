@@ -1,6 +1,6 @@
 """The ``ray`` section of a run config: how rayfl connects to Ray and packs actors.
 
-Re-exported by :mod:`rayfl.config`; read by :class:`rayfl.session.RaySession`
+Re-exported by :mod:`rayfl.config`; read by :class:`rayfl.cluster.session.RaySession`
 (connection) and the systems (actor packing, CPU reservation).
 
 Example:

@@ -3,11 +3,11 @@
 Ray writes each local session's logs, sockets and spilled objects to a
 session directory under its temp dir (``/tmp/ray/session_<date>_<pid>``, or
 under ``RAY_TMPDIR``) and never removes it: a sweep of thousands of runs
-filled ``/tmp`` (issue 45). :class:`rayfl.session.RaySession` removes the
+filled ``/tmp`` (issue 45). :class:`rayfl.cluster.session.RaySession` removes the
 directory of a session it started when it closes, once its processes are
 stopped, unless ``ray.keep_logs`` is set or a run in it failed: then the
 directory stays, and the failure names it (:func:`keep_for_failure`, called by
-:mod:`rayfl.run_status`; the console line and ``error.txt`` say where). A
+:mod:`rayfl.rundir.status`; the console line and ``error.txt`` say where). A
 session closed while a failure propagates (a run's set-up
 failed, the engine closes it before the run learns of it) keeps it too. A
 session rayfl reuses or connects to is never touched.

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from rayfl.results import atomic_write
+from rayfl.rundir.results import atomic_write
 
 __all__ = [
     "CheckpointFormatError",

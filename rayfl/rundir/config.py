@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rayfl.text_checks import check_path
 
 #: ``output.loggers`` → (module that must be importable, the extra that brings it);
-#: the loggers themselves are :mod:`rayfl.tracking`.
+#: the loggers themselves are :mod:`rayfl.rundir.tracking`.
 LOGGER_EXTRAS = {
     "tensorboard": ("tensorboardX", "tensorboard"),
     "mlflow": ("mlflow", "mlflow"),
@@ -75,7 +75,7 @@ class OutputConfig(BaseModel):
         ge=0,
         description="Largest population written as round × client rows "
         "(metrics.parquet); a larger one gets clients.parquet instead, one summary "
-        "row per client (rayfl.results_stream), so a round costs O(participants).",
+        "row per client (rayfl.rundir.stream), so a round costs O(participants).",
     )
 
     @model_validator(mode="after")

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from rayfl.atomic import atomic_write  # noqa: E402
+from rayfl.rundir.atomic import atomic_write  # noqa: E402
 
 __all__ = ["ROUND_AXIS", "overlay_dir", "plot_rounds"]
 
@@ -68,7 +68,7 @@ def plot_rounds(runs: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[P
         The paths written.
 
     Raises:
-        rayfl.atomic.DiskFullError: If the disk is full (each PNG is written
+        rayfl.rundir.atomic.DiskFullError: If the disk is full (each PNG is written
             atomically: the ones not written keep their previous version).
     """
     out = Path(out_dir)

@@ -5,7 +5,7 @@ DESIGN.md: reuse an initialized session (notebooks), connect with
 ``ray.shutdown()`` on a session the user started.
 
 A local session started here is watched by a small process
-(:mod:`rayfl._watchdog`): if the driver dies without closing it (SIGKILL, out
+(:mod:`rayfl.cluster.watchdog`): if the driver dies without closing it (SIGKILL, out
 of memory), the watchdog terminates that session's Ray processes, so none are
 left behind. Sessions rayfl reuses or connects to are never watched.
 """
@@ -27,9 +27,9 @@ from typing import Any
 
 import ray
 
-from rayfl.cluster_address import check_reachable
-from rayfl.session_config import RayConfig
-from rayfl.session_files import (
+from rayfl.cluster.address import check_reachable
+from rayfl.cluster.config import RayConfig
+from rayfl.cluster.files import (
     kept_for_failure,
     kept_while_failing,
     remove_session_dir,
@@ -76,7 +76,7 @@ def _child_processes() -> set[tuple[int, int]]:
     """Return (pid, start time) of every process below this one (Linux; else empty)."""
     if not sys.platform.startswith("linux"):
         return set()
-    from rayfl._watchdog import descendants
+    from rayfl.cluster.watchdog import descendants
 
     me = os.getpid()
     return _with_start_times(descendants({me}) - {me})
@@ -84,7 +84,7 @@ def _child_processes() -> set[tuple[int, int]]:
 
 def _with_start_times(pids: set[int]) -> set[tuple[int, int]]:
     """(pid, start time) of each of ``pids`` still alive: a pid never reused."""
-    from rayfl._watchdog import start_time
+    from rayfl.cluster.watchdog import start_time
 
     return {(pid, s) for pid in pids if (s := start_time(pid)) is not None}
 
@@ -101,7 +101,7 @@ def _stop_new_processes(before: set[tuple[int, int]]) -> list[int]:
     new = sorted(_child_processes() - before)
     if not new:
         return []
-    from rayfl._watchdog import teardown
+    from rayfl.cluster.watchdog import teardown
 
     sessions = {
         match.group(1)
@@ -146,7 +146,7 @@ class RaySession:
         #: The local node started by ``local_processes: lean`` (None otherwise).
         self.node: Any = None
         #: The session directory of a local session started here (removed on
-        #: close unless kept: :mod:`rayfl.session_files`), else None.
+        #: close unless kept: :mod:`rayfl.cluster.files`), else None.
         self.session_dir: str | None = None
         self.keep_logs = bool(getattr(config, "keep_logs", False))
         if ray.is_initialized():
@@ -286,7 +286,7 @@ class RaySession:
         node = self.node or getattr(ray._private.worker, "_global_node", None)
         if node is None or not sys.platform.startswith("linux"):
             return []
-        from rayfl._watchdog import descendants
+        from rayfl.cluster.watchdog import descendants
 
         roots = {p.process.pid for ps in node.all_processes.values() for p in ps}
         return sorted(_with_start_times(descendants(roots)))
@@ -296,10 +296,10 @@ def _failing() -> BaseException | None:
     """The exception propagating through the caller that means a failed run, or None.
 
     An interrupt (Ctrl-C, SIGTERM) is not a failure, nor is input rayfl refuses
-    (:func:`rayfl.run_status.bad_input`: a config error, resources the run
+    (:func:`rayfl.cluster.resources.bad_input`: a config error, resources the run
     cannot have).
     """
-    from rayfl.run_status import bad_input
+    from rayfl.cluster.resources import bad_input
 
     error = sys.exc_info()[1]
     if error is None or not isinstance(error, Exception) or bad_input(error):
@@ -314,9 +314,9 @@ def _stop_leftovers(tree: list[tuple[int, int]], wait_s: float = 2.0) -> list[in
     callback swallows the ``SystemExit`` (Python prints "Exception ignored in
     ... SystemExit: 1") and lives on, its raylet gone, holding its memory
     (seen: a data holder alive 84 min after its benchmark ended). Such
-    processes get SIGTERM again, then SIGKILL (:func:`rayfl._watchdog.teardown`).
+    processes get SIGTERM again, then SIGKILL (:func:`rayfl.cluster.watchdog.teardown`).
     """
-    from rayfl._watchdog import start_time, teardown
+    from rayfl.cluster.watchdog import start_time, teardown
 
     def alive() -> list[tuple[int, int]]:
         return [(p, s) for p, s in tree if start_time(p) == s]
@@ -441,7 +441,7 @@ def _start_watchdog(node: Any = None) -> subprocess.Popen[bytes] | None:
     """
     if not sys.platform.startswith("linux"):
         return None
-    from rayfl._watchdog import start_time
+    from rayfl.cluster.watchdog import start_time
 
     try:
         if node is None:
@@ -457,7 +457,7 @@ def _start_watchdog(node: Any = None) -> subprocess.Popen[bytes] | None:
         "session_dir": session_dir,
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "rayfl._watchdog", json.dumps(spec)],
+        [sys.executable, "-m", "rayfl.cluster.watchdog", json.dumps(spec)],
         start_new_session=True,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

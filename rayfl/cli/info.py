@@ -15,7 +15,7 @@ __all__ = ["cmd_info", "cmd_runs", "human_resource"]
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """``rayfl runs [DIR] [--csv FILE]``: print (and write) the table of runs."""
-    from rayfl.runs import format_runs, runs_table
+    from rayfl.rundir.runs import format_runs, runs_table
 
     root = Path(args.dir)
     if not root.is_dir():
@@ -24,7 +24,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     table = runs_table(root)
     print(format_runs(table))
     if args.csv:
-        from rayfl.results import atomic_write
+        from rayfl.rundir.results import atomic_write
 
         atomic_write(Path(args.csv), lambda p: table.to_csv(p, index=False))
         print(f"\ntable: {args.csv}")

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rayfl.config import RunConfig
-from rayfl.results import RunResult
+from rayfl.rundir.results import RunResult
 
 __all__ = ["WARM_FIELDS", "Session"]
 
@@ -111,8 +111,8 @@ class Session:
 
     def _system(self, cfg: RunConfig) -> Any:
         """Return the engine for ``cfg``: the live one restarted, or a new one."""
+        from rayfl.cluster.session import RaySession
         from rayfl.engine import build_system
-        from rayfl.session import RaySession
 
         if self._ray is None:
             self._ray = RaySession(cfg.ray)

@@ -30,6 +30,7 @@ __all__ = [
     "ACTOR_BASE_BYTES",
     "MemoryEstimate",
     "ResourceError",
+    "bad_input",
     "check_fits",
     "estimate_memory",
     "placed",
@@ -45,6 +46,18 @@ _HELD: dict[Any, tuple[Any, float]] = {}
 
 class ResourceError(RuntimeError):
     """The requested run cannot fit the cluster; the message says what to change."""
+
+
+def bad_input(error: BaseException) -> bool:
+    """Whether ``error`` is the user's input refused, not a failure of the run.
+
+    A config, dataset or name error of rayfl (its ``ValueError`` subclasses), a
+    missing file, or resources the run cannot have (``ResourceError``): these
+    print one line and write no run directory.
+    """
+    if isinstance(error, (ResourceError, FileNotFoundError)):
+        return True
+    return isinstance(error, ValueError) and type(error).__module__.startswith("rayfl")
 
 
 @dataclass(frozen=True)

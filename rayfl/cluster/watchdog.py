@@ -16,7 +16,7 @@ Linux only (reads ``/proc``); standard library only, so it starts in ~50 ms.
 Processes are identified by (pid, start time), never by pid alone, so a
 recycled pid is never signalled.
 
-Usage (internal): ``python -m rayfl._watchdog '<json>'`` with
+Usage (internal): ``python -m rayfl.cluster.watchdog '<json>'`` with
 ``{"driver": [pid, start], "processes": [[pid, start], ...], "session_dir": str}``.
 """
 

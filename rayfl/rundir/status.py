@@ -42,13 +42,13 @@ from typing import Any
 
 import numpy as np
 
-from rayfl.atomic import atomic_write, disk_full
+from rayfl.cluster.resources import bad_input
+from rayfl.rundir.atomic import atomic_write, disk_full
 
 __all__ = [
     "RunFailed",
     "RunInterrupted",
     "RunProgress",
-    "bad_input",
     "interrupt_signals",
     "json_safe",
     "setup_status",
@@ -282,9 +282,9 @@ def _failed(run_dir: Path, exc: BaseException, progress: RunProgress) -> dict[st
     """The error block of a run failed with ``exc``; writes ``error.txt``.
 
     The Ray session's directory (the workers' logs) is kept
-    (:func:`rayfl.session_files.keep_for_failure`) and named in both.
+    (:func:`rayfl.cluster.files.keep_for_failure`) and named in both.
     """
-    from rayfl.session_files import keep_for_failure
+    from rayfl.cluster.files import keep_for_failure
 
     ray_logs = keep_for_failure(exc)
     error = _describe(exc, progress, _write_error_file(run_dir, exc, ray_logs))
@@ -429,20 +429,6 @@ def terminal_status(
         raise RunFailed(run_dir, progress.status, progress.error) from failure
 
 
-def bad_input(error: BaseException) -> bool:
-    """Whether ``error`` is the user's input refused, not a failure of the run.
-
-    A config, dataset or name error of rayfl (its ``ValueError`` subclasses), a
-    missing file, or resources the run cannot have (``ResourceError``): these
-    print one line and write no run directory.
-    """
-    from rayfl.resources import ResourceError
-
-    if isinstance(error, (ResourceError, FileNotFoundError)):
-        return True
-    return isinstance(error, ValueError) and type(error).__module__.startswith("rayfl")
-
-
 @contextmanager
 def setup_status(
     open_run_dir: Callable[[], Path], *, resume_from: int | None = None
@@ -450,7 +436,8 @@ def setup_status(
     """Make a failure while a run is set up end ``failed``, with its run directory.
 
     Actor creation, data loading and Ray start-up run inside this block. An
-    exception there (other than :func:`bad_input`, re-raised as is) gets the run
+    exception there (other than refused input,
+    :func:`~rayfl.cluster.resources.bad_input`, re-raised as is) gets the run
     directory (``open_run_dir()`` makes it for a new run), its traceback in
     ``error.txt`` and ``summary.json`` with status ``failed`` and an error
     block whose ``phase`` is ``setup``, then is raised as :class:`RunFailed`.
