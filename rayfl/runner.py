@@ -41,7 +41,6 @@ from rayfl.registry import make_policy, policy_class
 from rayfl.results import RunLog, RunResult, load_run, make_run_dir
 from rayfl.results_stream import ClientSummary
 from rayfl.run_status import RunProgress, setup_status, terminal_status
-from rayfl.scheduler_config import BUILTIN_POLICIES
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.star.context import star_context
 from rayfl.tracking import Tracker
@@ -141,8 +140,9 @@ def _chooses_participants(cfg: RunConfig) -> bool:
 
     ``all`` always does; ``random`` and ``round_robin`` on ideal links.
     """
-    policy = cfg.scheduler.policy
-    return policy == "all" or (cfg.wireless is None and policy in BUILTIN_POLICIES)
+    from rayfl.registry import topology_of
+
+    return "assignment" not in topology_of(cfg).policy_parts(cfg)
 
 
 def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
