@@ -27,7 +27,7 @@ import numpy.typing as npt
 from envs.render import RENDER_MODES, render_ansi, render_rgb
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import topology_of
-from rayfl.rewards import DIFFERENCE_REWARDS, Scores, check_reward, reward
+from rayfl.rl.rewards import DIFFERENCE_REWARDS, Scores, check_reward, reward
 
 __all__ = ["MODES", "FLEnv"]
 

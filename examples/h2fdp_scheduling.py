@@ -26,11 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rayfl.config import load_config
+from rayfl.config import SchedulerConfig, load_config
 from rayfl.engine import Engine, build_system
 from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.metrics import jain_index, round_summary
-from rayfl.scheduler_config import SchedulerConfig
 from rayfl.session import RaySession
 
 

@@ -65,7 +65,7 @@ class TopologyPlugin:
         raise NotImplementedError(f"topology {self.name!r} has no engine strategy")
 
     # -------------------------------------------------------------------- config
-    #: The rewards (``rayfl.rewards.REWARDS``) its envs can compute; None: all.
+    #: The rewards (``rayfl.rl.rewards.REWARDS``) its envs can compute; None: all.
     rewards: ClassVar[frozenset[str] | None] = None
     #: The optional ``rl`` features it trains with: ``controls`` (the policy
     #: also sets per-client controls; needs a ``wireless`` section) and

@@ -14,7 +14,7 @@ import pytest
 from envs.d2d import D2DNeighborEnv
 from envs.hierarchical import HierarchicalSchedulingEnv
 from envs.scheduling import WirelessFLEnv
-from rayfl.rewards import REWARDS, Scores, check_reward, reward
+from rayfl.rl.rewards import REWARDS, Scores, check_reward, reward
 from tests.hierarchy.test_scheduling import TINY
 
 _DATA = {

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
@@ -39,6 +39,7 @@ from rayfl.config.loader import (
     read_config_file,
 )
 from rayfl.config.numbers import booleans_as_numbers
+from rayfl.config.scheduler import SchedulerConfig, topology_policy
 from rayfl.config.semantics import check_semantics
 from rayfl.config.sweep import (
     check_variants,
@@ -59,7 +60,6 @@ from rayfl.output_config import OutputConfig
 from rayfl.privacy.config import PrivacyConfig
 from rayfl.registry import topology_of
 from rayfl.rl.config import RLConfig
-from rayfl.scheduler_config import SchedulerConfig, topology_policy
 from rayfl.session_config import RayConfig
 from rayfl.wireless.config import WirelessConfig
 
@@ -80,7 +80,14 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
-TopologyConfig = topology_union()
+if TYPE_CHECKING:  # what a type checker sees: the shipped sections
+    from rayfl.d2d.config import D2DTopologyConfig
+    from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
+    from rayfl.star.config import StarTopologyConfig
+
+    TopologyConfig = StarTopologyConfig | HierarchicalTopologyConfig | D2DTopologyConfig
+else:
+    TopologyConfig = topology_union()
 """The ``topology`` section: the registered topologies' sections, a union
 discriminated on ``kind`` (:mod:`rayfl.config.topology`; default flat)."""
 
@@ -162,7 +169,7 @@ class RunConfig(_Section):
         super().__init__(**data)
 
     @classmethod
-    def model_validate(cls, obj: Any, **kwargs: Any) -> RunConfig:  # type: ignore[override]
+    def model_validate(cls, obj: Any, **kwargs: Any) -> RunConfig:
         """Validate ``obj`` (the topology union first takes in new registrations)."""
         refresh(RunConfig)
         return super().model_validate(obj, **kwargs)
@@ -252,7 +259,7 @@ class RunConfig(_Section):
         if rl is None:
             return
         from rayfl.registry import check_policy
-        from rayfl.rewards import check_reward
+        from rayfl.rl.rewards import check_reward
 
         plugin = topology_of(self)
         check_reward(

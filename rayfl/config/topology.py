@@ -79,10 +79,9 @@ def topology_union() -> Any:
     return Annotated[Union[sections], Field(discriminator="kind")]  # noqa: UP007
 
 
-def default_topology() -> BaseModel:
+def default_topology() -> Any:
     """Return the default ``topology`` section: the first registered (the star's)."""
-    section: BaseModel = topology_of(topology_names()[0]).config()
-    return section
+    return topology_of(topology_names()[0]).config()
 
 
 def mark_built(model: type[BaseModel]) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.observation import CORE_KEYS, EXTRA_KEYS
-from rayfl.rewards import COST_REWARDS, REWARDS
+from rayfl.rl.rewards import COST_REWARDS, REWARDS
 from rayfl.topology import TopologyPlugin
 
 __all__ = ["D2D"]

@@ -75,7 +75,7 @@ def test_the_rl_section_is_checked_against_the_topology():
 def test_rl_reward_names_are_the_envs():
     from typing import get_args
 
-    from rayfl.rewards import REWARDS
     from rayfl.rl.config import Reward
+    from rayfl.rl.rewards import REWARDS
 
     assert get_args(Reward) == REWARDS
