@@ -45,6 +45,7 @@ class Ring(Star):
     aliases = ()
     config = RingConfig
     default_policy = "ring_robin"
+    rewards = frozenset({"loss", "loss_decrease", "min_max_loss"})
 
     def check_run(self, cfg):
         if cfg.topology.hops >= cfg.data.num_clients:
@@ -123,3 +124,20 @@ def test_a_typo_of_a_shipped_kind_gives_todays_error_and_the_union_forgets_on_re
             load_config(RING)
     finally:
         register_topology("ring", "tests.test_config_plugins:Ring")
+
+
+def test_a_registered_topology_declares_its_rewards_and_rl_features(ring):
+    rl = {"reward": "loss", "baselines": ["ring_robin"]}
+    assert load_config({**RING, "rl": rl}).rl.reward == "loss"
+    with pytest.raises(ConfigError) as error:
+        load_config({**RING, "rl": {**rl, "reward": "latency"}})
+    assert str(error.value).splitlines()[1].strip() == (
+        "rl.reward=latency has no form on topology.kind=ring (it has no latency "
+        "or energy model); use one of min_max_loss, loss, loss_decrease"
+    )
+    # rl.controls is the star's (its rl_features), so the ring inherits it ...
+    with pytest.raises(ConfigError, match="rl.controls learns the star's"):
+        load_config({**RING, "rl": {**rl, "controls": True}})  # ... with a channel
+    # ... and rl.neighbor_cost is D2D's only
+    with pytest.raises(ConfigError, match="rl.neighbor_cost prices D2D"):
+        load_config({**RING, "rl": {**rl, "neighbor_cost": 1.0}})
