@@ -15,4 +15,3 @@ class StarTopologyConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     kind: Literal["flat"] = "flat"
-

@@ -43,7 +43,10 @@ def test_the_rl_section_is_checked_against_the_topology():
     star = load_config(example, ["rl.baselines=[minmax]"])
     assert star.rl.baselines == ["minmax"]  # a star-only baseline on the star
     cases = [
-        ({**_D2D, "rl": {"reward": "energy"}}, "rl.reward=energy has no form on topology.kind=d2d"),
+        (
+            {**_D2D, "rl": {"reward": "energy"}},
+            "rl.reward=energy has no form on topology.kind=d2d",
+        ),
         (
             {**_D2D, "rl": {"reward": "accuracy_gain"}},
             "rl.reward=accuracy_gain needs mode=emulate",
