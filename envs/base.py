@@ -26,7 +26,8 @@ import numpy.typing as npt
 
 from envs.render import RENDER_MODES, render_ansi, render_rgb
 from rayfl.config import RunConfig, load_config
-from rayfl.rewards import DIFFERENCE_REWARDS, Scores, check_reward, reward
+from rayfl.registry import topology_of
+from rayfl.rl.rewards import DIFFERENCE_REWARDS, Scores, check_reward, reward
 
 __all__ = ["MODES", "FLEnv"]
 
@@ -73,7 +74,8 @@ class FLEnv(gym.Env):
         self.render_mode, self.marks = render_mode, []
         if mode not in MODES:
             raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
-        check_reward(reward, topology=self.topology_kind, mode=mode)
+        rewards = topology_of(self.topology_kind).rewards
+        check_reward(reward, topology=self.topology_kind, mode=mode, rewards=rewards)
         want = "flat" if self.topology_kind == "star" else self.topology_kind
         if cfg is None:
             if config is None and self.default_config is None:

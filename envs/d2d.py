@@ -65,7 +65,7 @@ from rayfl.d2d.selection import (
 )
 from rayfl.data.federated import FederatedData
 from rayfl.observation import ObservationTracker
-from rayfl.rewards import COST_REWARDS, REWARDS, Scores
+from rayfl.rl.rewards import COST_REWARDS, REWARDS, Scores
 
 __all__ = [
     "DEFAULT_D2D_CONFIG",

@@ -92,7 +92,7 @@ from rayfl.config import RunConfig
 from rayfl.hierarchy.config import TopologyConfig
 from rayfl.hierarchy.deciders import EdgeActions
 from rayfl.hierarchy.topology import build_topology
-from rayfl.rewards import COST_REWARDS, Scores
+from rayfl.rl.rewards import COST_REWARDS, Scores
 
 __all__ = ["DEFAULT_HIERARCHICAL_CONFIG", "EdgePolicies", "HierarchicalSchedulingEnv"]
 

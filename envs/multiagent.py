@@ -49,7 +49,7 @@ from envs.rl import top_k_assignment
 from envs.wrappers import bounded_features
 from policies.features import NUM_FEATURES, client_features
 from rayfl.config import RunConfig, load_config
-from rayfl.rewards import Scores, reward
+from rayfl.rl.rewards import Scores, reward
 
 try:
     from pettingzoo import ParallelEnv

@@ -13,7 +13,7 @@ from gymnasium import spaces
 from envs.backends import EmulatedBackend, Outcome, SurrogateBackend
 from envs.base import FLEnv
 from rayfl.config import RunConfig
-from rayfl.rewards import REWARDS, Scores
+from rayfl.rl.rewards import REWARDS, Scores
 from rayfl.schedule import Schedule
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.wireless.config import WirelessConfig

@@ -27,11 +27,10 @@ import numpy as np
 import pandas as pd
 
 from rayfl.cluster.session import RaySession
-from rayfl.config import load_config
+from rayfl.config import SchedulerConfig, load_config
 from rayfl.engine import Engine, build_system
 from rayfl.hierarchy.config import HierSchedulingConfig
 from rayfl.metrics import jain_index, round_summary
-from rayfl.scheduler_config import SchedulerConfig
 
 
 def _args() -> argparse.Namespace:

@@ -42,7 +42,6 @@ from rayfl.rundir.results import RunLog, RunResult, load_run, make_run_dir
 from rayfl.rundir.status import RunProgress, setup_status, terminal_status
 from rayfl.rundir.stream import ClientSummary
 from rayfl.rundir.tracking import Tracker
-from rayfl.scheduler_config import BUILTIN_POLICIES
 from rayfl.star.actions import StarActions, StarParticipants
 from rayfl.star.context import star_context
 
@@ -141,8 +140,9 @@ def _chooses_participants(cfg: RunConfig) -> bool:
 
     ``all`` always does; ``random`` and ``round_robin`` on ideal links.
     """
-    policy = cfg.scheduler.policy
-    return policy == "all" or (cfg.wireless is None and policy in BUILTIN_POLICIES)
+    from rayfl.registry import topology_of
+
+    return "assignment" not in topology_of(cfg).policy_parts(cfg)
 
 
 def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:

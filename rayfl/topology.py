@@ -65,6 +65,84 @@ class TopologyPlugin:
         raise NotImplementedError(f"topology {self.name!r} has no engine strategy")
 
     # -------------------------------------------------------------------- config
+    #: The rewards (``rayfl.rl.rewards.REWARDS``) its envs can compute; None: all.
+    rewards: ClassVar[frozenset[str] | None] = None
+    #: The optional ``rl`` features it trains with: ``controls`` (the policy
+    #: also sets per-client controls; needs a ``wireless`` section) and
+    #: ``neighbor_cost`` (a price on neighbor selections). Others are refused.
+    rl_features: ClassVar[frozenset[str]] = frozenset()
+
+    def check_run(self, cfg: Any) -> None:
+        """Refuse, in one line, a run config this topology cannot run as given.
+
+        Called by the config's cross-section validation (before Ray starts) on
+        a config whose sections are each valid. Refuse a field this topology
+        does not read (:meth:`refuse_unread`) rather than ignore it. Default:
+        nothing to refuse.
+
+        Raises:
+            ValueError: Naming the field(s) and what to change.
+        """
+
+    def check_scheduler(self, cfg: Any) -> None:
+        """Refuse ``cfg.scheduler`` where this topology has its own rules (default: none).
+
+        Called after the policy is found meant for this topology and before
+        it is checked against :meth:`policy_parts`.
+        """
+
+    def policy_parts(self, cfg: Any) -> frozenset[str]:
+        """Return the action parts this run offers its policy (default: ``action_parts``)."""
+        return frozenset(self.action_parts)
+
+    def check_rl(self, cfg: Any) -> None:
+        """Refuse, in one line, an ``rl`` section this topology cannot train.
+
+        The default refuses the :attr:`rl_features` it does not declare.
+        """
+        rl = cfg.rl
+        if rl.controls and ("controls" not in self.rl_features or cfg.wireless is None):
+            raise ValueError(
+                "rl.controls learns the star's per-client controls; it needs "
+                f"topology.kind=flat with a wireless section (got {self.name})"
+            )
+        if rl.neighbor_cost and "neighbor_cost" not in self.rl_features:
+            raise ValueError(
+                "rl.neighbor_cost prices D2D neighbor selections; it needs "
+                f"topology.kind=d2d (got {self.name})"
+            )
+
+    def dp_claim(self, cfg: Any) -> Any:
+        """Return this topology's own DP rules for :func:`rayfl.privacy.sensitivity.adjacency`.
+
+        None (the default): the uplink's rules (``privacy`` and the algorithm's
+        DP), as on the star. Otherwise a
+        :class:`rayfl.privacy.sensitivity.DPClaim`.
+        """
+        return None
+
+    def refuse_unread(
+        self, cfg: Any, *, evaluates: str, clients_per_round: str
+    ) -> None:
+        """Refuse ``eval_clients`` and ``scheduler.clients_per_round``, which it does not read.
+
+        Args:
+            cfg: The run config.
+            evaluates: What it evaluates instead (e.g. "every device").
+            clients_per_round: Who chooses the uploaders instead.
+        """
+        kind = cfg.topology.kind
+        if cfg.eval_clients is not None:
+            raise ValueError(
+                f"eval_clients is read by the star only: topology.kind={kind} "
+                f"evaluates {evaluates}; remove eval_clients"
+            )
+        k = cfg.scheduler.clients_per_round
+        if k is not None:
+            raise ValueError(
+                f"scheduler.clients_per_round={k} is not read on topology.kind={kind}: "
+                f"{clients_per_round}; remove it"
+            )
 
     # ------------------------------------------------------------ envs and RL
 

@@ -9,7 +9,7 @@ import pytest
 
 MODULES = [
     "rayfl.metrics",
-    "rayfl.rewards",
+    "rayfl.rl.rewards",
     "rayfl.exactsum",
     "rayfl.learning.aggregate",
     "rayfl.hierarchy.edge",

@@ -97,7 +97,8 @@ def test_policy_names_are_the_one_registry():
     assert names == sorted(REGISTRY)
     assert {"all", "random", "round_robin", "uniform"} <= set(names)
     # a policy registered at run time is accepted at once
-    register_policy("my_test_policy", "policies.random:RandomPolicy")
+    register_policy("my_test_policy", "policies.best_channel:BestChannelPolicy")
+    register_policy("my_client_set", "policies.random:RandomPolicy")
     try:
         cfg = load_config(SCHEDULING, ["scheduler.policy=my_test_policy"])
         assert cfg.scheduler.policy == "my_test_policy"
@@ -106,8 +107,12 @@ def test_policy_names_are_the_one_registry():
             load_config(
                 QUICKSTART, ["wireless=null", "scheduler.policy=my_test_policy"]
             )
+        # its declaration decides, not its name: a client-set rule runs without one
+        no_channel = ["wireless=null", "scheduler.policy=my_client_set"]
+        assert load_config(QUICKSTART, no_channel).scheduler.policy == "my_client_set"
     finally:
         POLICIES.pop("my_test_policy")
+        POLICIES.pop("my_client_set")
     with pytest.raises(ConfigError, match="unknown name 'my_test_policy'"):
         load_config(SCHEDULING, ["scheduler.policy=my_test_policy"])
 

@@ -14,7 +14,7 @@ import pytest
 from envs.d2d import D2DNeighborEnv
 from envs.hierarchical import HierarchicalSchedulingEnv
 from envs.scheduling import WirelessFLEnv
-from rayfl.rewards import REWARDS, Scores, check_reward, reward
+from rayfl.rl.rewards import REWARDS, Scores, check_reward, reward
 from tests.hierarchy.test_scheduling import TINY
 
 _DATA = {
@@ -79,20 +79,32 @@ def test_formulas_against_hand_sums():
         ("fairness", "star", "emulate", "reward must be one of min_max_loss, loss,"),
         ("accuracy", "star", "surrogate", "reward=accuracy needs mode=emulate"),
         ("accuracy_gain", "d2d", "surrogate", "needs mode=emulate"),
-        ("latency", "d2d", "emulate", "reward=latency has no D2D form"),
+        (
+            "latency",
+            "d2d",
+            "emulate",
+            "reward=latency has no form on topology.kind=d2d",
+        ),
     ],
 )
 def test_check_reward_refuses_in_one_line(name, topology, mode, message):
     with pytest.raises(ValueError) as error:
-        check_reward(name, topology=topology, mode=mode)
+        check_reward(name, topology=topology, mode=mode, rewards=_rewards(topology))
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def _rewards(topology):
+    """The rewards the topology's plug-in declares (None: all)."""
+    from rayfl.registry import topology_of
+
+    return topology_of(topology).rewards
 
 
 def _accepted(topology, mode):
     out = []
     for name in REWARDS:
         try:
-            check_reward(name, topology=topology, mode=mode)
+            check_reward(name, topology=topology, mode=mode, rewards=_rewards(topology))
         except ValueError:
             continue
         out.append(name)

@@ -15,8 +15,12 @@ The package's modules:
 - :mod:`.sweep`: the ``sweep:`` grid, checked before Ray starts, and overrides
   that replace a swept key;
 - :mod:`.semantics`: checks across sections that need the runtime's rules
-  (the hierarchy's topology, the cost model at the fading extremes...);
-- :mod:`.numbers`: number fields refuse booleans.
+  (the quantizer's range, the uplink's noise calibration...);
+- :mod:`.numbers`: number fields refuse booleans;
+- :mod:`.scheduler`: the ``scheduler`` section and each topology's default
+  policy;
+- :mod:`.topology`: the ``topology`` section, one member per registered
+  topology plug-in (each plug-in's ``check_run`` adds its own rules).
 
 The sections themselves live beside their features (``rayfl/wireless/config.py``,
 ``rayfl/learning/config.py``, ``rayfl/cluster/config.py``, ...). The names below

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from rayfl.algorithms.config import algorithm_names
 from rayfl.config.loader import clip, clip_text
 from rayfl.config.numbers import union_kind
+from rayfl.config.topology import topology_tags
 from rayfl.names import UnknownNameError, unknown_name_message
 
 __all__ = ["MAX_LINE", "MAX_PROBLEMS", "MAX_TEXT", "format_validation_error"]
@@ -70,7 +71,7 @@ def format_validation_error(error: ValidationError, root: Any) -> str:
     """
     tags = {  # union members' tags pydantic puts in the location
         "algorithm": set(algorithm_names()),
-        "topology": {"flat", "hierarchical", "d2d"},
+        "topology": topology_tags(),
     }
     lines = []
     for err in error.errors():

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
@@ -40,6 +40,7 @@ from rayfl.config.loader import (
     read_config_file,
 )
 from rayfl.config.numbers import booleans_as_numbers
+from rayfl.config.scheduler import SchedulerConfig, topology_policy
 from rayfl.config.semantics import check_semantics
 from rayfl.config.sweep import (
     check_variants,
@@ -47,15 +48,19 @@ from rayfl.config.sweep import (
     set_dotted,
     take_swept,
 )
-from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.config.topology import (
+    TOPOLOGY_DESCRIPTION,
+    default_topology,
+    mark_built,
+    refresh,
+    topology_union,
+)
 from rayfl.data.config import DataConfig
-from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
 from rayfl.learning.config import ModelConfig
 from rayfl.privacy.config import PrivacyConfig
+from rayfl.registry import topology_of
 from rayfl.rl.config import RLConfig
 from rayfl.rundir.config import OutputConfig
-from rayfl.scheduler_config import SchedulerConfig, topology_policy
-from rayfl.star.config import StarTopologyConfig
 from rayfl.wireless.config import WirelessConfig
 
 __all__ = [
@@ -75,11 +80,16 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
-TopologyConfig = Annotated[
-    StarTopologyConfig | HierarchicalTopologyConfig | D2DTopologyConfig,
-    Field(discriminator="kind"),
-]
-"""The ``topology`` section: a discriminated union on ``kind`` (default flat)."""
+if TYPE_CHECKING:  # what a type checker sees: the shipped sections
+    from rayfl.d2d.config import D2DTopologyConfig
+    from rayfl.hierarchy.config import TopologyConfig as HierarchicalTopologyConfig
+    from rayfl.star.config import StarTopologyConfig
+
+    TopologyConfig = StarTopologyConfig | HierarchicalTopologyConfig | D2DTopologyConfig
+else:
+    TopologyConfig = topology_union()
+"""The ``topology`` section: the registered topologies' sections, a union
+discriminated on ``kind`` (:mod:`rayfl.config.topology`; default flat)."""
 
 
 class RunConfig(_Section):
@@ -130,9 +140,7 @@ class RunConfig(_Section):
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     topology: TopologyConfig = Field(
-        default_factory=StarTopologyConfig,
-        description="flat (clients + cloud), hierarchical (devices → edge actors → "
-        "cloud, H2FDP, rayfl.hierarchy) or d2d (server-free, pFedWN, rayfl.d2d).",
+        default_factory=default_topology, description=TOPOLOGY_DESCRIPTION
     )
     output: OutputConfig = Field(default_factory=OutputConfig)
     rl: RLConfig | None = Field(
@@ -155,6 +163,16 @@ class RunConfig(_Section):
         description="Set by load_config, not by hand: the sweep axes an override "
         "replaced, swept key → {override: 'key=value', values: the sweep's values}.",
     )
+
+    def __init__(self, **data: Any) -> None:
+        refresh(RunConfig)  # a topology registered since: rebuild the union first
+        super().__init__(**data)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> RunConfig:
+        """Validate ``obj`` (the topology union first takes in new registrations)."""
+        refresh(RunConfig)
+        return super().model_validate(obj, **kwargs)
 
     @model_validator(mode="wrap")
     @classmethod
@@ -182,10 +200,6 @@ class RunConfig(_Section):
         for key, values in self.sweep.items():
             if not values:
                 raise ValueError(f"sweep.{key} must list at least one value")
-        if self.topology.kind == "d2d":
-            from rayfl.d2d.config import check_d2d_run
-
-            check_d2d_run(self)
         if self.model.kind == "cnn" and self.data.dataset == "synthetic":
             raise ValueError(
                 "model.kind=cnn needs image data; data.dataset=synthetic is a 60-dim "
@@ -196,63 +210,35 @@ class RunConfig(_Section):
                 "model.kind=cnn needs images of at least 16×16; data.dataset=digits "
                 "is 8×8: use model.kind=mlr or mlp"
             )
-        if self.topology.kind == "hierarchical":
-            self._check_hierarchical()
         self._check_rl()
+        topology_of(self).check_run(self)  # the topology's own rules
         check_semantics(self)
         return self
-
-    def _check_hierarchical(self) -> None:
-        """Sections a hierarchical run replaces by its own (topology.dp, .cost...)."""
-        if self.privacy.mechanism != "none" or self.compression.quantize_bits:
-            raise ValueError(
-                "topology.kind=hierarchical has its own DP (topology.dp): set "
-                "privacy.mechanism=none and no compression"
-            )
-        if self.wireless is not None:
-            raise ValueError(
-                "topology.kind=hierarchical uses topology.cost for the device→edge "
-                "links; remove the `wireless` section"
-            )
 
     def _check_policy(self) -> None:
         """The scheduling policy fits the topology, and its params fit the policy.
 
-        Star runs (``topology.kind=flat``): without a ``wireless`` section only
-        the client-set rules (``rayfl.scheduler_config.BUILTIN_POLICIES``) run;
-        with one, ``all`` still chooses a client set and every other policy fills
-        the env's subchannel assignment (plus power levels when
-        ``wireless.power_levels > 1`` and per-client controls when
-        ``scheduler.controls`` is set or the policy ``uses_controls``).
-        Hierarchical and D2D runs check the policy against their topology.
-        Unknown names are refused earlier, by the fields' own validators.
+        In order: the policy is meant for the topology at all
+        (:func:`rayfl.registry.check_policy`); the topology's own rules
+        (its plug-in's ``check_scheduler``: the star's without a ``wireless``
+        section, ``scheduler.clients_per_round``...); the action parts this run
+        offers (its plug-in's ``policy_parts``) give the policy what it needs;
+        a policy that ``uses_controls`` gets them; its params fit it. Unknown
+        names are refused earlier, by the fields' own validators.
         """
-        from rayfl.registry import (
-            check_params,
-            check_policy,
-            policy_class,
-        )
+        from rayfl.registry import check_params, check_policy, policy_class
 
-        kind, policy = self.topology.kind, self.scheduler.policy
-        if kind == "flat":
-            from rayfl.scheduler_config import BUILTIN_POLICIES
-
-            check_policy(policy, topology="star")  # meant for the star at all?
-            if self.wireless is None and policy not in BUILTIN_POLICIES:
-                raise ValueError(
-                    f"scheduler.policy={policy} schedules subchannels: it needs a "
-                    "`wireless` section (without one, use one of "
-                    f"{', '.join(BUILTIN_POLICIES)})"
-                )
-            check_policy(policy, topology="star", parts=self._star_parts())
-            self._check_clients_per_round(policy)
-        else:
-            check_policy(policy, topology=kind)
-        if kind == "hierarchical" and getattr(
+        plugin, policy = topology_of(self), self.scheduler.policy
+        check_policy(policy, topology=plugin.name)  # meant for this topology at all?
+        plugin.check_scheduler(self)
+        parts = plugin.policy_parts(self)
+        check_policy(policy, topology=plugin.name, parts=parts)
+        if "controls" not in parts and getattr(
             policy_class(policy), "uses_controls", False
         ):
             raise ValueError(
-                f"scheduler.policy={policy} sets per-client controls; the hierarchy drives "
+                f"scheduler.policy={policy} sets per-client controls; "
+                f"topology.kind={self.topology.kind} offers none: it drives "
                 "policies that act on the observation alone (e.g. random, "
                 "round_robin, best_channel)"
             )
@@ -261,9 +247,10 @@ class RunConfig(_Section):
     def _check_rl(self) -> None:
         """Check the ``rl`` section against the run's topology, one line per problem.
 
-        ``rayfl train-policy`` trains on the star's env, the hierarchy's (edge by
-        edge) or a D2D config with one target; the reward must exist there and
-        the baselines must run on that topology.
+        ``rayfl train-policy`` trains on the topology's env: the reward must
+        exist there (the plug-in's ``rewards``), the topology's own rules must
+        hold (its ``check_rl``: D2D's one target, ``rl.controls``,
+        ``rl.neighbor_cost``...) and the baselines must run on it.
 
         Raises:
             ValueError: On the first problem found.
@@ -272,82 +259,31 @@ class RunConfig(_Section):
         if rl is None:
             return
         from rayfl.registry import check_policy
-        from rayfl.rewards import check_reward
+        from rayfl.rl.rewards import check_reward
 
-        topology = "star" if self.topology.kind == "flat" else self.topology.kind
-        check_reward(rl.reward, topology=topology, mode=rl.mode, field="rl.reward")
-        if self.topology.kind == "d2d" and self.topology.target == "all":
-            raise ValueError(
-                "rl: training on D2D needs one target (topology.target: an id or "
-                "random); got topology.target=all"
-            )
+        plugin = topology_of(self)
+        check_reward(
+            rl.reward,
+            topology=plugin.name,
+            rewards=plugin.rewards,
+            mode=rl.mode,
+            field="rl.reward",
+        )
+        plugin.check_rl(self)
         for name in rl.baselines:
-            check_policy(name, topology=topology, field="rl.baselines")
-        if rl.controls:
-            self._check_rl_controls(topology, rl.mode)
-        if rl.neighbor_cost and topology != "d2d":
-            raise ValueError(
-                "rl.neighbor_cost prices D2D neighbor selections; it needs "
-                f"topology.kind=d2d (got {topology})"
-            )
-
-    def _check_rl_controls(self, topology: str, mode: str) -> None:
-        """``rl.controls`` needs the star and emulate mode.
-
-        (Every star algorithm declares at least ``lr``.)
-        """
-        if topology != "star" or self.wireless is None:
-            raise ValueError(
-                "rl.controls learns the star's per-client controls; it needs "
-                f"topology.kind=flat with a wireless section (got {topology})"
-            )
-        if mode != "emulate":
+            check_policy(name, topology=plugin.name, field="rl.baselines")
+        if rl.controls and rl.mode != "emulate":
             raise ValueError(
                 "rl.controls needs rl.mode=emulate: the surrogate has no model of "
                 "the controls, so there would be nothing to learn"
             )
 
-    def _check_clients_per_round(self, policy: str) -> None:
-        """K (``scheduler.clients_per_round``) is read only by a client-set rule."""
-        from rayfl.registry import policy_parameters
-
-        in_params = "clients_per_round" in self.scheduler.params
-        if self.wireless is not None and policy != "all":  # the policy fills K
-            k = self.scheduler.clients_per_round
-            name = (
-                "scheduler.params.clients_per_round"
-                if in_params
-                else (None if k is None else f"scheduler.clients_per_round={k}")
-            )
-            if name is not None:
-                raise ValueError(
-                    f"{name} is not used by scheduler.policy={policy} with a "
-                    "wireless section: the policy fills the "
-                    "wireless.num_subchannels subchannels; drop it"
-                )
-        elif in_params and "clients_per_round" in policy_parameters(policy):
-            raise ValueError(  # the field would win
-                "scheduler.params.clients_per_round: set scheduler.clients_per_round "
-                f"instead (it decides k for scheduler.policy={policy})"
-            )
-
-    def _star_parts(self) -> set[str]:
-        """The action parts a star run offers its policy (see ``_check_policy``)."""
-        if self.wireless is None or self.scheduler.policy == "all":
-            return {"participants"}
-        from rayfl.registry import policy_class
-
-        parts = {"assignment"}
-        if self.wireless.power_levels > 1:
-            parts.add("power")
-        cls = policy_class(self.scheduler.policy)
-        if self.scheduler.controls or getattr(cls, "uses_controls", False):
-            parts.add("controls")
-        return parts
-
     def to_dict(self) -> dict[str, Any]:
         """Return the resolved config as plain YAML-able data."""
         return self.model_dump(mode="json")
+
+
+mark_built(RunConfig)
 
 
 def _key_path(key: str, shown: str) -> list[str]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.observation import CORE_KEYS, EXTRA_KEYS
+from rayfl.rl.rewards import COST_REWARDS, REWARDS
 from rayfl.topology import TopologyPlugin
 
 __all__ = ["D2D"]
@@ -33,6 +34,42 @@ class D2D(TopologyPlugin):
         return D2DRound()
 
     # -------------------------------------------------------------------- config
+    rewards = frozenset(REWARDS) - frozenset(COST_REWARDS)  # no cost model here
+    rl_features = frozenset({"neighbor_cost"})
+
+    def check_run(self, cfg: Any) -> None:
+        """Its own channel, N >= 2, the target and method rules; no K, no eval sample."""
+        from rayfl.d2d.config import check_d2d_run
+
+        check_d2d_run(cfg)
+        self.refuse_unread(
+            cfg,
+            evaluates="its targets",
+            clients_per_round="scheduler.policy selects each target's neighbors "
+            "(channel_threshold: P^err < topology.epsilon) and every selected "
+            "neighbor sends each round",
+        )
+
+    def check_rl(self, cfg: Any) -> None:
+        """Training needs one target; then the common ``rl`` rules."""
+        if cfg.topology.target == "all":
+            raise ValueError(
+                "rl: training on D2D needs one target (topology.target: an id or "
+                "random); got topology.target=all"
+            )
+        super().check_rl(cfg)
+
+    def dp_claim(self, cfg: Any) -> Any:
+        """The federated baselines use the uplink's DP; the other methods have none."""
+        if cfg.topology.method == "federated":
+            return None
+        from rayfl.privacy.sensitivity import DPClaim
+
+        return DPClaim(
+            mechanism=None,
+            no_dp_reason=f"topology.method={cfg.topology.method} sends models "
+            "without a DP mechanism (privacy.mechanism must be none)",
+        )
 
     # ------------------------------------------------------------ envs and RL
 

@@ -50,7 +50,7 @@ from gymnasium import spaces
 
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.observation import TOPOLOGY_KEYS, ObservationTracker, observation_space
-from rayfl.scheduler_config import DEFAULT_POLICY
+from rayfl.registry import topology_of
 from rayfl.seeding import rng_for
 from rayfl.wireless.d2d import (
     d2d_gain_linear,
@@ -222,7 +222,7 @@ def select_neighbors(
     *,
     seed: int,
     data_size: npt.ArrayLike | None = None,
-    name: str = DEFAULT_POLICY["d2d"],
+    name: str = topology_of("d2d").default_policy,
     params: Mapping[str, Any] | None = None,
 ) -> list[Selection]:
     """Run the selection policy of every target (:func:`target_policy`) at t = 0.
@@ -262,7 +262,7 @@ def target_policy(
     *,
     target: int,
     seed: int,
-    name: str = DEFAULT_POLICY["d2d"],
+    name: str = topology_of("d2d").default_policy,
     params: Mapping[str, Any] | None = None,
 ) -> Any:
     """Build a target's selection policy, reset from (seed, "policy", target).

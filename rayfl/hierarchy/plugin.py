@@ -33,6 +33,48 @@ class Hierarchy(TopologyPlugin):
         return HierarchicalRound()
 
     # -------------------------------------------------------------------- config
+    def check_run(self, cfg: Any) -> None:
+        """Its own DP and links; subnets and cost model that fit; no K, no eval sample."""
+        from rayfl.hierarchy.run_checks import check_cost, check_sections, check_subnets
+
+        check_sections(cfg)
+        self.refuse_unread(
+            cfg,
+            evaluates="every device",
+            clients_per_round="each edge's scheduler.policy chooses its devices, at "
+            "most topology.scheduling.subchannels_per_edge per edge per global round "
+            "(topology.clients_per_edge or topology.assignment sets the subnets)",
+        )
+        check_subnets(cfg.topology, cfg.data.num_clients, cfg.seed)
+        check_cost(cfg.topology.cost)
+
+    def dp_claim(self, cfg: Any) -> Any:
+        """H2FDP's device-level DP (:mod:`rayfl.hierarchy.dp`), or none."""
+        from rayfl.privacy.sensitivity import ADJACENCY_CLIENT, DPClaim
+
+        topology = cfg.topology
+        if not topology.dp.enabled or topology.baseline == "hfl":
+            return DPClaim(
+                mechanism=None,
+                no_dp_reason="topology.dp is off (enabled false or baseline hfl): "
+                "no noise",
+            )
+        sizes = []
+        if topology.weighting == "data_size":
+            sizes.append("topology.weighting=data_size weighs devices by abs(D_i)")
+        if topology.dp.calibration_sample_rate is None:
+            sizes.append(
+                "sigma uses eq. 15's q = B / mean abs(D_i) "
+                "(topology.dp.calibration_sample_rate unset)"
+            )
+        return DPClaim(
+            mechanism=(
+                ADJACENCY_CLIENT,
+                "each device's step is clipped to eta*s*G and noised on the device "
+                "(untrusted edge) or in the trusted edge's mean, whatever its data",
+            ),
+            size_releases=tuple(sizes),
+        )
 
     # ------------------------------------------------------------ envs and RL
 

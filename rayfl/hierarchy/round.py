@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import ray
@@ -69,9 +69,6 @@ from rayfl.hierarchy.submit import Plan, RoundCalls, make_plan, segments
 from rayfl.hierarchy.topology import build_topology
 from rayfl.registry import policy_class
 from rayfl.system import Decision, EvalRow, Observation, RoundResult
-
-if TYPE_CHECKING:
-    from rayfl.scheduler_config import SchedulerConfig
 
 __all__ = ["HierarchicalRound", "segments"]
 
@@ -205,7 +202,7 @@ class HierarchicalRound:
         epsilon: float | None = None,
         control: bool | None = None,
         scheduling: HierSchedulingConfig | None = None,
-        scheduler: SchedulerConfig | None = None,
+        scheduler: Any = None,  # a rayfl.config.SchedulerConfig
     ) -> None:
         """Change the config, then :meth:`restart` with the same seed (sweeps, tests).
 

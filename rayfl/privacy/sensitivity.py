@@ -86,6 +86,7 @@ __all__ = [
     "ADJACENCY_REPLACE_ONE",
     "NO_DP",
     "Adjacency",
+    "DPClaim",
     "LedgerRule",
     "adjacency",
     "dp_sgd_rule",
@@ -279,7 +280,28 @@ class Adjacency:
 _UNIFORM_CAPABLE = ("ditto", "wpfl")
 
 
-def adjacency(cfg: Any) -> Adjacency:
+@dataclass(frozen=True)
+class DPClaim:
+    """A topology's own DP rules, from its plug-in's ``dp_claim`` hook.
+
+    A topology whose DP is not the uplink's (``privacy`` and the algorithm's
+    DP) states here what :func:`adjacency` needs.
+
+    Attributes:
+        mechanism: The ledger's relation and what the mechanism bounds
+            (e.g. ``(ADJACENCY_CLIENT, "each device's step is clipped...")``),
+            or None for no DP.
+        no_dp_reason: Why there is no DP (when ``mechanism`` is None).
+        size_releases: What else the server side sees that is computed from
+            abs(D_n) without noise (besides a policy reading ``data_size``).
+    """
+
+    mechanism: tuple[str, str] | None
+    no_dp_reason: str = ""
+    size_releases: tuple[str, ...] = ()
+
+
+def adjacency(cfg: Any, topology: Any = None) -> Adjacency:
     """Return the adjacency a run's DP guarantee really holds for, and why.
 
     The ledger's ε bounds the releases' noise at the sensitivity the code
@@ -295,6 +317,9 @@ def adjacency(cfg: Any) -> Adjacency:
 
     Args:
         cfg: The run config (:class:`rayfl.config.RunConfig`).
+        topology: Its topology's plug-in (default: the registry's, for
+            ``cfg``); its ``dp_claim(cfg)`` gives the topology's own DP rules,
+            None the uplink's.
 
     Returns:
         The relation and its reason.
@@ -308,9 +333,16 @@ def adjacency(cfg: Any) -> Adjacency:
         >>> adjacency(load_config({"privacy": dp, "algorithm": uniform})).relation
         'any two datasets of one client (implies replace-one and add/remove-one record)'
     """
-    mechanism = _mechanism(cfg)
+    if topology is None:
+        from rayfl.registry import topology_of
+
+        topology = topology_of(cfg)
+    claim = topology.dp_claim(cfg)
+    mechanism = _mechanism(cfg) if claim is None else claim.mechanism
     if mechanism is None:
-        return Adjacency(NO_DP, _no_dp_reason(cfg))
+        return Adjacency(
+            NO_DP, _no_dp_reason(cfg) if claim is None else claim.no_dp_reason
+        )
     relation, reason = mechanism
     keys = _policy_keys(cfg)
     if "loss" in keys:
@@ -320,7 +352,7 @@ def adjacency(cfg: Any) -> Adjacency:
             "client's training loss, computed on its data without noise, so the "
             "schedule carries an un-noised function of the records",
         )
-    sizes = _size_releases(cfg, keys)
+    sizes = _size_releases(cfg, keys, claim)
     if not sizes:
         return Adjacency(relation, reason)
     why = (
@@ -338,18 +370,8 @@ def adjacency(cfg: Any) -> Adjacency:
 
 
 def _mechanism(cfg: Any) -> tuple[str, str] | None:
-    """Return the relation of the run's DP mechanism and what it bounds, or None."""
-    topology, algo, privacy = cfg.topology, cfg.algorithm, cfg.privacy
-    if topology.kind == "hierarchical":
-        if not topology.dp.enabled or topology.baseline == "hfl":
-            return None
-        return (
-            ADJACENCY_CLIENT,
-            "each device's step is clipped to eta*s*G and noised on the device "
-            "(untrusted edge) or in the trusted edge's mean, whatever its data",
-        )
-    if topology.kind == "d2d" and topology.method != "federated":
-        return None
+    """Return the relation of the uplink's DP mechanism and what it bounds, or None."""
+    algo, privacy = cfg.algorithm, cfg.privacy
     if algo.kind == "sparse_dp":
         if algo.sampling == "poisson":
             return (
@@ -372,13 +394,6 @@ def _mechanism(cfg: Any) -> tuple[str, str] | None:
 
 
 def _no_dp_reason(cfg: Any) -> str:
-    if cfg.topology.kind == "hierarchical":
-        return "topology.dp is off (enabled false or baseline hfl): no noise"
-    if cfg.topology.kind == "d2d" and cfg.topology.method != "federated":
-        return (
-            f"topology.method={cfg.topology.method} sends models without a DP "
-            "mechanism (privacy.mechanism must be none)"
-        )
     if getattr(cfg.algorithm, "dp_mechanism", "") == "none":
         return "algorithm.dp_mechanism=none adds no noise"
     return "privacy.mechanism=none: no noise"
@@ -394,23 +409,16 @@ def _policy_keys(cfg: Any) -> tuple[str, ...]:
     return keys
 
 
-def _size_releases(cfg: Any, keys: tuple[str, ...]) -> list[str]:
+def _size_releases(cfg: Any, keys: tuple[str, ...], claim: DPClaim | None) -> list[str]:
     """Return what the server side sees that is computed from abs(D_n), un-noised."""
-    topology, algo, privacy = cfg.topology, cfg.algorithm, cfg.privacy
+    algo, privacy = cfg.algorithm, cfg.privacy
     found = []
     if "data_size" in keys:
         found.append(
             f"scheduler.policy={cfg.scheduler.policy} reads each client's data_size"
         )
-    if topology.kind == "hierarchical":
-        if topology.weighting == "data_size":
-            found.append("topology.weighting=data_size weighs devices by abs(D_i)")
-        if topology.dp.calibration_sample_rate is None:
-            found.append(
-                "sigma uses eq. 15's q = B / mean abs(D_i) "
-                "(topology.dp.calibration_sample_rate unset)"
-            )
-        return found
+    if claim is not None:
+        return found + list(claim.size_releases)
     if algo.kind not in _UNIFORM_CAPABLE or algo.aggregation != "uniform":
         found.append(
             f"algorithm.kind={algo.kind} sends abs(D_n) in the clear as the "

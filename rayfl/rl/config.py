@@ -15,7 +15,7 @@ from rayfl.text_checks import check_path
 
 __all__ = ["RLConfig"]
 
-#: The names of ``rayfl.rewards.REWARDS`` (kept equal by a test).
+#: The names of ``rayfl.rl.rewards.REWARDS`` (kept equal by a test).
 Reward = Literal[
     "min_max_loss",
     "loss",
@@ -40,7 +40,7 @@ class RLConfig(BaseModel):
     )
     reward: Reward = Field(
         "min_max_loss",
-        description="Env reward, the same set on every topology (rayfl.rewards): "
+        description="Env reward, the same set on every topology (rayfl.rl.rewards): "
         "min_max_loss = −max client test loss per round, loss, loss_decrease, "
         "accuracy and accuracy_gain (emulate only), jain, latency and energy (not "
         "on D2D).",

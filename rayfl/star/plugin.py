@@ -34,6 +34,19 @@ class Star(TopologyPlugin):
         return StarRound()
 
     # -------------------------------------------------------------------- config
+    rl_features = frozenset({"controls"})
+
+    def check_scheduler(self, cfg: Any) -> None:
+        """Subchannel policies need a ``wireless`` section; K is read or refused."""
+        from rayfl.star.run_checks import check_star_scheduler
+
+        check_star_scheduler(cfg, self.name)
+
+    def policy_parts(self, cfg: Any) -> frozenset[str]:
+        """The client set, or the subchannels (+ power, controls) with a channel."""
+        from rayfl.star.run_checks import star_policy_parts
+
+        return star_policy_parts(cfg)
 
     # ------------------------------------------------------------ envs and RL
 

@@ -43,7 +43,10 @@ def test_the_rl_section_is_checked_against_the_topology():
     star = load_config(example, ["rl.baselines=[minmax]"])
     assert star.rl.baselines == ["minmax"]  # a star-only baseline on the star
     cases = [
-        ({**_D2D, "rl": {"reward": "energy"}}, "rl.reward=energy has no D2D form"),
+        (
+            {**_D2D, "rl": {"reward": "energy"}},
+            "rl.reward=energy has no form on topology.kind=d2d",
+        ),
         (
             {**_D2D, "rl": {"reward": "accuracy_gain"}},
             "rl.reward=accuracy_gain needs mode=emulate",
@@ -75,7 +78,7 @@ def test_the_rl_section_is_checked_against_the_topology():
 def test_rl_reward_names_are_the_envs():
     from typing import get_args
 
-    from rayfl.rewards import REWARDS
     from rayfl.rl.config import Reward
+    from rayfl.rl.rewards import REWARDS
 
     assert get_args(Reward) == REWARDS

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rayfl.benchmarks.policies import build_policy, make_env
 from rayfl.benchmarks import parse_seeds
+from rayfl.benchmarks.policies import build_policy, make_env
 from rayfl.benchmarks.policies.scenarios import scenario_config
 from rayfl.config import load_config, parse_overrides
 

@@ -14,8 +14,8 @@ split; D2D: each target's model on its test split) and the round's cost.
 | accuracy | mean test accuracy | emulate |
 | accuracy_gain | increase of the mean test accuracy since the previous step | emulate |
 | jain | Jain's index of the test losses (seed_000 §6.4) | – |
-| latency | −delay of the round (s) | star, hierarchical |
-| energy | −energy of the round's uploads (J) | star, hierarchical |
+| latency | −delay of the round (s) | a cost model (star, hierarchical) |
+| energy | −energy of the round's uploads (J) | a cost model (star, hierarchical) |
 
 "Mean" is weighted by the test-split sizes where :class:`Scores` carries them
 (the hierarchy: one global model, so the mean is its accuracy over all test
@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,7 +64,8 @@ REWARDS = (
     "latency",
     "energy",
 )
-#: Rewards read from the round's cost model (the D2D system has none).
+#: Rewards read from the round's cost model (a topology without one, such as
+#: D2D, leaves them out of its plug-in's ``rewards``).
 COST_REWARDS = ("latency", "energy")
 #: Rewards that compare with the scores before the step.
 DIFFERENCE_REWARDS = ("loss_decrease", "accuracy_gain")
@@ -109,12 +111,27 @@ def _mean(values: npt.NDArray[np.float64], weights: npt.ArrayLike | None) -> flo
     return float(np.average(values[ok], weights=np.asarray(weights)[ok]))
 
 
-def check_reward(name: str, *, topology: str, mode: str, field: str = "reward") -> None:
+def check_reward(
+    name: str,
+    *,
+    topology: str,
+    mode: str,
+    field: str = "reward",
+    rewards: Collection[str] | None = None,
+) -> None:
     """Refuse, in one line, a reward the env of ``topology`` cannot compute in ``mode``.
 
+    Args:
+        name: The reward.
+        topology: The topology's name (for the message).
+        mode: ``emulate`` or ``surrogate``.
+        field: The config field named in the message.
+        rewards: The rewards that topology's envs compute (its plug-in's
+            ``rewards``); None: all of :data:`REWARDS`.
+
     Raises:
-        ValueError: Unknown name, an accuracy reward in surrogate mode, or a cost
-            reward on D2D.
+        ValueError: Unknown name, an accuracy reward in surrogate mode, or a
+            reward the topology has no form of.
     """
     if name not in REWARDS:
         raise ValueError(f"{field} must be one of {', '.join(REWARDS)}; got {name!r}")
@@ -123,10 +140,12 @@ def check_reward(name: str, *, topology: str, mode: str, field: str = "reward") 
             f"{field}={name} needs mode=emulate (the surrogate trains no model, so it "
             "has no accuracy); use loss, loss_decrease or min_max_loss"
         )
-    if name in COST_REWARDS and topology == "d2d":
+    if rewards is not None and name not in rewards:
+        why = " (it has no latency or energy model)" * (name in COST_REWARDS)
+        usable = ", ".join(r for r in REWARDS if r in rewards)
         raise ValueError(
-            f"{field}={name} has no D2D form (the D2D system has no latency or energy "
-            "model); use a loss or accuracy reward on topology.kind=d2d"
+            f"{field}={name} has no form on topology.kind={topology}{why}; "
+            f"use one of {usable}"
         )
 
 

@@ -16,17 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rayfl.names import UnknownNameError, policy_names
 
-__all__ = [
-    "BUILTIN_POLICIES",
-    "DEFAULT_POLICY",
-    "SchedulerConfig",
-    "topology_policy",
-]
-
-#: The policies that run without a channel model: each picks a client set
-#: (``all``: every eligible client, ``random``, ``round_robin``). Every other
-#: star policy assigns subchannels and needs a ``wireless`` section.
-BUILTIN_POLICIES: tuple[str, ...] = ("all", "random", "round_robin")
+__all__ = ["SchedulerConfig", "topology_policy"]
 
 
 class SchedulerConfig(BaseModel):
@@ -72,27 +62,30 @@ class SchedulerConfig(BaseModel):
         return name
 
 
-#: Each topology's policy when ``scheduler.policy`` is not given.
-DEFAULT_POLICY: dict[str, str] = {
-    "flat": "all",
-    "hierarchical": "uniform",
-    "d2d": "channel_threshold",
-}
-
-#: Fields that named the policy before ``scheduler`` did, per topology (removed).
-REMOVED_FIELDS: dict[str, tuple[str, ...]] = {
-    "hierarchical": ("scheduling.policy", "scheduling.params"),
-    "d2d": ("policy", "policy_params"),
-}
-
-
 def _plain(section: Any) -> Any:
     """A section given as a model, as its dict (a dict or anything else: as is)."""
     return section.model_dump() if isinstance(section, BaseModel) else section
 
 
+def _plugin(kind: Any) -> Any:
+    """The plug-in of ``kind`` (None: the default topology's); None if unknown."""
+    from rayfl.registry import topology_names, topology_of
+
+    if kind is None:
+        kind = topology_names()[0]
+    if not isinstance(kind, str):
+        return None
+    try:
+        return topology_of(kind)
+    except ValueError:
+        return None
+
+
 def topology_policy(data: dict[str, Any]) -> dict[str, Any]:
     """Give ``scheduler.policy`` the topology's default when it is not set.
+
+    The default is the topology plug-in's ``default_policy``
+    (:func:`rayfl.registry.topology_of`).
 
     Args:
         data: A run config as a dict (before validation).
@@ -102,13 +95,16 @@ def topology_policy(data: dict[str, Any]) -> dict[str, Any]:
 
     Raises:
         ValueError: If the topology section names a policy in a removed field
-            (``topology.scheduling.policy``, ``topology.policy``...).
+            (its plug-in's ``removed_fields``: ``topology.scheduling.policy``,
+            ``topology.policy``...).
     """
     topology = data.get("topology")
     kind = getattr(topology, "kind", None)
     if isinstance(topology, dict):
         kind = topology.get("kind")
-        for path in REMOVED_FIELDS.get(str(kind), ()):
+    plugin = _plugin(kind)
+    if isinstance(topology, dict) and plugin is not None:
+        for path in plugin.removed_fields:
             *parents, key = path.split(".")
             holder: Any = topology
             for parent in parents:
@@ -130,5 +126,5 @@ def topology_policy(data: dict[str, Any]) -> dict[str, Any]:
         return data  # the field's own validator says what is wrong
     if scheduler and "policy" in scheduler:
         return data
-    policy = DEFAULT_POLICY.get(str(kind or "flat"), "all")
+    policy = (plugin or _plugin(None)).default_policy  # unknown kind: refused later
     return {**data, "scheduler": {**(scheduler or {}), "policy": policy}}
