@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401  (registers the env ids)
 from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
-from envs.rl import BinaryNeighbors
+from envs.d2d.rl import BinaryNeighbors
 from envs.surrogate_d2d import D2DSurrogateDynamics
 from rayfl.d2d.selection import make_layout, select_neighbors, selection_observation
 from rayfl.data.federated import build_federated

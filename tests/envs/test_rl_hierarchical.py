@@ -14,7 +14,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from envs.hierarchical import EdgePolicies, HierarchicalSchedulingEnv
-from envs.rl import EdgeScores, make_rl_env
+from envs.hierarchy.rl import EdgeScores
+from envs.rl import make_rl_env
 from policies.learned import DEFAULT_CHECKPOINT, load_checkpoint
 from rayfl.config import load_config
 from tests.hierarchy.test_scheduling import TINY

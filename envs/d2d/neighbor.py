@@ -2,7 +2,7 @@
 
 Step 1 of pFedWN (spec seed_003 §2.4) — which neighbors M_n a target client n
 takes models from — is a scheduling decision like the OFDMA one of
-:class:`envs.scheduling.WirelessFLEnv`. This env exposes it per round, with the
+:class:`envs.star.scheduling.WirelessFLEnv`. This env exposes it per round, with the
 observation of :func:`rayfl.d2d.selection.round_observation` (the engine's own)
 and the same ``MultiDiscrete([N + 1] * F)`` action, so every policy of the
 ``policies`` registry (``channel_threshold``, ``random``, ``best_channel``,
@@ -32,7 +32,7 @@ Implementation details:
     3. The emulate backend runs the real D2D engine (:mod:`rayfl.d2d.round`)
        (Ray actors, real data); a changed M_n goes through
        :meth:`~rayfl.d2d.round.D2DRound.set_selection`. The surrogate backend
-       trains nothing (:class:`envs.surrogate_d2d.D2DSurrogateDynamics`).
+       trains nothing (:class:`envs.d2d.surrogate.D2DSurrogateDynamics`).
     4. Rewards use the target's test split (the D2D system evaluates there, as
        the scheduling env's rewards do); the baseline of the first step's reward
        is the initial model's loss/accuracy on that split.
@@ -50,8 +50,8 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from envs.base import FLEnv
-from envs.d2d_backends import D2DEmulatedBackend, Selections
-from envs.surrogate_d2d import D2DSurrogateBackend
+from envs.d2d.backends import D2DEmulatedBackend, Selections
+from envs.d2d.surrogate import D2DSurrogateBackend
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.selection import (
