@@ -201,7 +201,7 @@ class UnitAgentsEnv(ParallelEnv):
 def __getattr__(name: str) -> Any:
     """The topologies' parallel envs by their old path ``envs.multiagent.<name>``."""
     if name in _ENVS:
-        import importlib
+        from rayfl.registry import load
 
-        return getattr(importlib.import_module(_ENVS[name]), name)
+        return load(f"{_ENVS[name]}:{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

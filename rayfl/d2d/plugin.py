@@ -42,6 +42,9 @@ class D2D(TopologyPlugin):
 
     def rl_meta(self, cfg: Any) -> dict[str, Any]:
         """A target takes every eligible positive score, at most F neighbors."""
-        return {"selection": "positive", "num_subchannels": cfg.topology.num_subchannels}
+        return {
+            "selection": "positive",
+            "num_subchannels": cfg.topology.num_subchannels,
+        }
 
     # ------------------------------------------------------------- benchmarks

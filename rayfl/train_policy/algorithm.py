@@ -33,6 +33,7 @@ __all__ = [
     "uses_lanes",
 ]
 
+
 # ------------------------------------------------------------------ config → env
 def _env_creator(env_config: Mapping[str, Any]) -> Any:
     make_rl_env = load(ENVS["rl"])

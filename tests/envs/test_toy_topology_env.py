@@ -51,7 +51,11 @@ def ring() -> Any:
 
 def _ring_config(rounds: int = 3) -> Any:
     """A ring run config, or a skip while the config layer refuses registered kinds."""
-    tree = {**copy.deepcopy(DEFAULT_CONFIG), "rounds": rounds, "topology": {"kind": "ring"}}
+    tree = {
+        **copy.deepcopy(DEFAULT_CONFIG),
+        "rounds": rounds,
+        "topology": {"kind": "ring"},
+    }
     try:
         return load_config(tree)
     except ValueError as error:  # the `topology` union predates run-time topologies
@@ -70,7 +74,9 @@ def test_the_ring_has_the_stars_env_roles_and_every_undeclared_policy(ring):
 
 
 def test_an_unknown_env_role_is_a_one_line_error(ring):
-    with pytest.raises(ValueError, match=r"^topology.kind=ring has no 'multiagent' env"):
+    with pytest.raises(
+        ValueError, match=r"^topology.kind=ring has no 'multiagent' env"
+    ):
         ring.env_entry("multiagent")
 
 
