@@ -98,7 +98,7 @@ def test_checkpoint_round_trip_gives_identical_actions(algo, tmp_path):
     original = _deterministic_scores(algo, features)
     again = _deterministic_scores(restored, features)
     restored.stop()
-    from envs.scheduling import WirelessFLEnv
+    from envs.star.scheduling import WirelessFLEnv
 
     spaces_env = WirelessFLEnv(TINY, mode="surrogate")
     exported = LearnedPolicy(
