@@ -75,14 +75,20 @@ class TopologyPlugin:
     def env_entry(self, role: str) -> str:
         """Return the ``"module:attr"`` of the env in ``role`` (a key of ``envs``).
 
-        Roles: ``single`` (the gym id's env class), ``flat`` (its ``-Flat-``
-        id), ``rl_base`` (a callable ``(cfg, mode=, reward=, **options)``
-        building the RL stack's base env; default: ``single``), ``rl_scores``
-        (a wrapper class turning it into scores in, per-client features out;
-        default: the star's decoding, ``envs.rl:score_env``), ``lanes`` (the
-        vector env over emulate lanes; only where lanes run), ``surrogate``
-        (the surrogate dynamics), ``policies`` (one policy per decision unit,
-        where a step takes several), ``multiagent`` (a PettingZoo env).
+        Roles (a plug-in names the ones it has; ``rl_base`` and ``rl_scores``
+        have defaults):
+
+        | role | what the entry point is |
+        |---|---|
+        | ``single`` | the gym id's env class, ``(config, mode=, reward=, ...)`` |
+        | ``flat`` | its ``-Flat-`` id's env class |
+        | ``rl_base`` | ``(cfg, mode=, reward=, **rl_options)`` → the RL stack's base env (default: ``single``) |
+        | ``rl_scores`` | ``(env, selection=)`` → scores in, features out (default: ``envs.rl:score_env``) |
+        | ``lanes`` | the RL vector env over emulate lanes (``make_rl_vector_env``'s arguments) |
+        | ``vector`` | the gym id's vector env (``gym.make_vec``) |
+        | ``surrogate`` | the surrogate dynamics of ``mode="surrogate"`` |
+        | ``policies`` | ``(env, name, **params)`` → one policy per decision unit, as one callable |
+        | ``multiagent`` | a PettingZoo parallel env, one agent per decision unit |
 
         Raises:
             ValueError: If this topology has no env in ``role``.
