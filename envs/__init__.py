@@ -5,21 +5,21 @@ from gymnasium.envs.registration import register
 __all__ = ["ENV_IDS"]
 
 _ENTRY_POINTS = {
-    "WirelessFL-v0": "envs.scheduling:WirelessFLEnv",
+    "WirelessFL-v0": "envs.star.scheduling:WirelessFLEnv",
     # devices → edges → cloud: per-edge subchannel scheduling (rayfl.hierarchy, issue 8)
-    "HierarchicalFL-v0": "envs.hierarchical:HierarchicalSchedulingEnv",
+    "HierarchicalFL-v0": "envs.hierarchy.scheduling:HierarchicalSchedulingEnv",
     # one D2D target's neighbour selection (rayfl.d2d, issue 9)
-    "D2DNeighbor-v0": "envs.d2d:D2DNeighborEnv",
+    "D2DNeighbor-v0": "envs.d2d.neighbor:D2DNeighborEnv",
     # RL-ready (issue 34): flat observations in [-1, 1], flat score actions,
     # gym.make(id) without arguments, surrogate mode and min_max_loss by default
-    "WirelessFL-Flat-v0": "envs.flat:WirelessFLFlatEnv",
-    "HierarchicalFL-Flat-v0": "envs.flat:HierarchicalFLFlatEnv",
-    "D2DNeighbor-Flat-v0": "envs.flat:D2DNeighborFlatEnv",
+    "WirelessFL-Flat-v0": "envs.star.flat:WirelessFLFlatEnv",
+    "HierarchicalFL-Flat-v0": "envs.hierarchy.flat:HierarchicalFLFlatEnv",
+    "D2DNeighbor-Flat-v0": "envs.d2d.flat:D2DNeighborFlatEnv",
 }
 ENV_IDS = tuple(_ENTRY_POINTS)
 # gym.make_vec(id, num_envs=E): E emulate episodes in lockstep over shared actors
-# (issue 34; envs.vector)
-_VECTOR_ENTRY_POINTS = {"WirelessFL-v0": "envs.vector:WirelessFLVectorEnv"}
+# (issue 34; envs.star.vector)
+_VECTOR_ENTRY_POINTS = {"WirelessFL-v0": "envs.star.vector:WirelessFLVectorEnv"}
 
 for env_id, entry_point in _ENTRY_POINTS.items():
     register(

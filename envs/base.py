@@ -4,7 +4,7 @@
 ``D2DNeighbor-v0`` do the same way: the ``mode`` and ``reward`` checks, loading
 the config and checking its topology, the episode-seed rule, building the
 dynamics (the engine or a surrogate) lazily on the first reset, the reward over
-:class:`rayfl.rewards.Scores` (the previous step's scores are the "before" of
+:class:`rayfl.rl.rewards.Scores` (the previous step's scores are the "before" of
 the difference rewards), the round counter, truncation after ``config.rounds``
 steps, ``close``, and ``render`` (``render_mode`` "ansi" or "rgb_array":
 the round's channel gains and schedule, :mod:`envs.render`). A topology's env
@@ -29,17 +29,38 @@ from rayfl.config import RunConfig, load_config
 from rayfl.registry import topology_of
 from rayfl.rl.rewards import DIFFERENCE_REWARDS, Scores, check_reward, reward
 
-__all__ = ["MODES", "FLEnv"]
+__all__ = ["MODES", "FLEnv", "check_topology", "kind_spelling"]
 
 #: The dynamics an env runs on: the real engine on Ray, or the cheap surrogate.
 MODES = ("emulate", "surrogate")
+
+
+def kind_spelling(plugin: Any) -> str:
+    """The ``topology.kind`` a config of ``plugin`` is written with (its section's default)."""
+    field = getattr(plugin.config, "model_fields", {}).get("kind")
+    default = getattr(field, "default", None)
+    return default if isinstance(default, str) else str(plugin.name)
+
+
+def check_topology(env: Any, cfg: RunConfig) -> None:
+    """Raise a one-line ``ValueError`` unless ``cfg`` runs on ``env``'s topology.
+
+    ``env.topology_kind`` names the topology (a name or an alias); a config of
+    a topology derived from it (a plug-in subclass) is accepted too.
+    """
+    want = topology_of(env.topology_kind)
+    if not isinstance(topology_of(cfg), type(want)):
+        raise ValueError(
+            f"{type(env).__name__} needs topology.kind={kind_spelling(want)}, got "
+            f"topology.kind={cfg.topology.kind}"
+        )
 
 
 class FLEnv(gym.Env):
     """The lifecycle shared by the topologies' envs (see the module docstring)."""
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 1}
-    #: The topology's name in :mod:`rayfl.rewards` and the policy registry.
+    #: The topology's name in :mod:`rayfl.rl.rewards` and the policy registry.
     topology_kind: ClassVar[str]
     #: The config of ``gym.make(id)`` without one (None: a config is required).
     default_config: ClassVar[Mapping[str, Any] | None] = None
@@ -76,20 +97,16 @@ class FLEnv(gym.Env):
             raise ValueError(f"mode must be 'emulate' or 'surrogate', got {mode!r}")
         rewards = topology_of(self.topology_kind).rewards
         check_reward(reward, topology=self.topology_kind, mode=mode, rewards=rewards)
-        want = "flat" if self.topology_kind == "star" else self.topology_kind
         if cfg is None:
             if config is None and self.default_config is None:
                 raise ValueError(
-                    f"{type(self).__name__} needs a config (topology.kind={want})"
+                    f"{type(self).__name__} needs a config "
+                    f"(topology.kind={kind_spelling(topology_of(self.topology_kind))})"
                 )
             cfg = load_config(
                 self.default_config if config is None else config, overrides
             )
-        if cfg.topology.kind != want:
-            raise ValueError(
-                f"{type(self).__name__} needs topology.kind={want}, got "
-                f"topology.kind={cfg.topology.kind}"
-            )
+        check_topology(self, cfg)
         self.config, self.mode, self.reward_kind = cfg, mode, reward
         self._backend, self._scores, self.round = None, None, 0
         return cfg
@@ -109,7 +126,7 @@ class FLEnv(gym.Env):
     def _begin_episode(self, seed: int | None) -> dict[str, Any]:
         """Seed the env, build the dynamics once, restart them; return reset info.
 
-        The first half of :meth:`reset`; a vector env (``envs.vector``) begins
+        The first half of :meth:`reset`; a vector env (``envs.star.vector``) begins
         several episodes before it asks for their first observations.
         """
         super().reset(seed=seed)

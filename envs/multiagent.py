@@ -1,8 +1,8 @@
 """PettingZoo parallel envs: one agent per edge of the hierarchy, one per D2D target.
 
-:class:`HierarchicalEdgesParallelEnv` gives each edge server of
+:class:`envs.hierarchy.multiagent.HierarchicalEdgesParallelEnv` gives each edge server of
 ``HierarchicalFL-v0`` its own agent (``edge_0``, ``edge_1``, …) and
-:class:`D2DTargetsParallelEnv` each target of ``D2DNeighbor-v0`` in
+:class:`envs.d2d.multiagent.D2DTargetsParallelEnv` each target of ``D2DNeighbor-v0`` in
 all-targets mode (``target_0``, … one per node). Every agent sees its own
 unit's observation in the encoding of the ``*-Flat-v0`` ids (per-client
 features in [−1, 1], :func:`envs.wrappers.bounded_features`) and answers with
@@ -19,7 +19,7 @@ one with ``topology.target: all``), surrogate mode, reward ``min_max_loss``.
 Implementation details:
     1. Rewards. Edges share one model, so every edge gets the env's reward
        (cooperative). Each D2D target has its own model: target n gets the
-       reward computed on its own scores alone (``rayfl.rewards.reward`` over
+       reward computed on its own scores alone (``rayfl.rl.rewards.reward`` over
        its test loss and accuracy; ``min_max_loss`` is then −its test loss),
        minus ``neighbor_cost`` × abs(M_n).
     2. Every agent ends with the episode (truncation after ``config.rounds``;
@@ -42,14 +42,11 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from envs.base import FLEnv
-from envs.d2d import DEFAULT_D2D_CONFIG, D2DNeighborEnv
-from envs.hierarchical import HierarchicalSchedulingEnv
 from envs.render import RENDER_MODES
-from envs.rl import top_k_assignment
 from envs.wrappers import bounded_features
 from policies.features import NUM_FEATURES, client_features
-from rayfl.config import RunConfig, load_config
-from rayfl.rl.rewards import Scores, reward
+from rayfl.config import RunConfig
+from rayfl.rl.rewards import Scores
 
 try:
     from pettingzoo import ParallelEnv
@@ -58,13 +55,19 @@ except ImportError as error:  # pragma: no cover - the extra is installed in CI
         "envs.multiagent needs PettingZoo: pip install 'rayfl[pettingzoo]'"
     ) from error
 
-__all__ = ["D2DTargetsParallelEnv", "HierarchicalEdgesParallelEnv"]
+__all__ = ["ConfigLike", "UnitAgentsEnv"]
+
+#: The parallel envs of the topologies, importable from here too (their homes).
+_ENVS = {
+    "HierarchicalEdgesParallelEnv": "envs.hierarchy.multiagent",
+    "D2DTargetsParallelEnv": "envs.d2d.multiagent",
+}
 
 F32 = npt.NDArray[np.float32]
 ConfigLike = str | Path | Mapping[str, Any] | RunConfig
 
 
-class _UnitAgents(ParallelEnv):
+class UnitAgentsEnv(ParallelEnv):
     """One agent per decision unit of a base env (module docstring)."""
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -195,155 +198,10 @@ class _UnitAgents(ParallelEnv):
         raise NotImplementedError
 
 
-class HierarchicalEdgesParallelEnv(_UnitAgents):
-    """One agent per edge server of ``HierarchicalFL-v0`` (module docstring).
+def __getattr__(name: str) -> Any:
+    """The topologies' parallel envs by their old path ``envs.multiagent.<name>``."""
+    if name in _ENVS:
+        from rayfl.registry import load
 
-    Agent ``edge_c`` observes ``Box(-1, 1, (n_c·12,))`` (the bounded features of
-    edge c's observation, its devices by ascending id) and acts with
-    ``Box(-1, 1, (n_c,))`` scores: edge c's K_e eligible devices with the
-    highest scores upload, on subchannels by the Hungarian rule. Every edge
-    gets the env's reward (one global model). The episode is truncated after
-    ``config.rounds`` global rounds.
-
-    Args:
-        config: A run config with ``topology.kind: hierarchical`` (None: the
-            base env's ``DEFAULT_HIERARCHICAL_CONFIG``).
-        mode: "surrogate" (default) or "emulate".
-        reward: One of ``rayfl.rewards.REWARDS`` (default ``min_max_loss``).
-        overrides: Config overrides ``key.path=value``.
-        render_mode: "ansi", "rgb_array" or None.
-    """
-
-    metadata: ClassVar[dict[str, Any]] = {
-        **_UnitAgents.metadata,
-        "name": "hierarchical_edges_v0",
-    }
-
-    def __init__(
-        self,
-        config: ConfigLike | None = None,
-        mode: str = "surrogate",
-        reward: str = "min_max_loss",
-        overrides: Sequence[str] | Mapping[str, Any] = (),
-        render_mode: str | None = None,
-    ) -> None:
-        base = HierarchicalSchedulingEnv(
-            config, reward=reward, overrides=overrides, mode=mode
-        )
-        names = [f"edge_{c}" for c in range(len(base.sizes))]
-        super().__init__(base, names, base.sizes, render_mode)
-        self.hierarchy = base
-
-    def _unit_obs(self, raw: Mapping[str, Any], index: int) -> Mapping[str, Any]:
-        return self.hierarchy.edge_observation(raw, index)
-
-    def _decode(self, scores: Mapping[str, npt.NDArray[np.float64]]) -> Any:
-        assert self._raw is not None
-        base = self.hierarchy
-        return base.join_actions(
-            [
-                top_k_assignment(
-                    scores[a],
-                    base.edge_observation(self._raw, c),
-                    base.num_subchannels[c],
-                )
-                for c, a in enumerate(self.possible_agents)
-            ]
-        )
-
-    def _rewards(
-        self,
-        live: list[str],
-        value: float,
-        before: Scores | None,
-        info: Mapping[str, Any],
-    ) -> dict[str, float]:
-        return dict.fromkeys(live, float(value))
-
-
-class D2DTargetsParallelEnv(_UnitAgents):
-    """One agent per D2D target of ``D2DNeighbor-v0`` in all-targets mode (module docstring).
-
-    Agent ``target_n`` observes ``Box(-1, 1, (N·12,))`` (the bounded features of
-    its candidates; its own row is ineligible) and acts with ``Box(-1, 1, (N,))``
-    scores: its eligible candidates with a positive score, at most F of the
-    highest, become M_n, on sub-channels by the Hungarian rule. Its reward is
-    the reward of its own model (detail 1). Truncated after ``config.rounds``.
-
-    Args:
-        config: A run config with ``topology.kind: d2d``; ``topology.target`` is
-            set to ``all`` (None: ``DEFAULT_D2D_CONFIG``).
-        mode: "surrogate" (default) or "emulate".
-        reward: One of ``envs.d2d.D2D_REWARDS`` (default ``min_max_loss``).
-        neighbor_cost: Reward cost per selected neighbor (≥ 0).
-        overrides: Config overrides ``key.path=value``.
-        render_mode: "ansi", "rgb_array" or None.
-    """
-
-    metadata: ClassVar[dict[str, Any]] = {
-        **_UnitAgents.metadata,
-        "name": "d2d_targets_v0",
-    }
-
-    def __init__(
-        self,
-        config: ConfigLike | None = None,
-        mode: str = "surrogate",
-        reward: str = "min_max_loss",
-        neighbor_cost: float = 0.0,
-        overrides: Sequence[str] | Mapping[str, Any] = (),
-        render_mode: str | None = None,
-    ) -> None:
-        cfg = load_config(DEFAULT_D2D_CONFIG if config is None else config, overrides)
-        if cfg.topology.kind == "d2d":
-            cfg = cfg.model_copy(
-                update={"topology": cfg.topology.model_copy(update={"target": "all"})}
-            )
-        base = D2DNeighborEnv(
-            cfg, mode=mode, reward=reward, neighbor_cost=neighbor_cost
-        )
-        n = base.num_nodes
-        super().__init__(base, [f"target_{t}" for t in range(n)], [n] * n, render_mode)
-        self.d2d = base
-
-    def _unit_obs(self, raw: Mapping[str, Any], index: int) -> Mapping[str, Any]:
-        return self.d2d.target_observation(raw, index)
-
-    def _decode(self, scores: Mapping[str, npt.NDArray[np.float64]]) -> Any:
-        assert self._raw is not None
-        base = self.d2d
-        return np.stack(
-            [
-                top_k_assignment(
-                    scores[a],
-                    base.target_observation(self._raw, i),
-                    base.num_subchannels,
-                    positive=True,
-                )
-                for i, a in enumerate(self.possible_agents)
-            ]
-        )
-
-    def _rewards(
-        self,
-        live: list[str],
-        value: float,
-        before: Scores | None,
-        info: Mapping[str, Any],
-    ) -> dict[str, float]:
-        base, now = self.d2d, self.d2d.scores
-        assert now is not None  # set by the step
-
-        def one(scores: Scores | None, i: int) -> Scores | None:
-            if scores is None:
-                return None
-            acc = None if scores.test_acc is None else scores.test_acc[i : i + 1]
-            return Scores(scores.test_loss[i : i + 1], acc)
-
-        out = {}
-        for i, (a, t) in enumerate(
-            zip(self.possible_agents, base.targets, strict=True)
-        ):
-            own = reward(base.reward_kind, one(now, i), one(before, i))  # type: ignore[arg-type]  # now is set
-            out[a] = own - base.neighbor_cost * len(info["neighbors"][t])
-        return {a: out[a] for a in live}
+        return load(f"{_ENVS[name]}:{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,17 +1,20 @@
 """The scheduling envs as a flat RL problem: per-client features in, scores out.
 
-``make_rl_env`` stacks, around :class:`envs.scheduling.WirelessFLEnv` (or
-:class:`envs.d2d.D2DNeighborEnv` for a ``topology.kind: d2d`` config with one
-target: the rows are the candidate neighbors, K = F sub-channels; or
-:class:`envs.hierarchical.HierarchicalSchedulingEnv`, where :class:`EdgeScores`
-does steps 2–3 edge by edge over all devices):
+``make_rl_env`` stacks, around the base env of the config's topology (its
+plug-in's ``rl_base`` env: :class:`envs.star.scheduling.WirelessFLEnv`, or for
+a ``topology.kind: d2d`` config with one target
+:func:`envs.d2d.rl.target_env`, whose rows are the candidate neighbors, K = F
+sub-channels; or :class:`envs.hierarchy.scheduling.HierarchicalSchedulingEnv`,
+whose ``rl_scores`` :class:`envs.hierarchy.rl.EdgeScores` does steps 2–3 edge
+by edge over all devices):
 
 1. the env itself: an episode is one FL run (truncated after ``config.rounds``);
 2. :class:`HungarianTopK`: the action is a ``Box(N)`` of client scores; the K
    eligible clients with the highest scores get the subchannels by the
    Hungarian rule (max Σ gain [dB]) — the decoding of ``policies.learned``;
-   on D2D only candidates with a positive score, so the policy also picks how
-   many neighbours (at most F; checkpoints record ``selection: positive``);
+   with the plug-in's ``rl_meta`` selection ``positive`` (D2D) only candidates
+   with a positive score, so the policy also picks how many neighbours (at
+   most F; checkpoints record ``selection: positive``);
 3. :class:`ClientFeatures`: the observation is the (N, F) float32 matrix of
    :func:`policies.features.client_features` (stateless normalisation);
 4. optionally ``TransformReward`` scaling the reward by ``reward_scale``;
@@ -36,7 +39,7 @@ Why this encoding (issue 11, "Encodings"):
       and all heuristics use the same rule, so the comparison isolates *who*
       is scheduled.
 
-:class:`BinaryNeighbors` is the other D2D encoding, one bit per candidate
+:class:`envs.d2d.rl.BinaryNeighbors` is the other D2D encoding, one bit per candidate
 (``MultiBinary(N)``).
 
 Implementation details:
@@ -45,37 +48,37 @@ Implementation details:
     2. ``power``: the max level (like the heuristics); ``controls``: the
        algorithm's configured values.
     3. Rewards: ``reward`` names the env's reward on every topology (the one
-       set of :mod:`rayfl.rewards`; D2D has no ``latency``/``energy``).
+       set of :mod:`rayfl.rl.rewards`; D2D has no ``latency``/``energy``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, SupportsFloat, cast
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from envs.d2d import D2DNeighborEnv
-from envs.hierarchical import HierarchicalSchedulingEnv
+from envs.base import kind_spelling
 from envs.partitions import DataPartitions
-from envs.scheduling import DEFAULT_CONFIG, WirelessFLEnv
+from envs.star.scheduling import DEFAULT_CONFIG, WirelessFLEnv
 from policies.assignment import assign_subchannels
 from policies.features import NUM_FEATURES, client_features
 from policies.learned import controls_from_unit, select_top_k
 from rayfl.config import RunConfig, load_config
 from rayfl.observation import unit_shape
+from rayfl.registry import load, topology_names, topology_of
 
 __all__ = [
-    "BinaryNeighbors",
     "ClientFeatures",
     "DataPartitions",
-    "EdgeScores",
     "HungarianTopK",
+    "ScoreDecoder",
     "make_rl_env",
+    "score_env",
     "top_k_assignment",
 ]
 
@@ -102,7 +105,7 @@ def top_k_assignment(
     return assign_subchannels(obs["channel_gain"], chosen, idle=len(scores))
 
 
-class _Decoder(gym.ActionWrapper):
+class ScoreDecoder(gym.ActionWrapper):
     """An action wrapper whose decoding reads the last raw observation."""
 
     def __init__(self, env: gym.Env) -> None:
@@ -134,7 +137,7 @@ class _Decoder(gym.ActionWrapper):
         return obs, float(reward), terminated, truncated, info
 
 
-class HungarianTopK(_Decoder):
+class HungarianTopK(ScoreDecoder):
     """Action = one score per client; schedule the top K by the Hungarian rule.
 
     When the env exposes per-client controls (``controls=True``) the action is
@@ -198,123 +201,6 @@ class ClientFeatures(gym.ObservationWrapper):
         return client_features(observation)
 
 
-class EdgeScores(_Decoder):
-    """Hierarchy: observation (I, F) features, action (I,) scores over all devices.
-
-    The star's :class:`ClientFeatures` + :class:`HungarianTopK`, edge by edge:
-    rows are the devices in edge order (edge c's block holds the members of
-    S_c by ascending id), each block's features are computed from edge c's
-    observation alone, and edge c schedules the K_e eligible devices of its
-    block with the highest scores, on subchannels by the Hungarian rule. A
-    network trained here therefore acts at run time as ``learned`` does on
-    each edge (:class:`policies.learned.LearnedPolicy`).
-    """
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        base: HierarchicalSchedulingEnv = env.unwrapped  # type: ignore[assignment]
-        self.base = base
-        total = sum(base.sizes)
-        self.observation_space = spaces.Box(
-            -np.inf, np.inf, (total, NUM_FEATURES), np.float32
-        )
-        self.action_space = spaces.Box(-1.0, 1.0, (total,), np.float32)
-
-    def observation(self, obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
-        """Stack each edge's client features (edge order)."""
-        return np.concatenate(
-            [
-                client_features(self.base.edge_observation(obs, c))
-                for c in range(len(self.base.sizes))
-            ]
-        ).astype(np.float32)
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        """Reset; return the stacked features."""
-        obs, info = super().reset(**kwargs)
-        return self.observation(obs), info
-
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """Decode the scores edge by edge and step; return the stacked features."""
-        obs, reward, terminated, truncated, info = super().step(action)
-        return self.observation(obs), reward, terminated, truncated, info
-
-    def action(self, action: npt.ArrayLike) -> npt.NDArray[np.int64]:
-        """Turn (I,) scores into the env's concatenated per-edge assignment."""
-        scores = self._values(action, "(the finite scores of the devices)")
-        assert self.last_obs is not None  # _values checked it
-        base = self.base
-        blocks = np.split(scores, np.cumsum(base.sizes)[:-1])
-        return base.join_actions(
-            [
-                top_k_assignment(
-                    block,
-                    base.edge_observation(self.last_obs, c),
-                    base.num_subchannels[c],
-                )
-                for c, block in enumerate(blocks)
-            ]
-        )
-
-
-class BinaryNeighbors(_Decoder):
-    """D2D action = one bit per candidate (``MultiBinary(N)``, or (T, N)).
-
-    Decoding (the rule of ``channel_threshold`` after its threshold): the set
-    bits of eligible candidates are M_n; with more than F, the F of smallest
-    P^err are kept; the selected get distinct sub-channels by the Hungarian
-    matching on ``channel_gain``. A bit on the target itself is ignored. Every
-    ``MultiBinary`` sample is thus a valid selection, which random exploration
-    and RL libraries need.
-    """
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        self.base: D2DNeighborEnv = env.unwrapped  # type: ignore[assignment]
-        n = self.base.num_nodes
-        self.action_space = spaces.MultiBinary(
-            (n, n) if self.base.all_targets else (n,)
-        )
-
-    def action(self, action: Any) -> npt.NDArray[np.int64]:
-        """Turn bits into the env's ``MultiDiscrete`` assignment."""
-        if self.last_obs is None:
-            raise RuntimeError("call reset() before step()")
-        bits = np.asarray(action)
-        if bits.shape != self.action_space.shape or np.any((bits != 0) & (bits != 1)):
-            raise ValueError(
-                f"action must be 0/1 of shape {self.action_space.shape}, got {action!r}"
-            )
-        base = self.base
-        out = []
-        for i, row in enumerate(bits.reshape(len(base.targets), base.num_nodes)):
-            obs = base.target_observation(self.last_obs, i)
-            error = np.asarray(obs["error_probability"], dtype=np.float64)
-            chosen = np.flatnonzero((row == 1) & (obs["eligible"] > 0.5))
-            chosen = chosen[np.argsort(error[chosen], kind="stable")]
-            out.append(
-                assign_subchannels(
-                    obs["channel_gain"],
-                    chosen[: base.num_subchannels],
-                    idle=base.num_nodes,
-                )
-            )
-        return np.stack(out) if base.all_targets else out[0]
-
-
-class _TargetInfo(gym.Wrapper):
-    """Single-target D2D info without the target keys (vector envs want str keys)."""
-
-    def step(
-        self, action: Any
-    ) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        """Step; ``info[key][target]`` becomes ``info[key]``."""
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        (target,) = self.env.unwrapped.targets  # type: ignore[attr-defined]  # gymnasium: unwrapped is an Env
-        info = {k: v[target] if isinstance(v, dict) else v for k, v in info.items()}
-        return obs, reward, terminated, truncated, info
-
-
 def make_rl_env(
     config: str | Path | Mapping[str, Any] | RunConfig | None = None,
     *,
@@ -334,7 +220,7 @@ def make_rl_env(
         config: Run config of the FL system (star or single-target D2D;
             None: the star env's ``DEFAULT_CONFIG``).
         mode: ``"surrogate"`` or ``"emulate"``.
-        reward: One of ``rayfl.rewards.REWARDS`` (implementation detail 3).
+        reward: One of ``rayfl.rl.rewards.REWARDS`` (implementation detail 3).
         reward_scale: Multiplies every reward (1 = unchanged).
         overrides: Config overrides ``key.path=value``.
         partition_seeds: Train on these data partitions in turn
@@ -344,38 +230,30 @@ def make_rl_env(
         controls: Star only: the action also sets the algorithm's per-client
             controls (:class:`HungarianTopK`).
         neighbor_cost: D2D only: the reward's price per selected neighbor
-            (:class:`envs.d2d.D2DNeighborEnv`).
+            (:class:`envs.d2d.neighbor.D2DNeighborEnv`).
 
     Returns:
         The env: ``Box(N, F)`` observations, ``Box(N)`` actions.
 
     Raises:
         ValueError: For a D2D config with ``topology.target: all`` or a reward
-            the env has no form of (``rayfl.rewards.check_reward``).
+            the env has no form of (``rayfl.rl.rewards.check_reward``).
     """
     cfg = load_config(DEFAULT_CONFIG if config is None else config, overrides)
-    if controls and cfg.topology.kind != "flat":
-        raise ValueError(
-            f"controls=True is for the star env; got topology.kind={cfg.topology.kind}"
-        )
-    if neighbor_cost and cfg.topology.kind != "d2d":
-        raise ValueError(
-            f"neighbor_cost is for the D2D env; got topology.kind={cfg.topology.kind}"
-        )
+    plugin = topology_of(cfg)
+    options = {"controls": controls, "neighbor_cost": neighbor_cost}
+    for option, value in options.items():
+        if value and option not in plugin.rl_options:
+            raise ValueError(
+                f"{option} is for {_envs_taking(option)}; "
+                f"got topology.kind={cfg.topology.kind}"
+            )
+    build_base = load(plugin.env_entry("rl_base"))
+    given = {k: v for k, v in options.items() if k in plugin.rl_options}
 
     def make(run_config: RunConfig) -> gym.Env:
-        if run_config.topology.kind == "hierarchical":
-            return HierarchicalSchedulingEnv(run_config, mode=mode, reward=reward)
-        if run_config.topology.kind != "d2d":
-            return WirelessFLEnv(
-                run_config, mode=mode, reward=reward, controls=controls
-            )
-        if run_config.topology.target == "all":
-            raise ValueError(
-                "make_rl_env needs one D2D target (topology.target: an id or "
-                "random), got topology.target=all"
-            )
-        return _TargetInfo(D2DNeighborEnv(run_config, mode, reward, neighbor_cost))
+        env: gym.Env = build_base(run_config, mode=mode, reward=reward, **given)
+        return env
 
     env: gym.Env = (
         make(cfg)
@@ -384,11 +262,27 @@ def make_rl_env(
             make, cfg, partition_seeds, every=partition_every, offset=partition_offset
         )
     )
-    if cfg.topology.kind == "hierarchical":
-        env = EdgeScores(env)
-    else:
-        # D2D: only positive scores, so the policy picks how many neighbours
-        env = ClientFeatures(HungarianTopK(env, positive=cfg.topology.kind == "d2d"))
+    scores = load(plugin.env_entry("rl_scores"))
+    env = scores(env, selection=plugin.rl_meta(cfg)["selection"])
     if reward_scale != 1.0:
         env = gym.wrappers.TransformReward(env, lambda r: reward_scale * r)  # type: ignore[operator]  # gymnasium: rewards are SupportsFloat
     return env
+
+
+def score_env(env: gym.Env, *, selection: str = "top_k") -> gym.Env:
+    """Scores in, per-client features out: :class:`ClientFeatures` over :class:`HungarianTopK`.
+
+    The default ``rl_scores`` of a topology (steps 2–3 of the module
+    docstring); ``selection="positive"`` keeps only positive scores.
+    """
+    return ClientFeatures(HungarianTopK(env, positive=selection == "positive"))
+
+
+def _envs_taking(option: str) -> str:
+    """``"the env of topology.kind=d2d"``: the topologies whose RL env takes ``option``."""
+    kinds = [
+        kind_spelling(topology_of(n))
+        for n in topology_names()
+        if option in topology_of(n).rl_options
+    ]
+    return f"the env of topology.kind={' or '.join(kinds)}" if kinds else "no env"

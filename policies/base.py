@@ -51,7 +51,19 @@ Count = Annotated[int, Ge(1)]
 Natural = Annotated[int, Ge(0)]
 
 _ACTION_KEYS = ("assignment", "power", "controls")
-_ALL_TOPOLOGIES = frozenset({"star", "hierarchical", "d2d"})
+
+
+class _AnyTopology:
+    """``Policy.topologies`` when a class declares none: every registered topology.
+
+    Read when asked (a class attribute descriptor), so a topology registered at
+    run time (:func:`rayfl.registry.register_topology`) counts too.
+    """
+
+    def __get__(self, instance: Any, owner: type | None = None) -> frozenset[str]:
+        from rayfl.registry import topology_names
+
+        return frozenset(topology_names())
 
 
 class Policy:
@@ -71,7 +83,8 @@ class Policy:
             policy may fill its unset parameters from; None when unknown.
 
     Attributes:
-        topologies: Values of ``topology.kind`` the rule is meant for.
+        topologies: Values of ``topology.kind`` the rule is meant for (undeclared:
+            every registered topology, read when asked).
         required_keys: Observation keys the rule reads (validated at init).
         action_parts: Action parts the rule can fill (see
             :func:`rayfl.registry.check_policy`).
@@ -92,7 +105,7 @@ class Policy:
         np_random: The policy's own generator, set by :meth:`reset`.
     """
 
-    topologies: ClassVar[frozenset[str]] = _ALL_TOPOLOGIES
+    topologies: ClassVar[frozenset[str]] = cast(Any, _AnyTopology())
     required_keys: ClassVar[tuple[str, ...]] = ("channel_gain", "eligible")
     action_parts: ClassVar[frozenset[str]] = frozenset({"assignment"})
     optional_parts: ClassVar[frozenset[str]] = frozenset({"power"})

@@ -195,7 +195,7 @@ def test_api_pages_list_the_public_objects():
     )
     for entry in POLICIES.values():
         assert f"::: {entry.replace(':', '.')}" in pages["reference/api/policies.md"]
-    assert "::: envs.scheduling.WirelessFLEnv" in pages["reference/api/envs.md"]
+    assert "::: envs.star.scheduling.WirelessFLEnv" in pages["reference/api/envs.md"]
 
 
 PAGE_FULL = """---

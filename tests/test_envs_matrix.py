@@ -18,8 +18,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env, data_equivalence
 
 from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
-from envs.hierarchical import EdgePolicies, HierarchicalSchedulingEnv
-from envs.scheduling import WirelessFLEnv
+from envs.hierarchy.scheduling import EdgePolicies, HierarchicalSchedulingEnv
+from envs.star.scheduling import WirelessFLEnv
 from rayfl.config import ConfigError, load_config
 from rayfl.observation import TOPOLOGIES
 from rayfl.registry import POLICIES, make_policy, policy_class

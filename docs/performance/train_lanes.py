@@ -4,7 +4,7 @@ Runs ``train_policy`` (PPO, RLlib, the env runner in the driver) on the small
 default system of ``WirelessFL-v0`` (digits, N = 10, K = 4, MLP [32], FedAvg,
 20-round episodes) in emulate mode, once per ``--lanes`` E and repeat, all in
 one process and one Ray session (2 CPUs): E = 1 is one FL run per env runner
-(``envs.rl.make_rl_env``), E > 1 the lanes env (``envs.rl_vector``, E FL runs
+(``envs.rl.make_rl_env``), E > 1 the lanes env (``envs.star.rl_vector``, E FL runs
 in lockstep on one set of client hosts). Writes ``--csv`` (default
 docs/performance/train_lanes.csv), one row per (repeat, E):
 
@@ -44,7 +44,7 @@ FIELDS = [
 
 def one_run(lanes: int, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """Train once with E = ``lanes``; return the row (without ``ratio``)."""
-    from envs.scheduling import DEFAULT_CONFIG
+    from envs.star.scheduling import DEFAULT_CONFIG
     from rayfl.train_policy import train_policy
 
     overrides = [

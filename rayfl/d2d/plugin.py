@@ -23,7 +23,11 @@ class D2D(TopologyPlugin):
     observation_keys = (*CORE_KEYS, *EXTRA_KEYS)
     action_parts = frozenset({"assignment"})
     envs = {
-        "single": "envs.d2d:D2DNeighborEnv",
+        "single": "envs.d2d.neighbor:D2DNeighborEnv",
+        "flat": "envs.d2d.flat:D2DNeighborFlatEnv",
+        "rl_base": "envs.d2d.rl:target_env",
+        "surrogate": "envs.d2d.surrogate:D2DSurrogateBackend",
+        "multiagent": "envs.d2d.multiagent:D2DTargetsParallelEnv",
     }
 
     # ------------------------------------------------------------ engine, runner
@@ -72,6 +76,14 @@ class D2D(TopologyPlugin):
         )
 
     # ------------------------------------------------------------ envs and RL
+    rl_options = frozenset({"neighbor_cost"})
+
+    def rl_meta(self, cfg: Any) -> dict[str, Any]:
+        """A target takes every eligible positive score, at most F neighbors."""
+        return {
+            "selection": "positive",
+            "num_subchannels": cfg.topology.num_subchannels,
+        }
 
     # ------------------------------------------------------------- benchmarks
     untrained_params = {"selection": "positive"}  # how D2D policies are trained

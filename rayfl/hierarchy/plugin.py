@@ -22,7 +22,12 @@ class Hierarchy(TopologyPlugin):
     observation_keys = CORE_KEYS
     action_parts = frozenset({"participants", "assignment"})
     envs = {
-        "single": "envs.hierarchical:HierarchicalSchedulingEnv",
+        "single": "envs.hierarchy.scheduling:HierarchicalSchedulingEnv",
+        "flat": "envs.hierarchy.flat:HierarchicalFLFlatEnv",
+        "rl_scores": "envs.hierarchy.rl:EdgeScores",
+        "surrogate": "envs.hierarchy.surrogate:HierarchicalSurrogate",
+        "policies": "envs.hierarchy.scheduling:EdgePolicies",
+        "multiagent": "envs.hierarchy.multiagent:HierarchicalEdgesParallelEnv",
     }
 
     # ------------------------------------------------------------ engine, runner
@@ -77,6 +82,10 @@ class Hierarchy(TopologyPlugin):
         )
 
     # ------------------------------------------------------------ envs and RL
+    def rl_meta(self, cfg: Any) -> dict[str, Any]:
+        """Each edge decides on its own K_e subchannels (top K_e scores)."""
+        k = cfg.topology.scheduling.subchannels_per_edge
+        return {"selection": "top_k", "num_subchannels": k}
 
     # ------------------------------------------------------------- benchmarks
     bench_parts = frozenset({"assignment"})  # the env schedules subchannels

@@ -4,7 +4,7 @@
 star env, found by name through :mod:`rayfl.registry`); in emulate mode with
 ``rl.num_envs_per_env_runner`` = E > 1 each runner builds instead
 :class:`RLlibLanesEnv`, E episodes stepping in lockstep on one set of client
-hosts (:class:`envs.rl_vector.RLVectorEnv`, RLlib's ``vector_entry_point``
+hosts (:class:`envs.star.rl_vector.RLVectorEnv`, RLlib's ``vector_entry_point``
 vectorisation); :func:`build_algorithm`
 turns a run config's ``rl`` section into RLlib's PPO (new API stack);
 :func:`check_env_runner_resources` refuses, before RLlib would wait forever, a
@@ -19,10 +19,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from rayfl.config import RunConfig
-from rayfl.registry import ENVS, load
+from rayfl.config import RunConfig, load_config
+from rayfl.registry import ENVS, load, topology_of
 from rayfl.rl.config import RLConfig
-from rayfl.star.actions import StarActions
 
 __all__ = [
     "RLlibLanesEnv",
@@ -33,9 +32,6 @@ __all__ = [
     "learned_controls",
     "uses_lanes",
 ]
-
-#: The RL vector env over emulate lanes (loaded by name: rayfl never imports envs).
-RL_VECTOR_ENV = "envs.rl_vector:make_rl_vector_env"
 
 
 # ------------------------------------------------------------------ config → env
@@ -78,15 +74,13 @@ def uses_lanes(rl: RLConfig) -> bool:
 def check_lanes_config(cfg: RunConfig, rl: RLConfig) -> None:
     """Raise ``ValueError`` if emulate lanes cannot run ``cfg`` (one line).
 
-    Lanes share their client hosts (:func:`rayfl.star.lanes.check_lanes`): a
-    star whose clients train from their own context alone.
+    Lanes share their client hosts (the plug-in's ``check_lanes``; on the
+    star: clients that train from their own context alone).
     """
     if not uses_lanes(rl):
         return
-    from rayfl.star.lanes import check_lanes
-
     try:
-        check_lanes(cfg)
+        topology_of(cfg).check_lanes(cfg)
     except ValueError as error:
         raise ValueError(
             f"rl.num_envs_per_env_runner={rl.num_envs_per_env_runner} in emulate "
@@ -107,7 +101,8 @@ class RLlibLanesEnv(gym.vector.VectorWrapper):
     """
 
     def __init__(self, env_config: Mapping[str, Any]) -> None:
-        make = load(RL_VECTOR_ENV)
+        # the topology's lanes env, loaded by name: rayfl never imports envs
+        make = load(topology_of(load_config(env_config["config"])).envs["lanes"])
         super().__init__(
             make(
                 env_config["config"],
@@ -151,16 +146,10 @@ def learned_controls(cfg: RunConfig) -> dict[str, float]:
     """The per-client controls the policy learns (``rl.controls``), else none.
 
     Returns:
-        Each control's name → its configured value as the env holds it
-        (:meth:`rayfl.star.actions.StarActions.from_config`), around which the
-        network's output is decoded.
+        Each control's name → its configured value, around which the
+        network's output is decoded (the topology plug-in's ``learned_controls``).
     """
-    if cfg.rl is None or not cfg.rl.controls:
-        return {}
-    actions = StarActions.from_config(cfg, controls=True)
-    assert actions.default_controls is not None  # from_config always sets it
-    values = map(float, actions.default_controls[0])
-    return dict(zip(actions.control_names, values, strict=True))
+    return topology_of(cfg).learned_controls(cfg)
 
 
 def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:

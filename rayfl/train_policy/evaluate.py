@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from rayfl.config import RunConfig
-from rayfl.registry import ENVS, load, make_policy
+from rayfl.registry import LEARNED_POLICY, build_policy, load, topology_of
 from rayfl.rl.config import RLConfig
 from rayfl.rundir.results import atomic_write
 
@@ -158,31 +158,33 @@ def _policy_list(
             learned["allow_untrained"] = True
         if rl.controls:  # its schedule with the configured controls: who vs how
             policies.insert(0, (SCHEDULE_ONLY, learned))
-        policies.insert(0, ("learned", learned))
+        policies.insert(0, (LEARNED_POLICY, learned))
     return policies
 
 
 def _episode_env(cfg: RunConfig, partition: int, mode: str) -> Any:
     """The env of the run's topology on data partition ``partition``."""
     rl = cfg.rl or RLConfig()
-    kind = cfg.topology.kind
-    make_env = load(ENVS["star" if kind == "flat" else kind])
+    plugin = topology_of(cfg)
+    make_env = load(plugin.envs["single"])
+    # the rl options the topology's env takes (controls, neighbor_cost), when set
+    options = {k: getattr(rl, k) for k in plugin.rl_options if getattr(rl, k, None)}
     return make_env(  # truncated after cfg.rounds
         cfg.model_copy(update={"seed": partition}),
         mode=mode,
         reward=rl.reward,
-        **({"controls": True} if rl.controls else {}),  # star only
-        **({"neighbor_cost": rl.neighbor_cost} if rl.neighbor_cost else {}),  # D2D
+        **options,
     )
 
 
 def _policy_for(cfg: RunConfig, env: Any, name: str, params: dict[str, Any]) -> Any:
-    """Policy ``name`` for ``env`` (the hierarchy: one per edge)."""
-    if cfg.topology.kind == "hierarchical":
-        return load("envs.hierarchical:EdgePolicies")(env.unwrapped, name, **params)
+    """Policy ``name`` for ``env`` (the topology's ``policies`` env: one per edge…)."""
+    plugin = topology_of(cfg)
+    if "policies" in plugin.envs:
+        return load(plugin.envs["policies"])(env.unwrapped, name, **params)
     if name == SCHEDULE_ONLY:
-        return ScheduleOnly(make_policy("learned", env, **params))
-    return make_policy(name, env, **env_policy_params(name, env, params))
+        return ScheduleOnly(build_policy(LEARNED_POLICY, env, params=params))
+    return build_policy(name, env, params=env_policy_params(name, env, params))
 
 
 def env_policy_params(name: str, env: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -280,7 +282,7 @@ def plot_training(run_dir: Path, reward_scale: float = 1.0) -> None:
                 ls="--",
                 lw=1,
                 color=f"C{i + 1}",
-                label=f"{name} (eval{', deterministic' if name == 'learned' else ''})",
+                label=f"{name} (eval{', deterministic' if name == LEARNED_POLICY else ''})",
             )
     ax.set_xlabel("PPO iteration")
     ax.set_ylabel("mean episode return")

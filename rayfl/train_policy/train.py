@@ -2,7 +2,7 @@
 
 The star's ``WirelessFL-v0``; for a ``topology.kind: hierarchical`` config,
 ``HierarchicalFL-v0`` (all devices are the rows, each edge schedules its own
-block: ``envs.rl.EdgeScores``); for a ``topology.kind: d2d`` config with one
+block: ``envs.hierarchy.rl.EdgeScores``); for a ``topology.kind: d2d`` config with one
 target, ``D2DNeighbor-v0`` (the candidate neighbors are the rows).
 
 Read top to bottom (STYLE §17): config → env → networks → training loop (log,
@@ -26,7 +26,7 @@ Implementation details:
        clipping are off, since only the ranking of the scores matters. In
        emulate mode with ``rl.num_envs_per_env_runner`` = E > 1, each runner
        steps E such envs in lockstep on one set of client hosts
-       (:class:`envs.rl_vector.RLVectorEnv`; star configs the lanes can share,
+       (:class:`envs.star.rl_vector.RLVectorEnv`; star configs the lanes can share,
        :func:`rayfl.star.lanes.check_lanes`); its lanes share one data
        partition at a time.
     2. The RLlib checkpoint and the exported policy are written every
@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from rayfl.config import RunConfig, load_config
-from rayfl.registry import load
+from rayfl.registry import load, topology_of
 from rayfl.rl.config import RLConfig
 from rayfl.rundir.results import atomic_write, make_run_dir
 from rayfl.train_policy.algorithm import (
@@ -303,15 +303,16 @@ def train_policy(
         algo = build_algorithm(cfg, rl)
         run_dir, rows = _open_run(algo, cfg, resume)
         controls = learned_controls(cfg)
+        meta_rl = topology_of(cfg).rl_meta(cfg)
         meta = {
             "mode": rl.mode,
             "reward": rl.reward,
             "num_clients": cfg.data.num_clients,
-            "num_subchannels": _num_subchannels(cfg),
+            "num_subchannels": meta_rl["num_subchannels"],
             "controls": list(controls),
             "control_centers": list(controls.values()),
             # how the scores were decoded in training (policies.learned)
-            "selection": "positive" if cfg.topology.kind == "d2d" else "top_k",
+            "selection": meta_rl["selection"],
             "config": cfg.name,
         }
         placement = _record_placement(algo, run_dir)
@@ -352,20 +353,8 @@ def _training_config(
         cfg = load_config(run_dir / "config.yaml", overrides)
     else:
         cfg = load_config(config, overrides)
-    if cfg.wireless is None and cfg.topology.kind == "flat":
-        raise ValueError(
-            "rayfl train-policy needs a config with a `wireless` section, "
-            "topology.kind: hierarchical or topology.kind: d2d"
-        )
+    topology_of(cfg).check_train(cfg)
     return cfg.model_copy(update={"rl": cfg.rl or RLConfig()})
-
-
-def _num_subchannels(cfg: RunConfig) -> int | None:
-    """K of the trained decision (hierarchy: K_e, None = one per device)."""
-    topology: Any = cfg.topology
-    if topology.kind == "hierarchical":
-        return topology.scheduling.subchannels_per_edge
-    return int((cfg.wireless or topology).num_subchannels)
 
 
 def _open_run(

@@ -10,8 +10,8 @@ from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401  (registers the env ids)
 from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
-from envs.rl import BinaryNeighbors
-from envs.surrogate_d2d import D2DSurrogateDynamics
+from envs.d2d.rl import BinaryNeighbors
+from envs.d2d.surrogate import D2DSurrogateDynamics
 from rayfl.d2d.selection import make_layout, select_neighbors, selection_observation
 from rayfl.data.federated import build_federated
 from tests.configs import TINY_D2D
@@ -235,7 +235,7 @@ def test_the_surrogate_backend_draws_links_without_the_env(data):
     """The backend's P^err is its own (the CCM draw the env observes), so it
     steps lossy links right after ``restart``; before, the env had to set
     ``backend.error`` or ``run`` raised a KeyError."""
-    from envs.surrogate_d2d import D2DSurrogateBackend
+    from envs.d2d.surrogate import D2DSurrogateBackend
     from rayfl.config import load_config
 
     cfg = load_config(SMALL, ["topology.link_model=bernoulli"])

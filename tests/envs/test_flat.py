@@ -21,7 +21,7 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 
 import envs
 from envs.flat import DEFAULT_MODE, DEFAULT_REWARD, FlatFLEnv
-from envs.hierarchical import HierarchicalSchedulingEnv
+from envs.hierarchy.scheduling import HierarchicalSchedulingEnv
 from envs.render import CELL_PIXELS
 from envs.wrappers import BOUNDED_FEATURES, bounded_features
 from policies.features import FEATURE_NAMES, NUM_FEATURES, client_features
@@ -287,3 +287,15 @@ def test_hierarchy_reports_a_device_named_twice_in_ignored():
     assert info["ignored"] == [int(first)]
     assert int(first) in info["scheduled"] and int(second) not in info["scheduled"]
     assert len(info["scheduled"]) == 3
+
+
+def test_every_gym_id_is_the_env_of_a_topology_plugin():
+    from rayfl.registry import topology_names, topology_of
+
+    plugins = [topology_of(n) for n in topology_names()]
+    roles = {p.envs[r] for p in plugins for r in ("single", "flat")}
+    assert {gym.spec(i).entry_point for i in envs.ENV_IDS} == roles
+    # the flat envs keep their old import path
+    from envs.star.flat import WirelessFLFlatEnv
+
+    assert envs.flat.WirelessFLFlatEnv is WirelessFLFlatEnv

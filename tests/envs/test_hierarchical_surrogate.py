@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from envs.hierarchical import HierarchicalSchedulingEnv
+from envs.hierarchy.scheduling import HierarchicalSchedulingEnv
 from policies.registry import make_policy
 from rayfl.hierarchy.cost import uplink_rate_bps
 from rayfl.hierarchy.dp import stream_stds
@@ -42,7 +42,7 @@ def _env(**kwargs):
 
 
 def _expected_gap_and_loss(env, actions):
-    """The recursion of envs.surrogate_hierarchical written out by hand."""
+    """The recursion of envs.hierarchy.surrogate written out by hand."""
     sur = env.system
     topo = env.config.topology
     subnets = sur.scheduling.subnets

@@ -70,7 +70,7 @@ def test_partition_order_follows_every_and_offset():
 
 
 def test_one_partition_seed_equal_to_the_config_seed_changes_nothing():
-    from envs.scheduling import DEFAULT_CONFIG
+    from envs.star.scheduling import DEFAULT_CONFIG
 
     cfg = load_config(DEFAULT_CONFIG, SMALL)
     plain = make_rl_env(cfg, mode="surrogate")

@@ -2,7 +2,7 @@
 
 ``make_rl_env`` of a hierarchical config stacks :class:`envs.rl.EdgeScores`
 over ``HierarchicalFL-v0``. What a network does through that wrapper must be
-what ``learned`` does per edge at run time (:class:`envs.hierarchical.
+what ``learned`` does per edge at run time (:class:`envs.hierarchy.scheduling.
 EdgePolicies`, the builder of ``rayfl run``), or a policy would be trained on
 one decision and deployed on another.
 """
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from envs.hierarchical import EdgePolicies, HierarchicalSchedulingEnv
-from envs.rl import EdgeScores, make_rl_env
+from envs.hierarchy.rl import EdgeScores
+from envs.hierarchy.scheduling import EdgePolicies, HierarchicalSchedulingEnv
+from envs.rl import make_rl_env
 from policies.learned import DEFAULT_CHECKPOINT, load_checkpoint
 from rayfl.config import load_config
 from tests.hierarchy.test_scheduling import TINY

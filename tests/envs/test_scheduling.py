@@ -6,7 +6,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401  (registers the ids)
-from envs.scheduling import WirelessFLEnv
+from envs.star.scheduling import WirelessFLEnv
 from envs.wrappers import FlattenAction
 
 # All tests here use the shared Ray session (tests/conftest.py): the module then runs

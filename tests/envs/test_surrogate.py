@@ -67,7 +67,7 @@ def test_the_surrogate_prices_the_downlink_as_the_engine_does():
     downlink term was silently dropped and the ``latency`` reward differed
     between surrogate and emulate for the same schedule.
     """
-    from envs.scheduling import WirelessFLEnv
+    from envs.star.scheduling import WirelessFLEnv
 
     def latency(downlink: bool) -> np.ndarray:
         env = WirelessFLEnv(

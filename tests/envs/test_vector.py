@@ -1,4 +1,4 @@
-"""The vector env (envs.vector): lane e is the single WirelessFL-v0 env.
+"""The vector env (envs.star.vector): lane e is the single WirelessFL-v0 env.
 
 The oracle is the single env itself (an Engine run per episode on its own
 actors): lane e of the vector env, reset with seed s + e and given the same
@@ -14,7 +14,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import envs  # noqa: F401  (registers the ids)
-from envs.vector import WirelessFLVectorEnv
+from envs.star.vector import WirelessFLVectorEnv
 from rayfl.runner import env_policy
 from rayfl.star.context import star_context
 

@@ -193,7 +193,7 @@ def test_two_env_runners_on_a_two_node_cluster(two_node_cluster, tmp_path):
     import ray
 
     from envs.episode import run_episode
-    from envs.scheduling import WirelessFLEnv
+    from envs.star.scheduling import WirelessFLEnv
     from policies import make_policy
     from rayfl.train_policy import train_policy
 

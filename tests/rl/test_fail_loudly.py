@@ -118,7 +118,7 @@ def _write_policy(out: Path, **meta) -> Path:
 
 
 def test_a_zero_step_policy_is_refused_unless_allowed(tmp_path):
-    from envs.scheduling import WirelessFLEnv
+    from envs.star.scheduling import WirelessFLEnv
     from rayfl.registry import make_policy
 
     env = WirelessFLEnv(TINY, mode="surrogate")

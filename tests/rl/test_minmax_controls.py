@@ -91,7 +91,7 @@ def test_policy_builds_on_fedavg_and_ditto_without_hand_parameters(algorithm):
 
 
 def test_env_built_minmax_gets_the_envs_control_names():
-    from envs.scheduling import WirelessFLEnv
+    from envs.star.scheduling import WirelessFLEnv
     from rayfl.registry import make_policy
     from rayfl.train_policy.evaluate import env_policy_params
 

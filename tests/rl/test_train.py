@@ -98,7 +98,7 @@ def test_checkpoint_round_trip_gives_identical_actions(algo, tmp_path):
     original = _deterministic_scores(algo, features)
     again = _deterministic_scores(restored, features)
     restored.stop()
-    from envs.scheduling import WirelessFLEnv
+    from envs.star.scheduling import WirelessFLEnv
 
     spaces_env = WirelessFLEnv(TINY, mode="surrogate")
     exported = LearnedPolicy(
@@ -158,7 +158,7 @@ def test_emulate_mode_trains_on_lanes_of_shared_hosts(
 ):
     import json
 
-    from envs.rl_vector import RLVectorEnv
+    from envs.star.rl_vector import RLVectorEnv
     from rayfl.train_policy import train_policy
 
     # Arrange: record the actions every lanes env is stepped with

@@ -1,6 +1,6 @@
 """Surrogate dynamics of the hierarchy (devices → edges → cloud): no actors, no Ray.
 
-The surrogate mode of :class:`envs.hierarchical.HierarchicalSchedulingEnv`. One
+The surrogate mode of :class:`envs.hierarchy.scheduling.HierarchicalSchedulingEnv`. One
 :class:`envs.surrogate.SurrogateDynamics` per edge subnet S_c evolves the gap
 g of the model edge c holds; each segment of the interval is one step of the
 star recursion on the subnet, and the cloud's average restarts every edge from

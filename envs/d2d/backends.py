@@ -2,7 +2,7 @@
 
 :class:`D2DOutcome` is what both backends return per round;
 :class:`D2DEmulatedBackend` drives the D2D engine (:mod:`rayfl.d2d.round`, Ray
-actors, real data). The surrogate backend is :mod:`envs.surrogate_d2d`.
+actors, real data). The surrogate backend is :mod:`envs.d2d.surrogate`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""The RL env of :mod:`envs.rl` over E emulate lanes: :class:`RLVectorEnv`.
+"""The RL env of :mod:`envs.rl` over E emulate lanes of the star: :class:`RLVectorEnv`.
+
+The star plug-in's ``lanes`` env (``rayfl train-policy`` loads it by that role).
 
 ``make_rl_env`` wraps one ``WirelessFL-v0`` env (one FL run on its own client
 actors) for RL libraries: per-client features in, client scores out.
 :class:`RLVectorEnv` is the same problem for E episodes in lockstep: its lanes
-are the lanes of :class:`envs.vector.WirelessFLVectorEnv`, E FL runs stepping
+are the lanes of :class:`envs.star.vector.WirelessFLVectorEnv`, E FL runs stepping
 together on one set of client hosts (:class:`rayfl.star.lanes.StarLanes`), each
 behind the decoding and features of ``make_rl_env`` (:class:`envs.rl.HungarianTopK`,
 :class:`envs.rl.ClientFeatures`, the reward times ``reward_scale``). RLlib
@@ -57,11 +59,11 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 
 from envs.partitions import check_room
 from envs.rl import ClientFeatures, HungarianTopK
-from envs.scheduling import DEFAULT_CONFIG, WirelessFLEnv
-from envs.vector import WirelessFLVectorEnv
+from envs.star.scheduling import DEFAULT_CONFIG, WirelessFLEnv
+from envs.star.vector import WirelessFLVectorEnv
 from rayfl.config import RunConfig, load_config
+from rayfl.registry import topology_of
 from rayfl.seeding import rng_for
-from rayfl.star.lanes import check_lanes
 
 __all__ = ["RLVectorEnv", "make_rl_vector_env"]
 
@@ -159,13 +161,14 @@ class RLVectorEnv(VectorEnv):
         controls: bool = False,
     ) -> None:
         cfg = load_config(DEFAULT_CONFIG if config is None else config, overrides)
-        if cfg.topology.kind != "flat":
+        plugin = topology_of(cfg)
+        if "lanes" not in plugin.envs:
             raise ValueError(
-                "the RL vector env is for the star (topology.kind=flat), got "
-                f"topology.kind={cfg.topology.kind}"
+                "the RL vector env steps emulate lanes, which "
+                f"topology.kind={cfg.topology.kind} has not"
             )
         if mode == "emulate":
-            check_lanes(cfg)
+            plugin.check_lanes(cfg)
         if partition_seeds is not None and not list(partition_seeds):
             raise ValueError("partition_seeds must name at least one seed or be None")
         if partition_every < 1:

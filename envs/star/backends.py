@@ -1,6 +1,6 @@
 """The two dynamics behind the scheduling env: the real engine, or a surrogate.
 
-Both expose the same small interface to :class:`envs.scheduling.WirelessFLEnv`:
+Both expose the same small interface to :class:`envs.star.scheduling.WirelessFLEnv`:
 ``restart(seed)``, ``initial()``, ``observe(t)`` (the engine's star observation,
 :func:`rayfl.star.star_observation`), ``uplink``, ``data_size``,
 ``run(t, schedule) -> Outcome`` and ``close()``.

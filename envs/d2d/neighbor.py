@@ -2,7 +2,7 @@
 
 Step 1 of pFedWN (spec seed_003 §2.4) — which neighbors M_n a target client n
 takes models from — is a scheduling decision like the OFDMA one of
-:class:`envs.scheduling.WirelessFLEnv`. This env exposes it per round, with the
+:class:`envs.star.scheduling.WirelessFLEnv`. This env exposes it per round, with the
 observation of :func:`rayfl.d2d.selection.round_observation` (the engine's own)
 and the same ``MultiDiscrete([N + 1] * F)`` action, so every policy of the
 ``policies`` registry (``channel_threshold``, ``random``, ``best_channel``,
@@ -32,7 +32,7 @@ Implementation details:
     3. The emulate backend runs the real D2D engine (:mod:`rayfl.d2d.round`)
        (Ray actors, real data); a changed M_n goes through
        :meth:`~rayfl.d2d.round.D2DRound.set_selection`. The surrogate backend
-       trains nothing (:class:`envs.surrogate_d2d.D2DSurrogateDynamics`).
+       trains nothing (:class:`envs.d2d.surrogate.D2DSurrogateDynamics`).
     4. Rewards use the target's test split (the D2D system evaluates there, as
        the scheduling env's rewards do); the baseline of the first step's reward
        is the initial model's loss/accuracy on that split.
@@ -50,8 +50,8 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from envs.base import FLEnv
-from envs.d2d_backends import D2DEmulatedBackend, Selections
-from envs.surrogate_d2d import D2DSurrogateBackend
+from envs.d2d.backends import D2DEmulatedBackend, Selections
+from envs.d2d.surrogate import D2DSurrogateBackend
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.selection import (
@@ -92,7 +92,7 @@ DEFAULT_D2D_CONFIG: dict[str, Any] = {
     "output": {"progress": False, "plots": False},
 }
 
-#: The rewards of :mod:`rayfl.rewards` a D2D round has (no cost model here).
+#: The rewards of :mod:`rayfl.rl.rewards` a D2D round has (no cost model here).
 D2D_REWARDS = tuple(r for r in REWARDS if r not in COST_REWARDS)
 
 
@@ -150,7 +150,7 @@ class D2DNeighborEnv(FLEnv):
     | selected | (N,) | 1 for last round's M_n | – | 0 | 1 |
 
     ## Rewards
-    The reward set of every topology (:mod:`rayfl.rewards`) over the targets'
+    The reward set of every topology (:mod:`rayfl.rl.rewards`) over the targets'
     reported models on their test splits (plain means over targets):
     ``loss_decrease`` (default: the decrease of the mean test loss this round),
     ``min_max_loss``, ``loss``, ``jain``, and ``accuracy``/``accuracy_gain``
@@ -178,7 +178,7 @@ class D2DNeighborEnv(FLEnv):
     |-----------|------|---------|-------------|
     | config | path, mapping or RunConfig | 11-node digits D2D system | the run config (``topology.kind: d2d``) |
     | mode | str | "surrogate" | "surrogate" (no training) or "emulate" (real rounds on Ray) |
-    | reward | str | "loss_decrease" | one of ``D2D_REWARDS`` (:mod:`rayfl.rewards`) |
+    | reward | str | "loss_decrease" | one of ``D2D_REWARDS`` (:mod:`rayfl.rl.rewards`) |
     | neighbor_cost | float | 0.0 | reward cost per selected neighbor |
     | invalid_action | str | "repair" | "repair" or "raise" (see Action Space) |
     | overrides | list or mapping | () | config overrides ``key.path=value`` |

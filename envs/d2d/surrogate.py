@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from envs.d2d_backends import D2DOutcome, Selections
+from envs.d2d.backends import D2DOutcome, Selections
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.selection import (
