@@ -22,7 +22,8 @@ from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
 from rayfl.config.numbers import union_kind
-from rayfl.registry import TOPOLOGIES, topology_names, topology_of
+from rayfl import registry
+from rayfl.registry import topology_names, topology_of
 
 __all__ = [
     "TOPOLOGY_DESCRIPTION",
@@ -86,7 +87,7 @@ def default_topology() -> Any:
 
 def mark_built(model: type[BaseModel]) -> None:
     """Record that ``model``'s topology field is built from today's registry."""
-    _BUILT[model] = tuple(TOPOLOGIES.items())
+    _BUILT[model] = tuple(registry.TOPOLOGIES.items())
 
 
 def refresh(model: type[BaseModel], field: str = "topology") -> None:
@@ -96,7 +97,7 @@ def refresh(model: type[BaseModel], field: str = "topology") -> None:
         model: A pydantic model with a topology field (:class:`RunConfig`).
         field: The field's name.
     """
-    if _BUILT.get(model) == tuple(TOPOLOGIES.items()):
+    if _BUILT.get(model) == tuple(registry.TOPOLOGIES.items()):
         return
     old = model.model_fields[field]
     new = FieldInfo.from_annotated_attribute(
