@@ -2,7 +2,7 @@
 
 Each edge c is a decision unit (``HierarchicalRound.num_units`` = C). Its policy
 is ``scheduler.policy`` (default ``uniform``), built by
-``rayfl.registry.make_policy`` for the edge's spaces
+``rayfl.registry.build_policy`` for the edge's spaces
 (``rayfl.hierarchy.scheduling.edge_spaces``) with the run's
 ``SystemContext`` (``unit`` = c; ``link``: the device→edge constants of
 ``topology.cost``, with no downlink or compute term). :class:`EdgeActions`
@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from rayfl.hierarchy.scheduling import edge_spaces, validate_action
 from rayfl.observation import LinkConstants, SystemContext
-from rayfl.registry import check_policy, make_policy, policy_class
+from rayfl.registry import build_policy, check_policy, policy_class
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 
@@ -152,9 +152,12 @@ def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
             num_units=len(edges.subnets),
             link=link,
         )
-        policy = make_policy(
-            scheduler.policy, rules.spaces(), context=context, **scheduler.params
+        policy = build_policy(
+            scheduler.policy,
+            rules.spaces(),
+            params=scheduler.params,
+            context=context,
+            seed=policy_seed(config.seed, c),
         )
-        policy.reset(seed=policy_seed(config.seed, c))
         out.append((policy, rules))
     return out

@@ -31,6 +31,15 @@ class Hierarchy(TopologyPlugin):
 
         return HierarchicalRound()
 
+    def deciders(self, cfg: Any, system: Any, policy_decider: Any) -> list[Any]:
+        """Return one decider per edge (:func:`rayfl.hierarchy.deciders.edge_policies`)."""
+        from rayfl.hierarchy.deciders import edge_policies
+
+        return [
+            policy_decider(policy, rules.to_schedule)
+            for policy, rules in edge_policies(cfg, system)
+        ]
+
     # -------------------------------------------------------------------- config
 
     # ------------------------------------------------------------ envs and RL
