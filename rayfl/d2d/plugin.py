@@ -32,6 +32,18 @@ class D2D(TopologyPlugin):
 
         return D2DRound()
 
+    def context(self, cfg: Any, system: Any = None) -> Any:
+        """Return a target's context: the run's seed and ``topology.epsilon``."""
+        from rayfl.observation import SystemContext
+
+        return SystemContext(
+            topology=self.name,
+            seed=int(cfg.seed),
+            rounds=int(cfg.rounds),
+            model_dim=1 if system is None else int(system.dim),
+            selection_epsilon=float(cfg.topology.epsilon),
+        )
+
     def deciders(self, cfg: Any, system: Any, policy_decider: Any) -> list[Any]:
         """Return one decider per target (:func:`rayfl.d2d.deciders.selection_deciders`)."""
         from rayfl.d2d.deciders import selection_deciders
