@@ -40,6 +40,9 @@ from gymnasium import spaces
 
 from policies.base import Fraction, Natural, Observation, Policy
 
+#: ε without a run context: the paper's Figs. 5–6.
+DEFAULT_EPSILON = 0.05
+
 
 class ChannelThresholdPolicy(Policy):
     """Select the eligible neighbors with error probability below ε.
@@ -47,7 +50,8 @@ class ChannelThresholdPolicy(Policy):
     Args:
         observation_space: The D2D selection observation space (module table).
         action_space: ``MultiDiscrete([N + 1] * F)`` (or its Dict form).
-        epsilon: ε in (0, 1]; 0.05 in the paper's Figs. 5–6.
+        epsilon: ε in (0, 1] (None: the run's ``topology.epsilon``, the
+            context's ``selection_epsilon``, else 0.05 as in the paper's Figs. 5–6).
         max_neighbors: Optional cap on abs(M_n) (None: up to F).
 
     Example:
@@ -71,10 +75,13 @@ class ChannelThresholdPolicy(Policy):
         observation_space: spaces.Space[Any],
         action_space: spaces.Space[Any],
         *,
-        epsilon: Fraction = 0.05,
+        epsilon: Fraction | None = None,
         max_neighbors: Natural | None = None,
         context: Any = None,
     ) -> None:
+        if epsilon is None:
+            from_context = getattr(context, "selection_epsilon", None)
+            epsilon = DEFAULT_EPSILON if from_context is None else from_context
         if not 0.0 < epsilon <= 1.0:
             raise ValueError(f"epsilon must be in (0, 1], got {epsilon}")
         if max_neighbors is not None and max_neighbors < 0:

@@ -13,7 +13,8 @@ when that run needs no new actors::
 The rule (:meth:`Session.reuse_blocker`): the live engine is reused when the
 new config differs from the one it was built for only in :data:`WARM_FIELDS`
 (``name``, ``rounds``, ``eval_every``, ``scheduler``, ``output``), the
-topology is the star, the last run completed, and, when ``rounds`` changed,
+topology keeps its actors warm (capability ``keeps_warm`` of its plug-in:
+the star), the last run completed, and, when ``rounds`` changed,
 the uplink's DP noise calibrated for it is unchanged (the client hosts build
 their noise stages once). Anything else — the seed (it draws the data
 partition), data, model, algorithm, privacy, compression, wireless, ray —
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from rayfl.config import RunConfig
+from rayfl.registry import topology_of
 from rayfl.rundir.results import RunResult
 
 __all__ = ["WARM_FIELDS", "Session"]
@@ -103,8 +105,8 @@ class Session:
         ]
         if changed:
             return f"{', '.join(changed)} changed"
-        if engine.topology != "star":
-            return f"only the star keeps its actors warm (topology {engine.topology})"
+        if "keeps_warm" not in topology_of(engine.config).capabilities:
+            return f"topology {engine.topology} does not keep its actors warm"
         if live.rounds != cfg.rounds and _noise(engine, live) != _noise(engine, cfg):
             return "rounds changed the calibrated DP noise"
         return None

@@ -23,9 +23,10 @@ read from it.
 | selected | float32 | (N,) | – | 0 | 1 | 1 if row n was a neighbor in the last round |
 
 The first eight are the *core* keys (:data:`CORE_KEYS`), the last four the
-device-to-device *extras* (:data:`EXTRA_KEYS`). :data:`TOPOLOGY_KEYS` lists what
-each topology fills and :data:`TOPOLOGY_PARTS` which action parts it can
-take; a policy that reads only keys a topology fills runs there.
+device-to-device *extras* (:data:`EXTRA_KEYS`). Each topology plug-in declares
+the keys it fills (``observation_keys``) and the action parts it can take
+(``action_parts``; :mod:`rayfl.topology`); a policy that reads only keys a
+topology fills runs there.
 
 :class:`SystemContext` is what a policy may know beyond the observation (model
 size, link and privacy constants, the run seed); policies receive it at
@@ -60,9 +61,6 @@ __all__ = [
     "CORE_KEYS",
     "EXTRA_KEYS",
     "FIELDS",
-    "TOPOLOGIES",
-    "TOPOLOGY_KEYS",
-    "TOPOLOGY_PARTS",
     "Field",
     "LinkConstants",
     "Observation",
@@ -156,30 +154,10 @@ EXTRA_KEYS: tuple[str, ...] = (
     "selected",
 )
 
-#: The topologies (values of ``topology.kind``).
-TOPOLOGIES: tuple[str, ...] = ("star", "hierarchical", "d2d")
-
-#: Keys each topology's observation holds. A D2D target's rows are its
-#: candidate neighbors (:func:`rayfl.d2d.selection.round_observation`); there
-#: ``privacy_spent`` is always 0 (no differential privacy in D2D runs).
-TOPOLOGY_KEYS: dict[str, tuple[str, ...]] = {
-    "star": CORE_KEYS,
-    "hierarchical": CORE_KEYS,
-    "d2d": (*CORE_KEYS, *EXTRA_KEYS),
-}
-
 #: The parts an action may have: a client set without subchannels
 #: (``participants``, ``MultiBinary(N)``), a subchannel assignment
 #: (``MultiDiscrete([N + 1] * K)``), power levels and per-client controls.
 ACTION_PARTS: tuple[str, ...] = ("participants", "assignment", "power", "controls")
-
-#: The action parts each topology can take (the star takes power levels when
-#: ``wireless.power_levels > 1`` and controls when the algorithm declares some).
-TOPOLOGY_PARTS: dict[str, frozenset[str]] = {
-    "star": frozenset(ACTION_PARTS),
-    "hierarchical": frozenset({"participants", "assignment"}),
-    "d2d": frozenset({"assignment"}),
-}
 
 
 class Observation(TypedDict, total=False):
@@ -438,7 +416,7 @@ class SystemContext:
     policy's own default.
 
     Attributes:
-        topology: ``"star"``, ``"hierarchical"`` or ``"d2d"``.
+        topology: The run's topology (the plug-in's ``name``).
         unit: Index of the unit (edge c, target n; 0 for the star).
         num_units: Number of units.
         seed: Run seed.
@@ -468,9 +446,9 @@ class SystemContext:
     selection_epsilon: float | None = None
 
     def __post_init__(self) -> None:
-        if self.topology not in TOPOLOGIES:
+        if not isinstance(self.topology, str) or not self.topology:
             raise ValueError(
-                f"SystemContext.topology must be one of {', '.join(TOPOLOGIES)}; "
+                "SystemContext.topology must name a registered topology; "
                 f"got {self.topology!r}"
             )
         if not 0 <= self.unit < self.num_units:

@@ -2,7 +2,8 @@
 
 This is what ``rayfl run`` and :func:`rayfl.run` call. It builds the system
 (``rayfl.engine.build_system``), one decider per decision unit (a registered
-policy, built by ``rayfl.registry.make_policy`` with the run's context), and
+policy, built by ``rayfl.registry.build_policy`` with the run's context; the
+topology plug-in's ``deciders`` hook, :mod:`rayfl.topology`), and
 hands both to ``rayfl.engine.loop.run_rounds``, which each round:
     1. asks each decider for its unit's schedule (from the unit's observation);
     2. runs the round (:meth:`rayfl.engine.Engine.run_round`);
@@ -18,8 +19,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from rayfl.engine.rows import (
     round_costs,
     summary_document,
 )
-from rayfl.registry import make_policy, policy_class
+from rayfl.registry import topology_of
 from rayfl.rundir.atomic import DiskFullError
 from rayfl.rundir.checkpoint import load_checkpoint
 from rayfl.rundir.plots import plot_rounds
@@ -42,8 +41,6 @@ from rayfl.rundir.results import RunLog, RunResult, load_run, make_run_dir
 from rayfl.rundir.status import RunProgress, setup_status, terminal_status
 from rayfl.rundir.stream import ClientSummary
 from rayfl.rundir.tracking import Tracker
-from rayfl.star.actions import StarActions, StarParticipants
-from rayfl.star.context import star_context
 
 __all__ = ["divergence_report", "env_policy", "resume", "round_costs", "run"]
 
@@ -108,63 +105,13 @@ def resolve_config(
     return load_config(config, merged)
 
 
-def policy_needs_controls(cfg: RunConfig) -> bool:
-    """Whether ``cfg``'s policy needs an env exposing the algorithm's controls.
-
-    A policy that sets per-client knobs (e.g. minmax: lr, personal_lr, lam)
-    declares ``uses_controls``; ``scheduler.controls`` forces them on.
-    """
-    policy = policy_class(cfg.scheduler.policy)
-    return cfg.scheduler.controls or bool(getattr(policy, "uses_controls", False))
-
-
 def env_policy(cfg: RunConfig, env: Any) -> Any:
     """Build ``cfg``'s policy for a reset emulate-mode env, as a run does.
 
-    The policy gets the run constants (model size, link, DP targets) of the
-    env's system as its context and is reset with ``cfg.seed``.
+    The policy gets the run constants of the env's system as its context and
+    is reset with ``cfg.seed`` (the topology plug-in's ``env_policy`` hook).
     """
-    return _policy(cfg, env, star_context(env.backend.system))
-
-
-def _policy(cfg: RunConfig, spaces: Any, context: Any, **params: Any) -> Any:
-    """``cfg``'s policy for ``spaces`` (an env or a pair) with ``context``, reset."""
-    params = {**cfg.scheduler.params, **params}
-    policy = make_policy(cfg.scheduler.policy, spaces, context=context, **params)
-    policy.reset(seed=cfg.seed)
-    return policy
-
-
-def _chooses_participants(cfg: RunConfig) -> bool:
-    """Whether the star's policy picks a client set, not subchannels.
-
-    ``all`` always does; ``random`` and ``round_robin`` on ideal links.
-    """
-    from rayfl.registry import topology_of
-
-    return "assignment" not in topology_of(cfg).policy_parts(cfg)
-
-
-def _make_deciders(cfg: RunConfig, system: Any) -> list[Any]:
-    """Return the star's one decider: its registered policy, with the run's context.
-
-    A client-set policy reads eligibility and the round (the decider builds that
-    observation); any other gets the scheduling env's spaces and action rules
-    (:class:`StarActions`).
-    """
-    context = star_context(system)
-    if _chooses_participants(cfg):
-        wireless = cfg.wireless
-        rules = StarParticipants(
-            system.num_clients, wireless.num_subchannels if wireless else 0
-        )
-        k = cfg.scheduler.clients_per_round  # the field wins over params
-        policy = _policy(cfg, rules.spaces(), context, clients_per_round=k)
-        observe = partial(rules.observe, system)
-        return [PolicyDecider(policy, rules.to_schedule, observe)]
-    actions = StarActions.from_config(cfg, controls=policy_needs_controls(cfg))
-    policy = _policy(cfg, actions.spaces(), context)
-    return [PolicyDecider(policy, actions.to_schedule)]
+    return topology_of(cfg).env_policy(cfg, env)
 
 
 #: Makes a run's system from its config: ``build_system`` (a new one, closed
@@ -187,13 +134,12 @@ def _build(
 ) -> tuple[Any, list[Any], LoopSettings]:
     """Return the run's system, its deciders and the loop settings.
 
-    A client-set policy evaluates every ``eval_every`` rounds; any other every
-    round (it may read the test metrics, as the scheduling env does).
-    ``source`` (a warm session's) provides the system instead of
-    ``build_system``; the run then never closes it.
+    The topology plug-in (:mod:`rayfl.topology`) gives one decider per
+    decision unit (``deciders``) and changes the settings read from the config
+    where its loop differs (``loop_settings``). ``source`` (a warm session's)
+    provides the system instead of ``build_system``; the run then never closes it.
     """
-    owned = source is None
-    make_system = build_system if source is None else source
+    plugin = topology_of(cfg)
     settings = LoopSettings(
         rounds=cfg.rounds,
         eval_every=cfg.eval_every,
@@ -201,23 +147,13 @@ def _build(
         wireless=cfg.wireless is not None,
         logged=tuple(getattr(algorithm_class(cfg.algorithm), "logged_metrics", ())),
     )
-    if cfg.topology.kind == "hierarchical":  # devices → edges → cloud, a unit per edge
-        from rayfl.hierarchy.deciders import edge_policies
-
-        system = make_system(cfg)
-        deciders = _or_close(
-            system,
-            lambda: [
-                PolicyDecider(policy, rules.to_schedule)
-                for policy, rules in edge_policies(cfg, system)
-            ],
-            owned,
-        )
-        return system, deciders, settings
-    system = make_system(cfg)
-    deciders = _or_close(system, lambda: _make_deciders(cfg, system), owned)
-    every_round = not _chooses_participants(cfg)
-    return system, deciders, replace(settings, evaluate_every_round=every_round)
+    system = build_system(cfg) if source is None else source(cfg)
+    deciders = _or_close(
+        system,
+        lambda: plugin.deciders(cfg, system, PolicyDecider),
+        source is None,
+    )
+    return system, deciders, plugin.loop_settings(cfg, settings)
 
 
 def resume(run_dir: str | Path) -> RunResult:
@@ -253,36 +189,15 @@ def _on_round(bar: Any) -> Any:
     return update
 
 
-def _build_d2d(
-    cfg: RunConfig, source: SystemSource | None = None
-) -> tuple[Any, list[Any], LoopSettings]:
-    """Return a D2D run's engine, one decider per target and the loop settings."""
-    from rayfl.d2d.deciders import selection_deciders
-    from rayfl.d2d.records import round_records
-
-    system = build_system(cfg) if source is None else source(cfg)
-    deciders = _or_close(
-        system, lambda: selection_deciders(system, PolicyDecider), source is None
-    )
-    every = cfg.output.checkpoint_every or 0
-    return (
-        system,
-        deciders,
-        LoopSettings(cfg.rounds, checkpoint_every=every, records=round_records),
-    )
-
-
 def _summary_writer(
     cfg: RunConfig, system: Any, log: RunLog, bar: Any, started: float, setup_s: float
 ) -> Callable[[RunProgress], None]:
     """Return the ``terminal_status`` callback writing summary.json (and extras).
 
-    A D2D run's summary is its own (``rayfl.d2d.records``: ``target_acc_max``,
-    the selection report) and has no extra files.
+    A topology with its own summary (the plug-in's ``summary`` hook, e.g.
+    D2D's ``target_acc_max`` and selection report) writes no extra files.
     """
-    from rayfl.d2d.records import summary_document as d2d_summary
-
-    d2d = cfg.topology.kind == "d2d"
+    plugin = topology_of(cfg)
 
     def write_summary(progress: RunProgress) -> None:
         if bar is not None:
@@ -293,8 +208,9 @@ def _summary_writer(
             "error": progress.error,
             "total_s": time.perf_counter() - started,
         }
-        if d2d:
-            log.flush(d2d_summary(system, log.round_rows, **common))
+        own = plugin.summary(system, log.round_rows, **common)
+        if own is not None:
+            log.flush(own)
             return
         log.flush(summary_document(system, log.round_rows, setup_s=setup_s, **common))
         if progress.status == "completed":
@@ -318,7 +234,6 @@ def _run(
     open. By default the run builds its own and closes it.
     """
     started = time.perf_counter()
-    d2d = cfg.topology.kind == "d2d"  # server-free D2D (pFedWN): one unit per target
     log = RunLog(run_dir) if run_dir is not None else None
     system: Any = None
     tracker: Any = None
@@ -335,11 +250,11 @@ def _run(
         # a failure before the first round (Ray start-up, data, actors) ends
         # `failed` with its run directory, as one in a round does
         with setup_status(open_run_dir, resume_from=resume_from):
-            build = _build_d2d if d2d else _build
-            system, deciders, settings = build(cfg, source)
+            system, deciders, settings = _build(cfg, source)
             open_run_dir()
             assert log is not None
-            if not d2d and system.num_clients > cfg.output.client_rows_max:
+            many = system.num_clients > cfg.output.client_rows_max
+            if settings.client_summary and many:
                 log.summary = ClientSummary(system.num_clients)  # results_stream
             start = (
                 0 if checkpoint is None else restore(checkpoint, system, deciders, log)

@@ -21,8 +21,9 @@ from envs.d2d import D2DNeighborEnv, make_selection_policies, policy_action
 from envs.hierarchy.scheduling import EdgePolicies, HierarchicalSchedulingEnv
 from envs.star.scheduling import WirelessFLEnv
 from rayfl.config import ConfigError, load_config
-from rayfl.observation import TOPOLOGIES
-from rayfl.registry import POLICIES, make_policy, policy_class
+from rayfl.registry import POLICIES, make_policy, policy_class, topology_names
+
+TOPOLOGIES = topology_names()
 
 _DATA = {
     "dataset": "digits",

@@ -14,7 +14,6 @@ from rayfl.observation import (
     CORE_KEYS,
     EXTRA_KEYS,
     FIELDS,
-    TOPOLOGY_KEYS,
     LinkConstants,
     Observation,
     ObservationTracker,
@@ -22,6 +21,7 @@ from rayfl.observation import (
     observation_space,
     unit_shape,
 )
+from rayfl.registry import topology_names, topology_of
 from rayfl.seeding import rng_for
 
 
@@ -38,7 +38,10 @@ def test_star_space_is_the_scheduling_envs():
     from envs.scheduling import WirelessFLEnv
 
     env = WirelessFLEnv(overrides=["data.num_clients=7", "wireless.num_subchannels=3"])
-    _same(observation_space(TOPOLOGY_KEYS["star"], 7, 3), env.observation_space)
+    _same(
+        observation_space(topology_of("star").observation_keys, 7, 3),
+        env.observation_space,
+    )
     assert unit_shape(env.observation_space) == (7, 3)
 
 
@@ -46,7 +49,7 @@ def test_star_space_is_the_scheduling_envs():
 def test_hierarchical_edge_space_is_the_hierarchys(shape):
     from rayfl.hierarchy.scheduling import OBS_KEYS, edge_spaces
 
-    assert set(OBS_KEYS) == set(TOPOLOGY_KEYS["hierarchical"])
+    assert set(OBS_KEYS) == set(topology_of("hierarchical").observation_keys)
     _same(observation_space(OBS_KEYS, *shape), edge_spaces(*shape)[0])
 
 
@@ -56,7 +59,10 @@ def test_d2d_target_and_selection_spaces_are_the_d2d_ones():
 
     env = D2DNeighborEnv()
     n, f = env.target_spaces[0]["channel_gain"].shape
-    _same(observation_space(TOPOLOGY_KEYS["d2d"], n, f), env.target_spaces[0])
+    _same(
+        observation_space(topology_of("d2d").observation_keys, n, f),
+        env.target_spaces[0],
+    )
     selection = selection_spaces(6, 4)[0]
     _same(observation_space(list(selection.spaces), 6, 4), selection)
 
@@ -86,7 +92,8 @@ def test_space_rejects_unknown_keys_and_empty_units():
 
 
 def test_sampled_observations_fit_their_space():
-    for topology, keys in TOPOLOGY_KEYS.items():
+    for topology in topology_names():
+        keys = topology_of(topology).observation_keys
         space = observation_space(keys, 6, 3)
         space.seed(0)
         sample = space.sample()
@@ -163,7 +170,11 @@ def test_context_is_frozen_checked_and_keys_its_draws():
         context.rng("schedule").random(2), rng_for(11, "schedule").random(2)
     )
     assert context.replace(unit=0).unit == 0 and context.unit == 2
-    with pytest.raises(ValueError, match="topology must be one of"):
-        SystemContext(topology="ring", seed=0, rounds=1, model_dim=1)
+    with pytest.raises(ValueError, match="topology must name a registered topology"):
+        SystemContext(topology="", seed=0, rounds=1, model_dim=1)
+    # any registered topology's name, e.g. one a user adds (rayfl.registry)
+    assert (
+        SystemContext(topology="ring", seed=0, rounds=1, model_dim=1).topology == "ring"
+    )
     with pytest.raises(ValueError, match="unit must be in \\[0, 3\\)"):
         context.replace(unit=3)

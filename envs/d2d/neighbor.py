@@ -129,7 +129,7 @@ class D2DNeighborEnv(FLEnv):
     sub-channel, client). ``action_masks()`` gives the valid choices per entry.
 
     ## Observation Space
-    A ``Dict`` of float32 arrays, the keys ``TOPOLOGY_KEYS["d2d"]`` of
+    A ``Dict`` of float32 arrays, the keys ``observation_keys`` of the D2D plug-in,
     :mod:`rayfl.observation` (leading T axis in all-targets mode), built by
     :func:`rayfl.d2d.selection.round_observation` (rows: the N nodes; the
     target's row is ineligible):

@@ -200,7 +200,7 @@ def fast_table(
         ValueError: Without a ``wireless`` section, or for an unknown policy.
     """
     from rayfl.compare.variants import sort_by_policy
-    from rayfl.registry import ENVS, load
+    from rayfl.registry import load, topology_of
 
     if base.wireless is None:
         raise ValueError(
@@ -221,8 +221,9 @@ def fast_table(
     for seed in seeds:
         log.context = {"seed": int(seed)}
         cfg = base.model_copy(update={"seed": int(seed)})
+        make_env = load(topology_of(cfg).envs["single"])
         for controls in sorted({c for *_, c in specs}):
-            env = load(ENVS["star"])(cfg, mode="emulate", controls=controls)
+            env = make_env(cfg, mode="emulate", controls=controls)
             try:
                 for label, extra, needs in specs:
                     if needs != controls:
@@ -243,7 +244,7 @@ def _fast_specs(
 ) -> list[tuple[str, dict[str, Any], bool]]:
     """Return (label as in ``compare``, its overrides, needs controls) per policy."""
     from rayfl.compare.variants import check_policy_builds, policy_variant
-    from rayfl.runner import policy_needs_controls
+    from rayfl.star.deciders import policy_needs_controls
 
     variants = [(spec, *policy_variant(base, spec)) for spec in policies]
     names = [name for _, name, _ in variants]

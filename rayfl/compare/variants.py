@@ -174,30 +174,25 @@ def run_variants(
 
 
 def check_policy_builds(cfg: RunConfig) -> None:
-    """Build ``cfg``'s star policy on the run's spaces, without an FL system.
+    """Build ``cfg``'s policy on the run's spaces, without an FL system.
 
     So a policy that cannot act in this run (e.g. ``minmax`` with an algorithm
     whose controls it cannot set, or a ``learned`` checkpoint that is missing
     or untrained) fails in a second, before any run of a comparison starts.
     The policy gets a context as a run gives it (the algorithm's
     ``control_names``, the link constants; the model size is not known yet).
-    Other topologies and client-set rules are checked by the config alone.
+    The topology plug-in's ``check_policy_build`` hook does it (the star's
+    builds on the scheduling env's spaces); others leave it to the config check.
 
     Raises:
         ConfigError: Naming the policy, the algorithm and the reason.
     """
     from rayfl.config import ConfigError
-    from rayfl.registry import make_policy
-    from rayfl.runner import policy_needs_controls
-    from rayfl.star.actions import StarActions
+    from rayfl.registry import topology_of
 
     name = cfg.scheduler.policy
-    if cfg.topology.kind != "flat" or cfg.wireless is None or name == "all":
-        return
-    context = config_context(cfg)
-    spaces = StarActions.from_config(cfg, controls=policy_needs_controls(cfg))
     try:
-        make_policy(name, spaces.spaces(), context=context, **cfg.scheduler.params)
+        topology_of(cfg).check_policy_build(cfg)
     except (ValueError, TypeError, FileNotFoundError) as e:
         raise ConfigError(
             f"scheduler.policy={name} cannot run with algorithm.kind="
@@ -205,33 +200,16 @@ def check_policy_builds(cfg: RunConfig) -> None:
         ) from e
 
 
-def config_context(cfg: RunConfig, model_dim: int = 1) -> Any:
-    """The star's context (:class:`rayfl.star.context.StarContext`) from its config.
+def config_context(cfg: RunConfig) -> Any:
+    """The context ``cfg``'s policy gets, from the config alone (no system built).
 
-    What :func:`rayfl.star.context.star_context` gives a run, without building
-    the FL system: the link constants of ``wireless``, the algorithm's
-    ``control_names``; the model size is ``model_dim`` (not known before the
-    model is built) and the DP constants are left unset.
+    The topology plug-in's ``context(cfg)`` hook: the star's gives the link
+    constants of ``wireless`` and the algorithm's ``control_names``; the model
+    size is 1 (not known before the model is built).
     """
-    from dataclasses import fields
+    from rayfl.registry import topology_of
 
-    from rayfl.algorithms.registry import algorithm_controls
-    from rayfl.observation import LinkConstants
-    from rayfl.star.context import StarContext
-
-    wireless = cfg.wireless
-    link = None
-    if wireless is not None:
-        names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
-        link = LinkConstants(**{n: getattr(wireless, n) for n in names})
-    return StarContext(
-        topology="star",
-        seed=int(cfg.seed),
-        rounds=int(cfg.rounds),
-        model_dim=model_dim,
-        link=link,
-        control_names=tuple(algorithm_controls(cfg.algorithm)),
-    )
+    return topology_of(cfg).context(cfg)
 
 
 def load_base(

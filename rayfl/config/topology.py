@@ -21,8 +21,8 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
-from rayfl.config.numbers import union_kind
 from rayfl import registry
+from rayfl.config.numbers import union_kind
 from rayfl.registry import topology_names, topology_of
 
 __all__ = [

@@ -6,7 +6,8 @@ s → target are computed (:mod:`rayfl.wireless.d2d_error`), and a scheduling
 policy (``policies``, default ``channel_threshold``) picks the selected
 neighbors M_n from the target's observation, through the same ``policy(obs) ->
 action`` interface as the OFDMA scheduling env. The observation has the keys
-``TOPOLOGY_KEYS["d2d"]`` of :mod:`rayfl.observation`, one row per node:
+the D2D plug-in's ``observation_keys`` (:mod:`rayfl.d2d.plugin`; the core and
+extra keys of :mod:`rayfl.observation`), one row per node:
 
 | key | shape | meaning | unit |
 |-----|-------|---------|------|
@@ -49,8 +50,14 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from rayfl.d2d.config import D2DTopologyConfig
-from rayfl.observation import TOPOLOGY_KEYS, ObservationTracker, observation_space
-from rayfl.registry import topology_of
+from rayfl.observation import (
+    CORE_KEYS,
+    EXTRA_KEYS,
+    ObservationTracker,
+    SystemContext,
+    observation_space,
+)
+from rayfl.registry import build_policy, topology_of
 from rayfl.seeding import rng_for
 from rayfl.wireless.d2d import (
     d2d_gain_linear,
@@ -75,6 +82,9 @@ __all__ = [
     "selection_spaces",
     "target_policy",
 ]
+
+#: The D2D plug-in's name (``rayfl.d2d.plugin.D2D.name``).
+TOPOLOGY = "d2d"
 
 
 @dataclass(frozen=True)
@@ -144,7 +154,7 @@ def selection_spaces(
 ) -> tuple[spaces.Dict, spaces.MultiDiscrete]:
     """Return the (observation_space, action_space) of one target's decision."""
     return (
-        observation_space(TOPOLOGY_KEYS["d2d"], num_nodes, num_subchannels),
+        observation_space((*CORE_KEYS, *EXTRA_KEYS), num_nodes, num_subchannels),
         spaces.MultiDiscrete(np.full(num_subchannels, num_nodes + 1, dtype=np.int64)),
     )
 
@@ -222,14 +232,14 @@ def select_neighbors(
     *,
     seed: int,
     data_size: npt.ArrayLike | None = None,
-    name: str = topology_of("d2d").default_policy,
+    name: str | None = None,
     params: Mapping[str, Any] | None = None,
 ) -> list[Selection]:
     """Run the selection policy of every target (:func:`target_policy`) at t = 0.
 
     ``data_size`` is the (N,) train sizes the observation shows (None: 0);
-    ``name`` and ``params`` are the run's ``scheduler.policy`` and
-    ``scheduler.params``.
+    ``name`` and ``params`` are the run's ``scheduler.policy`` (None: the D2D
+    default) and ``scheduler.params``.
     """
     n = layout.num_nodes
     out = []
@@ -262,29 +272,41 @@ def target_policy(
     *,
     target: int,
     seed: int,
-    name: str = topology_of("d2d").default_policy,
+    name: str | None = None,
     params: Mapping[str, Any] | None = None,
 ) -> Any:
     """Build a target's selection policy, reset from (seed, "policy", target).
+
+    The policy's context carries ``topology.epsilon`` as ``selection_epsilon``
+    (``channel_threshold`` reads it when its ``epsilon`` is not given); its
+    seed is the target's policy seed, so targets draw independent streams.
 
     Args:
         topology: The D2D topology section.
         num_nodes: N.
         target: The target n.
         seed: The run (episode) seed.
-        name: A registered policy (the run's ``scheduler.policy``).
-        params: Its parameters (``scheduler.params``; None: none);
-            ``channel_threshold`` gets ``epsilon=topology.epsilon`` unless given.
+        name: A registered policy (the run's ``scheduler.policy``; None: the
+            D2D plug-in's ``default_policy``).
+        params: Its parameters (``scheduler.params``; None: none).
     """
-    from rayfl.registry import make_policy
-
-    kwargs = dict(params or {})
-    if name == "channel_threshold":
-        kwargs.setdefault("epsilon", topology.epsilon)
-    spaces_ = selection_spaces(num_nodes, topology.num_subchannels)
-    policy = make_policy(name, spaces_, **kwargs)
-    policy.reset(seed=int(rng_for(seed, "policy", client=target).integers(2**31)))
-    return policy
+    if name is None:
+        name = topology_of(TOPOLOGY).default_policy
+    policy_seed = int(rng_for(seed, "policy", client=target).integers(2**31))
+    context = SystemContext(
+        topology=TOPOLOGY,
+        seed=policy_seed,
+        rounds=1,  # not known here; no D2D policy reads it
+        model_dim=1,
+        selection_epsilon=float(topology.epsilon),
+    )
+    return build_policy(
+        name,
+        selection_spaces(num_nodes, topology.num_subchannels),
+        params=params,
+        context=context,
+        seed=policy_seed,
+    )
 
 
 def reselect(

@@ -3,12 +3,12 @@
 The engine owns what every topology shares — the Ray session, the federated
 data, ω⁰ and the global model's ref, the :class:`rayfl.actors.pool.ActorPool`
 — and delegates everything topology-specific to a strategy
-(``rayfl.system.RoundStrategy``): ``rayfl.star.round.StarRound`` today; the
-hierarchical and D2D strategies plug in the same way (``build(engine)`` starts
-their actors on ``engine.pool``, ``round(engine, t, decision)`` runs a round).
+(``rayfl.system.RoundStrategy``), the one the run's topology plug-in gives
+(``topology_of(config).strategy()``): ``build(engine)`` starts its actors on
+``engine.pool``, ``round(engine, t, decision)`` runs a round.
 
-Strategy attributes the engine does not define (the star's ``uplink``,
-``cloud``, ``algorithm``...) are readable on the engine itself
+Strategy attributes the engine does not define (``uplink``, ``cloud``,
+``algorithm``...) are readable on the engine itself
 (``system.uplink.eligible()``).
 """
 
@@ -24,8 +24,8 @@ import ray
 from rayfl.actors.pool import ActorPool
 from rayfl.cluster.session import RaySession
 from rayfl.data.federated import FederatedData, build_federated
+from rayfl.registry import topology_of
 from rayfl.schedule import Schedule
-from rayfl.star.round import StarRound
 from rayfl.system import Decision, EvalRow, Observation, RoundResult, RoundStrategy
 from rayfl.system import initial_vector as _initial_vector
 
@@ -38,7 +38,8 @@ class Engine:
     Args:
         config: The run config.
         data: A prebuilt federated dataset (default: built from ``config.data``).
-        strategy: The topology strategy (default: the star).
+        strategy: The topology strategy (default: a new one of the config's
+            topology plug-in, ``topology_of(config).strategy()``).
 
     Example:
         >>> with Engine(load_config("examples/quickstart.yaml")) as system:  # doctest: +SKIP
@@ -53,8 +54,10 @@ class Engine:
         strategy: RoundStrategy | None = None,
     ) -> None:
         self.config = config
-        self.strategy: Any = strategy if strategy is not None else StarRound()
-        self.topology: str = self.strategy.kind
+        plugin = topology_of(config)
+        self.strategy: Any = strategy if strategy is not None else plugin.strategy()
+        #: The topology plug-in's name (``rayfl.registry.topology_of``).
+        self.topology: str = plugin.name
         self.pool: ActorPool | None = None
         self.session = RaySession(config.ray)
         try:
@@ -97,7 +100,7 @@ class Engine:
     # ------------------------------------------------------------------ System
     @property
     def num_units(self) -> int:
-        """Decision units: 1 (star), C edges, T targets."""
+        """Decision units (the strategy's count: one, an edge each, a target each...)."""
         return int(self.strategy.num_units(self))
 
     @property

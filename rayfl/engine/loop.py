@@ -52,6 +52,9 @@ class LoopSettings:
         records: A topology's own row format, ``records(result, elapsed_s) ->
             (metrics rows, rounds row)`` (D2D); None: the shared columns of
             :mod:`rayfl.engine.rows`.
+        client_summary: Whether a population above ``output.client_rows_max``
+            gets a per-client summary instead of client rows
+            (``rayfl.rundir.stream.ClientSummary``).
     """
 
     rounds: int
@@ -64,6 +67,7 @@ class LoopSettings:
         Callable[[RoundResult, float], tuple[list[dict[str, Any]], dict[str, Any]]]
         | None
     ) = None
+    client_summary: bool = True
 
     def evaluation_due(self, t: int, stop: bool) -> bool:
         """Whether round ``t`` ends with an evaluation."""

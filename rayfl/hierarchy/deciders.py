@@ -2,7 +2,7 @@
 
 Each edge c is a decision unit (``HierarchicalRound.num_units`` = C). Its policy
 is ``scheduler.policy`` (default ``uniform``), built by
-``rayfl.registry.make_policy`` for the edge's spaces
+``rayfl.registry.build_policy`` for the edge's spaces
 (``rayfl.hierarchy.scheduling.edge_spaces``) with the run's
 ``SystemContext`` (``unit`` = c; ``link``: the device→edge constants of
 ``topology.cost``, with no downlink or compute term). :class:`EdgeActions`
@@ -37,11 +37,17 @@ import numpy.typing as npt
 
 from rayfl.hierarchy.scheduling import edge_spaces, validate_action
 from rayfl.observation import LinkConstants, SystemContext
-from rayfl.registry import check_policy, make_policy, policy_class
+from rayfl.registry import build_policy, check_policy, policy_class
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 
-__all__ = ["EdgeActions", "check_edge_policy", "edge_policies", "policy_seed"]
+__all__ = [
+    "EdgeActions",
+    "check_edge_policy",
+    "edge_context",
+    "edge_policies",
+    "policy_seed",
+]
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,31 @@ def policy_seed(seed: int, edge: int) -> int:
     return int(rng_for(seed, "hier_policy", client=edge).integers(2**31 - 1))
 
 
+def edge_context(config: Any, system: Any = None) -> SystemContext:
+    """Return edge 0's context (``replace(unit=c)`` gives edge c's).
+
+    Args:
+        config: The run config (``topology.cost``: the link constants).
+        system: The hierarchical engine (its edges and model size), or None
+            before one is built (one unit, model size 1).
+    """
+    cost = config.topology.cost
+    link = LinkConstants(
+        bandwidth_hz=cost.bandwidth_hz,
+        noise_psd_dbm_hz=cost.noise_psd_dbm_hz,
+        tx_power_dbm=cost.tx_power_dbm,
+        bits_per_element=cost.bits_per_param,
+    )
+    return SystemContext(
+        topology="hierarchical",
+        seed=config.seed,
+        rounds=config.rounds,
+        model_dim=1 if system is None else int(system.dim),
+        num_units=1 if system is None else len(system.edge_scheduling.subnets),
+        link=link,
+    )
+
+
 def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
     """Return one (policy, action rules) pair per edge, policies reset.
 
@@ -133,28 +164,16 @@ def edge_policies(config: Any, system: Any) -> list[tuple[Any, EdgeActions]]:
     scheduler = config.scheduler
     participants = "assignment" not in check_edge_policy(scheduler.policy).action_parts
     edges = system.edge_scheduling
-    cost = config.topology.cost
-    link = LinkConstants(
-        bandwidth_hz=cost.bandwidth_hz,
-        noise_psd_dbm_hz=cost.noise_psd_dbm_hz,
-        tx_power_dbm=cost.tx_power_dbm,
-        bits_per_element=cost.bits_per_param,
-    )
+    base = edge_context(config, system)
     out = []
     for c, members in enumerate(edges.subnets):
         rules = EdgeActions(c, members, edges.num_subchannels[c], participants)
-        context = SystemContext(
-            topology="hierarchical",
-            seed=config.seed,
-            rounds=config.rounds,
-            model_dim=int(system.dim),
-            unit=c,
-            num_units=len(edges.subnets),
-            link=link,
+        policy = build_policy(
+            scheduler.policy,
+            rules.spaces(),
+            params=scheduler.params,
+            context=base.replace(unit=c),
+            seed=policy_seed(config.seed, c),
         )
-        policy = make_policy(
-            scheduler.policy, rules.spaces(), context=context, **scheduler.params
-        )
-        policy.reset(seed=policy_seed(config.seed, c))
         out.append((policy, rules))
     return out

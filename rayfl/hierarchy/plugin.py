@@ -37,6 +37,21 @@ class Hierarchy(TopologyPlugin):
 
         return HierarchicalRound()
 
+    def context(self, cfg: Any, system: Any = None) -> Any:
+        """Return edge 0's context (:func:`rayfl.hierarchy.deciders.edge_context`)."""
+        from rayfl.hierarchy.deciders import edge_context
+
+        return edge_context(cfg, system)
+
+    def deciders(self, cfg: Any, system: Any, policy_decider: Any) -> list[Any]:
+        """Return one decider per edge (:func:`rayfl.hierarchy.deciders.edge_policies`)."""
+        from rayfl.hierarchy.deciders import edge_policies
+
+        return [
+            policy_decider(policy, rules.to_schedule)
+            for policy, rules in edge_policies(cfg, system)
+        ]
+
     # -------------------------------------------------------------------- config
     def check_run(self, cfg: Any) -> None:
         """Its own DP and links; subnets and cost model that fit; no K, no eval sample."""

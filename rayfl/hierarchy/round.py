@@ -45,7 +45,7 @@ Implementation details:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -67,7 +67,7 @@ from rayfl.hierarchy.scheduling import OBS_KEYS, EdgeScheduling, upload_fading
 from rayfl.hierarchy.servers import Servers
 from rayfl.hierarchy.submit import Plan, RoundCalls, make_plan, segments
 from rayfl.hierarchy.topology import build_topology
-from rayfl.registry import policy_class
+from rayfl.registry import policy_class, topology_of
 from rayfl.system import Decision, EvalRow, Observation, RoundResult
 
 __all__ = ["HierarchicalRound", "segments"]
@@ -78,8 +78,12 @@ class HierarchicalRound:
 
     Args:
         external_actions: An env's agent gives the per-edge actions
-            (:meth:`run_global_round`); with ``scheduler.policy: uniform`` the
-            observations then fill every key, not only the ones it reads.
+            (:meth:`run_global_round`).
+        observed_keys: The observation keys the deciders read (the costly
+            ``loss`` and ``privacy_spent`` are filled only when listed). None:
+            the configured policy's ``required_keys``; with
+            ``external_actions`` and the topology's default policy (no policy
+            named: the env's agent decides), every key.
 
     Example:
         >>> system = build_system(load_config("examples/h2fdp.yaml"))  # doctest: +SKIP
@@ -89,8 +93,14 @@ class HierarchicalRound:
 
     kind: ClassVar[str] = "hierarchical"
 
-    def __init__(self, *, external_actions: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        external_actions: bool = False,
+        observed_keys: Iterable[str] | None = None,
+    ) -> None:
         self.external_actions = external_actions
+        self.observed_keys = None if observed_keys is None else tuple(observed_keys)
         self.engine: Any = None
         self.servers: Servers | None = None
         self._policies: list[Any] | None = None  # built when a script needs them
@@ -179,11 +189,13 @@ class HierarchicalRound:
         """Build the edges' bands and observations (``rayfl.hierarchy.scheduling``)."""
         cfg = self.config
         topo = cfg.topology
-        # the keys the configured policy reads; every key for an env's agent
-        # when no policy is configured (uniform)
-        needed = policy_class(cfg.scheduler.policy).required_keys
-        if self.external_actions and cfg.scheduler.policy == "uniform":
-            needed = OBS_KEYS
+        needed = self.observed_keys
+        if needed is None:  # the configured policy's keys; an env's agent: all
+            agent = cfg.scheduler.policy == topology_of(cfg).default_policy
+            if self.external_actions and agent:
+                needed = OBS_KEYS
+            else:
+                needed = policy_class(cfg.scheduler.policy).required_keys
         self.edge_scheduling = EdgeScheduling(
             topo.scheduling,
             cost=topo.cost,

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from rayfl.observation import TOPOLOGY_KEYS, observation_space
+from rayfl.observation import CORE_KEYS, observation_space
 from rayfl.schedule import Schedule
 from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.units import power_levels_w
@@ -88,7 +88,8 @@ class StarActions:
         action = (
             spaces.Dict({"assignment": assignment, **parts}) if parts else assignment
         )
-        return observation_space(TOPOLOGY_KEYS["star"], n, k), action
+        # the keys are the star plug-in's observation_keys
+        return observation_space(CORE_KEYS, n, k), action
 
     def to_schedule(
         self, action: Any, eligible: npt.NDArray[np.bool_]

@@ -12,7 +12,7 @@ from rayfl.observation import (
     TrainingConstants,
 )
 
-__all__ = ["StarContext", "star_context", "upload_noise_std"]
+__all__ = ["StarContext", "config_context", "star_context", "upload_noise_std"]
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,8 @@ def star_context(system: Any) -> StarContext:
     Args:
         system: The star's system (``config``, ``dim``, ``uplink``).
     """
-    cfg, wireless = system.config, system.config.wireless
-    link = None
-    if wireless is not None:  # the LinkConstants the section has, by name
-        names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
-        link = LinkConstants(**{name: getattr(wireless, name) for name in names})
+    cfg = system.config
+    link = _link(cfg.wireless)
     beta = system.uplink.participation_target()
     from rayfl.algorithms.registry import algorithm_controls
 
@@ -67,4 +64,32 @@ def star_context(system: Any) -> StarContext:
                 getattr(cfg.algorithm, "sparsity", cfg.compression.sparsify_fraction)
             ),
         ),
+    )
+
+
+def _link(wireless: Any) -> LinkConstants | None:
+    """The :class:`LinkConstants` a ``wireless`` section has, by name (None: ideal links)."""
+    if wireless is None:
+        return None
+    names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
+    return LinkConstants(**{name: getattr(wireless, name) for name in names})
+
+
+def config_context(cfg: Any, model_dim: int = 1) -> StarContext:
+    """The star's context from its config alone, before a system is built.
+
+    What :func:`star_context` gives a run, without building the FL system: the
+    link constants of ``wireless``, the algorithm's ``control_names``; the
+    model size is ``model_dim`` (not known before the model is built) and the
+    DP constants are left unset.
+    """
+    from rayfl.algorithms.registry import algorithm_controls
+
+    return StarContext(
+        topology="star",
+        seed=int(cfg.seed),
+        rounds=int(cfg.rounds),
+        model_dim=model_dim,
+        link=_link(cfg.wireless),
+        control_names=tuple(algorithm_controls(cfg.algorithm)),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from rayfl.observation import ACTION_PARTS, CORE_KEYS
@@ -36,6 +37,36 @@ class Star(TopologyPlugin):
         from rayfl.star.round import StarRound
 
         return StarRound()
+
+    def context(self, cfg: Any, system: Any = None) -> Any:
+        """Return the star's context (:mod:`rayfl.star.context`): of ``system``, else of ``cfg``."""
+        from rayfl.star.context import config_context, star_context
+
+        return config_context(cfg) if system is None else star_context(system)
+
+    def deciders(self, cfg: Any, system: Any, policy_decider: Any) -> list[Any]:
+        """Return the star's one decider (:func:`rayfl.star.deciders.make_deciders`)."""
+        from rayfl.star.deciders import make_deciders
+
+        return make_deciders(cfg, system, policy_decider)
+
+    def loop_settings(self, cfg: Any, base: Any) -> Any:
+        """Evaluate every round unless the policy picks a client set (it may read the test metrics)."""
+        from rayfl.star.deciders import chooses_participants
+
+        return replace(base, evaluate_every_round=not chooses_participants(cfg))
+
+    def check_policy_build(self, cfg: Any) -> None:
+        """Build the policy on the scheduling env's spaces (:mod:`rayfl.star.deciders`)."""
+        from rayfl.star.deciders import check_policy_build
+
+        check_policy_build(cfg)
+
+    def env_policy(self, cfg: Any, env: Any) -> Any:
+        """Return the policy of a reset scheduling env (:func:`rayfl.star.deciders.env_policy`)."""
+        from rayfl.star.deciders import env_policy
+
+        return env_policy(cfg, env)
 
     # -------------------------------------------------------------------- config
     rl_features = frozenset({"controls"})

@@ -14,17 +14,18 @@ import numpy as np
 import pytest
 
 from rayfl.config import load_config
+from rayfl.engine.deciders import PolicyDecider
 from rayfl.observation import (
     LinkConstants,
     PrivacyConstants,
     SystemContext,
     TrainingConstants,
 )
-from rayfl.runner import _make_deciders
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.star.actions import StarParticipants
 from rayfl.star.context import star_context
+from rayfl.star.deciders import make_deciders
 
 N = 9
 
@@ -117,7 +118,7 @@ def test_client_set_deciders_equal_the_former_builtin_rule(policy, k, wireless):
     # Arrange
     cfg = _config(policy, k, wireless)
     system = _system(cfg)
-    (decider,) = _make_deciders(cfg, system)
+    (decider,) = make_deciders(cfg, system, PolicyDecider)
     rng = np.random.default_rng(3)
     cursor = 0
     assert not decider.observes  # the loop never observes the system for it
@@ -134,7 +135,7 @@ def test_a_builtin_checkpoint_cursor_resumes_round_robin():
     # Arrange: the policy's cursor at 3 after round 0
     cfg = _config("round_robin", 3)
     system = _system(cfg)
-    (decider,) = _make_deciders(cfg, system)
+    (decider,) = make_deciders(cfg, system, PolicyDecider)
     decider.decide(0, None)
     # Act: the former rule's states {"cursor": c}, c up to N + last id
     decider.load_state_dict({"cursor": N})
@@ -152,7 +153,7 @@ def test_a_builtin_checkpoint_cursor_resumes_round_robin():
 @pytest.mark.parametrize("policy", ["all", "random"])
 def test_a_builtin_checkpoint_of_a_stateless_rule_changes_nothing(policy):
     cfg = _config(policy, 4)
-    (decider,) = _make_deciders(cfg, _system(cfg))
+    (decider,) = make_deciders(cfg, _system(cfg), PolicyDecider)
     before = decider.state_dict()
     decider.load_state_dict({"cursor": 0})
     assert not hasattr(decider.policy, "cursor")

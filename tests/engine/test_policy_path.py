@@ -13,7 +13,8 @@ import pytest
 import rayfl
 from envs.scheduling import WirelessFLEnv
 from rayfl.config import load_config
-from rayfl.runner import env_policy, policy_needs_controls
+from rayfl.runner import env_policy
+from rayfl.star.deciders import policy_needs_controls
 
 CFG = {
     "name": "policy-path",

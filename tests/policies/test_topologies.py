@@ -13,14 +13,12 @@ import pytest
 from gymnasium import spaces
 
 from policies import POLICIES, make_policy
-from rayfl.observation import (
-    TOPOLOGIES,
-    TOPOLOGY_KEYS,
-    TOPOLOGY_PARTS,
-    SystemContext,
-    observation_space,
-)
-from rayfl.registry import check_policy, policy_class
+from rayfl.observation import SystemContext, observation_space
+from rayfl.registry import check_policy, policy_class, topology_names, topology_of
+
+TOPOLOGIES = topology_names()
+TOPOLOGY_KEYS = {t: topology_of(t).observation_keys for t in TOPOLOGIES}
+TOPOLOGY_PARTS = {t: topology_of(t).action_parts for t in TOPOLOGIES}
 
 PAIRS = [(name, topology) for name in sorted(POLICIES) for topology in TOPOLOGIES]
 #: Lyapunov solves a mixed-integer program per call: fewer observations.
