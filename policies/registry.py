@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 from rayfl.registry import (
-    PARTICIPANT_RULES,
     POLICIES,
     check_policy,
     make_policy,
@@ -23,7 +22,6 @@ from rayfl.registry import (
 )
 
 __all__ = [
-    "PARTICIPANT_RULES",
     "POLICIES",
     "check_policy",
     "make_policy",

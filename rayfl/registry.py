@@ -41,9 +41,8 @@ from rayfl.observation import ACTION_PARTS
 from rayfl.topology import TopologyPlugin
 
 __all__ = [
-    "ENVS",
-    "PARTICIPANT_RULES",
     "POLICIES",
+    "RL_ENV",
     "TOPOLOGIES",
     "LEARNED_POLICY",
     "build_policy",
@@ -92,18 +91,9 @@ POLICIES: dict[str, str] = {
 #: The policy ``rayfl train-policy`` produces (a trained network's checkpoint).
 LEARNED_POLICY = "learned"
 
-#: Registered policies that choose a client set only (action part
-#: ``participants``): the engine gives the subchannels itself. Fields that need a
-#: subchannel assignment (D2D selection) leave them out.
-PARTICIPANT_RULES: tuple[str, ...] = ("all", "uniform")
-
-#: Environments by topology: name → ``"module:attribute"``, loaded with :func:`load`.
-ENVS: dict[str, str] = {
-    "star": "envs.scheduling:WirelessFLEnv",
-    "hierarchical": "envs.hierarchical:HierarchicalSchedulingEnv",
-    "d2d": "envs.d2d:D2DNeighborEnv",
-    "rl": "envs.rl:make_rl_env",
-}
+#: The RL-ready env of any topology (``make_rl_env``), loaded with :func:`load`.
+#: Each topology's own envs are its plug-in's ``envs`` (by role).
+RL_ENV = "envs.rl:make_rl_env"
 
 _MODULE_CACHE: dict[str, Any] = {}
 

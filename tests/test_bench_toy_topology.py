@@ -8,11 +8,10 @@ project file edited.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 import pytest
-from pydantic import BaseModel, ConfigDict
 
 from rayfl import registry
 from rayfl.benchmarks.policies import main
@@ -35,26 +34,7 @@ class StarLike(Star):
     aliases = ()
 
     def scenarios(self) -> dict[str, tuple[Any, ...]]:
-        return {"starlike-tiny": ("small", {"name": "starlike-tiny", **TINY})}
-
-
-class RingSection(BaseModel):
-    """The toy ring's ``topology:`` section."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    kind: Literal["ring"] = "ring"
-
-
-class Ring(Star):
-    """A star-like toy topology with its own ``topology.kind``."""
-
-    name = "ring"
-    aliases = ()
-    config = RingSection
-
-    def scenarios(self) -> dict[str, tuple[Any, ...]]:
-        cfg = {"name": "ring-tiny", "topology": {"kind": "ring"}, **TINY}
-        return {"ring-tiny": ("small", cfg, "a toy")}
+        return {"starlike-tiny": ("small", {"name": "starlike-tiny", **TINY}, "a toy")}
 
 
 class Inherits(Star):
@@ -69,7 +49,7 @@ def registered(monkeypatch):
     """Register the toy topologies for one test, then forget them."""
     monkeypatch.setattr(registry, "TOPOLOGIES", dict(registry.TOPOLOGIES))
     monkeypatch.setattr(registry, "_PLUGINS", dict(registry._PLUGINS))
-    for cls in (StarLike, Ring, Inherits):
+    for cls in (StarLike, Inherits):
         registry.register_topology(cls.name, f"{__name__}:{cls.__name__}")
 
 
@@ -77,13 +57,13 @@ def test_a_registered_topology_lists_its_scenarios_once(registered):
     every = scenarios()
 
     assert every["starlike-tiny"].topology == "starlike"
-    assert every["ring-tiny"].breaks == "a toy"
-    assert [s.name for s in scenarios_for("ring")] == ["ring-tiny"]
+    assert every["starlike-tiny"].breaks == "a toy"
+    assert [s.name for s in scenarios_for("starlike")] == ["starlike-tiny"]
     # the star's scenarios are listed once, under the star, not again under
     # a subclass that inherits its hook
     assert every["star-small"].topology == "star"
     assert scenarios_for("inherits") == []
-    with pytest.raises(ValueError, match="--topology must be one of .*ring"):
+    with pytest.raises(ValueError, match="--topology must be one of .*starlike"):
         scenarios_for("hexagon")
 
 
@@ -108,29 +88,3 @@ def test_the_benchmark_runs_a_registered_topologys_scenario(registered, tmp_path
     assert set(episodes["topology"]) == {"starlike"}
     assert set(episodes["policy"]) == {"round_robin", "random", "constant_tuned"}
     assert episodes["return"].notna().all()
-
-
-def test_the_benchmark_runs_a_topology_with_its_own_kind(registered, tmp_path):
-    main(
-        [
-            "--scenario",
-            "ring-tiny",
-            "--policies",
-            "round_robin,learned_untrained,constant_tuned",
-            "--seeds",
-            "1000",
-            "--train-seeds",
-            "0",
-            "--out",
-            str(tmp_path),
-        ]
-    )
-
-    episodes = pd.read_csv(tmp_path / "episodes.csv")
-    assert set(episodes["topology"]) == {"ring"}
-    # the star's policies run on it: Ring derives from the star's plug-in
-    assert set(episodes["policy"]) == {
-        "round_robin",
-        "learned_untrained",
-        "constant_tuned",
-    }

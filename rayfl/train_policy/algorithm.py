@@ -20,7 +20,7 @@ from typing import Any
 import gymnasium as gym
 
 from rayfl.config import RunConfig, load_config
-from rayfl.registry import ENVS, load, topology_of
+from rayfl.registry import RL_ENV, load, topology_of
 from rayfl.rl.config import RLConfig
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
 
 # ------------------------------------------------------------------ config → env
 def _env_creator(env_config: Mapping[str, Any]) -> Any:
-    make_rl_env = load(ENVS["rl"])
+    make_rl_env = load(RL_ENV)
     return make_rl_env(
         env_config["config"],
         mode=env_config["mode"],

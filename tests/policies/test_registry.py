@@ -142,15 +142,16 @@ def test_one_registry_shared_by_policies_names_and_rayfl(clean_registry):
     assert "greedy2" in rayfl.registry.POLICIES
 
 
-def test_participant_rules_are_the_client_set_only_policies():
-    from rayfl.registry import PARTICIPANT_RULES, policy_class
+def test_client_set_only_is_read_from_the_declaration():
+    from rayfl.registry import client_set_only, policy_class
 
     only_participants = {
         name
         for name in POLICIES
         if policy_class(name).action_parts == frozenset({"participants"})
     }
-    assert set(PARTICIPANT_RULES) == only_participants == {"all", "uniform"}
+    assert {n for n in POLICIES if client_set_only(n)} == only_participants
+    assert only_participants == {"all", "uniform"}
 
 
 def test_make_policy_hands_the_context_to_the_policy():
@@ -163,10 +164,12 @@ def test_make_policy_hands_the_context_to_the_policy():
 
 
 def test_load_resolves_entry_points_and_rejects_bad_ones():
-    from rayfl.registry import ENVS, load
+    from rayfl.registry import RL_ENV, load, topology_names, topology_of
 
     assert load("policies.random:RandomPolicy") is policies.random.RandomPolicy
-    assert set(ENVS) == {"star", "hierarchical", "d2d", "rl"}
+    assert callable(load(RL_ENV))
+    for name in topology_names():  # every topology's env, by role
+        assert isinstance(load(topology_of(name).envs["single"]), type)
     with pytest.raises(ValueError, match="module:Class"):
         load("policies.random")
     with pytest.raises(AttributeError):
