@@ -165,7 +165,7 @@ class TopologyPlugin:
         if rl.controls and ("controls" not in self.rl_features or cfg.wireless is None):
             raise ValueError(
                 "rl.controls learns the star's per-client controls; it needs "
-                f"topology.kind=flat with a wireless section (got {self.name})"
+                f"topology.kind=star with a wireless section (got {self.name})"
             )
         if rl.neighbor_cost and "neighbor_cost" not in self.rl_features:
             raise ValueError(

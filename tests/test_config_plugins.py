@@ -79,7 +79,7 @@ def test_a_registered_topology_is_accepted_by_load_config(ring):
     assert RunConfig(**RING).topology.kind == "ring"
     assert RunConfig.model_validate(RING).topology == cfg.topology
     assert load_config({"topology": {"kind": "d2d"}}).topology.kind == "d2d"
-    assert load_config({}).topology.kind == "flat"  # the default is still the star
+    assert load_config({}).topology.kind == "star"  # the default is still the star
     assert adjacency(cfg).relation == NO_DP  # the star's DP rules (no DP here)
 
 

@@ -102,7 +102,7 @@ def test_the_ring_is_a_config_section_with_its_own_rules(ring, tmp_path):
 def test_rayfl_run_runs_the_ring_for_two_rounds(ray_session, ring, tmp_path):
     # the star at the ring's default policy
     star = rayfl.run(
-        _config(tmp_path, kind="flat", scheduler={"policy": "round_robin"})
+        _config(tmp_path, kind="star", scheduler={"policy": "round_robin"})
     )
     toy = rayfl.run(_config(tmp_path))
 

@@ -61,7 +61,7 @@ class WirelessFLFlatEnv(FlatFLEnv):
     ## Arguments
     | parameter | type | default | description |
     |-----------|------|---------|-------------|
-    | config | path, mapping or RunConfig | ``envs.star.scheduling.DEFAULT_CONFIG`` | a run config with ``topology.kind: flat`` |
+    | config | path, mapping or RunConfig | ``envs.star.scheduling.DEFAULT_CONFIG`` | a run config with ``topology.kind: star`` |
     | mode | str | "surrogate" | "surrogate" (fast, no training) or "emulate" (real rounds on Ray) |
     | reward | str | "min_max_loss" | one of ``rayfl.rl.rewards.REWARDS`` |
     | reward_scale | float | 1.0 | multiplies every reward |
@@ -73,5 +73,5 @@ class WirelessFLFlatEnv(FlatFLEnv):
     * v0: initial version.
     """
 
-    topology_kind = "flat"
+    topology_kind = "star"
     default_config = DEFAULT_CONFIG

@@ -11,12 +11,12 @@ built, so no project file names the topologies.
 Example:
     >>> from typing import get_args
     >>> [union_kind(m) for m in get_args(get_args(topology_union())[0])]
-    ['flat', 'hierarchical', 'd2d']
+    ['star', 'hierarchical', 'd2d']
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Union, get_args
 
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
@@ -37,7 +37,8 @@ __all__ = [
 
 TOPOLOGY_DESCRIPTION = (
     "The network: `kind` names a registered topology (rayfl.registry.TOPOLOGIES): "
-    "flat (the star: clients + cloud, the default), hierarchical (devices → edge "
+    "star (clients + cloud, the default; `flat`, its older name, is read as "
+    "star), hierarchical (devices → edge "
     "actors → cloud, H2FDP, rayfl.hierarchy) or d2d (server-free, pFedWN, "
     "rayfl.d2d); the other fields are that topology's own."
 )
@@ -69,7 +70,11 @@ def topology_sections() -> list[type[BaseModel]]:
 
 def topology_tags() -> set[str]:
     """Return the ``kind`` tags of the union (pydantic puts them in error locations)."""
-    return {union_kind(s) for s in topology_sections()}
+    tags: set[str] = set()
+    for section in topology_sections():
+        field = section.model_fields["kind"]
+        tags.update(get_args(field.annotation) or (union_kind(section),))
+    return tags
 
 
 def topology_union() -> Any:

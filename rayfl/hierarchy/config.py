@@ -1,6 +1,6 @@
 """The ``topology`` config section: flat (default) or hierarchical H2FDP.
 
-``topology.kind: flat`` (the default) keeps the classic star run untouched.
+``topology.kind: star`` (the default) keeps the classic star run untouched.
 ``kind: hierarchical`` runs devices → edge servers → cloud (H2FDP, from the paper
 "Differentially-Private Hierarchical Federated Learning", Lin and Brinton,
 arXiv:2401.11592): the engine runs

@@ -62,16 +62,16 @@ __all__ = ["LaneBatch", "StarLanes", "check_lanes"]
 def check_lanes(config: Any) -> None:
     """Raise ``ValueError`` naming why ``config``'s runs cannot share lane hosts.
 
-    The lanes need a star (``topology.kind: flat``) whose algorithm trains each
+    The lanes need a star (``topology.kind: star``) whose algorithm trains each
     client from its context alone (:data:`rayfl.actors.lanes.LANE_ALGORITHMS`,
     with a trainer that does not stack a host's clients differently from a
     lone client's: ``algorithm.trainer`` not ``vectorized``) and that evaluates
     every client (``eval_clients`` unset).
     """
     kind = config.algorithm.kind
-    if config.topology.kind != "flat":
+    if config.topology.kind != "star":
         raise ValueError(
-            f"lanes need topology.kind=flat (the star), got {config.topology.kind}"
+            f"lanes need topology.kind=star, got {config.topology.kind}"
         )
     if kind not in LANE_ALGORITHMS:
         raise ValueError(
