@@ -259,7 +259,9 @@ def _run(
             start = (
                 0 if checkpoint is None else restore(checkpoint, system, deciders, log)
             )
-        tracker = Tracker.for_run(cfg, log.run_dir)  # output.loggers (rayfl.rundir.tracking)
+        tracker = Tracker.for_run(
+            cfg, log.run_dir
+        )  # output.loggers (rayfl.rundir.tracking)
         bar = _progress(cfg.output.progress, cfg.rounds, desc=cfg.name)
         if bar is not None and start:
             bar.update(start)

@@ -470,4 +470,3 @@ def main(argv: list[str] | None = None) -> int:
             print(f"rayfl: {e}", file=sys.stderr)
             return 2
         raise
-

@@ -70,9 +70,7 @@ def check_lanes(config: Any) -> None:
     """
     kind = config.algorithm.kind
     if config.topology.kind != "star":
-        raise ValueError(
-            f"lanes need topology.kind=star, got {config.topology.kind}"
-        )
+        raise ValueError(f"lanes need topology.kind=star, got {config.topology.kind}")
     if kind not in LANE_ALGORITHMS:
         raise ValueError(
             f"lanes need algorithm.kind in {', '.join(LANE_ALGORITHMS)} (a client "

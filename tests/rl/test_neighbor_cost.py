@@ -25,7 +25,10 @@ def test_only_a_d2d_config_takes_a_neighbor_cost():
         load_config({**STAR, "rl": {"neighbor_cost": 0.1}})
     with pytest.raises(ValueError, match="neighbor_cost"):
         load_config({**D2D, "rl": {"neighbor_cost": -1.0}})
-    with pytest.raises(ValueError, match="neighbor_cost is for the env of topology.kind=d2d; got topology.kind=star"):
+    with pytest.raises(
+        ValueError,
+        match="neighbor_cost is for the env of topology.kind=d2d; got topology.kind=star",
+    ):
         make_rl_env(STAR, neighbor_cost=0.1)
 
 
