@@ -44,13 +44,6 @@ from rayfl.config import RunConfig, load_config
 
 __all__ = ["DEFAULT_MODE", "DEFAULT_REWARD", "FlatFLEnv"]
 
-#: The topologies' flat envs, importable from here too (their homes).
-_ENVS = {
-    "WirelessFLFlatEnv": "envs.star.flat",
-    "HierarchicalFLFlatEnv": "envs.hierarchy.flat",
-    "D2DNeighborFlatEnv": "envs.d2d.flat",
-}
-
 #: The mode of every ``*-Flat-v0`` id (module docstring).
 DEFAULT_MODE = "surrogate"
 #: The reward of every ``*-Flat-v0`` id (module docstring).
@@ -122,12 +115,3 @@ class FlatFLEnv(gym.Env):
     def close(self) -> None:
         """Close the base env (its actors in emulate mode)."""
         self.inner.close()
-
-
-def __getattr__(name: str) -> Any:
-    """The topologies' flat envs by their old path ``envs.flat.<name>``."""
-    if name in _ENVS:
-        from rayfl.registry import load
-
-        return load(f"{_ENVS[name]}:{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -57,12 +57,6 @@ except ImportError as error:  # pragma: no cover - the extra is installed in CI
 
 __all__ = ["ConfigLike", "UnitAgentsEnv"]
 
-#: The parallel envs of the topologies, importable from here too (their homes).
-_ENVS = {
-    "HierarchicalEdgesParallelEnv": "envs.hierarchy.multiagent",
-    "D2DTargetsParallelEnv": "envs.d2d.multiagent",
-}
-
 F32 = npt.NDArray[np.float32]
 ConfigLike = str | Path | Mapping[str, Any] | RunConfig
 
@@ -196,12 +190,3 @@ class UnitAgentsEnv(ParallelEnv):
         info: Mapping[str, Any],
     ) -> dict[str, float]:
         raise NotImplementedError
-
-
-def __getattr__(name: str) -> Any:
-    """The topologies' parallel envs by their old path ``envs.multiagent.<name>``."""
-    if name in _ENVS:
-        from rayfl.registry import load
-
-        return load(f"{_ENVS[name]}:{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

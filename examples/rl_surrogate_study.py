@@ -92,7 +92,7 @@ def train(args: argparse.Namespace, out: Path) -> pd.DataFrame:
 def evaluate(args: argparse.Namespace, out: Path) -> pd.DataFrame:
     """Score the trained policies and the baselines on every held-out seed."""
     from envs.episode import run_episode
-    from envs.scheduling import WirelessFLEnv
+    from envs.star.scheduling import WirelessFLEnv
     from policies import make_policy
     from rayfl.config import load_config
 

@@ -1,6 +1,6 @@
 """Per-client features of a scheduling observation: the learned policy's input.
 
-The scheduling env's observation (``envs.scheduling`` table) holds raw values in
+The scheduling env's observation (``envs.star.scheduling`` table) holds raw values in
 very different units: gains around −100 dB, losses of a few nats, counts that
 grow with the round, data sizes in the thousands. :func:`client_features` turns
 one observation into a (N, F) float32 array of scale-free features, one row per

@@ -115,14 +115,14 @@ def api_pages() -> dict[str, str]:
             + ". The engine's envs share one lifecycle, `envs.base.FLEnv`; the "
             "`-Flat-` ids wrap them for any RL library (`envs.flat.FlatFLEnv`), and "
             "`envs.multiagent` has PettingZoo parallel envs. "
-            '`envs.vector.WirelessFLVectorEnv` (`gym.make_vec("WirelessFL-v0", E, '
+            '`envs.star.vector.WirelessFLVectorEnv` (`gym.make_vec("WirelessFL-v0", E, '
             'vectorization_mode="vector_entry_point")`) steps E emulated runs '
             "in lockstep over shared client hosts.",
             [
                 *env_entries,
                 "envs.base.FLEnv",
                 "envs.flat.FlatFLEnv",
-                "envs.vector.WirelessFLVectorEnv",
+                "envs.star.vector.WirelessFLVectorEnv",
                 "envs.wrappers",
             ],
         ),

@@ -408,7 +408,7 @@ TINY_HIER = Scenario(
 
 def _round_robin_return(gamma: float, seed: int) -> float:
     """Round robin per edge at step size ``gamma``, played on the env by hand."""
-    from envs.hierarchical import EdgePolicies, HierarchicalSchedulingEnv
+    from envs.hierarchy.scheduling import EdgePolicies, HierarchicalSchedulingEnv
 
     env = HierarchicalSchedulingEnv(
         TINY_HIER.config,

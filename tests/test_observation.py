@@ -35,7 +35,7 @@ def _same(space: spaces.Dict, other: spaces.Dict) -> None:
 
 
 def test_star_space_is_the_scheduling_envs():
-    from envs.scheduling import WirelessFLEnv
+    from envs.star.scheduling import WirelessFLEnv
 
     env = WirelessFLEnv(overrides=["data.num_clients=7", "wireless.num_subchannels=3"])
     _same(

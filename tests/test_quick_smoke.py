@@ -69,7 +69,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_metrics(
 def test_env_passes_the_checker_and_a_policy_drives_it():
     from gymnasium.utils.env_checker import check_env
 
-    from envs.scheduling import WirelessFLEnv
+    from envs.star.scheduling import WirelessFLEnv
     from rayfl.registry import make_policy
 
     env = WirelessFLEnv(ROOT / "examples" / "quickstart.yaml", mode="surrogate")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from envs.d2d import D2DNeighborEnv
-from envs.hierarchical import HierarchicalSchedulingEnv
-from envs.scheduling import WirelessFLEnv
+from envs.hierarchy.scheduling import HierarchicalSchedulingEnv
+from envs.star.scheduling import WirelessFLEnv
 from rayfl.rl.rewards import REWARDS, Scores, check_reward, reward
 from tests.hierarchy.test_scheduling import TINY
 

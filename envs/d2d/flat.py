@@ -17,7 +17,7 @@ class D2DNeighborFlatEnv(FlatFLEnv):
     flat action over the N nodes (module docstring). Default system: 11 digits
     nodes, a random target per episode, F sub-channels of the default D2D
     topology, 10 rounds (``envs.d2d.neighbor.DEFAULT_D2D_CONFIG``), surrogate mode. For
-    every node a target at once, see :class:`envs.multiagent.D2DTargetsParallelEnv`.
+    every node a target at once, see :class:`envs.d2d.multiagent.D2DTargetsParallelEnv`.
 
     ## Action Space
     ``Box(-1, 1, (N,), float32)``: one score per node. The eligible candidates

@@ -9,7 +9,7 @@
 ``rayfl bench env --mode emulate`` measures, in one process and one Ray session
 (2 CPUs), the emulate-mode steps per second of the default ``WirelessFL-v0``
 (digits, N=10, K=4, MLP [32], FedAvg) as one env and as the vector env
-(``envs.vector``, E lanes in lockstep over shared actors) for each ``--lanes``
+(``envs.star.vector``, E lanes in lockstep over shared actors) for each ``--lanes``
 E, all with random actions and episodes ending (and resetting) inside the timed
 steps, and writes ``--csv`` (default docs/performance/env_emulate.csv): one row
 per env with ``steps_per_s`` (env steps: one lane's step counts one) and
@@ -58,7 +58,7 @@ def steps_per_second(env: Any, steps: int) -> float:
 
 
 #: The vector env of ``WirelessFL-v0`` (its ``vector_entry_point``).
-VECTOR_ENV = "envs.vector:WirelessFLVectorEnv"
+VECTOR_ENV = "envs.star.vector:WirelessFLVectorEnv"
 FIELDS = [
     "repeat",
     "env",

@@ -14,7 +14,7 @@ from typing import Any
 __all__ = ["EDGE_POLICIES", "bench_policy", "tunable_constants"]
 
 #: The env-side wrapper that drives one registered policy per edge.
-EDGE_POLICIES = "envs.hierarchical:EdgePolicies"
+EDGE_POLICIES = "envs.hierarchy.scheduling:EdgePolicies"
 
 
 def tunable_constants(cfg: Any) -> dict[str, tuple[float, float, float]]:

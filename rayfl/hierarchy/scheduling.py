@@ -3,13 +3,13 @@
 Each edge server c owns its own uplink band of K_e orthogonal subchannels
 (``topology.scheduling.subchannels_per_edge``). At the start of global round k
 the edge sees its subnet S_c = (d_0, …, d_{n_c−1}) (the subnet's device ids in
-ascending order) exactly as the flat :class:`envs.scheduling.WirelessFLEnv`
+ascending order) exactly as the flat :class:`envs.star.scheduling.WirelessFLEnv`
 sees its clients: an observation table with N = n_c rows and K = K_e
 subchannels, and it answers with the flat action ``MultiDiscrete([n_c + 1] *
 K_e)``. Each edge is one decision unit of the engine: its decider (one
 registered policy per edge, ``rayfl.hierarchy.deciders``) turns the observation
 into the edge's schedule, which :meth:`EdgeScheduling.participants_of` maps to
-S_c^k; :class:`envs.hierarchical.HierarchicalSchedulingEnv` exposes the same
+S_c^k; :class:`envs.hierarchy.scheduling.HierarchicalSchedulingEnv` exposes the same
 decision to an external agent as one concatenated action.
 
 Mapping of an action onto the hierarchy:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import rayfl
-from envs.scheduling import WirelessFLEnv
+from envs.star.scheduling import WirelessFLEnv
 from rayfl.config import load_config
 from rayfl.runner import env_policy
 from rayfl.star.deciders import policy_needs_controls

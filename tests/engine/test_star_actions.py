@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 
-from envs.scheduling import WirelessFLEnv
+from envs.star.scheduling import WirelessFLEnv
 from rayfl.schedule import Schedule
 from rayfl.star.actions import StarActions
 

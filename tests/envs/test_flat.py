@@ -295,7 +295,3 @@ def test_every_gym_id_is_the_env_of_a_topology_plugin():
     plugins = [topology_of(n) for n in topology_names()]
     roles = {p.envs[r] for p in plugins for r in ("single", "flat")}
     assert {gym.spec(i).entry_point for i in envs.ENV_IDS} == roles
-    # the flat envs keep their old import path
-    from envs.star.flat import WirelessFLFlatEnv
-
-    assert envs.flat.WirelessFLFlatEnv is WirelessFLFlatEnv

@@ -34,7 +34,7 @@ def test_train_policy_trains_on_the_hierarchical_surrogate(trained):
 
 def test_a_run_schedules_what_the_env_schedules(trained, tmp_path):
     import rayfl
-    from envs.hierarchical import EdgePolicies, HierarchicalSchedulingEnv
+    from envs.hierarchy.scheduling import EdgePolicies, HierarchicalSchedulingEnv
 
     params = {"checkpoint": str(trained)}
     config = {

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from envs.rl import HungarianTopK, make_rl_env
-from envs.scheduling import WirelessFLEnv
+from envs.star.scheduling import WirelessFLEnv
 from policies.features import NUM_FEATURES, client_features
 from policies.learned import LearnedPolicy, controls_from_unit, select_top_k
 from rayfl.config import ConfigError, load_config

@@ -304,7 +304,7 @@ def test_controls_columns_must_match_names():
 @pytest.mark.parametrize("name", ["minmax", "non_adjustment"])
 def test_rollout_in_the_surrogate_env(name):
     # Arrange: Ditto declares lr, personal_lr, lam; T0 = 2 uploads per client
-    from envs.scheduling import WirelessFLEnv
+    from envs.star.scheduling import WirelessFLEnv
 
     env = WirelessFLEnv(
         mode="surrogate",

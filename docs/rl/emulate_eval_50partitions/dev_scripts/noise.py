@@ -8,7 +8,7 @@ import numpy as np
 import ray
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[4]))
-from envs.scheduling import WirelessFLEnv
+from envs.star.scheduling import WirelessFLEnv
 from policies.assignment import assign_subchannels
 
 parts = [int(s) for s in sys.argv[1].split(",")]
