@@ -107,12 +107,3 @@ def test_render_modes(kind):
     image_env.reset(seed=0)
     image = image_env.render()
     assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
-
-
-def test_the_old_import_path_names_the_same_classes():
-    import envs.multiagent as old
-
-    assert old.D2DTargetsParallelEnv is D2DTargetsParallelEnv
-    assert old.HierarchicalEdgesParallelEnv is HierarchicalEdgesParallelEnv
-    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
-        old.Nope  # noqa: B018
