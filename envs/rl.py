@@ -243,13 +243,13 @@ def make_rl_env(
     plugin = topology_of(cfg)
     options = {"controls": controls, "neighbor_cost": neighbor_cost}
     for option, value in options.items():
-        if value and option not in plugin.rl_options:
+        if value and option not in plugin.rl_features:
             raise ValueError(
                 f"{option} is for {_envs_taking(option)}; "
                 f"got topology.kind={cfg.topology.kind}"
             )
     build_base = load(plugin.env_entry("rl_base"))
-    given = {k: v for k, v in options.items() if k in plugin.rl_options}
+    given = {k: v for k, v in options.items() if k in plugin.rl_features}
 
     def make(run_config: RunConfig) -> gym.Env:
         env: gym.Env = build_base(run_config, mode=mode, reward=reward, **given)
@@ -283,6 +283,6 @@ def _envs_taking(option: str) -> str:
     kinds = [
         kind_spelling(topology_of(n))
         for n in topology_names()
-        if option in topology_of(n).rl_options
+        if option in topology_of(n).rl_features
     ]
     return f"the env of topology.kind={' or '.join(kinds)}" if kinds else "no env"

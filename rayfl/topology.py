@@ -131,6 +131,8 @@ class TopologyPlugin:
     #: The optional ``rl`` features it trains with: ``controls`` (the policy
     #: also sets per-client controls; needs a ``wireless`` section) and
     #: ``neighbor_cost`` (a price on neighbor selections). Others are refused.
+    #: Each is also a keyword option of its RL env (``envs.rl.make_rl_env``)
+    #: and a field of the ``rl`` section of the same name.
     rl_features: ClassVar[frozenset[str]] = frozenset()
 
     def check_run(self, cfg: Any) -> None:
@@ -206,11 +208,6 @@ class TopologyPlugin:
             )
 
     # ------------------------------------------------------------ envs and RL
-    #: Keyword options of ``envs.rl.make_rl_env`` (and the ``rl`` section's
-    #: fields of the same name) this topology's RL env takes besides ``mode``
-    #: and ``reward``: ``controls`` (the star), ``neighbor_cost`` (D2D).
-    rl_options: ClassVar[frozenset[str]] = frozenset()
-
     def env_entry(self, role: str) -> str:
         """Return the ``"module:attr"`` of the env in ``role`` (a key of ``envs``).
 
@@ -221,7 +218,7 @@ class TopologyPlugin:
         |---|---|
         | ``single`` | the gym id's env class, ``(config, mode=, reward=, ...)`` |
         | ``flat`` | its ``-Flat-`` id's env class |
-        | ``rl_base`` | ``(cfg, mode=, reward=, **rl_options)`` → the RL stack's base env (default: ``single``) |
+        | ``rl_base`` | ``(cfg, mode=, reward=, **rl_features)`` → the RL stack's base env (default: ``single``) |
         | ``rl_scores`` | ``(env, selection=)`` → scores in, features out (default: ``envs.rl:score_env``) |
         | ``lanes`` | the RL vector env over emulate lanes (``make_rl_vector_env``'s arguments) |
         | ``vector`` | the gym id's vector env (``gym.make_vec``) |
@@ -275,12 +272,6 @@ class TopologyPlugin:
             network's output is decoded; the default: none.
         """
         return {}
-
-    def check_train(self, cfg: Any) -> None:
-        """Raise a one-line ``ValueError`` if ``rayfl train-policy`` cannot train ``cfg``.
-
-        The default accepts every config of this topology.
-        """
 
     # ------------------------------------------------------------- benchmarks
     # (``rayfl bench``.) Capabilities read here: ``fits_surrogate`` (its

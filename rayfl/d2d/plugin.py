@@ -119,8 +119,6 @@ class D2D(TopologyPlugin):
         )
 
     # ------------------------------------------------------------ envs and RL
-    rl_options = frozenset({"neighbor_cost"})
-
     def rl_meta(self, cfg: Any) -> dict[str, Any]:
         """A target takes every eligible positive score, at most F neighbors."""
         return {

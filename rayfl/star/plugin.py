@@ -83,9 +83,16 @@ class Star(TopologyPlugin):
 
         return star_policy_parts(cfg)
 
-    # ------------------------------------------------------------ envs and RL
-    rl_options = frozenset({"controls"})
+    def check_rl(self, cfg: Any) -> None:
+        """Refuse a star without a ``wireless`` section (nothing to schedule)."""
+        if cfg.wireless is None:
+            raise ValueError(
+                "rl: rayfl train-policy needs a config with a `wireless` section, "
+                "topology.kind: hierarchical or topology.kind: d2d"
+            )
+        super().check_rl(cfg)
 
+    # ------------------------------------------------------------ envs and RL
     def check_lanes(self, cfg: Any) -> None:
         """Lanes share client hosts (:func:`rayfl.star.lanes.check_lanes`)."""
         from rayfl.star.lanes import check_lanes
@@ -105,14 +112,6 @@ class Star(TopologyPlugin):
         assert actions.default_controls is not None  # from_config always sets it
         values = map(float, actions.default_controls[0])
         return dict(zip(actions.control_names, values, strict=True))
-
-    def check_train(self, cfg: Any) -> None:
-        """Refuse a star without a ``wireless`` section (nothing to schedule)."""
-        if cfg.wireless is None:
-            raise ValueError(
-                "rayfl train-policy needs a config with a `wireless` section, "
-                "topology.kind: hierarchical or topology.kind: d2d"
-            )
 
     # ------------------------------------------------------------- benchmarks
     bench_parts = frozenset({"assignment", "controls"})  # the env exposes the controls

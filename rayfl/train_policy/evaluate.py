@@ -168,7 +168,7 @@ def _episode_env(cfg: RunConfig, partition: int, mode: str) -> Any:
     plugin = topology_of(cfg)
     make_env = load(plugin.envs["single"])
     # the rl options the topology's env takes (controls, neighbor_cost), when set
-    options = {k: getattr(rl, k) for k in plugin.rl_options if getattr(rl, k, None)}
+    options = {k: getattr(rl, k) for k in plugin.rl_features if getattr(rl, k, None)}
     return make_env(  # truncated after cfg.rounds
         cfg.model_copy(update={"seed": partition}),
         mode=mode,

@@ -353,8 +353,10 @@ def _training_config(
         cfg = load_config(run_dir / "config.yaml", overrides)
     else:
         cfg = load_config(config, overrides)
-    topology_of(cfg).check_train(cfg)
-    return cfg.model_copy(update={"rl": cfg.rl or RLConfig()})
+    if cfg.rl is None:  # the defaults, checked as a config's `rl` section is
+        cfg = cfg.model_copy(update={"rl": RLConfig()})
+        topology_of(cfg).check_rl(cfg)
+    return cfg
 
 
 def _open_run(

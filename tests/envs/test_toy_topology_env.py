@@ -52,7 +52,7 @@ def test_the_ring_has_the_stars_env_roles_and_every_undeclared_policy(ring):
     assert ring.name == "ring" and isinstance(ring, Ring)
     assert ring.env_entry("single") == topology_of("star").envs["single"]
     assert ring.env_entry("rl_base") == ring.envs["single"]
-    assert "lanes" in ring.envs and ring.rl_options == {"controls"}
+    assert "lanes" in ring.envs and ring.rl_features == {"controls"}
     # a policy without a `topologies` declaration runs on every registered topology
     assert "ring" in policy_class("random").topologies
     assert "ring" not in policy_class("uniform").topologies  # declared: hierarchy only
