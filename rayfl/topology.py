@@ -273,6 +273,13 @@ class TopologyPlugin:
         """
         return {}
 
+    def check_train(self, cfg: Any) -> None:
+        """Raise a one-line ``ValueError`` if ``rayfl train-policy`` cannot train ``cfg``.
+
+        Called when training starts (:meth:`check_rl` checks the ``rl``
+        section when a config is loaded). The default accepts every config.
+        """
+
     # ------------------------------------------------------------- benchmarks
     # (``rayfl bench``.) Capabilities read here: ``fits_surrogate`` (its
     # scenarios train the surrogate's fit, ``rayfl bench fit-surrogate``) and

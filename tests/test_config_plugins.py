@@ -130,20 +130,16 @@ def test_a_typo_of_a_shipped_kind_gives_todays_error_and_the_union_forgets_on_re
 
 def test_a_registered_topology_declares_its_rewards_and_rl_features(ring):
     rl = {"reward": "loss", "baselines": ["ring_robin"]}
-    ring = {**RING, "wireless": {"num_subchannels": 2}}
-    assert load_config({**ring, "rl": rl}).rl.reward == "loss"
+    assert load_config({**RING, "rl": rl}).rl.reward == "loss"
     with pytest.raises(ConfigError) as error:
-        load_config({**ring, "rl": {**rl, "reward": "latency"}})
+        load_config({**RING, "rl": {**rl, "reward": "latency"}})
     assert str(error.value).splitlines()[1].strip() == (
         "rl.reward=latency has no form on topology.kind=ring (it has no latency "
         "or energy model); use one of min_max_loss, loss, loss_decrease"
     )
-    # the star's rl rules are the ring's: nothing to schedule without a channel,
-    with pytest.raises(ConfigError, match="rl: rayfl train-policy needs a config"):
-        load_config({**RING, "rl": rl})
-    # rl.controls is the star's (its rl_features), so the ring inherits it,
-    emulate = {**rl, "controls": True, "mode": "emulate"}
-    assert load_config({**ring, "rl": emulate}).rl.controls
-    # and rl.neighbor_cost is D2D's only
+    # rl.controls is the star's (its rl_features), so the ring inherits it ...
+    with pytest.raises(ConfigError, match="rl.controls learns the star's"):
+        load_config({**RING, "rl": {**rl, "controls": True}})  # ... with a channel
+    # ... and rl.neighbor_cost is D2D's only
     with pytest.raises(ConfigError, match="rl.neighbor_cost prices D2D"):
-        load_config({**ring, "rl": {**rl, "neighbor_cost": 1.0}})
+        load_config({**RING, "rl": {**rl, "neighbor_cost": 1.0}})

@@ -153,6 +153,7 @@ def evaluate_devices(pool: Any, global_ref: Any) -> list[dict[str, Any]]:
     """
     return list(
         pool.evaluate_all(
-            lambda actor, _: actor.evaluate.remote(global_ref), ("test_loss", "test_acc")
+            lambda actor, _: actor.evaluate.remote(global_ref),
+            ("test_loss", "test_acc"),
         )
     )

@@ -83,21 +83,24 @@ class Star(TopologyPlugin):
 
         return star_policy_parts(cfg)
 
-    def check_rl(self, cfg: Any) -> None:
-        """Refuse a star without a ``wireless`` section (nothing to schedule)."""
-        if cfg.wireless is None:
-            raise ValueError(
-                "rl: rayfl train-policy needs a config with a `wireless` section, "
-                "topology.kind: hierarchical or topology.kind: d2d"
-            )
-        super().check_rl(cfg)
-
     # ------------------------------------------------------------ envs and RL
     def check_lanes(self, cfg: Any) -> None:
         """Lanes share client hosts (:func:`rayfl.star.lanes.check_lanes`)."""
         from rayfl.star.lanes import check_lanes
 
         check_lanes(cfg)
+
+    def check_train(self, cfg: Any) -> None:
+        """Refuse a star without a ``wireless`` section (nothing to schedule).
+
+        At training time only: an ``rl`` section on such a config is valid
+        (``rayfl bench fit-surrogate`` writes one).
+        """
+        if cfg.wireless is None:
+            raise ValueError(
+                "rayfl train-policy needs a config with a `wireless` section, "
+                "topology.kind: hierarchical or topology.kind: d2d"
+            )
 
     def learned_controls(self, cfg: Any) -> dict[str, float]:
         """The algorithm's controls as the env holds them, with ``rl.controls``.

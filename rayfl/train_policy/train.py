@@ -353,10 +353,8 @@ def _training_config(
         cfg = load_config(run_dir / "config.yaml", overrides)
     else:
         cfg = load_config(config, overrides)
-    if cfg.rl is None:  # the defaults, checked as a config's `rl` section is
-        cfg = cfg.model_copy(update={"rl": RLConfig()})
-        topology_of(cfg).check_rl(cfg)
-    return cfg
+    topology_of(cfg).check_train(cfg)
+    return cfg.model_copy(update={"rl": cfg.rl or RLConfig()})
 
 
 def _open_run(
