@@ -7,13 +7,11 @@ the plug-in module stays light).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
-from rayfl.observation import LinkConstants
-from rayfl.star.context import StarContext, star_context
+from rayfl.star.context import config_context, star_context
 
-__all__ = ["bench_policy", "config_context", "tunable_constants"]
+__all__ = ["bench_policy", "tunable_constants"]
 
 
 def tunable_constants(cfg: Any) -> dict[str, tuple[float, float, float]]:
@@ -28,30 +26,6 @@ def tunable_constants(cfg: Any) -> dict[str, tuple[float, float, float]]:
         name: (float(getattr(cfg.algorithm, name)), low, high)
         for name, (low, high) in algorithm_controls(cfg.algorithm).items()
     }
-
-
-def config_context(cfg: Any, model_dim: int = 1) -> StarContext:
-    """The star's context from its config alone (no FL system built).
-
-    The link constants of ``wireless`` and the algorithm's ``control_names``;
-    the model size is ``model_dim`` and the DP constants are left unset (what
-    ``rayfl.compare.config_context`` gives a comparison).
-    """
-    from rayfl.algorithms.registry import algorithm_controls
-
-    wireless = cfg.wireless
-    link = None
-    if wireless is not None:
-        names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
-        link = LinkConstants(**{n: getattr(wireless, n) for n in names})
-    return StarContext(
-        topology="star",
-        seed=int(cfg.seed),
-        rounds=int(cfg.rounds),
-        model_dim=model_dim,
-        link=link,
-        control_names=tuple(algorithm_controls(cfg.algorithm)),
-    )
 
 
 def bench_policy(
