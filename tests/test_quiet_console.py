@@ -77,6 +77,37 @@ def test_run_of_a_sweep_prints_no_traceback(tmp_path, ray_tmp):
     assert len(list((tmp_path / "runs").rglob("summary.json"))) >= 2
 
 
+ENGINE_LEFT_OPEN = textwrap.dedent(
+    """
+    import gymnasium as gym, envs
+    from rayfl.cluster.resources import ResourceError
+    venv = gym.make_vec("HierarchicalFL-v0", num_envs=4)
+    try:  # 4 hierarchy engines cannot share 2 CPUs: the second one is refused
+        venv.reset(seed=0)
+    except ResourceError:
+        print("refused")
+    """
+)
+
+
+def test_an_engine_left_open_at_exit_closes_quietly(tmp_path, ray_tmp):
+    # The first engine is left to the garbage collector at interpreter exit,
+    # after Ray shut down: closing it used to start a new Ray session (a
+    # traceback on stderr).
+    proc = subprocess.run(
+        [sys.executable, "-c", ENGINE_LEFT_OPEN],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=isolated_env(ray_tmp),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("refused"), proc.stdout
+    for word in NOISE:
+        assert word not in proc.stderr, proc.stderr
+
+
 SWALLOWED_EXIT = textwrap.dedent(
     """
     import os, signal, sys, time, weakref

@@ -362,12 +362,17 @@ class ActorPool:
         ]
 
     def close(self) -> None:
-        """Kill the actors and the data holder; release the CPU reservation."""
-        for actor in self.actors:
-            ray.kill(actor)
-        if self.data_holder is not None:
-            ray.kill(self.data_holder)
-            self.data_holder = None
+        """Kill the actors and the data holder; release the CPU reservation.
+
+        After Ray has shut down (a close at interpreter exit) the actors are
+        gone with their session, and ``ray.kill`` would start a new one.
+        """
+        if ray.is_initialized():
+            for actor in self.actors:
+                ray.kill(actor)
+            if self.data_holder is not None:
+                ray.kill(self.data_holder)
+        self.data_holder = None
         self.actors = []
         release_cpus(self.reservation)
         self.reservation = None

@@ -79,8 +79,9 @@ class Servers:
         ray.get([e.reset.remote(int(seed)) for e in self.edges])
 
     def close(self) -> None:
-        """Kill the edges and the cloud."""
-        for edge in self.edges:
-            ray.kill(edge)
-        ray.kill(self.cloud)
+        """Kill the edges and the cloud (gone already if Ray has shut down)."""
+        if ray.is_initialized():  # ray.kill would start a new session (at exit)
+            for edge in self.edges:
+                ray.kill(edge)
+            ray.kill(self.cloud)
         self.edges = []
