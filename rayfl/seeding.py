@@ -58,6 +58,9 @@ PURPOSES: dict[str, int] = {
     # populations generated on demand and sampled evaluation (issue 37): 80+
     "population": 80,
     "eval_sample": 81,
+    # wireless worlds that move (rayfl.wireless.dynamics, issue 48): 90+
+    "fading_ar": 90,
+    "availability": 91,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]
