@@ -61,6 +61,7 @@ PURPOSES: dict[str, int] = {
     # wireless worlds that move (rayfl.wireless.dynamics, issue 48): 90+
     "fading_ar": 90,
     "availability": 91,
+    "cpu_frequency": 92,
 }
 
 __all__ = ["PURPOSES", "rng_for", "torch_seed_for"]
