@@ -12,6 +12,7 @@ from envs.d2d.neighbor import DEFAULT_D2D_CONFIG, D2DNeighborEnv
 from envs.multiagent import ConfigLike, UnitAgentsEnv
 from envs.rl import top_k_assignment
 from rayfl.config import load_config
+from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.rl.rewards import Scores, reward
 
 __all__ = ["D2DTargetsParallelEnv"]
@@ -51,7 +52,7 @@ class D2DTargetsParallelEnv(UnitAgentsEnv):
         render_mode: str | None = None,
     ) -> None:
         cfg = load_config(DEFAULT_D2D_CONFIG if config is None else config, overrides)
-        if cfg.topology.kind == "d2d":
+        if isinstance(cfg.topology, D2DTopologyConfig):  # any other: refused below
             cfg = cfg.model_copy(
                 update={"topology": cfg.topology.model_copy(update={"target": "all"})}
             )

@@ -64,7 +64,27 @@ from rayfl.cluster.resources import (
 )
 from rayfl.data.federated import FederatedData
 
-__all__ = ["ActorPool", "RaySettings", "pack_clients", "resolve_clients_per_actor"]
+__all__ = [
+    "ActorPool",
+    "RaySettings",
+    "kill_actors",
+    "pack_clients",
+    "resolve_clients_per_actor",
+]
+
+
+def kill_actors(*handles: Any) -> None:
+    """``ray.kill`` each actor handle (None: skipped) while Ray is up.
+
+    After Ray has shut down (a close at interpreter exit, from the garbage
+    collector) the actors are gone with their session, and ``ray.kill`` would
+    start a new one.
+    """
+    if not ray.is_initialized():
+        return
+    for handle in handles:
+        if handle is not None:
+            ray.kill(handle)
 
 
 class RaySettings(Protocol):
@@ -362,16 +382,8 @@ class ActorPool:
         ]
 
     def close(self) -> None:
-        """Kill the actors and the data holder; release the CPU reservation.
-
-        After Ray has shut down (a close at interpreter exit) the actors are
-        gone with their session, and ``ray.kill`` would start a new one.
-        """
-        if ray.is_initialized():
-            for actor in self.actors:
-                ray.kill(actor)
-            if self.data_holder is not None:
-                ray.kill(self.data_holder)
+        """Kill the actors and the data holder; release the CPU reservation."""
+        kill_actors(*self.actors, self.data_holder)
         self.data_holder = None
         self.actors = []
         release_cpus(self.reservation)

@@ -57,8 +57,6 @@ def steps_per_second(env: Any, steps: int) -> float:
     return steps / (time.perf_counter() - t0)
 
 
-#: The vector env of ``WirelessFL-v0`` (its ``vector_entry_point``).
-VECTOR_ENV = "envs.star.vector:WirelessFLVectorEnv"
 FIELDS = [
     "repeat",
     "env",
@@ -109,20 +107,20 @@ def emulate(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
-def _single_env() -> str:
-    """The default topology's (the first registered: the star's) single env."""
-    return topology_of(topology_names()[0]).envs["single"]
+def _default_env(role: str = "single") -> str:
+    """The default topology's (the first registered: the star's) env in ``role``."""
+    return topology_of(topology_names()[0]).envs[role]
 
 
 def _one_repeat(args: argparse.Namespace, repeat: int) -> list[dict[str, Any]]:
-    single = load(_single_env())()  # WirelessFL-v0 defaults: emulate
+    single = load(_default_env())()  # WirelessFL-v0 defaults: emulate
     try:
         steps, seconds = timed_steps(single, args.steps, vector=False)
     finally:
         single.close()
     rows = [_row(repeat, "single", 1, steps, seconds)]
     for lanes in args.lanes:
-        env = load(VECTOR_ENV)(num_envs=lanes)
+        env = load(_default_env("vector"))(num_envs=lanes)
         try:
             steps, seconds = timed_steps(env, args.vector_steps, vector=True)
         finally:
@@ -209,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
         write_csv(emulate(args), Path(args.csv))
         print(f"wrote {args.csv}")
         return
-    env_class = load(_single_env())  # WirelessFL-v0's class
+    env_class = load(_default_env())  # WirelessFL-v0's class
     small = env_class(mode="surrogate")
     print(f"surrogate env, N=10 K=4:      {steps_per_second(small, 3000):8.0f} steps/s")
     big = env_class(mode="surrogate", overrides=BIG)

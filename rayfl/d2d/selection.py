@@ -51,8 +51,6 @@ from gymnasium import spaces
 
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.observation import (
-    CORE_KEYS,
-    EXTRA_KEYS,
     ObservationTracker,
     SystemContext,
     observation_space,
@@ -154,7 +152,9 @@ def selection_spaces(
 ) -> tuple[spaces.Dict, spaces.MultiDiscrete]:
     """Return the (observation_space, action_space) of one target's decision."""
     return (
-        observation_space((*CORE_KEYS, *EXTRA_KEYS), num_nodes, num_subchannels),
+        observation_space(
+            topology_of(TOPOLOGY).observation_keys, num_nodes, num_subchannels
+        ),
         spaces.MultiDiscrete(np.full(num_subchannels, num_nodes + 1, dtype=np.int64)),
     )
 

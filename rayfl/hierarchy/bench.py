@@ -11,10 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["EDGE_POLICIES", "bench_policy", "tunable_constants"]
-
-#: The env-side wrapper that drives one registered policy per edge.
-EDGE_POLICIES = "envs.hierarchy.scheduling:EdgePolicies"
+__all__ = ["bench_policy", "tunable_constants"]
 
 
 def tunable_constants(cfg: Any) -> dict[str, tuple[float, float, float]]:
@@ -36,7 +33,8 @@ def tunable_constants(cfg: Any) -> dict[str, tuple[float, float, float]]:
 
 
 def bench_policy(env: Any, name: str, params: Mapping[str, Any]) -> Any:
-    """One policy ``name`` per edge, driving the env as one (:data:`EDGE_POLICIES`)."""
-    from rayfl.registry import load
+    """One policy ``name`` per edge, driving the env as one (the ``policies`` env)."""
+    from rayfl.registry import load, topology_of
 
-    return load(EDGE_POLICIES)(env.unwrapped, name, **params)
+    edge_policies = load(topology_of(env.unwrapped.config).envs["policies"])
+    return edge_policies(env.unwrapped, name, **params)

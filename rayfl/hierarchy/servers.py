@@ -14,6 +14,7 @@ import numpy as np
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from rayfl.actors.pool import kill_actors
 from rayfl.hierarchy.cloud import HierCloudServer
 from rayfl.hierarchy.edge import EdgeServer
 from rayfl.hierarchy.topology import Topology
@@ -79,9 +80,6 @@ class Servers:
         ray.get([e.reset.remote(int(seed)) for e in self.edges])
 
     def close(self) -> None:
-        """Kill the edges and the cloud (gone already if Ray has shut down)."""
-        if ray.is_initialized():  # ray.kill would start a new session (at exit)
-            for edge in self.edges:
-                ray.kill(edge)
-            ray.kill(self.cloud)
+        """Kill the edges and the cloud."""
+        kill_actors(*self.edges, self.cloud)
         self.edges = []

@@ -45,6 +45,7 @@ from rayfl.cluster.session import RaySession
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.observation import ObservationTracker
 from rayfl.schedule import Schedule
+from rayfl.star.config import StarTopologyConfig
 from rayfl.star.round import star_observation
 from rayfl.star.round_steps import (
     actor_share,
@@ -69,7 +70,7 @@ def check_lanes(config: Any) -> None:
     every client (``eval_clients`` unset).
     """
     kind = config.algorithm.kind
-    if config.topology.kind != "star":
+    if not isinstance(config.topology, StarTopologyConfig):  # the star's section
         raise ValueError(f"lanes need topology.kind=star, got {config.topology.kind}")
     if kind not in LANE_ALGORITHMS:
         raise ValueError(

@@ -29,7 +29,7 @@ import ray
 
 from rayfl.actors.client import ClientActor
 from rayfl.actors.cloud import CloudServer
-from rayfl.actors.pool import ActorPool
+from rayfl.actors.pool import ActorPool, kill_actors
 from rayfl.actors.setup import ActorSetup
 from rayfl.actors.shared_data import SharedData, hold_data
 from rayfl.algorithms.registry import algorithm_class, make_algorithm
@@ -400,4 +400,4 @@ class StarRound:
     def close(self, engine: Any) -> None:
         """Kill the cloud."""
         if hasattr(self, "cloud"):
-            ray.kill(self.cloud)
+            kill_actors(self.cloud)
