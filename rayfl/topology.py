@@ -229,12 +229,12 @@ class TopologyPlugin:
         Raises:
             ValueError: If this topology has no env in ``role``.
         """
-        defaults = {"rl_base": "single", "rl_scores": None}
         if role in self.envs:
             return self.envs[role]
-        if role in defaults:
-            fallback = defaults[role]
-            return self.envs[fallback] if fallback else "envs.rl:score_env"
+        if role == "rl_base" and "single" in self.envs:
+            return self.envs["single"]
+        if role == "rl_scores":
+            return "envs.rl:score_env"
         raise ValueError(
             f"topology.kind={self.name} has no {role!r} env "
             f"(it has: {', '.join(sorted(self.envs)) or 'none'})"
