@@ -23,9 +23,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from envs.star.backends import EmulatedBackend, Outcome, SurrogateBackend, _eval_arrays
+from envs.star.columns import ColumnSteps, columns_settings_refusal
 from envs.star.scheduling import WirelessFLEnv
 from rayfl.config import RunConfig
 from rayfl.schedule import Schedule
+from rayfl.star.columns import StarColumns, columns_refusal
 from rayfl.star.lanes import StarLanes, check_lanes
 from rayfl.system import EvalRow, Observation, RoundResult
 from rayfl.uplink import UplinkModel
@@ -157,6 +159,7 @@ class WirelessFLVectorEnv(VectorEnv):
     |-----------|------|---------|-------------|
     | num_envs | int | 1 | E, the number of lanes (>= 1) |
     | config, mode, reward, controls, overrides, participants, render_mode | | | as ``WirelessFL-v0`` |
+    | columns | bool or None | None | step the lanes as (lane × client) arrays (:mod:`envs.star.columns`): None = whenever the config and settings allow it, True = required (``ValueError`` naming why not), False = one lane env after another |
 
     ## Version History
     * v0: initial version (the vector entry point of ``WirelessFL-v0``).
@@ -174,6 +177,7 @@ class WirelessFLVectorEnv(VectorEnv):
         overrides: Sequence[str] | Mapping[str, Any] = (),
         participants: bool = False,
         render_mode: str | None = None,
+        columns: bool | None = None,
     ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer):
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
@@ -207,11 +211,25 @@ class WirelessFLVectorEnv(VectorEnv):
         )
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._started = False
+        self._columns: ColumnSteps | None = None
+        refusal = (
+            columns_refusal(self.config) or columns_settings_refusal(self)
+            if mode == "emulate"
+            else "columns run the emulation only"
+        )
+        if columns and refusal:
+            raise ValueError(f"columns=True but {refusal}")
+        #: Whether the lanes step as columns (envs.star.columns).
+        self.columnar = refusal is None and columns is not False
 
     def _lane_group(self) -> StarLanes:
         """The lanes' actors, started by the first reset (emulate mode)."""
         if self._lanes is None:
-            self._lanes = StarLanes(self.config, self.num_envs)
+            if self.columnar:
+                lanes = StarColumns(self.config, self.num_envs)
+                self._lanes, self._columns = lanes, ColumnSteps(self, lanes)
+            else:
+                self._lanes = StarLanes(self.config, self.num_envs)
         return self._lanes
 
     # ---------------------------------------------------------------- gym API
@@ -237,6 +255,8 @@ class WirelessFLVectorEnv(VectorEnv):
                 )
         self._started = True
         self._autoreset[:] = False
+        if self.columnar:
+            return self._reset_columns(seeds)
         firsts = self._reset_lanes(list(range(self.num_envs)), seeds)
         infos: dict[str, Any] = {}
         for e, (_, info) in enumerate(firsts):
@@ -249,6 +269,8 @@ class WirelessFLVectorEnv(VectorEnv):
         """Step every lane with its action; a lane whose episode ended resets."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
+        if self._columns is not None:
+            return self._columns.step(actions)
         per_lane = list(iterate(self.action_space, actions))
         resets = np.flatnonzero(self._autoreset).tolist()
         plays = np.flatnonzero(~self._autoreset).tolist()
@@ -290,6 +312,20 @@ class WirelessFLVectorEnv(VectorEnv):
             self._lanes = None
 
     # ---------------------------------------------------------------- helpers
+    def _reset_columns(
+        self, seeds: list[int | None]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Reset every lane on the columns (:mod:`envs.star.columns`)."""
+        lanes = list(range(self.num_envs))
+        self._lane_group()
+        assert self._columns is not None
+        begun = self._columns.begin(lanes, seeds)
+        self._columns.first(lanes)
+        infos: dict[str, Any] = {}
+        for e, info in enumerate(begun):
+            infos = self._add_info(infos, info, e)
+        return self._columns.observe(), infos
+
     def _reset_lanes(
         self, lanes: list[int], seeds: list[int | None]
     ) -> list[tuple[dict[str, Any], dict[str, Any]]]:

@@ -98,6 +98,8 @@ class LaneHost(ClientHost):
         self.lanes: dict[int, _LaneRun] = {}
         #: The hosted clients' splits stacked for evaluation (built on first use).
         self._eval_data: tuple[Any, Any, Any] | None = None
+        #: Their test splits only (the columnar lanes' evaluation after a round).
+        self._test_data: tuple[Any, Any, Any] | None = None
 
     def reset_lanes(self, setups: dict[int, ActorSetup]) -> None:
         """Start a new run in each given lane: its setup (seed), empty client state."""
@@ -216,14 +218,92 @@ class LaneHost(ClientHost):
             out.append(rows)
         return out
 
+    @needs_state
+    def train_columns(
+        self,
+        global_vectors: npt.NDArray[np.float32],
+        lanes: npt.NDArray[np.int64],
+        rounds: npt.NDArray[np.int64],
+        clients: npt.NDArray[np.int64],
+    ) -> tuple[
+        npt.NDArray[np.float32], npt.NDArray[np.float64], npt.NDArray[np.float64]
+    ]:
+        """Train one client per row, of row i's lane and round, in one stacked call.
+
+        The columnar lanes' round (:mod:`rayfl.star.columns`): for the configs
+        it accepts (no uplink stage: no privacy noise, no compression) a
+        client's upload is its update as trained, so the host returns the
+        updates stacked instead of per-lane bundles.
+
+        Args:
+            global_vectors: ω^t of every lane, float32 (E, dim), row = lane.
+            lanes: (J,) the lane of each row.
+            rounds: (J,) its round index t.
+            clients: (J,) the client, hosted here.
+
+        Returns:
+            ``(updates, weights, train_loss)``: float32 (J, dim), float64 (J,)
+            and (J,), row i the client of row i.
+        """
+        contexts = []
+        for lane, t, client in zip(
+            lanes.tolist(), rounds.tolist(), clients.tolist(), strict=True
+        ):
+            self._enter(lane)
+            contexts.append(self._context(t, global_vectors[lane], client, {}, 0.0))
+        trainer = self.lanes[int(lanes[0])].algorithm if len(lanes) else self.algorithm
+        updates: list[ClientUpdate] = []
+        for first in range(0, len(contexts), TRAIN_CHUNK):
+            updates += trainer.client_update_many(contexts[first : first + TRAIN_CHUNK])
+        for ctx in contexts:
+            ctx.state["local_updates"] = ctx.state.get("local_updates", 0) + 1
+        dim = self.model.spec.dim
+        stack = np.zeros((len(updates), dim), np.float32)
+        for i, update in enumerate(updates):
+            stack[i] = update.vector
+        weights = np.array([u.weight for u in updates], dtype=np.float64)
+        losses = np.array(
+            [u.metrics.get("train_loss", np.nan) for u in updates], dtype=np.float64
+        )
+        return stack, weights, losses
+
+    @needs_state
+    def evaluate_columns(
+        self,
+        global_vectors: npt.NDArray[np.float32],
+        lanes: list[int],
+        *,
+        train_split: bool,
+    ) -> tuple[npt.NDArray[np.float64], ...]:
+        """Evaluate every hosted client in each of ``lanes``, as arrays.
+
+        :meth:`evaluate_lanes`'s numbers without the rows: (L, hosted clients)
+        ``test_loss`` and ``test_acc``, and ``eval_train_loss`` when
+        ``train_split`` (only the first observation of an episode reads it).
+        """
+        split = 2 if train_split else 1
+        if self._eval_data is None:
+            self._eval_data = _stacked_splits(self.data, self.clients)
+        if self._test_data is None:
+            self._test_data = _stacked_splits(self.data, self.clients, train=False)
+        x, y, bounds = self._eval_data if train_split else self._test_data
+        losses, accs = evaluate_segments_many(
+            self.model, global_vectors[lanes], x, y, bounds
+        )
+        out = (losses[:, 0::split], accs[:, 0::split])
+        return out + (losses[:, 1::2],) if train_split else out
+
 
 def _stacked_splits(
-    data: Any, clients: list[int]
+    data: Any, clients: list[int], *, train: bool = True
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Return every client's test then train split, stacked, and the boundaries."""
+    """Return every client's test then train split (or test only), and the boundaries."""
     xs, ys = [], []
     for client in clients:
-        for x, y in (data.test(client), data.train(client)):
+        splits = (
+            (data.test(client), data.train(client)) if train else (data.test(client),)
+        )
+        for x, y in splits:
             xs.append(np.asarray(x))
             ys.append(np.asarray(y))
     bounds = np.concatenate([[0], np.cumsum([len(y) for y in ys])]).astype(np.int64)
