@@ -82,15 +82,28 @@ def initial_vector(config: Any, input_shape: tuple[int, ...], num_classes: int):
         input_shape: Shape of one sample.
         num_classes: Number of labels.
     """
-    module = build_model(
+    key = (
         config.model.kind,
-        input_shape=input_shape,
-        num_classes=num_classes,
-        hidden=config.model.hidden,
+        tuple(input_shape),
+        int(num_classes),
+        tuple(config.model.hidden or ()),
     )
+    if key not in _INIT_MODELS:  # every parameter is overwritten below: reuse it
+        module = build_model(
+            config.model.kind,
+            input_shape=input_shape,
+            num_classes=num_classes,
+            hidden=config.model.hidden,
+        )
+        _INIT_MODELS[key] = (module, FlatModel(module))
+    module, flat = _INIT_MODELS[key]
     generator = torch.Generator().manual_seed(torch_seed_for(config.seed, "init"))
     init_parameters(module, generator)
-    return FlatModel(module).vector()
+    return flat.vector()
+
+
+#: One module per architecture for :func:`initial_vector` (lanes restart often).
+_INIT_MODELS: dict[tuple[Any, ...], tuple[torch.nn.Module, FlatModel]] = {}
 
 
 @dataclass(frozen=True)

@@ -50,3 +50,25 @@ def test_init_is_deterministic_per_seed():
     assert not np.array_equal(vecs[0], vecs[2])
     # default-like scale: Kaiming-uniform(a=√5) on fan_in 10 → |w| ≤ 1/√10
     assert np.abs(vecs[0][:30]).max() <= 1 / np.sqrt(10) + 1e-6
+
+
+def test_initial_vector_reuses_a_module_yet_equals_a_fresh_one():
+    """initial_vector keeps one module per architecture: each seed's ω⁰ is a fresh init's."""
+    import torch
+
+    from rayfl.config import load_config
+    from rayfl.learning.models import FlatModel, build_model, init_parameters
+    from rayfl.seeding import torch_seed_for
+    from rayfl.system import initial_vector
+
+    for model in ({"kind": "mlp", "hidden": [8]}, {"kind": "mlr"}):
+        for seed in (0, 3, 0):
+            cfg = load_config({"seed": seed, "model": model})
+            fresh = build_model(
+                cfg.model.kind, input_shape=(6,), num_classes=3, hidden=cfg.model.hidden
+            )
+            init_parameters(
+                fresh, torch.Generator().manual_seed(torch_seed_for(seed, "init"))
+            )
+            expected = FlatModel(fresh).vector()
+            assert np.array_equal(initial_vector(cfg, (6,), 3), expected)
