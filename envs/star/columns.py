@@ -197,8 +197,33 @@ class ColumnSteps:
         obs = self.observe()
         if len(plays):
             terminations[plays] = ~obs["eligible"][plays].astype(bool).any(axis=1)
+        venv._autoreset = terminations | truncations
+        if len(resets) == 0 and all(i["test_acc"] is not None for i in lane_infos):
+            return obs, rewards, terminations, truncations, _stacked(lane_infos)
         infos: dict[str, Any] = {}
         for e in range(num):
             infos = venv._add_info(infos, lane_infos[e], e)
-        venv._autoreset = terminations | truncations
         return obs, rewards, terminations, truncations, infos
+
+
+def _stacked(lane_infos: list[dict[str, Any]]) -> dict[str, Any]:
+    """``VectorEnv._add_info`` of every lane's step info, built key by key.
+
+    For a step in which every lane played a round (the same keys and value
+    types in each): ints stack to an int array, arrays to one more axis, lists
+    to an object array; each key is followed by its all-true ``_key`` mask.
+    """
+    num = len(lane_infos)
+    out: dict[str, Any] = {}
+    for key, first in lane_infos[0].items():
+        values = [info[key] for info in lane_infos]
+        if isinstance(first, np.ndarray):
+            array: Any = np.stack(values)
+        elif type(first) in (int, float, bool):
+            array = np.array(values, dtype=type(first))
+        else:
+            array = np.empty(num, dtype=object)
+            for i, value in enumerate(values):
+                array[i] = value
+        out[key], out[f"_{key}"] = array, np.ones(num, dtype=np.bool_)
+    return out

@@ -303,8 +303,9 @@ class StarColumns(StarLanes):
         self.staleness[lane[arrived], client[arrived]] = 0
         keep = arrived & np.isfinite(train_loss)
         self.loss[lane[keep], client[keep]] = train_loss[keep]
+        vectors = ray.put(self.vectors)
         refs = [
-            a.evaluate_columns.remote(self.vectors, lanes.tolist(), train_split=False)
+            a.evaluate_columns.remote(vectors, lanes.tolist(), train_split=False)
             for a in self.pool.actors
         ]
         per_client = {
@@ -374,8 +375,8 @@ class StarColumns(StarLanes):
         order = np.lexsort((client[ok], row[ok]))
         sel = np.flatnonzero(ok)[order]
         slot = np.arange(len(sel)) - np.repeat(np.cumsum(count) - count, count)
-        x = np.zeros((p, width, self.dim))
-        x[row[sel], slot] = updates[sel] * weights[sel, None]
+        x = np.zeros((width, p, self.dim))
+        x[slot, row[sel]] = updates[sel] * weights[sel, None]
         total = np.zeros(p)
         np.add.at(total, row[sel], weights[sel])
         s, exact = _running_sums(x)
@@ -387,13 +388,14 @@ class StarColumns(StarLanes):
             & (total >= lo)
             & (total <= hi)
         )
-        for i in np.flatnonzero(count > 0):
+        fast = (count > 0) & exact & plain
+        mine = lanes[fast]
+        mean = (s[fast] / total[fast, None]).astype(np.float32)
+        self.vectors[mine] = (self.vectors[mine] + mean).astype(np.float32)
+        for i in np.flatnonzero((count > 0) & ~fast).tolist():
+            rows = sel[row[sel] == i]
             e = int(lanes[i])
-            if exact[i] and plain[i]:
-                mean = (s[i] / total[i]).astype(np.float32)
-            else:
-                mine = sel[row[sel] == i]
-                mean = exact_sum(updates[mine], weights[mine]).mean()
+            mean = exact_sum(updates[rows], weights[rows]).mean()
             self.vectors[e] = (self.vectors[e] + mean).astype(np.float32)
 
 
@@ -402,16 +404,16 @@ def _running_sums(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     """Per lane: the float64 running sum of its rows and whether every step was exact.
 
-    :func:`rayfl.exactsum._exact_running_sum` of each ``x[i]`` at once (zero
-    rows add nothing and round nothing).
+    :func:`rayfl.exactsum._exact_running_sum` of each ``x[:, i]`` at once
+    (x is (rows, lanes, dim); zero rows add nothing and round nothing).
     """
-    s = x[:, 0] + 0.0
-    exact: npt.NDArray[np.bool_] = np.asarray(np.isfinite(x).all(axis=(1, 2)))
+    s = x[0] + 0.0
+    exact: npt.NDArray[np.bool_] = np.asarray(np.isfinite(x).all(axis=(0, 2)))
     with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(1, x.shape[1]):
-            t = s + x[:, k]
+        for k in range(1, x.shape[0]):
+            t = s + x[k]
             z = t - s
-            err = (s - (t - z)) + (x[:, k] - z)
+            err = (s - (t - z)) + (x[k] - z)
             exact &= (err == 0).all(axis=1)
             s = t
     return s + 0.0, exact
