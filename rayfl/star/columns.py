@@ -277,7 +277,20 @@ class StarColumns(StarLanes):
         row, sub = np.nonzero(clients >= 0)
         client = clients[row, sub]
         lane = lanes[row]
-        refs = self._submit_columns(lane, rounds[row], client)
+        # two halves, so the driver sums one while the hosts train the other:
+        # hosts: train A | train B | evaluate A | evaluate B
+        vectors = ray.put(self.vectors)
+        halves = [h for h in np.array_split(np.arange(p), 2) if len(h)]
+        trained = []
+        for half in halves:
+            mine = np.flatnonzero((row >= half[0]) & (row <= half[-1]))
+            trained.append(
+                (
+                    half,
+                    mine,
+                    self._submit_columns(vectors, lane, rounds[row], client, mine),
+                )
+            )
         link = link_columns(
             self.config,
             self.gain[lane, client, sub],
@@ -294,20 +307,21 @@ class StarColumns(StarLanes):
                     int(self.seeds[lanes[i]]), "packet_loss", round=int(rounds[i])
                 ).random(n)
             delivered &= draws[row, client] >= link["packet_error_rate"]
-        updates, weights, train_loss = self._collect(refs, lane, client)
-        finite = np.isfinite(updates).all(axis=1)
-        self._aggregate(lanes, row, client, updates, weights, delivered & finite)
-        self.releases[lane, client] += 1
-        self.staleness[lanes] += 1
-        arrived = delivered & finite
-        self.staleness[lane[arrived], client[arrived]] = 0
-        keep = arrived & np.isfinite(train_loss)
-        self.loss[lane[keep], client[keep]] = train_loss[keep]
-        vectors = ray.put(self.vectors)
-        refs = [
-            a.evaluate_columns.remote(vectors, lanes.tolist(), train_split=False)
-            for a in self.pool.actors
-        ]
+        arrived = np.zeros(len(row), bool)
+        evaluations = []
+        for half, mine, refs in trained:
+            arrived[mine] = self._conclude(
+                lanes[half], row[mine] - half[0], client[mine], refs, delivered[mine]
+            )
+            ref = ray.put(self.vectors)
+            evaluations.append(
+                [
+                    a.evaluate_columns.remote(
+                        ref, lanes[half].tolist(), train_split=False
+                    )
+                    for a in self.pool.actors
+                ]
+            )
         per_client = {
             key: np.zeros((p, n)) for key in ("latency_s", "energy_j", "bits")
         }
@@ -316,44 +330,67 @@ class StarColumns(StarLanes):
         per_client["bits"][row, client] = self.payload_bits
         full = np.full(clients.shape, False)
         full[row, sub] = arrived
-        test_loss, test_acc = self._gather(refs, p, 2)
+        test_loss, test_acc = np.zeros((p, n)), np.zeros((p, n))
+        for (half, _, _), refs in zip(trained, evaluations, strict=True):
+            test_loss[half], test_acc[half] = self._gather(refs, len(half), 2)
         return ColumnRound(
             lanes, clients, full, **per_client, test_loss=test_loss, test_acc=test_acc
         )
 
+    def _conclude(
+        self,
+        lanes: npt.NDArray[np.int64],
+        row: npt.NDArray[np.int64],
+        client: npt.NDArray[np.int64],
+        refs: list[tuple[npt.NDArray[np.int64], Any]],
+        delivered: npt.NDArray[np.bool_],
+    ) -> npt.NDArray[np.bool_]:
+        """Aggregate, record and track ``lanes``' round; return which updates arrived.
+
+        ``row`` indexes ``lanes`` (one entry per trained client).
+        """
+        updates, weights, train_loss = self._collect(refs, len(row))
+        arrived = delivered & np.isfinite(updates).all(axis=1)
+        self._aggregate(lanes, row, client, updates, weights, arrived)
+        lane = lanes[row]
+        self.releases[lane, client] += 1
+        self.staleness[lanes] += 1
+        self.staleness[lane[arrived], client[arrived]] = 0
+        keep = arrived & np.isfinite(train_loss)
+        self.loss[lane[keep], client[keep]] = train_loss[keep]
+        return arrived
+
     def _submit_columns(
         self,
+        vectors: Any,
         lane: npt.NDArray[np.int64],
         rounds: npt.NDArray[np.int64],
         client: npt.NDArray[np.int64],
+        mine: npt.NDArray[np.int64],
     ) -> list[tuple[npt.NDArray[np.int64], Any]]:
-        """Submit each host's rows; return (row indices, ref) per called host."""
+        """Submit the rows ``mine`` to their hosts; (positions in ``mine``, ref) per host."""
         assert self.pool is not None
-        host = self.pool.actor_of[client]
-        vectors = ray.put(self.vectors)
+        host = self.pool.actor_of[client[mine]]
         out = []
         for a, actor in enumerate(self.pool.actors):
-            mine = np.flatnonzero(host == a)
-            if len(mine):
+            at = np.flatnonzero(host == a)
+            if len(at):
+                rows = mine[at]
                 ref = actor.train_columns.remote(
-                    vectors, lane[mine], rounds[mine], client[mine]
+                    vectors, lane[rows], rounds[rows], client[rows]
                 )
-                out.append((mine, ref))
+                out.append((at, ref))
         return out
 
     def _collect(
-        self,
-        refs: list[tuple[npt.NDArray[np.int64], Any]],
-        lane: npt.NDArray[np.int64],
-        client: npt.NDArray[np.int64],
+        self, refs: list[tuple[npt.NDArray[np.int64], Any]], m: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The hosts' updates, weights and train losses, in row order."""
-        m = len(lane)
+        """The hosts' updates, weights and train losses of ``m`` rows, in row order."""
         updates = np.zeros((m, self.dim), np.float32)
         weights, losses = np.zeros(m), np.zeros(m)
         replies = ray.get([ref for _, ref in refs])
-        for (mine, _), (u, w, loss) in zip(refs, replies, strict=True):
-            updates[mine], weights[mine], losses[mine] = u, w, loss
+        for (at, _), (u, w, loss) in zip(refs, replies, strict=True):
+            updates[at], weights[at], losses[at] = u, w, loss
         return updates, weights, losses
 
     def _aggregate(
