@@ -10,10 +10,14 @@
 (2 CPUs), the emulate-mode steps per second of the default ``WirelessFL-v0``
 (digits, N=10, K=4, MLP [32], FedAvg) as one env and as the vector env
 (``envs.star.vector``, E lanes in lockstep over shared actors) for each ``--lanes``
-E, all with random actions and episodes ending (and resetting) inside the timed
-steps, and writes ``--csv`` (default docs/performance/env_emulate.csv): one row
-per env with ``steps_per_s`` (env steps: one lane's step counts one) and
-``ratio``, its steps per second over the single env's of the same run.
+E, the surrogate-mode ``WirelessFL-v0`` as one env, and the vector env (emulate
+lanes) of every other topology that has one (``HierarchicalFL-v0``,
+``D2DNeighbor-v0``, default configs) for each E, all with random actions and
+episodes ending (and resetting) inside the timed steps, and writes ``--csv``
+(default docs/performance/env_emulate.csv): one row per env with
+``steps_per_s`` (env steps: one lane's step counts one), ``ratio`` (over the
+single emulate env's steps per second of the same run) and ``vs_surrogate``
+(over the surrogate env's of the same run).
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ FIELDS = [
     "seconds",
     "steps_per_s",
     "ratio",
+    "vs_surrogate",
     "load_1m",
 ]
 
@@ -119,22 +124,38 @@ def _one_repeat(args: argparse.Namespace, repeat: int) -> list[dict[str, Any]]:
     finally:
         single.close()
     rows = [_row(repeat, "single", 1, steps, seconds)]
-    for lanes in args.lanes:
-        env = load(_default_env("vector"))(num_envs=lanes)
-        try:
-            steps, seconds = timed_steps(env, args.vector_steps, vector=True)
-        finally:
-            env.close()
-        rows.append(_row(repeat, "vector", lanes, steps, seconds))
-    base = rows[0]["steps_per_s"]
+    surrogate = load(_default_env())(mode="surrogate")
+    steps, seconds = timed_steps(surrogate, 20 * args.steps, vector=False)
+    rows.append(_row(repeat, "surrogate", 1, steps, seconds))
+    for name, role in _vector_envs():
+        for lanes in args.lanes:
+            env = load(topology_of(name).envs[role])(num_envs=lanes)
+            try:
+                steps, seconds = timed_steps(env, args.vector_steps, vector=True)
+            finally:
+                env.close()
+            label = "vector" if name == topology_names()[0] else f"{name}-vector"
+            rows.append(_row(repeat, label, lanes, steps, seconds))
+    base, surrogate_rate = rows[0]["steps_per_s"], rows[1]["steps_per_s"]
     for row in rows:
         row["ratio"] = round(row["steps_per_s"] / base, 2)
+        row["vs_surrogate"] = round(row["steps_per_s"] / surrogate_rate, 2)
         print(
-            f"repeat {repeat} {row['env']:7s} E={row['lanes']:3d}: "
-            f"{row['steps_per_s']:8.1f} steps/s  x{row['ratio']:.2f}",
+            f"repeat {repeat} {row['env']:17s} E={row['lanes']:3d}: "
+            f"{row['steps_per_s']:8.1f} steps/s  x{row['ratio']:.2f} one emulate "
+            f"env, x{row['vs_surrogate']:.2f} the surrogate",
             flush=True,
         )
     return rows
+
+
+def _vector_envs() -> list[tuple[str, str]]:
+    """(topology, role) of every registered topology with a vector env (emulate lanes)."""
+    return [
+        (name, "vector")
+        for name in topology_names()
+        if "vector" in topology_of(name).envs
+    ]
 
 
 def _row(
