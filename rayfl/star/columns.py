@@ -43,6 +43,7 @@ from rayfl.exactsum import _PLAIN_RANGE, exact_sum
 from rayfl.privacy.pipeline import build_client_stages
 from rayfl.seeding import rng_for
 from rayfl.star.lanes import StarLanes
+from rayfl.uplink import UplinkModel
 from rayfl.wireless.channel import fading_power_gain, shannon_rate_bps, snr_linear
 from rayfl.wireless.effects import _latency_and_energy
 from rayfl.wireless.modulation import outage, packet_error_rate, qam_bit_error_rate
@@ -205,6 +206,19 @@ class StarColumns(StarLanes):
 
     def _vectors(self) -> npt.NDArray[np.float32]:
         return self.vectors
+
+    def uplink(self, lane: int) -> UplinkModel:
+        """Return ``lane``'s uplink model, its ledger brought up to the columns' uploads.
+
+        The columns count uploads in ``releases``; a caller that reads the
+        lane's model (a policy's eligibility, ``action_masks``) gets the
+        ledger the lane path would hold: one release (z = 0, q = 1) per upload.
+        """
+        uplink = super().uplink(lane)
+        behind = self.releases[lane] - uplink.ledger.upload_count
+        if behind.any():
+            uplink.record_releases(np.repeat(np.arange(self.num_clients), behind))
+        return uplink
 
     def eligible(self, lanes: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """(P, N) which clients may upload (T0 cap; no ε budget without privacy)."""

@@ -43,6 +43,9 @@ def _trace(config, columns, reward, steps, lanes=3):
         space.seed(1)
         for _ in range(steps):
             trace.append(venv.step(space.sample()))
+        # what a policy reads of a lane's model: the ledger and its eligibility
+        ledgers = [env.backend.uplink.upload_count() for env in venv.envs]
+        trace.append((ledgers, [env.action_masks() for env in venv.envs]))
     finally:
         venv.close()
     return trace
@@ -77,6 +80,7 @@ def _same(a, b, path, measured=False):
 def test_columns_equal_the_lanes(config, reward, steps):
     lanes = _trace(config, False, reward, steps)
     columns = _trace(config, True, reward, steps)
+    _same(lanes.pop(), columns.pop(), "ledgers and action masks")
     for t, (a, b) in enumerate(zip(lanes, columns, strict=True)):
         if t == 0:
             _same(a, b, "reset")
