@@ -419,18 +419,13 @@ class StarColumns(StarLanes):
         """ω ← ω + Σ w u / Σ w over each lane's arrived updates (exact sum)."""
         p = len(lanes)
         count = np.bincount(row[ok], minlength=p)
-        width = int(count.max(initial=0))
-        if width == 0:
+        if not count.any():
             return
-        # rows of a lane in client order (the cloud's), zero-padded to `width`
-        order = np.lexsort((client[ok], row[ok]))
-        sel = np.flatnonzero(ok)[order]
-        slot = np.arange(len(sel)) - np.repeat(np.cumsum(count) - count, count)
-        x = np.zeros((width, p, self.dim))
-        x[slot, row[sel]] = updates[sel] * weights[sel, None]
+        # rows of a lane in client order (the cloud's)
+        sel = np.flatnonzero(ok)[np.lexsort((client[ok], row[ok]))]
+        s, exact = _lane_sums(row[sel], count, updates[sel], weights[sel])
         total = np.zeros(p)
         np.add.at(total, row[sel], weights[sel])
-        s, exact = _running_sums(x)
         lo, hi = _PLAIN_RANGE
         with np.errstate(divide="ignore", invalid="ignore"):
             q = np.abs(s) / total[:, None]
@@ -450,21 +445,45 @@ class StarColumns(StarLanes):
             self.vectors[e] = (self.vectors[e] + mean).astype(np.float32)
 
 
-def _running_sums(
-    x: npt.NDArray[np.float64],
+def _lane_sums(
+    row: npt.NDArray[np.int64],
+    count: npt.NDArray[np.int64],
+    updates: npt.NDArray[np.float32],
+    weights: npt.NDArray[np.float64],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
-    """Per lane: the float64 running sum of its rows and whether every step was exact.
+    """Per lane: the float64 running sum of its weighted rows, and whether it is exact.
 
-    :func:`rayfl.exactsum._exact_running_sum` of each ``x[:, i]`` at once
-    (x is (rows, lanes, dim); zero rows add nothing and round nothing).
+    :func:`rayfl.exactsum._exact_running_sum` of each lane's rows w·u (in the
+    given order: ``row`` ascending, a lane's rows in its order) at once: the
+    k-th rows of every lane that has one are added in one pass, with the
+    TwoSum check of each addition (exact: every error is 0).
+
+    Args:
+        row: (m,) the lane of each row, ascending.
+        count: (P,) rows per lane.
+        updates: (m, dim) the rows, float32.
+        weights: (m,) their weights.
     """
-    s = x[0] + 0.0
-    exact: npt.NDArray[np.bool_] = np.asarray(np.isfinite(x).all(axis=(0, 2)))
+    p, dim = len(count), updates.shape[1]
+    rank = np.argsort(-count, kind="stable")  # lanes with a k-th row: a prefix
+    place = np.empty(p, np.int64)
+    place[rank] = np.arange(p)
+    slot = np.arange(len(row)) - np.repeat(np.cumsum(count) - count, count)
+    s = np.zeros((p, dim))
+    exact = np.ones(p, bool)
     with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(1, x.shape[0]):
-            t = s + x[k]
-            z = t - s
-            err = (s - (t - z)) + (x[k] - z)
-            exact &= (err == 0).all(axis=1)
-            s = t
-    return s + 0.0, exact
+        for k in range(int(count.max(initial=0))):
+            at = np.flatnonzero(slot == k)
+            at = at[np.argsort(place[row[at]])]
+            n = len(at)
+            x = updates[at] * weights[at, None]
+            if k == 0:
+                s[:n] = x + 0.0
+                continue
+            head = s[:n]
+            t = head + x
+            z = t - head
+            err = (head - (t - z)) + (x - z)
+            exact[:n] &= (err == 0).all(axis=1)
+            s[:n] = t
+    return s[place] + 0.0, exact[place]

@@ -215,3 +215,25 @@ def test_fast_path_fires_for_model_updates_and_not_for_cancellation():
     # −0.0 rows sum to +0.0 on both paths
     z = partial_sum(np.array([[-0.0]], np.float32), [1.0])
     assert np.signbit(z.value()).tolist() == [False]
+
+
+def test_the_columns_lane_sums_are_exact_sums_or_say_not():
+    """rayfl.star.columns._lane_sums: each lane's sum is exact_sum's, or flagged inexact."""
+    from rayfl.star.columns import _lane_sums
+
+    rng = np.random.default_rng(0)
+    lanes, k, dim = 40, 4, 50
+    row = np.repeat(np.arange(lanes), k)
+    keep = rng.random(len(row)) > 0.3
+    keep[4:6] = True
+    updates = (rng.normal(size=(len(row), dim)) * 1e-2).astype(np.float32)
+    updates[5] *= 1e12  # lane 1 cannot be summed exactly in float64
+    weights = rng.integers(20, 200, size=len(row)).astype(float)
+    sel = np.flatnonzero(keep)
+    count = np.bincount(row[sel], minlength=lanes)
+    sums, exact = _lane_sums(row[sel], count, updates[sel], weights[sel])
+    assert not exact[1] and exact.sum() == lanes - 1
+    for lane in np.flatnonzero(exact):
+        mine = sel[row[sel] == lane]
+        oracle = exact_sum(updates[mine], weights[mine]).value() if len(mine) else 0.0
+        np.testing.assert_array_equal(sums[lane], oracle)
