@@ -58,9 +58,12 @@ class D2DLaneBackend:
     def initial(
         self, targets: Sequence[int]
     ) -> tuple[dict[int, float], dict[int, float]]:
-        """Loss and accuracy of ω⁰ on the target's test split."""
-        loss, acc = self.lanes.initial(self.lane)
-        return {t: loss for t in targets}, {t: acc for t in targets}
+        """Loss and accuracy of ω⁰ on the target's test split (target → value).
+
+        Filled by :meth:`D2DLanes.evaluate_initial`, which the vector env calls
+        once every lane it resets has begun its episode.
+        """
+        return self.lanes.initial(self.lane)
 
     def run(self, round: int, selections: Selections) -> D2DOutcome:
         """Run one round of this lane alone."""
@@ -210,13 +213,11 @@ class D2DNeighborVectorEnv(VectorEnv):
                 )
         self._started = True
         self._autoreset[:] = False
+        firsts = self._reset_lanes(list(range(self.num_envs)), seeds)
         infos: dict[str, Any] = {}
-        observations = []
-        for e, lane_seed in enumerate(seeds):
-            obs, info = self.envs[e].reset(seed=lane_seed)
-            observations.append(obs)
+        for e, (_, info) in enumerate(firsts):
             infos = self._add_info(infos, info, e)
-        return self._batch(observations), infos
+        return self._batch([obs for obs, _ in firsts]), infos
 
     def step(
         self, actions: Any
@@ -239,8 +240,9 @@ class D2DNeighborVectorEnv(VectorEnv):
             scores, info = env._conclude(selections, ignored, done)
             observations[e], r, term, trunc, lane_infos[e] = env._end_step(scores, info)
             rewards[e], terminations[e], truncations[e] = r, term, trunc
-        for e in resets:
-            observations[e], lane_infos[e] = self.envs[e].reset()
+        firsts = self._reset_lanes(resets, [None] * len(resets))
+        for e, (obs, info) in zip(resets, firsts, strict=True):
+            observations[e], lane_infos[e] = obs, info
         infos: dict[str, Any] = {}
         for e in range(self.num_envs):
             infos = self._add_info(infos, lane_infos[e], e)
@@ -263,6 +265,21 @@ class D2DNeighborVectorEnv(VectorEnv):
             self._lanes = None
 
     # ---------------------------------------------------------------- helpers
+    def _reset_lanes(
+        self, lanes: list[int], seeds: list[int | None]
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Reset ``lanes``: begin every episode, evaluate every ω⁰ at once, observe."""
+        begun = [
+            self.envs[e]._begin_episode(seed)
+            for e, seed in zip(lanes, seeds, strict=True)
+        ]
+        if self._lanes is not None:
+            self._lanes.evaluate_initial()
+        return [
+            self.envs[e]._first_observation(info)
+            for e, info in zip(lanes, begun, strict=True)
+        ]
+
     def _play(
         self, decided: dict[int, tuple[Selections, Any]]
     ) -> dict[int, D2DOutcome]:

@@ -60,7 +60,7 @@ from rayfl.d2d.selection import (
 )
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.learning.models import FlatModel, build_model
-from rayfl.learning.train import evaluate
+from rayfl.learning.segment_eval import evaluate_segments_many
 from rayfl.system import initial_vector
 
 __all__ = ["D2DLaneOutcome", "D2DLanes", "check_d2d_lanes"]
@@ -138,6 +138,8 @@ class D2DLanes:
         self.topology: D2DTopologyConfig = config.topology
         self.lanes: list[_Lane | None] = [None] * self.num_lanes
         self._pending: dict[int, tuple[int, npt.NDArray[np.float32]]] = {}
+        #: Lanes whose ω⁰ awaits its evaluation: lane → (loss, acc) to fill.
+        self._initial: dict[int, tuple[dict[int, float], dict[int, float]]] = {}
         self.pool: ActorPool | None = None
         self.session = RaySession(config.ray)
         try:
@@ -208,12 +210,30 @@ class D2DLanes:
         self._pending[lane] = (int(seed), init)
         return layout
 
-    def initial(self, lane: int) -> tuple[float, float]:
-        """Loss and accuracy of ``lane``'s ω⁰ on its target's test split."""
-        run = self._lane(lane)
-        x, y = self.data.test(run.target)
-        loss, acc = evaluate(self.model, run.init, x, y)
-        return float(loss), float(acc)
+    def initial(self, lane: int) -> tuple[dict[int, float], dict[int, float]]:
+        """Loss and accuracy of ``lane``'s ω⁰ on its target's test split, filled later.
+
+        Returns two empty dicts that :meth:`evaluate_initial` fills (target →
+        value): every lane restarted since is evaluated in one batched pass.
+        """
+        loss: dict[int, float] = {}
+        acc: dict[int, float] = {}
+        self._initial[lane] = (loss, acc)
+        return loss, acc
+
+    def evaluate_initial(self) -> None:
+        """Fill the dicts of :meth:`initial`: one batched evaluation per target client."""
+        wanted, self._initial = self._initial, {}
+        by_target: dict[int, list[int]] = {}
+        for lane in wanted:
+            by_target.setdefault(self._lane(lane).target, []).append(lane)
+        for target, lanes in by_target.items():
+            x, y = self.data.test(target)
+            vectors = np.stack([self._lane(e).init for e in lanes])
+            loss, acc = evaluate_segments_many(self.model, vectors, x, y, [0, len(y)])
+            for i, lane in enumerate(lanes):
+                wanted[lane][0][target] = float(loss[i, 0])
+                wanted[lane][1][target] = float(acc[i, 0])
 
     def set_selection(
         self, lane: int, neighbors: tuple[int, ...], subchannel: tuple[int, ...]

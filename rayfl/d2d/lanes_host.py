@@ -48,14 +48,14 @@ import torch
 from rayfl.actors.cloud import REJECT_NON_FINITE
 from rayfl.actors.restart import needs_state, state_restored
 from rayfl.actors.setup import ActorSetup
-from rayfl.algorithms.pfedwn import aggregate_target, em_step
+from rayfl.algorithms.pfedwn import aggregate_target
 from rayfl.d2d.host import D2DClientHost
 from rayfl.learning.segment_eval import _linear_stack_logits, evaluate_segments_many
 from rayfl.learning.vectorized import local_sgd_many
 from rayfl.learning.vectorized_kernels import linear_stack_shapes
 from rayfl.seeding import rng_for
 
-__all__ = ["D2DLaneActor", "D2DLaneHost", "TargetJob"]
+__all__ = ["D2DLaneActor", "D2DLaneHost", "TargetJob", "em_steps_many"]
 
 Vector = npt.NDArray[np.float32]
 
@@ -182,12 +182,7 @@ class D2DLaneHost(D2DClientHost):
             ``em`` (new log π over the usable models and log-likelihood, or
             None) and ``rejected`` (neighbor → reason).
         """
-        models = [
-            np.stack([replies[a][r] for a, r in job.sources])
-            if job.sources
-            else np.zeros((0, self.model.spec.dim), np.float32)
-            for job in jobs
-        ]
+        models = _gather(jobs, replies, self.model.spec.dim)
         em = self._em(jobs, models)
         mixed, rejected = [], []
         for job, mine, step in zip(jobs, models, em, strict=True):
@@ -233,7 +228,12 @@ class D2DLaneHost(D2DClientHost):
     def _em(
         self, jobs: list[TargetJob], models: list[Vector]
     ) -> list[tuple[npt.NDArray[np.float64], float] | None]:
-        """The E/M steps of every job that runs them (one forward per target client)."""
+        """The E/M steps of every job that runs them, batched over the lanes.
+
+        One forward pass per target client gives the per-sample losses of every
+        lane's usable models; the lanes with the same target, number of models
+        and steps then run :func:`em_steps_many` together.
+        """
         out: list[tuple[npt.NDArray[np.float64], float] | None] = [None] * len(jobs)
         by_target: dict[int, list[int]] = defaultdict(list)
         for i, job in enumerate(jobs):
@@ -241,19 +241,25 @@ class D2DLaneHost(D2DClientHost):
                 by_target[job.target].append(i)
         for target, mine in by_target.items():
             x, y = self.data.train(target)
-            stack = np.concatenate([models[i] for i in mine])
-            losses = self._sample_losses_many(stack, x, y)
-            first = 0
+            losses = self._sample_losses_many(
+                np.concatenate([models[i] for i in mine]), x, y
+            )
+            groups: dict[tuple[int, int], list[int]] = defaultdict(list)
+            first, rows = 0, {}
             for i in mine:
-                k = len(models[i])
-                block = losses[first : first + k].T
-                first += k
-                sub = jobs[i].log_pi[jobs[i].idx]
-                log_pi = sub - _logsumexp(sub)
-                loglik = float("nan")
-                for _ in range(jobs[i].em_steps):
-                    log_pi, loglik = em_step(log_pi, block)
-                out[i] = (log_pi, loglik)
+                rows[i] = first
+                first += len(models[i])
+                groups[(len(models[i]), jobs[i].em_steps)].append(i)
+            for (k, steps), members in groups.items():
+                block = np.stack([losses[rows[i] : rows[i] + k] for i in members])
+                sub = np.stack([jobs[i].log_pi[jobs[i].idx] for i in members])
+                log_pi, loglik = em_steps_many(
+                    sub - _logsumexp(sub, axis=1)[:, None],
+                    block.transpose(0, 2, 1),
+                    steps,
+                )
+                for j, i in enumerate(members):
+                    out[i] = (log_pi[j], float(loglik[j]))
         return out
 
     def _sample_losses_many(
@@ -288,11 +294,38 @@ class D2DLaneHost(D2DClientHost):
         return loss, acc
 
 
-def _logsumexp(values: npt.NDArray[np.float64]) -> float:
-    """``scipy.special.logsumexp`` of a 1-D array (what the driver's D2DRound uses)."""
-    from scipy.special import logsumexp
+def _logsumexp(values: npt.NDArray[np.float64], axis: int) -> npt.NDArray[np.float64]:
+    """Log Σ exp over ``axis`` (``scipy.special.logsumexp``'s, to float64 rounding)."""
+    top = np.max(values, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    total = np.sum(np.exp(values - top), axis=axis, keepdims=True)
+    with np.errstate(divide="ignore"):
+        return np.squeeze(np.log(total) + top, axis=axis)
 
-    return float(logsumexp(values))
+
+def em_steps_many(
+    log_pi: npt.NDArray[np.float64], losses: npt.NDArray[np.float64], steps: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """``steps`` of :func:`rayfl.algorithms.pfedwn.em_step` for L mixtures at once.
+
+    Args:
+        log_pi: log π per mixture, (L, M).
+        losses: Per-sample losses, (L, k, M) (each mixture's L_im).
+        steps: E/M steps (>= 1).
+
+    Returns:
+        The new log π (L, M) and each mixture's mean log-likelihood before the
+        last step (L,), equal to ``em_step``'s to float64 rounding.
+    """
+    loglik = np.full(len(log_pi), np.nan)
+    for _ in range(steps):
+        joint = log_pi[:, None, :] - losses
+        log_evidence = _logsumexp(joint, axis=2)  # (L, k)
+        log_resp = joint - log_evidence[:, :, None]  # eq. 9
+        new = _logsumexp(log_resp, axis=1) - np.log(losses.shape[1])  # eq. 10
+        log_pi = new - _logsumexp(new, axis=1)[:, None]
+        loglik = np.mean(log_evidence, axis=1)
+    return log_pi, loglik
 
 
 def _weights_after(
@@ -308,6 +341,19 @@ def _weights_after(
         new[job.idx] = mass * np.exp(step[0])
         pi = np.exp(np.log(np.maximum(new, 1e-300)))
     return [float(pi[i]) for i in job.idx]
+
+
+def _gather(
+    jobs: list[TargetJob], replies: tuple[Vector, ...], dim: int
+) -> list[Vector]:
+    """Each job's usable models (rows in ``neighbors`` order): one gather per reply."""
+    pairs = np.array([src for job in jobs for src in job.sources], np.int64)
+    stacked = np.zeros((len(pairs), dim), np.float32)
+    for a, reply in enumerate(replies):
+        hit = np.flatnonzero(pairs[:, 0] == a) if len(pairs) else pairs[:0, 0]
+        stacked[hit] = reply[pairs[hit, 1]]
+    bounds = np.cumsum([0] + [len(job.sources) for job in jobs])
+    return [stacked[bounds[i] : bounds[i + 1]] for i in range(len(jobs))]
 
 
 D2DLaneActor: Any = ray.remote(D2DLaneHost)
