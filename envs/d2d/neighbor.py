@@ -249,13 +249,19 @@ class D2DNeighborEnv(FLEnv):
         self.layout = self._backend.restart(seed)
         self.targets = tuple(self.layout.targets)
         self._base: dict[int, dict[str, npt.NDArray[np.float32]]] = {
-            t: selection_observation(self.layout, t, self.topology, seed=seed)[0]
-            for t in self.targets
+            t: self._base_observation(t, seed) for t in self.targets
         }
         self._em = {t: np.zeros(self.num_nodes) for t in self.targets}
         self._history = {t: ObservationTracker(self.num_nodes) for t in self.targets}
         self._loss, self._acc = self._backend.initial(self.targets)
         return {"targets": list(self.targets)}
+
+    def _base_observation(
+        self, target: int, seed: int
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """The target's t = 0 (CCM) observation of the episode's layout."""
+        assert self.layout is not None
+        return selection_observation(self.layout, target, self.topology, seed=seed)[0]
 
     def _initial_scores(self) -> Scores:
         return self._target_scores()

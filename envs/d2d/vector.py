@@ -92,6 +92,13 @@ class _LaneEnv(D2DNeighborEnv):
             return D2DLaneBackend(self._owner.lane_group(), self._lane)
         return super()._build()
 
+    def _base_observation(
+        self, target: int, seed: int
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        if self.mode == "emulate":  # the lanes drew it with the t = 0 selection
+            return self._owner.lane_group().first_observation(self._lane)
+        return super()._base_observation(target, seed)
+
 
 class D2DNeighborVectorEnv(VectorEnv):
     """E ``D2DNeighbor-v0`` episodes in lockstep; emulate lanes share their actors.

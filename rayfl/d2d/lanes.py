@@ -53,20 +53,59 @@ from rayfl.d2d.records import _primary
 from rayfl.d2d.selection import (
     D2DLayout,
     Selection,
+    decode_assignment,
     make_layout,
     pi_vector,
     reselect,
-    select_neighbors,
+    round_observation,
+    selection_observation,
+    target_policy,
 )
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.learning.models import FlatModel, build_model
 from rayfl.learning.segment_eval import evaluate_segments_many
+from rayfl.observation import ObservationTracker
 from rayfl.system import initial_vector
 
 __all__ = ["D2DLaneOutcome", "D2DLanes", "check_d2d_lanes"]
 
 #: Target → (its neighbors M_n ascending, the sub-channel of each).
 Selections = dict[int, tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+def _first_selection(
+    cfg: Any, layout: D2DLayout, data_size: npt.ArrayLike
+) -> tuple[Selection, dict[str, npt.NDArray[np.float32]]]:
+    """The t = 0 selection of the run's target, and its first observation.
+
+    :func:`rayfl.d2d.selection.select_neighbors` for one target, keeping the
+    observation (its P^err integrals are the costly part of a restart).
+    """
+    topo, seed = cfg.topology, int(cfg.seed)
+    n, (target,) = layout.num_nodes, layout.targets
+    policy = target_policy(
+        topo,
+        n,
+        target=target,
+        seed=seed,
+        name=cfg.scheduler.policy,
+        params=cfg.scheduler.params,
+    )
+    first, error = selection_observation(layout, target, topo, seed=seed)
+    obs = round_observation(
+        layout,
+        first,
+        ObservationTracker(n),
+        None,
+        topo,
+        data_size=data_size,
+        seed=seed,
+        round=0,
+    )
+    chosen, _ = decode_assignment(policy(obs), first["eligible"] > 0.5)
+    neighbors = tuple(sorted(chosen))
+    selection = Selection(target, neighbors, tuple(chosen[s] for s in neighbors), error)
+    return selection, first
 
 
 def check_d2d_lanes(config: Any) -> None:
@@ -109,6 +148,8 @@ class _Lane:
     selection: Selection
     em: EMState
     init: npt.NDArray[np.float32]
+    #: The target's t = 0 (CCM) observation (:func:`selection_observation`).
+    first: dict[str, npt.NDArray[np.float32]]
 
     @property
     def target(self) -> int:
@@ -195,20 +236,17 @@ class D2DLanes:
         """
         cfg = self.config.model_copy(update={"seed": int(seed)})
         layout = make_layout(self.topology, self.num_clients, seed=int(seed))
-        (selection,) = select_neighbors(
-            layout,
-            self.topology,
-            seed=int(seed),
-            data_size=self.data_size,
-            name=cfg.scheduler.policy,
-            params=cfg.scheduler.params,
-        )
+        selection, first = _first_selection(cfg, layout, self.data_size)
         init = initial_vector(cfg, tuple(self.data.input_shape), self.data.num_classes)
         self.lanes[lane] = _Lane(
-            int(seed), layout, selection, EMState(selection.neighbors), init
+            int(seed), layout, selection, EMState(selection.neighbors), init, first
         )
         self._pending[lane] = (int(seed), init)
         return layout
+
+    def first_observation(self, lane: int) -> dict[str, npt.NDArray[np.float32]]:
+        """``lane``'s t = 0 observation of its target (a copy): the CCM draw."""
+        return {k: v.copy() for k, v in self._lane(lane).first.items()}
 
     def initial(self, lane: int) -> tuple[dict[int, float], dict[int, float]]:
         """Loss and accuracy of ``lane``'s ω⁰ on its target's test split, filled later.
