@@ -12,7 +12,7 @@ default-config vector env (the benchmark's).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from copy import deepcopy
 from pathlib import Path
 from typing import Any
@@ -241,7 +241,7 @@ class D2DNeighborVectorEnv(VectorEnv):
         truncations = np.zeros(self.num_envs, dtype=bool)
         observations: list[Any] = [None] * self.num_envs
         lane_infos: list[dict[str, Any]] = [{}] * self.num_envs
-        for e, done in self._play(decided).items():
+        for e, done in self._play(decided):
             env = self.envs[e]
             selections, ignored = decided[e]
             scores, info = env._conclude(selections, ignored, done)
@@ -289,17 +289,27 @@ class D2DNeighborVectorEnv(VectorEnv):
 
     def _play(
         self, decided: dict[int, tuple[Selections, Any]]
-    ) -> dict[int, D2DOutcome]:
-        """Run the decided lanes' rounds: all at once (emulate) or one by one."""
-        if self._lanes is None:  # surrogate mode
-            return {
-                e: self.envs[e].backend.run(self.envs[e].round, selections)
-                for e, (selections, _) in decided.items()
-            }
-        done = self._lanes.run(
-            {e: (self.envs[e].round, sel) for e, (sel, _) in decided.items()}
-        )
-        return {e: outcome(lane) for e, lane in done.items()}
+    ) -> Iterator[tuple[int, D2DOutcome]]:
+        """Run the decided lanes' rounds; yield (lane, outcome) as each is ready.
+
+        Emulate mode submits the lanes in two halves, so that the caller's
+        per-lane work on the first half's outcomes (reward, observation) runs
+        while the hosts run the second half's round.
+        """
+        if self._lanes is None:  # surrogate mode: one lane after another
+            for e, (selections, _) in decided.items():
+                yield e, self.envs[e].backend.run(self.envs[e].round, selections)
+            return
+        lanes = list(decided)
+        half = (len(lanes) + 1) // 2
+        batches = [
+            self._lanes.start({e: (self.envs[e].round, decided[e][0]) for e in chunk})
+            for chunk in (lanes[:half], lanes[half:])
+            if chunk
+        ]
+        for batch in batches:
+            for e, lane in self._lanes.finish(batch).items():
+                yield e, outcome(lane)
 
     def _batch(self, observations: list[Any]) -> dict[str, Any]:
         self._observations = concatenate(

@@ -67,7 +67,7 @@ from rayfl.learning.segment_eval import evaluate_segments_many
 from rayfl.observation import ObservationTracker
 from rayfl.system import initial_vector
 
-__all__ = ["D2DLaneOutcome", "D2DLanes", "check_d2d_lanes"]
+__all__ = ["D2DLaneBatch", "D2DLaneOutcome", "D2DLanes", "check_d2d_lanes"]
 
 #: Target → (its neighbors M_n ascending, the sub-channel of each).
 Selections = dict[int, tuple[tuple[int, ...], tuple[int, ...]]]
@@ -137,6 +137,25 @@ class D2DLaneOutcome:
     delivered: dict[int, list[int]]
     em_weight: dict[int, npt.NDArray[np.float64]]
     train_loss: dict[int, float]
+
+
+@dataclass
+class D2DLaneBatch:
+    """A lockstep round in flight (:meth:`D2DLanes.start` → :meth:`D2DLanes.finish`).
+
+    Attributes:
+        resets: Refs of the restarts sent with it.
+        loss_refs: The ``train_local`` calls' loss refs.
+        where: (lane, neighbor) → (``train_local`` call, row).
+        jobs: Each ``target_lanes`` call's jobs.
+        target_refs: Those calls' refs.
+    """
+
+    resets: list[Any]
+    loss_refs: list[Any]
+    where: dict[tuple[int, int], tuple[int, int]]
+    jobs: list[list[TargetJob]]
+    target_refs: list[Any]
 
 
 @dataclass
@@ -290,11 +309,26 @@ class D2DLanes:
     ) -> dict[int, D2DLaneOutcome]:
         """Set each given lane's M_n and run one pFedWN round of it.
 
+        A caller with per-lane work of its own (the vector env) can overlap it
+        with the hosts' by calling :meth:`start` for several groups of lanes,
+        then :meth:`finish` for each, as this method does for one group.
+
         Args:
             rounds: lane → (its round index t, target → (M_n, sub-channels)).
 
         Returns:
             lane → its round's outcome.
+        """
+        return self.finish(self.start(rounds))
+
+    def start(self, rounds: dict[int, tuple[int, Selections]]) -> D2DLaneBatch:
+        """Set the lanes' M_n and submit their round to the hosts (two calls per host).
+
+        Args:
+            rounds: lane → (its round index t, target → (M_n, sub-channels)).
+
+        Returns:
+            The round in flight, for :meth:`finish`.
         """
         assert self.pool is not None
         resets = self._send_restarts()
@@ -305,26 +339,28 @@ class D2DLanes:
                 self.set_selection(lane, tuple(neighbors), tuple(subchannel))
         loss_refs, model_refs, where = self._submit_train(rounds)
         jobs: list[list[TargetJob]] = [[] for _ in self.pool.actors]
-        arrived: dict[int, list[int]] = {}
         for lane, (t, _) in rounds.items():
             job = self._target_job(lane, t, where)
-            arrived[lane] = job.neighbors
             jobs[int(self.pool.actor_of[job.target])].append(job)
         called = [a for a, mine in enumerate(jobs) if mine]
         target_refs = [
             self.pool.actors[a].target_lanes.remote(jobs[a], *model_refs)
             for a in called
         ]
-        if resets:
-            ray.get(resets)
-        losses = ray.get(loss_refs)
-        replies = ray.get(target_refs)
+        return D2DLaneBatch(
+            resets, loss_refs, where, [jobs[a] for a in called], target_refs
+        )
+
+    def finish(self, batch: D2DLaneBatch) -> dict[int, D2DLaneOutcome]:
+        """Wait for a :meth:`start`'s round; fold π; return lane → its outcome."""
+        if batch.resets:
+            ray.get(batch.resets)
+        losses = ray.get(batch.loss_refs)
+        replies = ray.get(batch.target_refs)
         out: dict[int, D2DLaneOutcome] = {}
-        for a, reply in zip(called, replies, strict=True):
-            for i, job in enumerate(jobs[a]):
-                out[job.lane] = self._conclude(
-                    job, reply, i, arrived[job.lane], losses, where
-                )
+        for jobs, reply in zip(batch.jobs, replies, strict=True):
+            for i, job in enumerate(jobs):
+                out[job.lane] = self._conclude(job, reply, i, losses, batch.where)
         return out
 
     def _submit_train(
@@ -395,7 +431,6 @@ class D2DLanes:
         job: TargetJob,
         reply: dict[str, Any],
         i: int,
-        arrived: list[int],
         losses: list[npt.NDArray[np.float64]],
         where: dict[tuple[int, int], tuple[int, int]],
     ) -> D2DLaneOutcome:
@@ -421,7 +456,7 @@ class D2DLanes:
         return D2DLaneOutcome(
             {target: float(reply[loss_key][i])},
             {target: float(reply[primary][i])},
-            {target: list(arrived)},
+            {target: list(job.neighbors)},
             {
                 target: pi_vector(
                     self.num_clients, run.selection.neighbors, np.exp(run.em.log_pi)
