@@ -47,85 +47,25 @@ from rayfl.actors.setup import ActorSetup
 from rayfl.cluster.session import RaySession
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.em import EMState
+from rayfl.d2d.lane_runs import LaneRun, check_d2d_lanes, first_selection
 from rayfl.d2d.lanes_host import D2DLaneActor, TargetJob
 from rayfl.d2d.links import deliveries
 from rayfl.d2d.records import _primary
 from rayfl.d2d.selection import (
     D2DLayout,
-    Selection,
-    decode_assignment,
     make_layout,
     pi_vector,
     reselect,
-    round_observation,
-    selection_observation,
-    target_policy,
 )
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.learning.models import FlatModel, build_model
 from rayfl.learning.segment_eval import evaluate_segments_many
-from rayfl.observation import ObservationTracker
 from rayfl.system import initial_vector
 
 __all__ = ["D2DLaneBatch", "D2DLaneOutcome", "D2DLanes", "check_d2d_lanes"]
 
 #: Target → (its neighbors M_n ascending, the sub-channel of each).
 Selections = dict[int, tuple[tuple[int, ...], tuple[int, ...]]]
-
-
-def _first_selection(
-    cfg: Any, layout: D2DLayout, data_size: npt.ArrayLike
-) -> tuple[Selection, dict[str, npt.NDArray[np.float32]]]:
-    """The t = 0 selection of the run's target, and its first observation.
-
-    :func:`rayfl.d2d.selection.select_neighbors` for one target, keeping the
-    observation (its P^err integrals are the costly part of a restart).
-    """
-    topo, seed = cfg.topology, int(cfg.seed)
-    n, (target,) = layout.num_nodes, layout.targets
-    policy = target_policy(
-        topo,
-        n,
-        target=target,
-        seed=seed,
-        name=cfg.scheduler.policy,
-        params=cfg.scheduler.params,
-    )
-    first, error = selection_observation(layout, target, topo, seed=seed)
-    obs = round_observation(
-        layout,
-        first,
-        ObservationTracker(n),
-        None,
-        topo,
-        data_size=data_size,
-        seed=seed,
-        round=0,
-    )
-    chosen, _ = decode_assignment(policy(obs), first["eligible"] > 0.5)
-    neighbors = tuple(sorted(chosen))
-    selection = Selection(target, neighbors, tuple(chosen[s] for s in neighbors), error)
-    return selection, first
-
-
-def check_d2d_lanes(config: Any) -> None:
-    """Raise ``ValueError`` naming why ``config``'s D2D runs cannot share lane hosts."""
-    topo = config.topology
-    if not isinstance(topo, D2DTopologyConfig):
-        raise ValueError(f"D2D lanes need topology.kind=d2d, got {topo.kind}")
-    if topo.method != "pfedwn":
-        raise ValueError(f"D2D lanes need topology.method=pfedwn, got {topo.method!r}")
-    if topo.target == "all":
-        raise ValueError("D2D lanes need one target per run, got topology.target=all")
-    if topo.on_loss == "stale" and topo.link_model != "ideal":
-        raise ValueError(
-            "D2D lanes need topology.on_loss=renormalize with a lossy link, got "
-            f"on_loss=stale and link_model={topo.link_model!r}"
-        )
-    if config.model.kind not in ("mlr", "mlp"):
-        raise ValueError(
-            f"D2D lanes need model.kind mlr or mlp, got {config.model.kind!r}"
-        )
 
 
 @dataclass
@@ -158,23 +98,6 @@ class D2DLaneBatch:
     target_refs: list[Any]
 
 
-@dataclass
-class _Lane:
-    """One lane's run on the driver: seed, layout, M_n, π and ω⁰."""
-
-    seed: int
-    layout: D2DLayout
-    selection: Selection
-    em: EMState
-    init: npt.NDArray[np.float32]
-    #: The target's t = 0 (CCM) observation (:func:`selection_observation`).
-    first: dict[str, npt.NDArray[np.float32]]
-
-    @property
-    def target(self) -> int:
-        return self.selection.target
-
-
 class D2DLanes:
     """E D2D runs of one config in lockstep (see the module docstring).
 
@@ -196,7 +119,7 @@ class D2DLanes:
         check_d2d_lanes(config)
         self.config, self.num_lanes = config, int(num_lanes)
         self.topology: D2DTopologyConfig = config.topology
-        self.lanes: list[_Lane | None] = [None] * self.num_lanes
+        self.lanes: list[LaneRun | None] = [None] * self.num_lanes
         self._pending: dict[int, tuple[int, npt.NDArray[np.float32]]] = {}
         #: Lanes whose ω⁰ awaits its evaluation: lane → (loss, acc) to fill.
         self._initial: dict[int, tuple[dict[int, float], dict[int, float]]] = {}
@@ -239,7 +162,7 @@ class D2DLanes:
             memory_hints={"state_vectors_per_client": self.num_lanes},
         )
 
-    def _lane(self, lane: int) -> _Lane:
+    def _lane(self, lane: int) -> LaneRun:
         run = self.lanes[lane]
         if run is None:
             raise RuntimeError(f"lane {lane} has not been restarted yet")
@@ -255,9 +178,9 @@ class D2DLanes:
         """
         cfg = self.config.model_copy(update={"seed": int(seed)})
         layout = make_layout(self.topology, self.num_clients, seed=int(seed))
-        selection, first = _first_selection(cfg, layout, self.data_size)
+        selection, first = first_selection(cfg, layout, self.data_size)
         init = initial_vector(cfg, tuple(self.data.input_shape), self.data.num_classes)
-        self.lanes[lane] = _Lane(
+        self.lanes[lane] = LaneRun(
             int(seed), layout, selection, EMState(selection.neighbors), init, first
         )
         self._pending[lane] = (int(seed), init)
