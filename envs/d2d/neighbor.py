@@ -50,7 +50,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from envs.base import FLEnv
-from envs.d2d.backends import D2DEmulatedBackend, Selections
+from envs.d2d.backends import D2DEmulatedBackend, D2DOutcome, Selections
 from envs.d2d.surrogate import D2DSurrogateBackend
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
@@ -249,19 +249,35 @@ class D2DNeighborEnv(FLEnv):
         self.layout = self._backend.restart(seed)
         self.targets = tuple(self.layout.targets)
         self._base: dict[int, dict[str, npt.NDArray[np.float32]]] = {
-            t: selection_observation(self.layout, t, self.topology, seed=seed)[0]
-            for t in self.targets
+            t: self._base_observation(t, seed) for t in self.targets
         }
         self._em = {t: np.zeros(self.num_nodes) for t in self.targets}
         self._history = {t: ObservationTracker(self.num_nodes) for t in self.targets}
         self._loss, self._acc = self._backend.initial(self.targets)
         return {"targets": list(self.targets)}
 
+    def _base_observation(
+        self, target: int, seed: int
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """The target's t = 0 (CCM) observation of the episode's layout."""
+        assert self.layout is not None
+        return selection_observation(self.layout, target, self.topology, seed=seed)[0]
+
     def _initial_scores(self) -> Scores:
         return self._target_scores()
 
     def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
         """One round with the neighbors the action selects."""
+        selections, ignored = self._decide(action)
+        outcome = self._backend.run(self.round, selections)
+        return self._conclude(selections, ignored, outcome)
+
+    def _decide(self, action: Any) -> tuple[Selections, list[tuple[int, int, int]]]:
+        """The first part of :meth:`_play`: decode the action, mark the render.
+
+        A vector env (:mod:`envs.d2d.vector`) decides every lane, runs their
+        rounds at once, then concludes each lane (:meth:`_conclude`).
+        """
         selections, ignored = self.decode(action)
         n = self.num_nodes
         self.marks = [
@@ -269,7 +285,15 @@ class D2DNeighborEnv(FLEnv):
             for i, t in enumerate(self.targets)
             for s, f in zip(*selections[t], strict=True)
         ]
-        outcome = self._backend.run(self.round, selections)
+        return selections, ignored
+
+    def _conclude(
+        self,
+        selections: Selections,
+        ignored: list[tuple[int, int, int]],
+        outcome: D2DOutcome,
+    ) -> tuple[Scores, dict[str, Any]]:
+        """The rest of :meth:`_play`: fold the round's outcome into the history."""
         for t in self.targets:
             self._em[t] = outcome.em_weight[t]
             record_round(

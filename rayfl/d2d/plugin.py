@@ -29,6 +29,7 @@ class D2D(TopologyPlugin):
         "rl_base": "envs.d2d.rl:target_env",
         "surrogate": "envs.d2d.surrogate:D2DSurrogateBackend",
         "multiagent": "envs.d2d.multiagent:D2DTargetsParallelEnv",
+        "vector": "envs.d2d.vector:D2DNeighborVectorEnv",
     }
 
     # ------------------------------------------------------------ engine, runner
