@@ -19,7 +19,10 @@ _ENTRY_POINTS = {
 ENV_IDS = tuple(_ENTRY_POINTS)
 # gym.make_vec(id, num_envs=E): E emulate episodes in lockstep over shared actors
 # (issue 34; envs.star.vector)
-_VECTOR_ENTRY_POINTS = {"WirelessFL-v0": "envs.star.vector:WirelessFLVectorEnv"}
+_VECTOR_ENTRY_POINTS = {
+    "WirelessFL-v0": "envs.star.vector:WirelessFLVectorEnv",
+    "HierarchicalFL-v0": "envs.hierarchy.vector:HierarchicalFLVectorEnv",
+}
 
 for env_id, entry_point in _ENTRY_POINTS.items():
     register(
