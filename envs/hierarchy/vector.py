@@ -78,7 +78,9 @@ class LaneSystem:
 class _LaneEnv(HierarchicalSchedulingEnv):
     """A ``HierarchicalFL-v0`` env whose emulate dynamics are one lane of shared lanes."""
 
-    def __init__(self, lanes: Callable[[], HierLanes], lane: int, **kwargs: Any) -> None:
+    def __init__(
+        self, lanes: Callable[[], HierLanes], lane: int, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._lanes, self._lane = lanes, lane
 

@@ -130,6 +130,8 @@ class HierLanes:
         self.pool: ActorPool | None = None
         self.lanes: list[_Lane | None] = [None] * self.num_lanes
         self._pending: dict[int, ActorSetup] = {}
+        #: ε by release-history signature, shared by every lane's ledgers.
+        self._epsilons: dict[tuple[object, ...], float] = {}
         self.session = RaySession(config.ray)
         try:
             self._build(data)
@@ -140,7 +142,9 @@ class HierLanes:
     def _build(self, data: FederatedData | None) -> None:
         cfg = self.config
         topo = cfg.topology
-        self.data = data if data is not None else build_federated(cfg.data, seed=cfg.seed)
+        self.data = (
+            data if data is not None else build_federated(cfg.data, seed=cfg.seed)
+        )
         self.num_clients = n = self.data.num_clients
         self.num_train = np.asarray(self.data.num_train, dtype=np.int64)
         self.num_test = np.asarray(self.data.num_test, dtype=np.int64)
@@ -199,11 +203,18 @@ class HierLanes:
             num_train=self.num_train,
             needed_keys=self.needed_keys,
         )
+        ledger = ObserverLedger(
+            n, delta=topo.dp.delta, strict=topo.dp.strict_accounting
+        )
+        for observer in ledger.ledgers.values():
+            # ε is a pure function of the cache's key (a release history's
+            # signature, δ, the accountant): the lanes share one cache
+            observer._cache = self._epsilons
         self.lanes[lane] = _Lane(
             cfg,
             initial_vector(cfg, self.input_shape, self.data.num_classes),
             Interval.start(topo, sizes=self.topology.sizes, num_clients=n),
-            ObserverLedger(n, delta=topo.dp.delta, strict=topo.dp.strict_accounting),
+            ledger,
             scheduling,
             [
                 EdgeHost(c, int(seed), bool(t))
@@ -261,6 +272,12 @@ class HierLanes:
         Returns:
             lane → the round's result (rows, delivered, extras), as
             ``HierarchicalRound.run_global_round``'s.
+
+        The lanes go in two halves, so that the driver runs one half's edges
+        and cloud while the hosts train or evaluate the other::
+
+            hosts:  train A | train B | evaluate A | evaluate B
+            driver:         | edges A | edges B, settle A, settle B |
         """
         resets = self._send_restarts()
         plans = {e: self._plan(e, k, schedules) for e, (k, schedules) in rounds.items()}
@@ -271,16 +288,28 @@ class HierLanes:
         for e in plans:
             edge_models[e] = self._lane(e).vector
         self._get(resets)
-        for j in range(max((len(p.segments) for p in plans.values()), default=0)):
-            self._segment(j, out, edge_models)
+        lanes = list(out)
+        half = (len(lanes) + 1) // 2
+        halves = [{e: out[e] for e in h} for h in (lanes[:half], lanes[half:]) if h]
+        count = max((len(p.segments) for p in plans.values()), default=0)
+        flying = [self._submit_segment(0, h, edge_models) for h in halves if count]
+        evals: list[tuple[list[int], list[Any]]] = []
+        for j in range(count):
+            for i, part in enumerate(halves):
+                self._edges(j, part, edge_models, flying[i])
+                if j + 1 < count:
+                    flying[i] = self._submit_segment(j + 1, part, edge_models)
+                else:
+                    self._cloud({e: plans[e] for e in part}, edge_models)
+                    evals.append((list(part), self._submit_evaluate(list(part))))
+        waiting = [e for e, run in enumerate(self.lanes) if run and run.evals is None]
+        waiting = [e for e in waiting if e not in out]  # restarted, not played
+        evals.append((waiting, self._submit_evaluate(waiting)))
         for e, plan in plans.items():
-            run = self._lane(e)
-            run.interval.period_index += len(plan.segments)
-        self._cloud(plans, edge_models)
-        todo = [e for e, run in enumerate(self.lanes) if run and run.evals is None]
-        eval_refs = self._submit_evaluate(todo)
+            self._lane(e).interval.period_index += len(plan.segments)
         results = {e: self._settle(e, done) for e, done in out.items()}
-        self._store_evals(todo, self._get(eval_refs))
+        for todo, refs in evals:
+            self._store_evals(todo, self._get(refs))
         return results
 
     # ------------------------------------------------------------- the round
@@ -312,10 +341,15 @@ class HierLanes:
             sample_rate=self.sample_rate,
         )
 
-    def _segment(
+    def _submit_segment(
         self, j: int, out: dict[int, _Round], edge_models: npt.NDArray[np.float32]
-    ) -> None:
-        """Train segment j of every lane (one call per host), then run its edges."""
+    ) -> tuple[list[int], list[list[tuple[int, int, int]]], list[Any]]:
+        """Submit segment j of ``out``'s lanes: one call per host with jobs.
+
+        Returns:
+            The hosts called, each host's (lane, call index, edge) per job, and
+            the calls' refs.
+        """
         assert self.pool is not None
         topo = self.config.topology
         g, equal = topo.dp.grad_bound, topo.weighting == "equal"
@@ -329,26 +363,36 @@ class HierLanes:
             steps = plan.segments[j]
             p = self._lane(e).interval.period_index + j
             done.sent.periods.append((p, steps))
+            is_global = j == len(plan.segments) - 1
+            clip = None if g is None else plan.eta * steps * g
             for c, members in enumerate(plan.chosen):
-                is_global = j == len(plan.segments) - 1
                 std = plan.stds.std(c, edge=False, is_global=is_global)
                 for a in np.unique(actor_of[members]).tolist() if members else []:
                     mine = [i for i in members if actor_of[i] == a]
                     where[a].append((e, len(done.devices), c))
                     done.sent.device_calls.append((c, p, mine, None))
                     done.devices.append(None)
-                    clip = None if g is None else plan.eta * steps * g
                     jobs[a].append(
                         SegmentJob(e, c, p, mine, plan.eta, steps, clip, std, equal)
                     )
         called = [a for a, mine in enumerate(jobs) if mine]
         models = ray.put(edge_models)
-        replies = self._get(
-            [self.pool.actors[a].train_segment_lanes.remote(models, jobs[a]) for a in called]
-        )
+        actors = self.pool.actors
+        refs = [actors[a].train_segment_lanes.remote(models, jobs[a]) for a in called]
+        return called, [where[a] for a in called], refs
+
+    def _edges(
+        self,
+        j: int,
+        out: dict[int, _Round],
+        edge_models: npt.NDArray[np.float32],
+        submitted: tuple[list[int], list[list[tuple[int, int, int]]], list[Any]],
+    ) -> None:
+        """Take segment j's replies; run every (lane, edge)'s aggregation (``EdgeHost``)."""
+        _, where, refs = submitted
         sums: dict[tuple[int, int], list[Any]] = {}
-        for a, reply in zip(called, replies, strict=True):  # actors ascending
-            for (e, i, c), (records, psum) in zip(where[a], reply, strict=True):
+        for mine, reply in zip(where, self._get(refs), strict=True):  # hosts ascending
+            for (e, i, c), (records, psum) in zip(mine, reply, strict=True):
                 out[e].devices[i] = records
                 sums.setdefault((e, c), []).append(psum)
         for e, done in out.items():

@@ -151,7 +151,10 @@ class HierLaneHost(LaneHost):
                 )
             if std > 0:
                 rng = rng_for(
-                    self.setup.seed, "hier_device_noise", round=job.period, client=client
+                    self.setup.seed,
+                    "hier_device_noise",
+                    round=job.period,
+                    client=client,
                 )
                 vector = (vector + rng.normal(0.0, std, size=vector.shape)).astype(
                     np.float32
