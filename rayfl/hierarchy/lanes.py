@@ -33,7 +33,6 @@ lane), ``topology.lr.mode: theory`` (β̂ is measured on the device actors) and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,16 +44,23 @@ from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
 from rayfl.cluster.session import RaySession
 from rayfl.data.federated import FederatedData, build_federated
-from rayfl.hierarchy.accounting import RoundRecords, settle_round
 from rayfl.hierarchy.config import TopologyConfig
-from rayfl.hierarchy.control import learning_rate
 from rayfl.hierarchy.cost import CostModel
 from rayfl.hierarchy.dp import ObserverLedger
 from rayfl.hierarchy.edge import EdgeHost
 from rayfl.hierarchy.interval import Interval
 from rayfl.hierarchy.lanes_host import HierLaneActor, SegmentJob
-from rayfl.hierarchy.scheduling import OBS_KEYS, EdgeScheduling, upload_fading
-from rayfl.hierarchy.submit import Plan, Sent, make_plan
+from rayfl.hierarchy.lanes_round import (
+    LaneRound,
+    LaneRun,
+    Shared,
+    aggregate_edges,
+    cloud_average,
+    plan_round,
+    settle_lane,
+)
+from rayfl.hierarchy.scheduling import OBS_KEYS, EdgeScheduling
+from rayfl.hierarchy.submit import Plan, Sent
 from rayfl.hierarchy.topology import build_topology
 from rayfl.registry import policy_class, topology_of
 from rayfl.schedule import Schedule
@@ -84,30 +90,6 @@ def check_lanes(config: Any) -> None:
         raise ValueError("hierarchy lanes need topology.local_at_global false")
 
 
-@dataclass
-class _Lane:
-    """One lane's run on the driver: config (seed), ω, schedule, ledger, edges."""
-
-    config: Any
-    vector: npt.NDArray[np.float32]
-    interval: Interval
-    ledger: ObserverLedger
-    scheduling: EdgeScheduling
-    edges: list[EdgeHost]
-    #: The devices' evaluations of ``vector`` (None: not evaluated yet).
-    evals: list[EvalRow] | None = None
-
-
-@dataclass
-class _Round:
-    """One lane's global round in flight: plan, calls, records, edge records."""
-
-    plan: Plan
-    sent: Sent
-    devices: list[list[dict[str, Any]] | None]
-    edges: list[dict[str, Any]]
-
-
 class HierLanes:
     """E hierarchical runs of one config in lockstep (see the module docstring).
 
@@ -128,7 +110,7 @@ class HierLanes:
         check_lanes(config)
         self.config, self.num_lanes = config, int(num_lanes)
         self.pool: ActorPool | None = None
-        self.lanes: list[_Lane | None] = [None] * self.num_lanes
+        self.lanes: list[LaneRun | None] = [None] * self.num_lanes
         self._pending: dict[int, ActorSetup] = {}
         #: ε by release-history signature, shared by every lane's ledgers.
         self._epsilons: dict[tuple[object, ...], float] = {}
@@ -168,22 +150,27 @@ class HierLanes:
             role="lanes",
             memory_hints={"state_vectors_per_client": 0, "uploads": self.num_lanes * n},
         )
-        self.sample_rate = topo.dp.calibration_sample_rate or min(
-            1.0, cfg.algorithm.batch_size / float(self.num_train.mean())
-        )
-        self.dp_enabled = topo.dp.enabled and topo.baseline != "hfl"
-        self.cost = CostModel(
-            topo.cost,
-            distance_m=self.topology.distance_m,
-            model_dim=self.dim,
-            backhaul=topo.baseline != "pedpfl",
+        self.shared = Shared(
+            config=cfg,
+            topology=self.topology,
+            cost=CostModel(
+                topo.cost,
+                distance_m=self.topology.distance_m,
+                model_dim=self.dim,
+                backhaul=topo.baseline != "pedpfl",
+            ),
+            num_train=self.num_train,
+            num_test=self.num_test,
+            dp_enabled=topo.dp.enabled and topo.baseline != "hfl",
+            sample_rate=topo.dp.calibration_sample_rate
+            or min(1.0, cfg.algorithm.batch_size / float(self.num_train.mean())),
         )
         agent = cfg.scheduler.policy == topology_of(cfg).default_policy
         self.needed_keys = (
             OBS_KEYS if agent else policy_class(cfg.scheduler.policy).required_keys
         )
 
-    def _lane(self, lane: int) -> _Lane:
+    def _lane(self, lane: int) -> LaneRun:
         run = self.lanes[lane]
         if run is None:
             raise RuntimeError(f"lane {lane} has not been restarted yet")
@@ -210,7 +197,7 @@ class HierLanes:
             # ε is a pure function of the cache's key (a release history's
             # signature, δ, the accountant): the lanes share one cache
             observer._cache = self._epsilons
-        self.lanes[lane] = _Lane(
+        self.lanes[lane] = LaneRun(
             cfg,
             initial_vector(cfg, self.input_shape, self.data.num_classes),
             Interval.start(topo, sizes=self.topology.sizes, num_clients=n),
@@ -240,7 +227,7 @@ class HierLanes:
             evals = self.evaluations([lane])[lane]
             sch.loss = np.array([r["test_loss"] for r in evals])
         eps = None
-        if "privacy_spent" in sch.needed_keys and self.dp_enabled:
+        if "privacy_spent" in sch.needed_keys and self.shared.dp_enabled:
             eps = run.ledger.epsilons()[0]
         return sch.observations(
             k,
@@ -266,22 +253,25 @@ class HierLanes:
     ) -> dict[int, RoundResult]:
         """Run one global round in each given lane, then evaluate every device.
 
+        The lanes go in two halves, so that the driver runs one half's edges
+        and cloud while the hosts train or evaluate the other::
+
+            hosts:  train A | train B | evaluate A | evaluate B
+            driver:         | edges A | edges B, settle A, settle B |
+
         Args:
             rounds: lane → (its global round k, one schedule per edge).
 
         Returns:
             lane → the round's result (rows, delivered, extras), as
             ``HierarchicalRound.run_global_round``'s.
-
-        The lanes go in two halves, so that the driver runs one half's edges
-        and cloud while the hosts train or evaluate the other::
-
-            hosts:  train A | train B | evaluate A | evaluate B
-            driver:         | edges A | edges B, settle A, settle B |
         """
         resets = self._send_restarts()
-        plans = {e: self._plan(e, k, schedules) for e, (k, schedules) in rounds.items()}
-        out = {e: _Round(p, Sent(edge_refs=[]), [], []) for e, p in plans.items()}
+        plans = {
+            e: plan_round(self.shared, self._lane(e), k, schedules)
+            for e, (k, schedules) in rounds.items()
+        }
+        out = {e: LaneRound(p, Sent(edge_refs=[]), [], []) for e, p in plans.items()}
         edge_models = np.zeros(
             (self.num_lanes, len(self.topology.subnets), self.dim), dtype=np.float32
         )
@@ -300,49 +290,23 @@ class HierLanes:
                 if j + 1 < count:
                     flying[i] = self._submit_segment(j + 1, part, edge_models)
                 else:
-                    self._cloud({e: plans[e] for e in part}, edge_models)
+                    self._cloud(list(part), plans, edge_models)
                     evals.append((list(part), self._submit_evaluate(list(part))))
         waiting = [e for e, run in enumerate(self.lanes) if run and run.evals is None]
         waiting = [e for e in waiting if e not in out]  # restarted, not played
         evals.append((waiting, self._submit_evaluate(waiting)))
         for e, plan in plans.items():
             self._lane(e).interval.period_index += len(plan.segments)
-        results = {e: self._settle(e, done) for e, done in out.items()}
+        results = {
+            e: settle_lane(self.shared, self._lane(e), done) for e, done in out.items()
+        }
         for todo, refs in evals:
             self._store_evals(todo, self._get(refs))
         return results
 
     # ------------------------------------------------------------- the round
-    def _plan(self, lane: int, k: int, schedules: Sequence[Schedule]) -> Plan:
-        """``HierarchicalRound._plan`` of ``lane``: S_c^k, η_k, segments, stds."""
-        run, cfg = self._lane(lane), self.config
-        it = run.interval
-        chosen, subchannel = run.scheduling.participants_of(
-            tuple(schedules), it.participants
-        )
-        eta = learning_rate(
-            cfg.topology,
-            k=k,
-            base_lr=cfg.algorithm.lr,
-            beta_hat=it.beta_hat,
-            tau=it.tau,
-            num_global=cfg.rounds,
-        )
-        return make_plan(
-            k,
-            chosen,
-            subchannel=subchannel,
-            topo=cfg.topology,
-            interval=it,
-            eta=eta,
-            dp_enabled=self.dp_enabled,
-            trusted=self.topology.trusted,
-            num_global=cfg.rounds,
-            sample_rate=self.sample_rate,
-        )
-
     def _submit_segment(
-        self, j: int, out: dict[int, _Round], edge_models: npt.NDArray[np.float32]
+        self, j: int, out: dict[int, LaneRound], edge_models: npt.NDArray[np.float32]
     ) -> tuple[list[int], list[list[tuple[int, int, int]]], list[Any]]:
         """Submit segment j of ``out``'s lanes: one call per host with jobs.
 
@@ -384,82 +348,32 @@ class HierLanes:
     def _edges(
         self,
         j: int,
-        out: dict[int, _Round],
+        out: dict[int, LaneRound],
         edge_models: npt.NDArray[np.float32],
         submitted: tuple[list[int], list[list[tuple[int, int, int]]], list[Any]],
     ) -> None:
         """Take segment j's replies; run every (lane, edge)'s aggregation (``EdgeHost``)."""
         _, where, refs = submitted
-        sums: dict[tuple[int, int], list[Any]] = {}
+        sums: dict[int, dict[int, list[Any]]] = {e: {} for e in out}
         for mine, reply in zip(where, self._get(refs), strict=True):  # hosts ascending
             for (e, i, c), (records, psum) in zip(mine, reply, strict=True):
                 out[e].devices[i] = records
-                sums.setdefault((e, c), []).append(psum)
+                sums[e].setdefault(c, []).append(psum)
         for e, done in out.items():
-            plan = done.plan
-            if j >= len(plan.segments):
-                continue
-            p = done.sent.periods[j][0]
-            is_global = j == len(plan.segments) - 1
-            for c, edge in enumerate(self._lane(e).edges):
-                std = plan.stds.std(c, edge=True, is_global=is_global)
-                edge_models[e, c], rec = edge.aggregate(
-                    p, edge_models[e, c], std, 0.0, *sums.get((e, c), [])
-                )
-                done.edges.append(rec)
+            if j < len(done.plan.segments):
+                aggregate_edges(j, done, self._lane(e), edge_models[e], sums[e])
 
     def _cloud(
-        self, plans: dict[int, Plan], edge_models: npt.NDArray[np.float32]
+        self,
+        lanes: list[int],
+        plans: dict[int, Plan],
+        edge_models: npt.NDArray[np.float32],
     ) -> None:
-        """Every lane's w̄^(t_{k+1}) = Σ_c ϱ_c v_c / Σ_c ϱ_c (``HierCloudHost``)."""
-        lanes = list(plans)
-        if not lanes:
-            return
-        num_edges = edge_models.shape[1]
-        if self.config.topology.weighting == "equal":
-            w = np.ones((len(lanes), num_edges))
-        else:
-            w = np.array(
-                [
-                    [float(self.num_train[list(m)].sum()) for m in plans[e].chosen]
-                    for e in lanes
-                ]
-            )
-        total = np.zeros((len(lanes), self.dim), dtype=np.float64)
-        for c in range(num_edges):  # edge-id order, as the cloud actor adds
-            total += w[:, c, None] * edge_models[lanes, c].astype(np.float64)
-        new = (total / w.sum(axis=1)[:, None]).astype(np.float32)
+        """Give ``lanes`` their new global model (:func:`cloud_average`)."""
+        new = cloud_average(self.shared, [plans[e] for e in lanes], edge_models[lanes])
         for i, e in enumerate(lanes):
             run = self._lane(e)
             run.vector, run.evals = new[i], None
-
-    def _settle(self, lane: int, done: _Round) -> RoundResult:
-        """``HierarchicalRound._settle`` of ``lane``'s round (no edge rows kept)."""
-        run, plan, cfg = self._lane(lane), done.plan, self.config
-        rows, _, extras = settle_round(
-            RoundRecords(plan, done.sent, done.devices, done.edges, []),
-            topo=cfg.topology,
-            trusted=self.topology.trusted,
-            cost=self.cost,
-            fading_of=lambda c, p, mine: upload_fading(
-                run.scheduling,
-                plan.subchannel,
-                seed=run.config.seed,
-                k=plan.k,
-                edge=c,
-                period=p,
-                devices=mine,
-            ),
-            interval=run.interval,
-            ledger=run.ledger,
-            num_train=self.num_train,
-            num_test=self.num_test,
-            dp_enabled=self.dp_enabled,
-            num_global=cfg.rounds,
-        )
-        run.scheduling.observe(plan.chosen, rows)
-        delivered = sorted(r["client"] for r in rows if r["delivered"])
-        return RoundResult(plan.k, rows, delivered, extras)
 
     # ------------------------------------------------------------- the hosts
     def _submit_evaluate(self, lanes: list[int]) -> list[Any]:

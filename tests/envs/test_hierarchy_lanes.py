@@ -34,7 +34,7 @@ CONFIG = {
     },
 }
 SEEDS = [5, 11, 17]
-STEPS = 7  # rounds 0-2, autoreset, rounds 0-2 of a drawn seed
+STEPS = 5  # rounds 0-2, autoreset, round 0 of a drawn seed
 
 
 def _close(a, b, where):
