@@ -53,13 +53,14 @@ from rayfl.hierarchy.lanes_host import HierLaneActor, SegmentJob
 from rayfl.hierarchy.lanes_round import (
     LaneRound,
     LaneRun,
+    LaneScheduling,
     Shared,
     aggregate_edges,
     cloud_average,
     plan_round,
     settle_lane,
 )
-from rayfl.hierarchy.scheduling import OBS_KEYS, EdgeScheduling
+from rayfl.hierarchy.scheduling import OBS_KEYS
 from rayfl.hierarchy.submit import Plan, Sent
 from rayfl.hierarchy.topology import build_topology
 from rayfl.registry import policy_class, topology_of
@@ -181,7 +182,7 @@ class HierLanes:
         """Start a new run with ``seed`` in ``lane`` (same data and subnets)."""
         cfg = self.config.model_copy(update={"seed": int(seed)})
         topo, n = cfg.topology, self.num_clients
-        scheduling = EdgeScheduling(
+        scheduling = LaneScheduling(
             topo.scheduling,
             cost=topo.cost,
             seed=int(seed),
@@ -242,6 +243,8 @@ class HierLanes:
 
         Every lane not evaluated yet is evaluated, in one call per host.
         """
+        if not self._pending and all(self._lane(e).evals is not None for e in lanes):
+            return {lane: list(self._lane(lane).evals or []) for lane in lanes}
         resets = self._send_restarts()
         todo = [e for e, run in enumerate(self.lanes) if run and run.evals is None]
         got = self._get(resets + self._submit_evaluate(todo))
@@ -320,7 +323,7 @@ class HierLanes:
         actor_of = self.pool.actor_of
         jobs: list[list[SegmentJob]] = [[] for _ in self.pool.actors]
         where: list[list[tuple[int, int, int]]] = [[] for _ in self.pool.actors]
-        for e, done in out.items():
+        for row, (e, done) in enumerate(out.items()):
             plan = done.plan
             if j >= len(plan.segments):
                 continue
@@ -337,10 +340,12 @@ class HierLanes:
                     done.sent.device_calls.append((c, p, mine, None))
                     done.devices.append(None)
                     jobs[a].append(
-                        SegmentJob(e, c, p, mine, plan.eta, steps, clip, std, equal)
+                        SegmentJob(
+                            e, row, c, p, mine, plan.eta, steps, clip, std, equal
+                        )
                     )
         called = [a for a, mine in enumerate(jobs) if mine]
-        models = ray.put(edge_models)
+        models = ray.put(edge_models[list(out)])  # row i: the i-th lane of out
         actors = self.pool.actors
         refs = [actors[a].train_segment_lanes.remote(models, jobs[a]) for a in called]
         return called, [where[a] for a in called], refs

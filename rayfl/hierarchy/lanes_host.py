@@ -44,6 +44,7 @@ class SegmentJob:
 
     Attributes:
         lane: The lane (run) index.
+        row: The lane's row in the call's edge models.
         edge: The edge c (row of the lane's edge models).
         period: Global aggregation-period index (keys batches and noise).
         clients: The subnet's participants hosted here, ascending.
@@ -55,6 +56,7 @@ class SegmentJob:
     """
 
     lane: int
+    row: int
     edge: int
     period: int
     clients: list[int]
@@ -75,7 +77,7 @@ class HierLaneHost(LaneHost):
         """Train every job's devices in stacked calls; clip, noise and sum each job.
 
         Args:
-            edge_vectors: w̄_c of every lane and edge, float32 (E, C, dim).
+            edge_vectors: w̄_c of the jobs' lanes, float32 (rows, C, dim).
             jobs: The (lane, edge) shares of the segment on this host.
 
         Returns:
@@ -85,7 +87,7 @@ class HierLaneHost(LaneHost):
         spans: list[list[ClientContext]] = []
         for job in jobs:
             self._enter(job.lane)
-            start = edge_vectors[job.lane, job.edge]
+            start = edge_vectors[job.row, job.edge]
             controls = {"lr": float(job.lr)}
             spans.append(
                 [

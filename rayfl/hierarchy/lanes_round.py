@@ -30,12 +30,35 @@ from rayfl.system import EvalRow, RoundResult
 __all__ = [
     "LaneRound",
     "LaneRun",
+    "LaneScheduling",
     "Shared",
     "aggregate_edges",
     "cloud_average",
     "plan_round",
     "settle_lane",
 ]
+
+
+class LaneScheduling(EdgeScheduling):
+    """:class:`EdgeScheduling` that keeps the fading it drew (same draws).
+
+    A round's observation draws every device's fading of the round's key; its
+    settling prices the uploads with the same draws (``upload_fading``).
+    """
+
+    def reset(self) -> None:
+        """Clear the per-device history (and start the fading memo)."""
+        super().reset()
+        self._drawn: dict[tuple[int, int, int], npt.NDArray[np.float64]] = {}
+
+    def fading(
+        self, key: int, device: int, num_subchannels: int
+    ) -> npt.NDArray[np.float64]:
+        """``EdgeScheduling.fading``, drawn once per (key, device, K_e)."""
+        memo = (int(key), int(device), int(num_subchannels))
+        if memo not in self._drawn:
+            self._drawn[memo] = super().fading(key, device, num_subchannels)
+        return self._drawn[memo]
 
 
 @dataclass(frozen=True)

@@ -112,21 +112,6 @@ def test_each_lane_equals_its_episode_run_alone(ray_session):
     assert bool(lanes[3][3][0]) and lanes[4][1][0] == 0.0  # truncated, then reset
 
 
-def test_gym_make_vec_gives_hierarchy_lanes(ray_session):
-    import gymnasium as gym
-
-    import envs  # noqa: F401  (registers the ids)
-
-    venv = gym.make_vec("HierarchicalFL-v0", num_envs=2, config=CONFIG)
-    try:
-        assert isinstance(venv, HierarchicalFLVectorEnv)
-        obs, _ = venv.reset(seed=0)
-        obs, rewards, *_ = venv.step(venv.action_space.sample())
-        assert np.isfinite(rewards).all() and venv.observation_space.contains(obs)
-    finally:
-        venv.close()
-
-
 @pytest.mark.parametrize(
     ("change", "message"),
     [
