@@ -259,8 +259,8 @@ class HierLanes:
         The lanes go in two halves, so that the driver runs one half's edges
         and cloud while the hosts train or evaluate the other::
 
-            hosts:  train A | train B | evaluate A | evaluate B
-            driver:         | edges A | edges B, settle A, settle B |
+            hosts:  train A | train B          | evaluate A, B
+            driver:         | edges, settle A  | edges, settle B
 
         Args:
             rounds: lane → (its global round k, one schedule per edge).
@@ -287,22 +287,22 @@ class HierLanes:
         count = max((len(p.segments) for p in plans.values()), default=0)
         flying = [self._submit_segment(0, h, edge_models) for h in halves if count]
         evals: list[tuple[list[int], list[Any]]] = []
+        results: dict[int, RoundResult] = {}
         for j in range(count):
             for i, part in enumerate(halves):
                 self._edges(j, part, edge_models, flying[i])
                 if j + 1 < count:
                     flying[i] = self._submit_segment(j + 1, part, edge_models)
-                else:
-                    self._cloud(list(part), plans, edge_models)
-                    evals.append((list(part), self._submit_evaluate(list(part))))
+                    continue
+                self._cloud(list(part), plans, edge_models)
+                evals.append((list(part), self._submit_evaluate(list(part))))
+                for e, done in part.items():  # while the hosts train the next half
+                    run = self._lane(e)
+                    run.interval.period_index += len(done.plan.segments)
+                    results[e] = settle_lane(self.shared, run, done)
         waiting = [e for e, run in enumerate(self.lanes) if run and run.evals is None]
         waiting = [e for e in waiting if e not in out]  # restarted, not played
         evals.append((waiting, self._submit_evaluate(waiting)))
-        for e, plan in plans.items():
-            self._lane(e).interval.period_index += len(plan.segments)
-        results = {
-            e: settle_lane(self.shared, self._lane(e), done) for e, done in out.items()
-        }
         for todo, refs in evals:
             self._store_evals(todo, self._get(refs))
         return results
