@@ -14,6 +14,7 @@ import pytest
 
 import envs
 
+
 @pytest.mark.parametrize("env_id", envs.ENV_IDS)
 def test_make_vec_gives_four_lanes_that_reset_and_step(ray_session, env_id):
     venv = gym.make_vec(env_id, num_envs=4)
