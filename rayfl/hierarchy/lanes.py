@@ -286,6 +286,7 @@ class HierLanes:
         halves = [{e: out[e] for e in h} for h in (lanes[:half], lanes[half:]) if h]
         count = max((len(p.segments) for p in plans.values()), default=0)
         flying = [self._submit_segment(0, h, edge_models) for h in halves if count]
+        self._draw_next_fading(plans)  # while the hosts train
         evals: list[tuple[list[int], list[Any]]] = []
         results: dict[int, RoundResult] = {}
         for j in range(count):
@@ -308,6 +309,20 @@ class HierLanes:
         return results
 
     # ------------------------------------------------------------- the round
+    def _draw_next_fading(self, plans: dict[int, Plan]) -> None:
+        """Draw the fading of each lane's next observation now (its memo keeps it).
+
+        The draws are keyed by (seed, next round or period, device), so drawing
+        them early changes nothing but when the driver spends the time.
+        """
+        for e, plan in plans.items():
+            sch = self._lane(e).scheduling
+            first = self._lane(e).interval.period_index + len(plan.segments)
+            key = sch.fading_key(plan.k + 1, first)
+            for members, k_e in zip(sch.subnets, sch.num_subchannels, strict=True):
+                for device in members.tolist():
+                    sch.fading(key, device, k_e)
+
     def _submit_segment(
         self, j: int, out: dict[int, LaneRound], edge_models: npt.NDArray[np.float32]
     ) -> tuple[list[int], list[list[tuple[int, int, int]]], list[Any]]:
