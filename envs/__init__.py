@@ -18,9 +18,10 @@ _ENTRY_POINTS = {
 }
 ENV_IDS = tuple(_ENTRY_POINTS)
 # gym.make_vec(id, num_envs=E): E emulate episodes in lockstep over shared actors
-# (issue 34; envs.star.vector)
+# (issue 34; envs.star.vector; the hierarchy's and D2D's: issue 47)
 _VECTOR_ENTRY_POINTS = {
     "WirelessFL-v0": "envs.star.vector:WirelessFLVectorEnv",
+    "HierarchicalFL-v0": "envs.hierarchy.vector:HierarchicalFLVectorEnv",
     "D2DNeighbor-v0": "envs.d2d.vector:D2DNeighborVectorEnv",
 }
 

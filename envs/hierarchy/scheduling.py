@@ -215,12 +215,23 @@ class HierarchicalSchedulingEnv(FLEnv):
 
     def _play(self, action: Any) -> tuple[Scores, dict[str, Any]]:
         """One global round with the per-edge schedules of ``action``."""
+        schedules, blocks = self._decide(action)
+        result, extras = self.system.run_global_round(self.round, schedules)
+        return self._conclude(blocks, result, extras)
+
+    def _decide(self, action: Any) -> tuple[list[Any], list[npt.NDArray[np.int64]]]:
+        """The per-edge schedules of ``action`` (and its blocks); marks them."""
         blocks = self.split_action(action)
         schedules = [
             rules.to_schedule(a)[0] for rules, a in zip(self.rules, blocks, strict=True)
         ]
         self.marks = self._marks(schedules)
-        result, extras = self.system.run_global_round(self.round, schedules)
+        return schedules, blocks
+
+    def _conclude(
+        self, blocks: Sequence[Any], result: Any, extras: Mapping[str, Any]
+    ) -> tuple[Scores, dict[str, Any]]:
+        """The scores and info of a played round (the vector env plays it in lanes)."""
         costs: dict[str, Any] = {k: float(extras[k]) for k in ("latency_s", "energy_j")}
         info: dict[str, Any] = {
             "scheduled": sorted(int(r["client"]) for r in result.rows),

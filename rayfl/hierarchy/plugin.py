@@ -28,6 +28,7 @@ class Hierarchy(TopologyPlugin):
         "surrogate": "envs.hierarchy.surrogate:HierarchicalSurrogate",
         "policies": "envs.hierarchy.scheduling:EdgePolicies",
         "multiagent": "envs.hierarchy.multiagent:HierarchicalEdgesParallelEnv",
+        "vector": "envs.hierarchy.vector:HierarchicalFLVectorEnv",
     }
 
     # ------------------------------------------------------------ engine, runner
