@@ -1,9 +1,9 @@
 """``gym.make_vec(id, num_envs=4)`` for every registered id (issue 47).
 
-``WirelessFL-v0`` and ``HierarchicalFL-v0`` have vector entry points (emulate
-lanes on shared client or device hosts: ``envs.star.vector``,
-``envs.hierarchy.vector``); the ``*-Flat-v0`` ids and ``D2DNeighbor-v0`` default
-to the surrogate and vectorize as Gymnasium's ``SyncVectorEnv``.
+``WirelessFL-v0``, ``HierarchicalFL-v0`` and ``D2DNeighbor-v0`` have vector entry
+points (emulate lanes on shared client, device or node hosts: ``envs.star.vector``,
+``envs.hierarchy.vector``, ``envs.d2d.vector``); the ``*-Flat-v0`` ids default to
+the surrogate and vectorize as Gymnasium's ``SyncVectorEnv``.
 """
 
 from __future__ import annotations
