@@ -306,7 +306,8 @@ class D2DLanes:
                 lanes.append(lane)
                 clients.append(m)
                 ts.append(t)
-        loss_refs, model_refs = [], []
+        loss_refs: list[Any] = []
+        model_refs: list[Any] = []
         where: dict[tuple[int, int], tuple[int, int]] = {}
         for a, (lanes, clients, ts) in enumerate(per):
             if not lanes:

@@ -187,7 +187,7 @@ class D2DLaneHost(D2DClientHost):
         mixed, rejected = [], []
         for job, mine, step in zip(jobs, models, em, strict=True):
             weights = _weights_after(job, step)
-            finite = np.isfinite(mine).all(axis=1) if len(mine) else np.ones(0, bool)
+            finite = np.asarray(np.isfinite(mine).all(axis=1), dtype=bool).reshape(-1)
             rejected.append(
                 {job.neighbors[i]: REJECT_NON_FINITE for i in np.flatnonzero(~finite)}
             )
@@ -200,7 +200,9 @@ class D2DLaneHost(D2DClientHost):
                     alpha=job.alpha,
                 )
             )
-        start = np.stack(mixed) if mixed else np.zeros((0, self.model.spec.dim))
+        start: npt.NDArray[np.float32] = (
+            np.stack(mixed) if mixed else np.zeros((0, self.model.spec.dim), np.float32)
+        )
         agg_loss, agg_acc = self._evaluate(jobs, start)
         rngs = [
             rng_for(

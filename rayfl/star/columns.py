@@ -324,7 +324,7 @@ class StarColumns(StarLanes):
         arrived = np.zeros(len(row), bool)
         evaluations = []
         for half, mine, refs in trained:
-            arrived[mine] = self._conclude(
+            arrived[mine] = self._conclude_columns(
                 lanes[half], row[mine] - half[0], client[mine], refs, delivered[mine]
             )
             ref = ray.put(self.vectors)
@@ -351,7 +351,7 @@ class StarColumns(StarLanes):
             lanes, clients, full, **per_client, test_loss=test_loss, test_acc=test_acc
         )
 
-    def _conclude(
+    def _conclude_columns(
         self,
         lanes: npt.NDArray[np.int64],
         row: npt.NDArray[np.int64],
