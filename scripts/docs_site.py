@@ -102,6 +102,11 @@ def api_pages() -> dict[str, str]:
     env_ids = list(envs.ENV_IDS)
     env_entries = [gymnasium.spec(i).entry_point.replace(":", ".") for i in env_ids]
     policy_entries = sorted({e.replace(":", ".") for e in POLICIES.values()})
+    vector_entries = [
+        str(gymnasium.spec(i).vector_entry_point).replace(":", ".")
+        for i in env_ids
+        if gymnasium.spec(i).vector_entry_point
+    ]
     pages = {
         API_PAGES["rayfl"]: _api_page(
             "rayfl",
@@ -115,14 +120,16 @@ def api_pages() -> dict[str, str]:
             + ". The engine's envs share one lifecycle, `envs.base.FLEnv`; the "
             "`-Flat-` ids wrap them for any RL library (`envs.flat.FlatFLEnv`), and "
             "`envs.multiagent` has PettingZoo parallel envs. "
-            '`envs.star.vector.WirelessFLVectorEnv` (`gym.make_vec("WirelessFL-v0", E, '
-            'vectorization_mode="vector_entry_point")`) steps E emulated runs '
-            "in lockstep over shared client hosts.",
+            "`gym.make_vec(id, E)` of `WirelessFL-v0`, `HierarchicalFL-v0` and "
+            "`D2DNeighbor-v0` gives their vector envs, which step E emulated runs "
+            "in lockstep over shared hosts; `envs.sb3.sb3_lanes` hands the star's "
+            "lanes to Stable-Baselines3.",
             [
                 *env_entries,
                 "envs.base.FLEnv",
                 "envs.flat.FlatFLEnv",
-                "envs.star.vector.WirelessFLVectorEnv",
+                *vector_entries,
+                "envs.sb3",
                 "envs.wrappers",
             ],
         ),
