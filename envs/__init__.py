@@ -19,7 +19,11 @@ _ENTRY_POINTS = {
 ENV_IDS = tuple(_ENTRY_POINTS)
 # gym.make_vec(id, num_envs=E): E emulate episodes in lockstep over shared actors
 # (issue 34; envs.star.vector)
-_VECTOR_ENTRY_POINTS = {"WirelessFL-v0": "envs.star.vector:WirelessFLVectorEnv"}
+_VECTOR_ENTRY_POINTS = {
+    "WirelessFL-v0": "envs.star.vector:WirelessFLVectorEnv",
+    # the flat id's lanes, surrogate by default as the id (issue 47)
+    "WirelessFL-Flat-v0": "envs.star.flat:WirelessFLFlatVectorEnv",
+}
 
 for env_id, entry_point in _ENTRY_POINTS.items():
     register(
