@@ -379,8 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
             "train",
             "all",
         ],
-        help="which benchmark (all: each in turn, but policies, fit-surrogate "
-        "and train)",
+        help="which benchmark (all: the quick ones, not policies/fit-surrogate/train)",
     )
     p.add_argument(
         "overrides",
