@@ -23,6 +23,8 @@ _VECTOR_ENTRY_POINTS = {
     "WirelessFL-v0": "envs.star.vector:WirelessFLVectorEnv",
     "HierarchicalFL-v0": "envs.hierarchy.vector:HierarchicalFLVectorEnv",
     "D2DNeighbor-v0": "envs.d2d.vector:D2DNeighborVectorEnv",
+    # the flat id's lanes, surrogate by default as the id (issue 47)
+    "WirelessFL-Flat-v0": "envs.star.flat:WirelessFLFlatVectorEnv",
 }
 
 for env_id, entry_point in _ENTRY_POINTS.items():

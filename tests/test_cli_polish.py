@@ -69,7 +69,16 @@ def _help_entries(text: str) -> dict[str, str]:
 
 @pytest.mark.parametrize(
     "name",
-    ["round-time", "flute", "scale", "env", "startup", "policies", "fit-surrogate"],
+    [
+        "round-time",
+        "flute",
+        "scale",
+        "env",
+        "startup",
+        "policies",
+        "fit-surrogate",
+        "train",
+    ],
 )
 def test_every_bench_help_names_its_program_and_explains_every_option(name, capsys):
     # Arrange

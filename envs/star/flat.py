@@ -1,11 +1,31 @@
-"""``WirelessFL-Flat-v0``: the star's env, flat and bounded (:mod:`envs.flat`)."""
+"""``WirelessFL-Flat-v0``: the star's env, flat and bounded (:mod:`envs.flat`).
+
+``gym.make("WirelessFL-Flat-v0")`` builds :class:`WirelessFLFlatEnv`;
+``gym.make_vec("WirelessFL-Flat-v0", num_envs=E, mode="emulate")`` builds
+:class:`WirelessFLFlatVectorEnv`, E lanes of it stepping in lockstep on one set
+of client hosts (the lanes of :class:`envs.star.rl_vector.RLVectorEnv`, each
+observation mapped as the flat env's).
+"""
 
 from __future__ import annotations
 
-from envs.flat import FlatFLEnv
-from envs.star.scheduling import DEFAULT_CONFIG
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-__all__ = ["WirelessFLFlatEnv"]
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from envs.base import check_topology
+from envs.flat import DEFAULT_MODE, DEFAULT_REWARD, ConfigLike, FlatFLEnv
+from envs.star.rl_vector import make_rl_vector_env
+from envs.star.scheduling import DEFAULT_CONFIG
+from envs.wrappers import bounded_features
+from rayfl.config import load_config
+
+__all__ = ["WirelessFLFlatEnv", "WirelessFLFlatVectorEnv"]
 
 
 class WirelessFLFlatEnv(FlatFLEnv):
@@ -75,3 +95,115 @@ class WirelessFLFlatEnv(FlatFLEnv):
 
     topology_kind = "star"
     default_config = DEFAULT_CONFIG
+
+
+class WirelessFLFlatVectorEnv(VectorEnv):
+    """``gym.make_vec("WirelessFL-Flat-v0", num_envs=E)``: E lanes of the flat env.
+
+    ## Description
+    Lane e, given the same seed and actions, is ``gym.make("WirelessFL-Flat-v0")``
+    with the same arguments (tests/envs/test_flat_lanes.py): the lanes of
+    :class:`envs.star.rl_vector.RLVectorEnv` (in emulate mode E FL runs on one
+    set of client hosts, one stacked call per host and round), each
+    observation mapped by :func:`envs.wrappers.bounded_features`. Surrogate mode
+    by default, as the flat id; ``mode="emulate"`` for the real rounds.
+
+    ## Action Space
+    ``Box(-1, 1, (E, N))``: lane e's scores (``(E, N·(1 + C))`` with ``controls``).
+
+    ## Observation Space
+    ``Box(-1, 1, (E, N·12))`` float32: lane e's flat observation.
+
+    ## Rewards
+    Lane e's reward, shape (E,).
+
+    ## Starting State
+    ``reset(seed=s)`` gives lane e the seed s + e (a list: each lane's).
+
+    ## Episode End
+    Per lane as the flat env; ``NEXT_STEP`` autoreset (the step after a
+    lane's end begins its next episode, ignores its action, rewards 0).
+
+    ## Arguments
+    ``num_envs`` (E >= 1) and the flat env's (``config``, ``mode``, ``reward``,
+    ``reward_scale``, ``overrides``, ``controls``), plus ``partition_seeds``,
+    ``partition_every``, ``partition_offset`` per lockstep episode
+    (:mod:`envs.star.rl_vector`). No ``render_mode``: render one lane with
+    ``gym.make``.
+
+    ## Version History
+    * v0: initial version (issue 47).
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    topology_kind = "star"
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        config: ConfigLike | None = None,
+        mode: str = DEFAULT_MODE,
+        reward: str = DEFAULT_REWARD,
+        reward_scale: float = 1.0,
+        overrides: Sequence[str] | Mapping[str, Any] = (),
+        render_mode: str | None = None,
+        **options: Any,
+    ) -> None:
+        if render_mode is not None:
+            raise ValueError(
+                "the WirelessFL-Flat-v0 lanes do not render: render one lane with "
+                f"gym.make (render_mode={render_mode!r})"
+            )
+        cfg = load_config(DEFAULT_CONFIG if config is None else config, overrides)
+        check_topology(self, cfg)
+        self.lanes = make_rl_vector_env(
+            cfg,
+            num_envs=num_envs,
+            mode=mode,
+            reward=reward,
+            reward_scale=reward_scale,
+            **options,
+        )
+        self.num_envs = self.lanes.num_envs
+        shape = self.lanes.single_observation_space.shape
+        size = int(np.prod(shape)) if shape else 0
+        self.single_observation_space = spaces.Box(-1.0, 1.0, (size,), np.float32)
+        self.single_action_space = self.lanes.single_action_space
+        self.observation_space = batch_space(
+            self.single_observation_space, self.num_envs
+        )
+        self.action_space = self.lanes.action_space
+
+    def reset(
+        self,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
+        """Begin an episode in every lane (lane e's seed: ``seed + e``)."""
+        obs, infos = self.lanes.reset(seed=seed, options=options)
+        return self._flat(obs), infos
+
+    def step(
+        self, actions: Any
+    ) -> tuple[
+        npt.NDArray[np.float32],
+        npt.NDArray[np.float64],
+        npt.NDArray[np.bool_],
+        npt.NDArray[np.bool_],
+        dict[str, Any],
+    ]:
+        """Step every lane with its scores; a lane whose episode ended resets."""
+        obs, rewards, terminated, truncated, infos = self.lanes.step(actions)
+        return self._flat(obs), rewards, terminated, truncated, infos
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close the lanes (their client actors in emulate mode)."""
+        lanes = getattr(self, "lanes", None)
+        if lanes is not None:
+            lanes.close()
+
+    @staticmethod
+    def _flat(obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Each lane's (N, F) features → its flat bounded vector, stacked."""
+        return np.stack([bounded_features(lane) for lane in obs])

@@ -16,6 +16,7 @@ BENCHMARKS = {
     "startup": "rayfl.benchmarks.startup",
     "policies": "rayfl.benchmarks.policies",
     "fit-surrogate": "rayfl.benchmarks.surrogate_fit",
+    "train": "rayfl.benchmarks.train_speed",
 }
 
 __all__ = ["BENCHMARKS", "BenchError", "bench_parser", "parse_seeds"]

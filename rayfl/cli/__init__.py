@@ -215,7 +215,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     # `all`: the quick ones; `policies` is a study of its own (rayfl bench policies)
     names = (
-        [n for n in BENCHMARKS if n not in ("policies", "fit-surrogate")]
+        [n for n in BENCHMARKS if n not in ("policies", "fit-surrogate", "train")]
         if args.name == "all"
         else [args.name]
     )
@@ -364,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "bench",
         help="run a benchmark (round-time, flute, scale, env, startup, policies, "
-        "fit-surrogate, all)",
+        "fit-surrogate, train, all)",
     )
     p.add_argument(
         "name",
@@ -376,9 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
             "startup",
             "policies",
             "fit-surrogate",
+            "train",
             "all",
         ],
-        help="which benchmark (all: each in turn, but policies and fit-surrogate)",
+        help="which benchmark (all: the quick ones, not policies/fit-surrogate/train)",
     )
     p.add_argument(
         "overrides",

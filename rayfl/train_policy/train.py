@@ -78,6 +78,7 @@ from rayfl.train_policy.evaluate import (
     plot_training,
     write_evaluation,
 )
+from rayfl.train_policy.timing import LearnerClock
 
 __all__ = [
     "INSTALL_HINT",
@@ -244,6 +245,7 @@ def _row(
     steps: float,
     elapsed: float,
     cpu_s: float,
+    learn_s: float,
 ) -> dict[str, Any]:
     runners = result.get("env_runners", {})
     learner = result.get("learners", {}).get("default_policy", {})
@@ -256,6 +258,7 @@ def _row(
         "env_steps": steps,
         "env_steps_per_s": steps / max(seconds, 1e-9),
         "iteration_s": seconds,
+        "learn_s": learn_s,  # the PPO update's share (rayfl.train_policy.timing)
         "elapsed_s": elapsed,
         "cpu_s": cpu_s,
     }
@@ -267,6 +270,7 @@ def train_policy(
     *,
     resume: str | Path | None = None,
     verbose: bool = True,
+    torch_threads: int = 1,
 ) -> Path:
     """Train the learned scheduler with PPO; return the run directory.
 
@@ -276,6 +280,7 @@ def train_policy(
         resume: A previous run directory: restore its checkpoint and continue
             up to ``rl.iterations`` (``config`` is then read from it).
         verbose: Print one line per iteration.
+        torch_threads: Torch threads of this process (the PPO update runs here).
 
     Raises:
         ImportError: Without RLlib (the message says how to install it).
@@ -297,7 +302,7 @@ def train_policy(
     session = RaySession(cfg.ray)  # RLlib puts its config in the object store
     import torch
 
-    torch.set_num_threads(1)  # DESIGN.md: one torch thread per process
+    torch.set_num_threads(torch_threads)  # DESIGN.md: one per process by default
     try:
         check_env_runner_resources(cfg, rl)
         algo = build_algorithm(cfg, rl)
@@ -419,6 +424,7 @@ def _iterate(
     cpu_start = time.process_time()
     steps_before: float | None = None
     iteration = start
+    clock = LearnerClock(algo)
     for iteration in range(start + 1, rl.iterations + 1):
         t0 = time.perf_counter()
         result = algo.train()
@@ -434,7 +440,7 @@ def _iterate(
             steps=steps,
             num_env_runners=rl.num_env_runners,
         )
-        row = _row(result, iteration, seconds, steps, elapsed, cpu_s)
+        row = _row(result, iteration, seconds, steps, elapsed, cpu_s, clock.lap())
         rows.append(row)
         atomic_write(
             run_dir / "progress.csv",
