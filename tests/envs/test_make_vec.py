@@ -3,7 +3,8 @@
 ``WirelessFL-v0``, ``HierarchicalFL-v0`` and ``D2DNeighbor-v0`` have vector entry
 points (emulate lanes on shared client, device or node hosts: ``envs.star.vector``,
 ``envs.hierarchy.vector``, ``envs.d2d.vector``); the ``*-Flat-v0`` ids default to
-the surrogate and vectorize as Gymnasium's ``SyncVectorEnv``.
+the surrogate; ``WirelessFL-Flat-v0`` has its own lanes env (``envs.star.flat``), the
+other two vectorize as Gymnasium's ``SyncVectorEnv``.
 """
 
 from __future__ import annotations
