@@ -18,9 +18,8 @@ round is:
    edges' observation history: :func:`rayfl.hierarchy.accounting.settle_round`).
 
 Each lane's numbers are those of ``HierarchicalSchedulingEnv`` run alone with
-the lane's seed (tests/envs/test_hierarchy_lanes.py). As there, a restart keeps
-the device hosts' seed: batch order and device noise are keyed by the shared
-config's seed, the initial model, the edge noise and the fading by the lane's.
+the lane's seed (tests/envs/test_hierarchy_lanes.py): the initial model, batch
+order, device and edge noise and the fading keyed by the lane's seed.
 
 Refused (:func:`check_lanes`, one-line ``ValueError``): algorithms other than
 :data:`rayfl.actors.lanes.LANE_ALGORITHMS`, ``algorithm.trainer: vectorized``,
@@ -33,6 +32,7 @@ lane), ``topology.lr.mode: theory`` (β̂ is measured on the device actors) and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -209,7 +209,8 @@ class HierLanes:
                 for c, t in enumerate(self.topology.trusted)
             ],
         )
-        self._pending[lane] = self.setup  # the device hosts keep the shared seed
+        # the lane's devices: empty state, batch order and noise of its seed
+        self._pending[lane] = replace(self.setup, seed=int(seed))
 
     def run_config(self, lane: int) -> Any:
         """Return ``lane``'s run config (the shared one before its first restart)."""

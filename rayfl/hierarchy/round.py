@@ -178,9 +178,12 @@ class HierarchicalRound:
         """Start over for ``engine.config`` (new seed) on the same actors.
 
         The subnets and trust flags drawn at build are kept (as the data
-        partition is); the edges redraw their noise from the new seed.
+        partition is); the devices start from empty state with the new seed
+        (batch order, device noise), the edges redraw their noise from it.
         """
         assert self.servers is not None  # started in build()
+        self.setup = replace(self.setup, seed=int(seed))
+        ray.get([a.reset.remote(self.setup) for a in engine.pool.actors])
         self.servers.reset(seed)
         self._build_scheduling()
         self._reset_schedule()

@@ -123,3 +123,21 @@ def test_each_lane_equals_its_episode_run_alone(ray_session):
 def test_lanes_refuse_what_they_cannot_run_exactly(change, message):
     with pytest.raises(ValueError, match=message):
         check_lanes(load_config({**CONFIG, **change}))
+
+
+def test_a_reset_seed_reaches_the_device_hosts(ray_session):
+    """reset(seed=s) re-seeds the devices (batch order, device noise), not only the edges.
+
+    A restart used to keep the build seed on the device actors, so every
+    episode of an env trained on the batch orders of its first seed.
+    """
+    import ray
+
+    env = HierarchicalSchedulingEnv(CONFIG)
+    try:
+        env.reset(seed=SEEDS[1])
+        hosts = env.backend.pool.actors
+        seeds = ray.get([a.__ray_call__.remote(lambda h: h.setup.seed) for a in hosts])
+        assert seeds == [SEEDS[1]] * len(hosts)
+    finally:
+        env.close()
