@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FEATURE_NAMES", "NUM_FEATURES", "client_features"]
+__all__ = ["FEATURE_NAMES", "NUM_FEATURES", "client_features", "client_features_many"]
 
 FEATURE_NAMES = (
     "loss_relative",
@@ -121,3 +121,55 @@ def client_features(obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
         np.full(num_clients, num_subchannels / num_clients),
     ]
     return np.stack(columns, axis=1).astype(np.float32)
+
+
+def _zscore_rows(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """:func:`_zscore` of each row of a (E, N) array."""
+    centred = values - values.mean(axis=1, keepdims=True)
+    spread = values.std(axis=1, keepdims=True) + 1e-6
+    return np.clip(centred / spread, -_Z_CLIP, _Z_CLIP)  # type: ignore[no-any-return]  # numpy stubs: Any
+
+
+def client_features_many(obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
+    """Return :func:`client_features` of E observations stacked on a leading axis.
+
+    The same numbers as the function on each lane (the same operations, each
+    reduction along one row), for the vector envs' E lanes at once; a lane
+    with a non-finite gain (a closed subchannel) takes the one-lane function.
+
+    Args:
+        obs: Batched observations: ``channel_gain`` (E, N, K), the per-client
+            keys (E, N), ``round`` (E, 1).
+
+    Returns:
+        float32 array of shape (E, N, ``NUM_FEATURES``).
+    """
+    gain = np.asarray(obs["channel_gain"], dtype=np.float64)
+    lanes, num_clients, num_subchannels = gain.shape
+    if not np.isfinite(gain).all():
+        return np.stack(
+            [client_features({k: v[e] for k, v in obs.items()}) for e in range(lanes)]
+        )
+    loss = np.maximum(np.asarray(obs["loss"], dtype=np.float64), 0.0)
+    uploads = np.asarray(obs["upload_count"], dtype=np.float64)
+    staleness = np.asarray(obs["staleness"], dtype=np.float64)
+    data = np.asarray(obs["data_size"], dtype=np.float64)
+    epsilon = np.maximum(np.asarray(obs["privacy_spent"], dtype=np.float64), 0.0)
+    rounds_so_far = (
+        np.asarray(obs["round"], dtype=np.float64).reshape(lanes, -1)[:, :1] + 1.0
+    )
+    columns = [
+        loss / np.maximum(loss.max(axis=1, keepdims=True), 1e-12),
+        _zscore_rows(loss),
+        np.log1p(loss),
+        staleness / rounds_so_far,
+        uploads / rounds_so_far,
+        _zscore_rows(uploads),
+        num_clients * data / np.maximum(data.sum(axis=1, keepdims=True), 1e-12),
+        _zscore_rows(gain.max(axis=2)),
+        _zscore_rows(gain.mean(axis=2)),
+        (np.asarray(obs["eligible"], dtype=np.float64) > 0.5).astype(np.float64),
+        np.log1p(np.minimum(epsilon, 1e30)),
+        np.full((lanes, num_clients), num_subchannels / num_clients),
+    ]
+    return np.stack(columns, axis=2).astype(np.float32)

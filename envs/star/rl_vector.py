@@ -61,6 +61,7 @@ from envs.partitions import check_room
 from envs.rl import ClientFeatures, HungarianTopK
 from envs.star.scheduling import DEFAULT_CONFIG, WirelessFLEnv
 from envs.star.vector import WirelessFLVectorEnv
+from policies.features import client_features_many
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import topology_of
 from rayfl.seeding import rng_for
@@ -75,20 +76,20 @@ class _Lanes:
         self.venv = venv
         #: Lane e's decoding of scores (holds its last raw observation).
         self.topk = [HungarianTopK(env) for env in venv.envs]
-        #: Lane e's features of a raw observation.
-        self.features = [ClientFeatures(topk) for topk in self.topk]
         space = venv.single_action_space
         #: A base action for a lane whose action is ignored (autoreset).
         self.idle = next(iterate(batch_space(space, 1), create_empty_array(space, 1)))
         self.buffer = create_empty_array(venv.single_action_space, venv.num_envs)
 
-    def observe(self, obs: Mapping[str, Any]) -> list[npt.NDArray[np.float32]]:
-        """Split the batched raw obs by lane; keep each; return the features."""
-        out = []
+    def observe(self, obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
+        """Keep each lane's raw obs (its decoder reads it); return every lane's features.
+
+        The features of all lanes at once (:func:`policies.features.client_features_many`:
+        each lane's :class:`ClientFeatures` numbers).
+        """
         for e, raw in enumerate(iterate(self.venv.observation_space, obs)):
             self.topk[e].last_obs = raw
-            out.append(self.features[e].observation(raw))
-        return out
+        return client_features_many(obs)
 
     def decode(
         self, actions: npt.NDArray[np.float64], ignored: npt.NDArray[np.bool_]
@@ -271,7 +272,7 @@ class RLVectorEnv(VectorEnv):
             for e in np.flatnonzero(self._autoreset).tolist():
                 infos = self._add_info(infos, {"partition_seed": self.current}, e)
         self._autoreset = terminated | truncated
-        obs = np.stack(group.observe(raw))
+        obs = group.observe(raw)
         if self.reward_scale != 1.0:
             rewards = self.reward_scale * rewards
         return obs, rewards, terminated, truncated, infos
@@ -305,7 +306,7 @@ class RLVectorEnv(VectorEnv):
         if self.seeds is not None:
             for e in range(self.num_envs):
                 infos = self._add_info(infos, {"partition_seed": key}, e)
-        return np.stack(group.observe(raw)), infos
+        return group.observe(raw), infos
 
     def _lane_seeds(self, seed: Any, new: bool) -> list[int | None]:
         """Each lane's run seed, as ``DataPartitions`` draws it per env."""

@@ -68,3 +68,30 @@ def test_equal_clients_have_zero_z_scores():
     for name in ("loss_z", "upload_z", "best_gain_z", "mean_gain_z"):
         np.testing.assert_allclose(features[:, FEATURE_NAMES.index(name)], 0.0)
     np.testing.assert_allclose(features[:, FEATURE_NAMES.index("upload_share")], 0.5)
+
+
+def test_client_features_many_is_client_features_of_each_lane():
+    """The vector envs' batched features are bit for bit each lane's features."""
+    from policies.features import client_features, client_features_many
+
+    rng = np.random.default_rng(0)
+    for trial in range(40):
+        e, n, k = rng.integers(1, 6), rng.integers(1, 30), rng.integers(1, 8)
+        obs = {
+            "channel_gain": rng.normal(-80, 20, (e, n, k)).astype(np.float32),
+            "loss": rng.exponential(2, (e, n)).astype(np.float32),
+            "upload_count": rng.integers(0, 9, (e, n)).astype(np.float32),
+            "privacy_spent": rng.exponential(3, (e, n)).astype(np.float32),
+            "staleness": rng.integers(0, 9, (e, n)).astype(np.float32),
+            "data_size": rng.integers(5, 300, (e, n)).astype(np.float32),
+            "eligible": (rng.random((e, n)) < 0.8).astype(np.float32),
+            "round": rng.integers(0, 30, (e, 1)).astype(np.float32),
+        }
+        if trial % 5 == 0:
+            obs["loss"][:] = 1.0  # constant: the z-scores' zero spread
+        if trial % 7 == 0:
+            obs["channel_gain"][0, 0, 0] = -np.inf  # a closed subchannel
+        many = client_features_many(obs)
+        for lane in range(e):
+            one = client_features({key: v[lane] for key, v in obs.items()})
+            np.testing.assert_array_equal(many[lane], one)
