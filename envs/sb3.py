@@ -5,7 +5,7 @@ ended env at once (the reset observation is returned, the last one is in
 ``info["terminal_observation"]``). rayfl's lanes are a Gymnasium
 ``VectorEnv`` with ``NEXT_STEP`` autoreset (what RLlib wants): E FL runs of a
 topology stepping together on shared client actors (the plug-in's ``lanes``
-env, e.g. :class:`envs.star.rl_vector.RLVectorEnv`). :class:`SB3Lanes` hands
+env, e.g. :class:`envs.rl_vector.RLVectorEnv`). :class:`SB3Lanes` hands
 those lanes to Stable-Baselines3 unchanged: one lockstep round per SB3 step,
 the driver calling the hosts once per round, not once per lane.
 

@@ -3,7 +3,7 @@
 ``gym.make("WirelessFL-Flat-v0")`` builds :class:`WirelessFLFlatEnv`;
 ``gym.make_vec("WirelessFL-Flat-v0", num_envs=E, mode="emulate")`` builds
 :class:`WirelessFLFlatVectorEnv`, E lanes of it stepping in lockstep on one set
-of client hosts (the lanes of :class:`envs.star.rl_vector.RLVectorEnv`, each
+of client hosts (the lanes of :class:`envs.rl_vector.RLVectorEnv`, each
 observation mapped as the flat env's).
 """
 
@@ -20,7 +20,7 @@ from gymnasium.vector.utils import batch_space
 
 from envs.base import check_topology
 from envs.flat import DEFAULT_MODE, DEFAULT_REWARD, ConfigLike, FlatFLEnv
-from envs.star.rl_vector import make_rl_vector_env
+from envs.rl_vector import make_rl_vector_env
 from envs.star.scheduling import DEFAULT_CONFIG
 from envs.wrappers import bounded_features
 from rayfl.config import load_config
@@ -103,7 +103,7 @@ class WirelessFLFlatVectorEnv(VectorEnv):
     ## Description
     Lane e, given the same seed and actions, is ``gym.make("WirelessFL-Flat-v0")``
     with the same arguments (tests/envs/test_flat_lanes.py): the lanes of
-    :class:`envs.star.rl_vector.RLVectorEnv` (in emulate mode E FL runs on one
+    :class:`envs.rl_vector.RLVectorEnv` (in emulate mode E FL runs on one
     set of client hosts, one stacked call per host and round), each
     observation mapped by :func:`envs.wrappers.bounded_features`. Surrogate mode
     by default, as the flat id; ``mode="emulate"`` for the real rounds.
@@ -128,7 +128,7 @@ class WirelessFLFlatVectorEnv(VectorEnv):
     ``num_envs`` (E >= 1) and the flat env's (``config``, ``mode``, ``reward``,
     ``reward_scale``, ``overrides``, ``controls``), plus ``partition_seeds``,
     ``partition_every``, ``partition_offset`` per lockstep episode
-    (:mod:`envs.star.rl_vector`). No ``render_mode``: render one lane with
+    (:mod:`envs.rl_vector`). No ``render_mode``: render one lane with
     ``gym.make``.
 
     ## Version History

@@ -29,10 +29,17 @@ class D2D(TopologyPlugin):
         "rl_base": "envs.d2d.rl:target_env",
         "surrogate": "envs.d2d.surrogate:D2DSurrogateBackend",
         "multiagent": "envs.d2d.multiagent:D2DTargetsParallelEnv",
+        "lanes": "envs.rl_vector:make_rl_vector_env",
         "vector": "envs.d2d.vector:D2DNeighborVectorEnv",
     }
 
     # ------------------------------------------------------------ engine, runner
+    def check_lanes(self, cfg: Any) -> None:
+        """Lanes share hosts (:func:`rayfl.d2d.lane_runs.check_d2d_lanes`)."""
+        from rayfl.d2d.lane_runs import check_d2d_lanes
+
+        check_d2d_lanes(cfg)
+
     def strategy(self) -> Any:
         """Return a new engine strategy."""
         from rayfl.d2d.round import D2DRound

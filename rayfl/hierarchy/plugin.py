@@ -28,10 +28,17 @@ class Hierarchy(TopologyPlugin):
         "surrogate": "envs.hierarchy.surrogate:HierarchicalSurrogate",
         "policies": "envs.hierarchy.scheduling:EdgePolicies",
         "multiagent": "envs.hierarchy.multiagent:HierarchicalEdgesParallelEnv",
+        "lanes": "envs.rl_vector:make_rl_vector_env",
         "vector": "envs.hierarchy.vector:HierarchicalFLVectorEnv",
     }
 
     # ------------------------------------------------------------ engine, runner
+    def check_lanes(self, cfg: Any) -> None:
+        """Lanes share hosts (:func:`rayfl.hierarchy.lanes.check_lanes`)."""
+        from rayfl.hierarchy.lanes import check_lanes
+
+        check_lanes(cfg)
+
     def strategy(self) -> Any:
         """Return a new engine strategy."""
         from rayfl.hierarchy.round import HierarchicalRound

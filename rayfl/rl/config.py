@@ -115,7 +115,7 @@ class RLConfig(BaseModel):
         ge=1,
         description="Env copies per EnvRunner. Surrogate mode: vectorised copies. "
         "Emulate mode: lanes, E FL runs stepping in lockstep on one set of client "
-        "actors (envs.star.rl_vector; star with fedavg/fedprox, algorithm.trainer not "
+        "actors (envs.rl_vector; star with fedavg/fedprox, algorithm.trainer not "
         "vectorized, eval_clients unset), so E does not multiply the CPUs; the "
         "lanes of a runner share one data partition at a time (`partition_seeds`: "
         "the partition moves on when all lanes begin an episode together). 1: one "

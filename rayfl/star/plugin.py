@@ -25,7 +25,7 @@ class Star(TopologyPlugin):
     envs = {
         "single": "envs.star.scheduling:WirelessFLEnv",
         "flat": "envs.star.flat:WirelessFLFlatEnv",
-        "lanes": "envs.star.rl_vector:make_rl_vector_env",
+        "lanes": "envs.rl_vector:make_rl_vector_env",
         "vector": "envs.star.vector:WirelessFLVectorEnv",
         "surrogate": "envs.star.backends:SurrogateBackend",
     }

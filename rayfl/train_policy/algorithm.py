@@ -4,7 +4,7 @@
 star env, found by name through :mod:`rayfl.registry`); in emulate mode with
 ``rl.num_envs_per_env_runner`` = E > 1 each runner builds instead
 :class:`RLlibLanesEnv`, E episodes stepping in lockstep on one set of client
-hosts (:class:`envs.star.rl_vector.RLVectorEnv`, RLlib's ``vector_entry_point``
+hosts (:class:`envs.rl_vector.RLVectorEnv`, RLlib's ``vector_entry_point``
 vectorisation); :func:`build_algorithm`
 turns a run config's ``rl`` section into RLlib's PPO (new API stack);
 :func:`check_env_runner_resources` refuses, before RLlib would wait forever, a
@@ -113,6 +113,7 @@ class RLlibLanesEnv(gym.vector.VectorWrapper):
                 partition_seeds=env_config.get("partition_seeds"),
                 partition_every=env_config.get("partition_every", 1),
                 controls=env_config.get("controls", False),
+                neighbor_cost=env_config.get("neighbor_cost", 0.0),
             )
         )
 

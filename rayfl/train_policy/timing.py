@@ -25,9 +25,9 @@ class LearnerClock:
 
     def __init__(self, algo: Any) -> None:
         self.seconds = 0.0
-        group = getattr(algo, "learner_group", None)
+        group: Any = getattr(algo, "learner_group", None)
         update = getattr(group, "update", None)
-        if update is None:  # nothing to time: learn_s stays 0
+        if group is None or update is None:  # nothing to time: learn_s stays 0
             return
 
         def timed(*args: Any, **kwargs: Any) -> Any:

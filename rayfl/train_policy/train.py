@@ -26,7 +26,7 @@ Implementation details:
        clipping are off, since only the ranking of the scores matters. In
        emulate mode with ``rl.num_envs_per_env_runner`` = E > 1, each runner
        steps E such envs in lockstep on one set of client hosts
-       (:class:`envs.star.rl_vector.RLVectorEnv`; star configs the lanes can share,
+       (:class:`envs.rl_vector.RLVectorEnv`; star configs the lanes can share,
        :func:`rayfl.star.lanes.check_lanes`); its lanes share one data
        partition at a time.
     2. The RLlib checkpoint and the exported policy are written every

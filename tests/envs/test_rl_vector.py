@@ -1,4 +1,4 @@
-"""The RL vector env (envs.star.rl_vector): lane e is ``make_rl_env`` of the same seed.
+"""The RL vector env (envs.rl_vector): lane e is ``make_rl_env`` of the same seed.
 
 The oracle is ``make_rl_env`` itself, one env per lane (an Engine run per
 episode on its own actors, in emulate mode): lane e of the vector env, reset
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from envs.rl import make_rl_env
-from envs.star.rl_vector import RLVectorEnv, make_rl_vector_env
+from envs.rl_vector import RLVectorEnv, make_rl_vector_env
 
 #: A small star (4 clients, 2 subchannels, 1-round episodes): every other step
 #: is an autoreset, which keeps the emulate test quick.

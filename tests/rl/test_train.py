@@ -158,7 +158,7 @@ def test_emulate_mode_trains_on_lanes_of_shared_hosts(
 ):
     import json
 
-    from envs.star.rl_vector import RLVectorEnv
+    from envs.rl_vector import RLVectorEnv
     from rayfl.train_policy import train_policy
 
     # Arrange: record the actions every lanes env is stepped with

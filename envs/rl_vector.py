@@ -1,14 +1,19 @@
-"""The RL env of :mod:`envs.rl` over E emulate lanes of the star: :class:`RLVectorEnv`.
+"""The RL env of :mod:`envs.rl` over E emulate lanes of any topology: :class:`RLVectorEnv`.
 
-The star plug-in's ``lanes`` env (``rayfl train-policy`` loads it by that role).
+The ``lanes`` env of every plug-in with a ``vector`` env (``rayfl
+train-policy`` loads it by that role).
 
-``make_rl_env`` wraps one ``WirelessFL-v0`` env (one FL run on its own client
-actors) for RL libraries: per-client features in, client scores out.
-:class:`RLVectorEnv` is the same problem for E episodes in lockstep: its lanes
-are the lanes of :class:`envs.star.vector.WirelessFLVectorEnv`, E FL runs stepping
-together on one set of client hosts (:class:`rayfl.star.lanes.StarLanes`), each
-behind the decoding and features of ``make_rl_env`` (:class:`envs.rl.HungarianTopK`,
-:class:`envs.rl.ClientFeatures`, the reward times ``reward_scale``). RLlib
+``make_rl_env`` wraps one scheduling env (one FL run on its own actors) for RL
+libraries: per-client features in, client scores out. :class:`RLVectorEnv` is
+the same problem for E episodes in lockstep: its lanes are the lanes of the
+topology's vector env (``WirelessFLVectorEnv``, ``HierarchicalFLVectorEnv``,
+``D2DNeighborVectorEnv``: E FL runs stepping together on one set of hosts),
+each behind the decoding and features of ``make_rl_env`` (the plug-in's
+``rl_scores`` wrapper over the lane's env: :class:`envs.rl.HungarianTopK` and
+:class:`envs.rl.ClientFeatures` on the star and D2D, the hierarchy's
+``EdgeScores``; the reward times ``reward_scale``). D2D's ``TargetInfo`` (the
+target's entry of each per-target info) is not applied: the infos are the
+vector env's. RLlib
 builds it for ``rayfl train-policy`` in emulate mode with
 ``rl.num_envs_per_env_runner`` > 1 (``gym_env_vectorize_mode:
 vector_entry_point``).
@@ -48,22 +53,23 @@ episode, ignores its action and returns reward 0.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from envs.partitions import check_room
-from envs.rl import ClientFeatures, HungarianTopK
-from envs.star.scheduling import DEFAULT_CONFIG, WirelessFLEnv
-from envs.star.vector import WirelessFLVectorEnv
+from envs.rl import ClientFeatures, ScoreDecoder, _envs_taking
+from envs.star.scheduling import DEFAULT_CONFIG
 from policies.features import client_features_many
 from rayfl.config import RunConfig, load_config
-from rayfl.registry import topology_of
+from rayfl.registry import load, topology_of
 from rayfl.seeding import rng_for
 
 __all__ = ["RLVectorEnv", "make_rl_vector_env"]
@@ -72,24 +78,31 @@ __all__ = ["RLVectorEnv", "make_rl_vector_env"]
 class _Lanes:
     """One partition's lane group: its vector env and each lane's decoder."""
 
-    def __init__(self, venv: WirelessFLVectorEnv) -> None:
+    def __init__(self, venv: Any, scores: Callable[[gym.Env], gym.Env]) -> None:
         self.venv = venv
+        wrapped = [scores(env) for env in venv.envs]
         #: Lane e's decoding of scores (holds its last raw observation).
-        self.topk = [HungarianTopK(env) for env in venv.envs]
+        self.topk = [_decoder(w) for w in wrapped]
+        #: Lane e's features of a raw observation (None: every lane's
+        #: ClientFeatures at once, :func:`policies.features.client_features_many`).
+        self.features = (
+            None if all(isinstance(w, ClientFeatures) for w in wrapped) else wrapped
+        )
         space = venv.single_action_space
         #: A base action for a lane whose action is ignored (autoreset).
         self.idle = next(iterate(batch_space(space, 1), create_empty_array(space, 1)))
         self.buffer = create_empty_array(venv.single_action_space, venv.num_envs)
 
     def observe(self, obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
-        """Keep each lane's raw obs (its decoder reads it); return every lane's features.
-
-        The features of all lanes at once (:func:`policies.features.client_features_many`:
-        each lane's :class:`ClientFeatures` numbers).
-        """
-        for e, raw in enumerate(iterate(self.venv.observation_space, obs)):
+        """Keep each lane's raw obs (its decoder reads it); return every lane's features."""
+        raws = list(iterate(self.venv.observation_space, obs))
+        for e, raw in enumerate(raws):
             self.topk[e].last_obs = raw
-        return client_features_many(obs)
+        if self.features is None:
+            return client_features_many(obs)
+        return np.stack(
+            [w.observation(raw) for w, raw in zip(self.features, raws, strict=True)]  # type: ignore[attr-defined]  # an ObservationWrapper's
+        )
 
     def decode(
         self, actions: npt.NDArray[np.float64], ignored: npt.NDArray[np.bool_]
@@ -104,8 +117,15 @@ class _Lanes:
         return self.buffer
 
 
+def _decoder(env: gym.Env) -> ScoreDecoder:
+    """The score decoder in a ``rl_scores`` wrapper stack (the outermost one)."""
+    while not isinstance(env, ScoreDecoder):
+        env = env.env  # type: ignore[attr-defined]  # a gymnasium Wrapper's
+    return env
+
+
 class RLVectorEnv(VectorEnv):
-    """E ``make_rl_env`` episodes in lockstep on shared client hosts (star).
+    """E ``make_rl_env`` episodes in lockstep on shared hosts (any topology with lanes).
 
     ## Description
     See the module docstring: lane e is ``make_rl_env(config, ...)`` with the
@@ -121,7 +141,7 @@ class RLVectorEnv(VectorEnv):
     (:func:`policies.features.client_features`).
 
     ## Rewards
-    Lane e's ``WirelessFL-v0`` reward times ``reward_scale``, shape (E,).
+    Lane e's reward (its scheduling env's) times ``reward_scale``, shape (E,).
 
     ## Starting State
     ``reset(seed=s)`` gives lane e the run seed s + e (a list: each lane's);
@@ -129,20 +149,21 @@ class RLVectorEnv(VectorEnv):
     without partitions, as ``DataPartitions`` per lane with them.
 
     ## Episode End
-    Per lane as ``WirelessFL-v0`` (*Termination*: no client eligible;
-    *Truncation*: after ``config.rounds`` steps); ``NEXT_STEP`` autoreset.
+    Per lane as its scheduling env (``WirelessFL-v0``: *Termination* when no
+    client is eligible; *Truncation* after ``config.rounds`` steps);
+    ``NEXT_STEP`` autoreset.
 
     ## Arguments
     | parameter | type | default | description |
     |-----------|------|---------|-------------|
     | num_envs | int | 1 | E, the number of lanes (>= 1) |
-    | config | path, mapping or RunConfig | ``WirelessFL-v0``'s | star run config |
+    | config | path, mapping or RunConfig | ``WirelessFL-v0``'s | run config of a topology with a ``vector`` env |
     | mode | str | "emulate" | "emulate" or "surrogate" |
-    | reward, reward_scale, overrides, controls | | | as ``make_rl_env`` |
+    | reward, reward_scale, overrides, controls, neighbor_cost | | | as ``make_rl_env`` |
     | partition_seeds, partition_every, partition_offset | | None, 1, 0 | as ``make_rl_env``, per lockstep episode (module docstring) |
 
     ## Version History
-    * v0: initial version (issue 34).
+    * v0: initial version (issue 34); every topology with a vector env (issue 47).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
@@ -160,6 +181,7 @@ class RLVectorEnv(VectorEnv):
         partition_every: int = 1,
         partition_offset: int = 0,
         controls: bool = False,
+        neighbor_cost: float = 0.0,
     ) -> None:
         cfg = load_config(DEFAULT_CONFIG if config is None else config, overrides)
         plugin = topology_of(cfg)
@@ -174,13 +196,24 @@ class RLVectorEnv(VectorEnv):
             raise ValueError("partition_seeds must name at least one seed or be None")
         if partition_every < 1:
             raise ValueError(f"partition_every must be >= 1, got {partition_every}")
-        spaces = ClientFeatures(
-            HungarianTopK(
-                WirelessFLEnv(cfg, mode=mode, reward=reward, controls=controls)
-            )
-        )
-        self.config, self.mode = spaces.unwrapped.config, mode  # type: ignore[attr-defined]  # gymnasium: unwrapped is an Env
-        self._settings = {"mode": mode, "reward": reward, "controls": controls}
+        options = {"controls": controls, "neighbor_cost": neighbor_cost}
+        for option, value in options.items():
+            if value and option not in plugin.rl_features:
+                raise ValueError(
+                    f"{option} is for {_envs_taking(option)}; "
+                    f"got topology.kind={cfg.topology.kind}"
+                )
+        given = {k: v for k, v in options.items() if k in plugin.rl_features}
+        base = load(plugin.env_entry("rl_base"))(cfg, mode=mode, reward=reward, **given)
+        selection = plugin.rl_meta(cfg)["selection"]
+        scores = load(plugin.env_entry("rl_scores"))
+        spaces = scores(base, selection=selection)
+        #: The plug-in's scores wrapper, applied to each lane's env.
+        self._scores = partial(scores, selection=selection)
+        #: The plug-in's vector env (its emulate lanes).
+        self._vector = load(plugin.envs["vector"])
+        self.config, self.mode = spaces.unwrapped.config, mode
+        self._settings = {"mode": mode, "reward": reward, **given}
         self._check_num_envs(num_envs)
         self.num_envs = int(num_envs)
         self.reward_scale = float(reward_scale)
@@ -287,7 +320,9 @@ class RLVectorEnv(VectorEnv):
     def _begin(self, seed: Any) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
         """Reset the lanes on this lockstep episode's partition."""
         key = self.partition_seed
-        new = key not in self.groups or not self.groups[key].venv._started
+        new = key not in self.groups or not getattr(
+            self.groups[key].venv, "_started", False
+        )
         if key not in self.groups:
             self._check_room()
             cfg = (
@@ -295,8 +330,8 @@ class RLVectorEnv(VectorEnv):
                 if key is None
                 else self.config.model_copy(update={"seed": key})
             )
-            venv = WirelessFLVectorEnv(self.num_envs, cfg, **self._settings)  # type: ignore[arg-type]  # str/bool settings
-            self.groups[key] = _Lanes(venv)
+            venv = self._vector(self.num_envs, config=cfg, **self._settings)
+            self.groups[key] = _Lanes(venv, self._scores)
         if self.seeds is not None:
             seed = self._lane_seeds(seed, new)
         group = self.groups[key]
@@ -341,13 +376,13 @@ def make_rl_vector_env(
     num_envs: int = 1,
     **kwargs: Any,
 ) -> RLVectorEnv:
-    """Return :class:`RLVectorEnv` (``make_rl_env``'s arguments, star only).
+    """Return :class:`RLVectorEnv` (``make_rl_env``'s arguments).
 
     Args:
-        config: Run config of the star (None: ``WirelessFL-v0``'s default).
+        config: Run config (None: ``WirelessFL-v0``'s default).
         num_envs: E, the number of lanes.
         **kwargs: ``mode``, ``reward``, ``reward_scale``, ``overrides``,
             ``partition_seeds``, ``partition_every``, ``partition_offset``,
-            ``controls`` (as :func:`envs.rl.make_rl_env`).
+            ``controls``, ``neighbor_cost`` (as :func:`envs.rl.make_rl_env`).
     """
     return RLVectorEnv(num_envs, config, **kwargs)
