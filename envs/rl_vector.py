@@ -117,6 +117,18 @@ class _Lanes:
         return self.buffer
 
 
+def _str_keys(infos: dict[Any, Any]) -> dict[str, Any]:
+    """``infos`` with every key a str, at every depth (RLlib's vector envs need them).
+
+    D2D's per-target infos are keyed by the target's id: ``info[key][3]``
+    becomes ``info[key]["3"]`` (``make_rl_env``'s ``TargetInfo`` instead keeps
+    the one target's entry; the lanes' targets may differ).
+    """
+    return {
+        str(k): _str_keys(v) if isinstance(v, dict) else v for k, v in infos.items()
+    }
+
+
 def _decoder(env: gym.Env) -> ScoreDecoder:
     """The score decoder in a ``rl_scores`` wrapper stack (the outermost one)."""
     while not isinstance(env, ScoreDecoder):
@@ -308,7 +320,7 @@ class RLVectorEnv(VectorEnv):
         obs = group.observe(raw)
         if self.reward_scale != 1.0:
             rewards = self.reward_scale * rewards
-        return obs, rewards, terminated, truncated, infos
+        return obs, rewards, terminated, truncated, _str_keys(infos)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every partition's lanes (their client actors)."""
@@ -341,7 +353,7 @@ class RLVectorEnv(VectorEnv):
         if self.seeds is not None:
             for e in range(self.num_envs):
                 infos = self._add_info(infos, {"partition_seed": key}, e)
-        return group.observe(raw), infos
+        return group.observe(raw), _str_keys(infos)
 
     def _lane_seeds(self, seed: Any, new: bool) -> list[int | None]:
         """Each lane's run seed, as ``DataPartitions`` draws it per env."""

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+from gymnasium.vector.utils import concatenate, iterate
 
 from envs.d2d.backends import D2DOutcome, Selections
 from envs.d2d.neighbor import D2DNeighborEnv
+from envs.lanes import LaneVectorEnv
 from rayfl.config import RunConfig
 from rayfl.d2d.lanes import D2DLaneOutcome, D2DLanes, check_d2d_lanes
 from rayfl.d2d.selection import D2DLayout
@@ -100,7 +100,7 @@ class _LaneEnv(D2DNeighborEnv):
         return super()._base_observation(target, seed)
 
 
-class D2DNeighborVectorEnv(VectorEnv):
+class D2DNeighborVectorEnv(LaneVectorEnv):
     """E ``D2DNeighbor-v0`` episodes in lockstep; emulate lanes share their actors.
 
     ## Description
@@ -144,8 +144,6 @@ class D2DNeighborVectorEnv(VectorEnv):
     * v0: initial version (the vector entry point of ``D2DNeighbor-v0``).
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
-
     def __init__(
         self,
         num_envs: int = 1,
@@ -158,11 +156,7 @@ class D2DNeighborVectorEnv(VectorEnv):
         data: FederatedData | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer):
-            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        self.num_envs = int(num_envs)
+        self.num_envs = self.check_num_envs(num_envs)
         self._lanes: D2DLanes | None = None
         self._data = data
         settings = {
@@ -177,19 +171,9 @@ class D2DNeighborVectorEnv(VectorEnv):
         self.config, self.mode, self.render_mode = first.config, mode, render_mode
         if mode == "emulate":
             check_d2d_lanes(self.config)
-        self.envs = [first] + [
-            _LaneEnv(self, e, config=self.config, **settings)
-            for e in range(1, self.num_envs)
-        ]
-        self.single_observation_space = first.observation_space
-        self.single_action_space = first.action_space
-        self.observation_space = batch_space(first.observation_space, self.num_envs)
-        self.action_space = batch_space(first.action_space, self.num_envs)
-        self._observations = create_empty_array(
-            self.single_observation_space, self.num_envs
+        self._take_lanes(
+            first, lambda e: _LaneEnv(self, e, config=self.config, **settings)
         )
-        self._autoreset = np.zeros(self.num_envs, dtype=bool)
-        self._started = False
 
     def lane_group(self) -> D2DLanes:
         """The lanes' actors, started by the first reset (emulate mode)."""
@@ -205,19 +189,7 @@ class D2DNeighborVectorEnv(VectorEnv):
         options: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Reset every lane (see Starting State); return the batched obs and infos."""
-        if seed is None and not self._started:
-            seed = int(self.config.seed)
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, int | np.integer):
-            seeds = [int(seed) + e for e in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(
-                    f"seed must be an int, None or {self.num_envs} seeds (one per "
-                    f"lane), got {len(seeds)}"
-                )
+        seeds = self._reset_seeds(seed)
         self._started = True
         self._autoreset[:] = False
         firsts = self._reset_lanes(list(range(self.num_envs)), seeds)
@@ -319,6 +291,6 @@ class D2DNeighborVectorEnv(VectorEnv):
         return dict(batched)
 
 
-def lanes_env(num_envs: int) -> VectorEnv:
+def lanes_env(num_envs: int) -> LaneVectorEnv:
     """The default ``D2DNeighbor-v0`` config's emulate vector env with E = ``num_envs``."""
     return D2DNeighborVectorEnv(num_envs=num_envs, mode="emulate")

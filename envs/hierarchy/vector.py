@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+from gymnasium.vector.utils import concatenate, iterate
 
 from envs.hierarchy.scheduling import HierarchicalSchedulingEnv
+from envs.lanes import LaneVectorEnv
 from rayfl.config import RunConfig
 from rayfl.hierarchy.lanes import HierLanes, check_lanes
 from rayfl.schedule import Schedule
@@ -90,7 +90,7 @@ class _LaneEnv(HierarchicalSchedulingEnv):
         return super()._build()
 
 
-class HierarchicalFLVectorEnv(VectorEnv):
+class HierarchicalFLVectorEnv(LaneVectorEnv):
     """E ``HierarchicalFL-v0`` episodes in lockstep; emulate lanes share their hosts.
 
     ## Description
@@ -137,8 +137,6 @@ class HierarchicalFLVectorEnv(VectorEnv):
     * v0: initial version (the vector entry point of ``HierarchicalFL-v0``).
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
-
     def __init__(
         self,
         num_envs: int = 1,
@@ -149,11 +147,7 @@ class HierarchicalFLVectorEnv(VectorEnv):
         participants: bool = False,
         render_mode: str | None = None,
     ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer):
-            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        self.num_envs = int(num_envs)
+        self.num_envs = self.check_num_envs(num_envs)
         self._lanes: HierLanes | None = None
         settings = {
             "reward": reward,
@@ -167,19 +161,10 @@ class HierarchicalFLVectorEnv(VectorEnv):
         self.config, self.mode, self.render_mode = first.config, mode, render_mode
         if mode == "emulate":
             check_lanes(self.config)
-        self.envs = [first] + [
-            _LaneEnv(self._lane_group, e, config=self.config, **settings)
-            for e in range(1, self.num_envs)
-        ]
-        self.single_observation_space = first.observation_space
-        self.single_action_space = first.action_space
-        self.observation_space = batch_space(first.observation_space, self.num_envs)
-        self.action_space = batch_space(first.action_space, self.num_envs)
-        self._observations = create_empty_array(
-            self.single_observation_space, self.num_envs
+        self._take_lanes(
+            first,
+            lambda e: _LaneEnv(self._lane_group, e, config=self.config, **settings),
         )
-        self._autoreset = np.zeros(self.num_envs, dtype=bool)
-        self._started = False
 
     def _lane_group(self) -> HierLanes:
         """The lanes' hosts, started by the first reset (emulate mode)."""
@@ -195,19 +180,7 @@ class HierarchicalFLVectorEnv(VectorEnv):
         options: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Reset every lane (see Starting State); return the batched obs and infos."""
-        if seed is None and not self._started:
-            seed = int(self.config.seed)
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, int | np.integer):
-            seeds = [int(seed) + e for e in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(
-                    f"seed must be an int, None or {self.num_envs} seeds (one per "
-                    f"lane), got {len(seeds)}"
-                )
+        seeds = self._reset_seeds(seed)
         self._started = True
         self._autoreset[:] = False
         lanes = list(range(self.num_envs))
@@ -300,6 +273,6 @@ class HierarchicalFLVectorEnv(VectorEnv):
         return dict(batched)
 
 
-def lanes_env(num_envs: int) -> VectorEnv:
+def lanes_env(num_envs: int) -> LaneVectorEnv:
     """The default ``HierarchicalFL-v0`` config's emulate lanes (the env benchmark's)."""
     return HierarchicalFLVectorEnv(num_envs=num_envs, mode="emulate")

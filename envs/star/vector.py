@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+from gymnasium.vector.utils import concatenate, iterate
 
+from envs.lanes import LaneVectorEnv
 from envs.star.backends import EmulatedBackend, Outcome, SurrogateBackend, _eval_arrays
 from envs.star.columns import ColumnSteps, columns_settings_refusal
 from envs.star.scheduling import WirelessFLEnv
@@ -113,7 +113,7 @@ class _LaneEnv(WirelessFLEnv):
         return super()._build()
 
 
-class WirelessFLVectorEnv(VectorEnv):
+class WirelessFLVectorEnv(LaneVectorEnv):
     """E ``WirelessFL-v0`` episodes in lockstep; emulate lanes share their actors.
 
     ## Description
@@ -165,8 +165,6 @@ class WirelessFLVectorEnv(VectorEnv):
     * v0: initial version (the vector entry point of ``WirelessFL-v0``).
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
-
     def __init__(
         self,
         num_envs: int = 1,
@@ -179,11 +177,7 @@ class WirelessFLVectorEnv(VectorEnv):
         render_mode: str | None = None,
         columns: bool | None = None,
     ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer):
-            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        self.num_envs = int(num_envs)
+        self.num_envs = self.check_num_envs(num_envs)
         self._lanes: StarLanes | None = None
         settings = {
             "mode": mode,
@@ -198,19 +192,10 @@ class WirelessFLVectorEnv(VectorEnv):
         self.config, self.mode, self.render_mode = first.config, mode, render_mode
         if mode == "emulate":
             check_lanes(self.config)
-        self.envs = [first] + [
-            _LaneEnv(self._lane_group, e, config=self.config, **settings)
-            for e in range(1, self.num_envs)
-        ]
-        self.single_observation_space = first.observation_space
-        self.single_action_space = first.action_space
-        self.observation_space = batch_space(first.observation_space, self.num_envs)
-        self.action_space = batch_space(first.action_space, self.num_envs)
-        self._observations = create_empty_array(
-            self.single_observation_space, self.num_envs
+        self._take_lanes(
+            first,
+            lambda e: _LaneEnv(self._lane_group, e, config=self.config, **settings),
         )
-        self._autoreset = np.zeros(self.num_envs, dtype=bool)
-        self._started = False
         self._columns: ColumnSteps | None = None
         refusal = (
             columns_refusal(self.config) or columns_settings_refusal(self)
@@ -240,19 +225,7 @@ class WirelessFLVectorEnv(VectorEnv):
         options: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Reset every lane (see Starting State); return the batched obs and infos."""
-        if seed is None and not self._started:
-            seed = int(self.config.seed)
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, int | np.integer):
-            seeds = [int(seed) + e for e in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(
-                    f"seed must be an int, None or {self.num_envs} seeds (one per "
-                    f"lane), got {len(seeds)}"
-                )
+        seeds = self._reset_seeds(seed)
         self._started = True
         self._autoreset[:] = False
         if self.columnar:

@@ -27,6 +27,13 @@ LANES, STEPS, SEED = 2, 4, 3
 OVERRIDES = ["rounds=3"]
 
 
+def _assert_str_keys(infos):
+    for key, value in infos.items():
+        assert isinstance(key, str), key
+        if isinstance(value, dict):
+            _assert_str_keys(value)
+
+
 def _close(a, b, where):
     np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=where)
 
@@ -46,10 +53,16 @@ def test_each_rl_lane_equals_make_rl_env_alone(config):
         for _ in range(STEPS)
     ]
     try:
-        trace = [(venv.reset(seed=SEED)[0],)]
-        trace += [venv.step(a)[:4] for a in actions]
+        obs, infos = venv.reset(seed=SEED)
+        trace, all_infos = [(obs,)], [infos]
+        for a in actions:
+            *step, infos = venv.step(a)
+            trace.append(tuple(step))
+            all_infos.append(infos)
     finally:
         venv.close()
+    for infos in all_infos:  # RLlib's vector envs want str keys at every depth
+        _assert_str_keys(infos)
     ended = np.array([t[2] | t[3] for t in trace[1:]])
     assert ended.any(axis=0).all(), "every lane should end an episode (autoreset)"
     for e in range(LANES):
