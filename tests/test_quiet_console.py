@@ -81,13 +81,40 @@ ENGINE_LEFT_OPEN = textwrap.dedent(
     """
     import gymnasium as gym, envs
     from rayfl.cluster.resources import ResourceError
-    venv = gym.make_vec("HierarchicalFL-v0", num_envs=4)
+    venv = gym.make_vec("HierarchicalFL-v0", num_envs=4, vectorization_mode="sync")
     try:  # 4 hierarchy engines cannot share 2 CPUs: the second one is refused
         venv.reset(seed=0)
     except ResourceError:
         print("refused")
     """
 )
+
+
+LANES_LEFT_OPEN = textwrap.dedent(
+    """
+    import gymnasium as gym, envs
+    venv = gym.make_vec("HierarchicalFL-v0", num_envs=2)  # lanes on shared hosts
+    venv.reset(seed=0)
+    print("left open")
+    """
+)
+
+
+def test_lanes_left_open_at_exit_close_quietly(tmp_path, ray_tmp):
+    # The vector env is closed by the garbage collector at interpreter exit:
+    # releasing its CPU reservation used to import Ray while Python shut down.
+    proc = subprocess.run(
+        [sys.executable, "-c", LANES_LEFT_OPEN],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=isolated_env(ray_tmp),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("left open"), proc.stdout
+    for word in NOISE:
+        assert word not in proc.stderr, proc.stderr
 
 
 def test_an_engine_left_open_at_exit_closes_quietly(tmp_path, ray_tmp):

@@ -250,12 +250,15 @@ def run_cpus(limit: float | None = None) -> float:
 
 def release_cpus(pg: Any) -> None:
     """Release a reservation of :func:`reserve_cpus` (no-op if Ray is down)."""
-    import ray
-    from ray.util.placement_group import remove_placement_group
-
-    if pg is not None:
-        _HELD.pop(pg.id, None)
-    if pg is not None and ray.is_initialized():
+    if pg is None:
+        return
+    _HELD.pop(pg.id, None)
+    try:
+        import ray
+        from ray.util.placement_group import remove_placement_group
+    except ImportError:  # a close at interpreter exit: the session went with it
+        return
+    if ray.is_initialized():
         with contextlib.suppress(Exception):  # already removed, or cluster gone
             remove_placement_group(pg)
 

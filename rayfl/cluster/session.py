@@ -252,7 +252,19 @@ class RaySession:
             node.kill_all_processes(check_alive=False, allow_graceful=True, wait=True)
 
     def close(self) -> None:
-        """Shut Ray down if (and only if) this object started it."""
+        """Shut Ray down if (and only if) this object started it.
+
+        A close at interpreter exit (the garbage collector closing an env left
+        open) cannot import anything: it stops there, quietly, and the
+        watchdog stops what the session left.
+        """
+        try:
+            self._close()
+        except ImportError:
+            if sys.meta_path is not None:
+                raise
+
+    def _close(self) -> None:
         if self.watchdog is not None:  # a clean exit: the watchdog's job is done
             self.watchdog.terminate()
             self.watchdog.wait()
