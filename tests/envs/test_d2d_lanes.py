@@ -75,7 +75,12 @@ def _same(got: Any, want: Any, where: str) -> None:
         ] or got == want, where
 
 
-@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize(
+    "name",
+    # d2d-small (bernoulli links, online EM) is slow: the default suite keeps
+    # the default config's oracle, `-m slow` runs both
+    [n if n == "default" else pytest.param(n, marks=pytest.mark.slow) for n in CONFIGS],
+)
 def test_a_lane_equals_its_env_run_alone(ray_session, name):
     config, overrides = CONFIGS[name]
     venv = D2DNeighborVectorEnv(num_envs=E, config=config, overrides=overrides)

@@ -39,7 +39,12 @@ def _close(a, b, where):
 
 
 @pytest.mark.parametrize(
-    "config", ["examples/rl_hierarchical.yaml", "examples/rl_d2d.yaml"]
+    "config",
+    [
+        "examples/rl_hierarchical.yaml",
+        # slow (45 s): the D2D lanes' own oracle runs in the default suite
+        pytest.param("examples/rl_d2d.yaml", marks=pytest.mark.slow),
+    ],
 )
 def test_each_rl_lane_equals_make_rl_env_alone(config):
     reward = load_config(config).rl.reward
