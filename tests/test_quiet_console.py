@@ -100,11 +100,9 @@ LANES_LEFT_OPEN = textwrap.dedent(
 )
 
 
-def test_lanes_left_open_at_exit_close_quietly(tmp_path, ray_tmp):
-    # The vector env is closed by the garbage collector at interpreter exit:
-    # releasing its CPU reservation used to import Ray while Python shut down.
+def _script_exits_quietly(script, ending, tmp_path, ray_tmp):
     proc = subprocess.run(
-        [sys.executable, "-c", LANES_LEFT_OPEN],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         timeout=600,
@@ -112,27 +110,22 @@ def test_lanes_left_open_at_exit_close_quietly(tmp_path, ray_tmp):
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().endswith("left open"), proc.stdout
+    assert proc.stdout.strip().endswith(ending), proc.stdout
     for word in NOISE:
         assert word not in proc.stderr, proc.stderr
+
+
+def test_lanes_left_open_at_exit_close_quietly(tmp_path, ray_tmp):
+    # The vector env is closed by the garbage collector at interpreter exit:
+    # releasing its CPU reservation used to import Ray while Python shut down.
+    _script_exits_quietly(LANES_LEFT_OPEN, "left open", tmp_path, ray_tmp)
 
 
 def test_an_engine_left_open_at_exit_closes_quietly(tmp_path, ray_tmp):
     # The first engine is left to the garbage collector at interpreter exit,
     # after Ray shut down: closing it used to start a new Ray session (a
     # traceback on stderr).
-    proc = subprocess.run(
-        [sys.executable, "-c", ENGINE_LEFT_OPEN],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=isolated_env(ray_tmp),
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().endswith("refused"), proc.stdout
-    for word in NOISE:
-        assert word not in proc.stderr, proc.stderr
+    _script_exits_quietly(ENGINE_LEFT_OPEN, "refused", tmp_path, ray_tmp)
 
 
 SWALLOWED_EXIT = textwrap.dedent(
