@@ -15,7 +15,12 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
+from numpy.random.bit_generator import ISpawnableSeedSequence
 
 #: Stable integer ids of the purposes a draw may serve. Never renumber: the ids
 #: are part of every run's reproducibility contract.
@@ -64,7 +69,7 @@ PURPOSES: dict[str, int] = {
     "cpu_frequency": 92,
 }
 
-__all__ = ["PURPOSES", "rng_for", "torch_seed_for"]
+__all__ = ["PURPOSES", "rng_for", "rng_for_many", "torch_seed_for"]
 
 
 def rng_for(
@@ -84,11 +89,134 @@ def rng_for(
     Raises:
         KeyError: If ``purpose`` is unknown.
     """
+    # = np.random.default_rng(key), the same stream at half the cost
+    key = [int(seed), _purpose_id(purpose), int(round), int(client)]
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(key)))
+
+
+def rng_for_many(
+    seed: npt.ArrayLike | int,
+    purpose: str,
+    *,
+    rounds: npt.ArrayLike | int = 0,
+    clients: npt.ArrayLike | int = 0,
+) -> list[np.random.Generator]:
+    """Return the generators of many (seed, purpose, round, client) keys at once.
+
+    ``rng_for_many(s, p, rounds=r, clients=c)[i]`` draws the stream of
+    ``rng_for(s[i], p, round=r[i], client=c[i])`` (``seed``, ``rounds`` and
+    ``clients`` broadcast against each other), with the keys' seeding done as
+    array operations (Implementation details below).
+
+    Args:
+        seed: The run's seed, or each key's (lanes of different seeds).
+        purpose: One of :data:`PURPOSES`.
+        rounds: Round index of each key, or one for all.
+        clients: Client id of each key, or one for all.
+
+    Returns:
+        One fresh generator per key, in order.
+
+    Raises:
+        KeyError: If ``purpose`` is unknown.
+
+    Implementation details:
+        ``np.random.default_rng(key)`` hashes the key into PCG64's 256-bit
+        seed with ``SeedSequence`` (O'Neill's seed_seq hash: per 32-bit word a
+        multiply-xorshift mix), which costs far more than the generator it
+        seeds. :func:`_state_words` runs the same hash on all keys at once in
+        uint32 arithmetic, and each generator receives its words through
+        :class:`_KeySeed` (``SeedSequence``'s interface, ``spawn`` included).
+        tests/test_seeding_ids.py checks the streams against ``SeedSequence`` on
+        random and edge keys.
+    """
+    pid = _purpose_id(purpose)
+    arrays = np.broadcast_arrays(
+        np.asarray(seed), np.asarray(rounds), np.asarray(clients)
+    )
+    s, r, c = (a.reshape(-1) for a in arrays)
+    if len(s) and (
+        min(int(a.min()) for a in (s, r, c)) < 0
+        or max(int(a.max()) for a in (s, r, c)) > _MASK
+    ):
+        return [
+            rng_for(int(a), purpose, round=int(b), client=int(d))
+            for a, b, d in zip(s.tolist(), r.tolist(), c.tolist(), strict=True)
+        ]
+    keys = np.empty((len(r), 4), np.uint32)
+    keys[:, 0], keys[:, 1], keys[:, 2], keys[:, 3] = s, pid, r, c
+    words = _state_words(keys)
+    return [
+        np.random.Generator(np.random.PCG64(_KeySeed(tuple(k), w)))
+        for k, w in zip(keys.tolist(), words, strict=True)
+    ]
+
+
+def _purpose_id(purpose: str) -> int:
     if purpose not in PURPOSES:
         raise KeyError(f"unknown rng purpose {purpose!r}; known: {sorted(PURPOSES)}")
-    # = np.random.default_rng(key), the same stream at half the cost
-    key = [int(seed), PURPOSES[purpose], int(round), int(client)]
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(key)))
+    return PURPOSES[purpose]
+
+
+# numpy's SeedSequence constants (numpy/random/bit_generator.pyx), pool size 4
+_MASK = 0xFFFFFFFF
+_INIT_A, _MULT_A, _INIT_B, _MULT_B = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
+_MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
+
+
+def _state_words(keys: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
+    """``SeedSequence(row).generate_state(4, np.uint64)`` of each row of ``keys`` (M, 4)."""
+    u = np.uint32
+    with np.errstate(over="ignore"):
+        h = [u(_INIT_A)]
+
+        def hashmix(v: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
+            v = v ^ h[0]
+            h[0] = u(h[0] * u(_MULT_A))
+            v = v * h[0]
+            return v ^ (v >> u(16))
+
+        pool = [hashmix(keys[:, i]) for i in range(4)]
+        for s in range(4):
+            for d in range(4):
+                if s != d:
+                    r = u(_MIX_L) * pool[d] - u(_MIX_R) * hashmix(pool[s])
+                    pool[d] = r ^ (r >> u(16))
+        out = np.empty((len(keys), 8), np.uint32)
+        hc = u(_INIT_B)
+        for i in range(8):
+            v = pool[i % 4] ^ hc
+            hc = u(hc * u(_MULT_B))
+            v = v * hc
+            out[:, i] = v ^ (v >> u(16))
+    return out.astype("<u4").view("<u8").astype(np.uint64)
+
+
+class _KeySeed(ISpawnableSeedSequence):
+    """A key's ``SeedSequence`` with its PCG64 state words already computed.
+
+    ``generate_state(4, np.uint64)`` (what ``PCG64`` asks) returns the words;
+    anything else (``spawn``, other sizes) goes to the real
+    ``SeedSequence(key)``, made on first use.
+    """
+
+    def __init__(self, key: Sequence[int], words: npt.NDArray[np.uint64]) -> None:
+        self.key = tuple(key)
+        self.words = words
+        self._real: np.random.SeedSequence | None = None
+
+    def _sequence(self) -> np.random.SeedSequence:
+        if self._real is None:
+            self._real = np.random.SeedSequence(list(self.key))
+        return self._real
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> Any:
+        if n_words == 4 and np.dtype(dtype) == np.uint64:
+            return self.words.copy()
+        return self._sequence().generate_state(n_words, dtype)
+
+    def spawn(self, n_children: int) -> list[np.random.SeedSequence]:
+        return self._sequence().spawn(n_children)
 
 
 def torch_seed_for(seed: int, purpose: str, *, round: int = 0, client: int = 0) -> int:

@@ -211,8 +211,13 @@ class ClientHost:
         download: Any = None,
         *,
         personal: bool = False,
+        rng: np.random.Generator | None = None,
     ) -> ClientContext:
-        """Return a hosted client's context of the round (``personal``: no upload)."""
+        """Return a hosted client's context of the round (``personal``: no upload).
+
+        ``rng`` is the client's (seed, "batch", round, client) generator when
+        the caller made it already (:func:`rayfl.seeding.rng_for_many`).
+        """
         x, y = self.data.train(client)
         common: dict[str, Any] = {
             "client": client,
@@ -223,7 +228,11 @@ class ClientHost:
             "model": self.model,
             "state": self.state[client],
             "controls": controls,
-            "rng": rng_for(self.setup.seed, "batch", round=round, client=client),
+            "rng": (
+                rng
+                if rng is not None
+                else rng_for(self.setup.seed, "batch", round=round, client=client)
+            ),
             "downlink_bit_error_rate": downlink_ber,
         }
         if personal:

@@ -48,6 +48,7 @@ from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.algorithms.registry import make_algorithm
 from rayfl.learning.segment_eval import evaluate_segments_many
 from rayfl.privacy.pipeline import build_client_stages
+from rayfl.seeding import rng_for_many
 
 __all__ = ["LANE_ALGORITHMS", "LaneActor", "LaneHost", "LaneJob"]
 
@@ -140,6 +141,14 @@ class LaneHost(ClientHost):
             Per job, in order: its clients' records and their uploads bundle.
         """
         spans: list[list[ClientContext]] = []
+        rngs = iter(
+            rng_for_many(
+                [self._enter(j.lane).setup.seed for j in jobs for _ in j.clients],
+                "batch",
+                rounds=[job.round for job in jobs for _ in job.clients],
+                clients=[client for job in jobs for client in job.clients],
+            )
+        )
         for job in jobs:
             self._enter(job.lane)
             vector = global_vectors[job.lane]
@@ -151,6 +160,7 @@ class LaneHost(ClientHost):
                         client,
                         {k: float(v[i]) for k, v in job.controls.items()},
                         0.0,
+                        rng=next(rngs),
                     )
                     for i, client in enumerate(job.clients)
                 ]
@@ -245,12 +255,16 @@ class LaneHost(ClientHost):
             ``(updates, weights, train_loss)``: float32 (J, dim), float64 (J,)
             and (J,), row i the client of row i.
         """
+        seeds = [self._enter(lane).setup.seed for lane in lanes.tolist()]
+        rngs = rng_for_many(seeds, "batch", rounds=rounds, clients=clients)
         contexts = []
-        for lane, t, client in zip(
-            lanes.tolist(), rounds.tolist(), clients.tolist(), strict=True
+        for lane, t, client, rng in zip(
+            lanes.tolist(), rounds.tolist(), clients.tolist(), rngs, strict=True
         ):
             self._enter(lane)
-            contexts.append(self._context(t, global_vectors[lane], client, {}, 0.0))
+            contexts.append(
+                self._context(t, global_vectors[lane], client, {}, 0.0, rng=rng)
+            )
         trainer = self.lanes[int(lanes[0])].algorithm if len(lanes) else self.algorithm
         updates: list[ClientUpdate] = []
         for first in range(0, len(contexts), TRAIN_CHUNK):

@@ -41,7 +41,7 @@ import ray
 
 from rayfl.exactsum import _PLAIN_RANGE, exact_sum
 from rayfl.privacy.pipeline import build_client_stages
-from rayfl.seeding import rng_for
+from rayfl.seeding import rng_for_many
 from rayfl.star.lanes import StarLanes
 from rayfl.uplink import UplinkModel
 from rayfl.wireless.channel import fading_power_gain, shannon_rate_bps, snr_linear
@@ -237,8 +237,8 @@ class StarColumns(StarLanes):
             return
         pick = lanes[todo]
         fading = np.empty((len(todo), *shape))
-        for j, i in enumerate(todo.tolist()):
-            rng = rng_for(int(self.seeds[lanes[i]]), "channel", round=int(rounds[i]))
+        rngs = rng_for_many(self.seeds[pick], "channel", rounds=rounds[todo])
+        for j, rng in enumerate(rngs):
             fading[j] = fading_power_gain(
                 shape, kind=wireless.fading, rician_k_db=wireless.rician_k_db, rng=rng
             )
@@ -316,10 +316,12 @@ class StarColumns(StarLanes):
         if self.config.wireless.effects in ("packet_loss", "bit_flip"):
             # one uniform per client and round, indexed by client (UplinkModel.link)
             draws = np.ones((p, n))
-            for i in np.unique(row).tolist():
-                draws[i] = rng_for(
-                    int(self.seeds[lanes[i]]), "packet_loss", round=int(rounds[i])
-                ).random(n)
+            used = np.unique(row)
+            rngs = rng_for_many(
+                self.seeds[lanes[used]], "packet_loss", rounds=rounds[used]
+            )
+            for i, rng in zip(used.tolist(), rngs, strict=True):
+                draws[i] = rng.random(n)
             delivered &= draws[row, client] >= link["packet_error_rate"]
         arrived = np.zeros(len(row), bool)
         evaluations = []
