@@ -273,19 +273,13 @@ def iter_windows(
         shared = (x_all, torch.from_numpy(shared_y[0]), shared_x[1], shared_y[1])
     xs = [torch.from_numpy(a).reshape(len(a), row_bytes // 4) for a in x_np]
     ys = [torch.from_numpy(a) for a in y_np]
+    flat = _FlatBatches.of(plan)
     start = 0
     while start < plan.num_steps:
         k = plan.active(start)
         stop = min(plan.num_steps, start + span)
         rows = (stop - start) * plan.slot
-        index = np.zeros((k, rows), dtype=np.int64)
-        weight = np.zeros((k, rows), dtype=np.float32)
-        for i in range(k):
-            for s in range(start, min(stop, int(plan.steps[i]))):
-                b = plan.batches[i][s]
-                at = (s - start) * plan.slot
-                index[i, at : at + len(b)] = b
-                weight[i, at : at + len(b)] = 1.0 / len(b)
+        index, weight = flat.window(start, stop, k, plan.slot)
         x, y, w = scratch.get(k, rows, sample_shape)
         if shared is not None:
             x_all, y_all, x_off, y_off = shared
@@ -301,3 +295,66 @@ def iter_windows(
         w.copy_(torch.from_numpy(weight))
         yield DataWindow(start, stop, x, y, w)
         start = stop
+
+
+@dataclass(frozen=True)
+class _FlatBatches:
+    """Every batch of a plan as flat arrays: per batch, and per sample drawn.
+
+    Attributes:
+        client: Stack position of each batch (stack order, then step order).
+        step: Its step.
+        inverse: 1/b of each batch, float32 (the float64 1/b, rounded).
+        batch: The batch of each sample entry.
+        position: The entry's row within its batch.
+        sample: The sample index (the batch's value).
+    """
+
+    client: npt.NDArray[np.int64]
+    step: npt.NDArray[np.int64]
+    inverse: npt.NDArray[np.float32]
+    batch: npt.NDArray[np.int64]
+    position: npt.NDArray[np.int64]
+    sample: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, plan: BatchPlan) -> _FlatBatches:
+        """Flatten ``plan.batches``."""
+        batches = [b for bs in plan.batches for b in bs]
+        lens = np.array(list(map(len, batches)), np.int64)
+        client = np.repeat(np.arange(len(plan.steps)), plan.steps)
+        step = np.arange(len(lens)) - np.repeat(
+            np.cumsum(plan.steps) - plan.steps, plan.steps
+        )
+        total = int(lens.sum())
+        sample = (
+            np.concatenate(batches).astype(np.int64, copy=False)
+            if total
+            else np.zeros(0, np.int64)
+        )
+        batch = np.repeat(np.arange(len(lens)), lens)
+        position = np.arange(total) - (np.cumsum(lens) - lens)[batch]
+        with np.errstate(divide="ignore"):
+            inverse = (1.0 / lens).astype(np.float32)
+        return cls(client, step, inverse, batch, position, sample)
+
+    def window(
+        self, start: int, stop: int, k: int, slot: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Sample indices and loss weights of steps [start, stop) of the first k clients.
+
+        Shapes (k, (stop − start)·slot); padding rows hold index 0, weight 0.
+        """
+        rows = (stop - start) * slot
+        index = np.zeros(k * rows, dtype=np.int64)
+        weight = np.zeros(k * rows, dtype=np.float32)
+        offset = self.client * rows + (self.step - start) * slot
+        batch, position, sample = self.batch, self.position, self.sample
+        inside = (self.step >= start) & (self.step < stop) & (self.client < k)
+        if not inside.all():
+            keep = inside[batch]
+            batch, position, sample = batch[keep], position[keep], sample[keep]
+        at = offset[batch] + position
+        index[at] = sample
+        weight[at] = self.inverse[batch]
+        return index.reshape(k, rows), weight.reshape(k, rows)

@@ -352,3 +352,41 @@ def test_slot_smaller_than_a_batch_is_rejected():
             rngs=[np.random.default_rng(0)],
             slot=8,
         )
+
+
+@pytest.mark.parametrize("window_bytes", [1, 4096, 16 << 20])
+def test_windows_hold_each_clients_batches_in_its_slots(window_bytes, monkeypatch):
+    """iter_windows against a per-(client, step) loop: indices, weights, padding, windows."""
+    from rayfl.learning import vectorized_plan as vp
+
+    monkeypatch.setattr(vp, "WINDOW_BYTES", window_bytes)
+    rng = np.random.default_rng(3)
+    sizes = [0, 7, 40, 33, 1, 16, 90]
+    for local_steps in (None, 5):
+        ok_sizes = [max(1, n) for n in sizes] if local_steps else sizes
+        plan = vp.plan_batches(
+            ok_sizes,
+            batch_size=8,
+            local_epochs=2,
+            local_steps=local_steps,
+            rngs=[np.random.default_rng(i) for i in range(len(sizes))],
+        )
+        data = [
+            (rng.normal(size=(n, 3)).astype(np.float32), rng.integers(0, 4, n))
+            for n in ok_sizes
+        ]
+        covered = 0
+        for win in vp.iter_windows(plan, data, scratch=vp.WindowScratch()):
+            assert win.start == covered
+            covered = win.stop
+            for step in range(win.start, win.stop):
+                k = plan.active(step)
+                x, y, w = win.batch(step, k, plan.slot)
+                for i in range(k):
+                    b = plan.batches[i][step]
+                    xi, yi = data[plan.order[i]]
+                    assert torch.equal(x[i, : len(b)], torch.from_numpy(xi[b]))
+                    assert torch.equal(y[i, : len(b)], torch.from_numpy(yi[b]))
+                    assert (w[i, : len(b)] == np.float32(1.0 / len(b))).all()
+                    assert (w[i, len(b) :] == 0).all()
+        assert covered == plan.num_steps
