@@ -457,8 +457,8 @@ def _lane_sums(
 
     :func:`rayfl.exactsum._exact_running_sum` of each lane's rows w·u (in the
     given order: ``row`` ascending, a lane's rows in its order) at once: the
-    k-th rows of every lane that has one are added in one pass, with the
-    TwoSum check of each addition (exact: every error is 0).
+    k-th rows of every lane that has one are added in one pass, with an
+    exactness check of each addition (TwoSum's: the rounding error is 0).
 
     Args:
         row: (m,) the lane of each row, ascending.
@@ -471,21 +471,29 @@ def _lane_sums(
     place = np.empty(p, np.int64)
     place[rank] = np.arange(p)
     slot = np.arange(len(row)) - np.repeat(np.cumsum(count) - count, count)
-    s = np.zeros((p, dim))
+    s = np.zeros((p, dim))  # +0: a running sum from it is never -0
     exact = np.ones(p, bool)
+    lanes = int(np.count_nonzero(count))
+    x, t, d = (np.empty((lanes, dim)) for _ in range(3))
+    same, also = np.empty((lanes, dim), bool), np.empty((lanes, dim), bool)
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(int(count.max(initial=0))):
             at = np.flatnonzero(slot == k)
             at = at[np.argsort(place[row[at]])]
             n = len(at)
-            x = updates[at] * weights[at, None]
+            head, xs, ts, ds = s[:n], x[:n], t[:n], d[:n]
+            # w·u in float64 (a float32 → float64 cast is exact; one mixed-type
+            # multiply costs several same-type passes)
+            np.multiply(updates[at].astype(np.float64), weights[at, None], out=xs)
             if k == 0:
-                s[:n] = x + 0.0
+                np.add(head, xs, out=head)
                 continue
-            head = s[:n]
-            t = head + x
-            z = t - head
-            err = (head - (t - z)) + (x - z)
-            exact[:n] &= (err == 0).all(axis=1)
-            s[:n] = t
-    return s[place] + 0.0, exact[place]
+            # t = head + x is exact iff t − head == x and t − x == head: the
+            # subtraction of the larger operand is exact (Fast2Sum), so an
+            # inexact t fails one of them; inf and nan fail too
+            np.add(head, xs, out=ts)
+            np.equal(np.subtract(ts, head, out=ds), xs, out=same[:n])
+            np.equal(np.subtract(ts, xs, out=ds), head, out=also[:n])
+            exact[:n] &= np.logical_and(same[:n], also[:n], out=same[:n]).all(axis=1)
+            np.copyto(head, ts)
+    return s[place], exact[place]

@@ -228,6 +228,8 @@ def test_the_columns_lane_sums_are_exact_sums_or_say_not():
     keep[4:6] = True
     updates = (rng.normal(size=(len(row), dim)) * 1e-2).astype(np.float32)
     updates[5] *= 1e12  # lane 1 cannot be summed exactly in float64
+    updates[8:12] = -0.0  # lane 2: −0.0 rows sum to +0.0
+    keep[8:12] = True
     weights = rng.integers(20, 200, size=len(row)).astype(float)
     sel = np.flatnonzero(keep)
     count = np.bincount(row[sel], minlength=lanes)
@@ -237,3 +239,4 @@ def test_the_columns_lane_sums_are_exact_sums_or_say_not():
         mine = sel[row[sel] == lane]
         oracle = exact_sum(updates[mine], weights[mine]).value() if len(mine) else 0.0
         np.testing.assert_array_equal(sums[lane], oracle)
+    assert not np.signbit(sums[2]).any()
