@@ -51,7 +51,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["LIMB_BITS", "ExactSum", "exact_sum"]
+__all__ = ["LIMB_BITS", "ExactSum", "exact_sum", "group_running_sums"]
 
 LIMB_BITS = 48
 """Bits per limb; limb j of a sum with ``low`` = l weighs 2^(48·(l + j))."""
@@ -214,6 +214,64 @@ def _exact_running_sum(
                 return None
             s = t
     return s + 0.0
+
+
+def group_running_sums(
+    row: npt.NDArray[np.int64],
+    count: npt.NDArray[np.int64],
+    updates: npt.NDArray[np.float32],
+    weights: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Per group: the float64 running sum of its weighted rows, and whether it is exact.
+
+    :func:`_exact_running_sum` (implementation detail 5's fast path) of many
+    groups at once, e.g. each lane's uploads in :mod:`rayfl.star.columns`: the
+    k-th rows of every group that has one are added in one pass (groups in a
+    given order: ``row`` ascending, a group's rows in its order), with an
+    exactness check of each addition (TwoSum's: the rounding error is 0). An
+    exact group's sum is its :class:`ExactSum`'s value; an inexact one must go
+    to :func:`exact_sum`.
+
+    Args:
+        row: (m,) the group of each row, ascending.
+        count: (P,) rows per group.
+        updates: (m, dim) the rows, float32.
+        weights: (m,) their weights.
+
+    Returns:
+        ``(sums, exact)``: float64 (P, dim) and bool (P,).
+    """
+    p, dim = len(count), updates.shape[1]
+    rank = np.argsort(-count, kind="stable")  # lanes with a k-th row: a prefix
+    place = np.empty(p, np.int64)
+    place[rank] = np.arange(p)
+    slot = np.arange(len(row)) - np.repeat(np.cumsum(count) - count, count)
+    s = np.zeros((p, dim))  # +0: a running sum from it is never -0
+    exact = np.ones(p, bool)
+    lanes = int(np.count_nonzero(count))
+    x, t, d = (np.empty((lanes, dim)) for _ in range(3))
+    same, also = np.empty((lanes, dim), bool), np.empty((lanes, dim), bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(int(count.max(initial=0))):
+            at = np.flatnonzero(slot == k)
+            at = at[np.argsort(place[row[at]])]
+            n = len(at)
+            head, xs, ts, ds = s[:n], x[:n], t[:n], d[:n]
+            # w·u in float64 (a float32 → float64 cast is exact; one mixed-type
+            # multiply costs several same-type passes)
+            np.multiply(updates[at].astype(np.float64), weights[at, None], out=xs)
+            if k == 0:
+                np.add(head, xs, out=head)
+                continue
+            # t = head + x is exact iff t − head == x and t − x == head: the
+            # subtraction of the larger operand is exact (Fast2Sum), so an
+            # inexact t fails one of them; inf and nan fail too
+            np.add(head, xs, out=ts)
+            np.equal(np.subtract(ts, head, out=ds), xs, out=same[:n])
+            np.equal(np.subtract(ts, xs, out=ds), head, out=also[:n])
+            exact[:n] &= np.logical_and(same[:n], also[:n], out=same[:n]).all(axis=1)
+            np.copyto(head, ts)
+    return s[place], exact[place]
 
 
 def _plain_division_is_exact(total: npt.NDArray[np.float64], divisor: float) -> bool:

@@ -147,7 +147,7 @@ def rng_for_many(
     keys[:, 0], keys[:, 1], keys[:, 2], keys[:, 3] = s, pid, r, c
     words = _state_words(keys)
     return [
-        np.random.Generator(np.random.PCG64(_KeySeed(tuple(k), w)))
+        np.random.Generator(np.random.PCG64(_KeySeed(tuple(k), w)))  # type: ignore[arg-type]
         for k, w in zip(keys.tolist(), words, strict=True)
     ]
 
@@ -215,7 +215,7 @@ class _KeySeed(ISpawnableSeedSequence):
             return self.words.copy()
         return self._sequence().generate_state(n_words, dtype)
 
-    def spawn(self, n_children: int) -> list[np.random.SeedSequence]:
+    def spawn(self, n_children: int) -> list[np.random.SeedSequence]:  # type: ignore[override]
         return self._sequence().spawn(n_children)
 
 

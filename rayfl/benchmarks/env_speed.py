@@ -17,7 +17,11 @@ episodes ending (and resetting) inside the timed steps, and writes ``--csv``
 (default docs/performance/env_emulate.csv): one row per env with
 ``steps_per_s`` (env steps: one lane's step counts one), ``ratio`` (over the
 single emulate env's steps per second of the same run) and ``vs_surrogate``
-(over the surrogate env's of the same run).
+(over the surrogate env's of the same run). The ``trainer-bound`` rows are no
+env: the steps per second E star lanes would reach if their hosts' training
+and test evaluation were all the work, split perfectly over 2 cores
+(:mod:`rayfl.benchmarks.trainer_bound`; ``seconds`` is that work's CPU time
+halved).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from rayfl.benchmarks import bench_parser
+from rayfl.benchmarks.trainer_bound import trainer_bound
 from rayfl.registry import (
     POLICIES,
     build_policy,
@@ -127,6 +132,9 @@ def _one_repeat(args: argparse.Namespace, repeat: int) -> list[dict[str, Any]]:
     surrogate = load(_default_env())(mode="surrogate")
     steps, seconds = timed_steps(surrogate, 20 * args.steps, vector=False)
     rows.append(_row(repeat, "surrogate", 1, steps, seconds))
+    for lanes in args.lanes:  # the star lanes' hosts' arithmetic alone: a bound
+        rate = trainer_bound(surrogate.unwrapped.config, lanes)
+        rows.append(_row(repeat, "trainer-bound", lanes, lanes, lanes / rate))
     for i, (name, role) in enumerate(_vector_envs()):
         # the default topology's (the first registered) rows keep the plain label
         label = "vector" if i == 0 else f"{name}-vector"

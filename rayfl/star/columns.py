@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 import ray
 
-from rayfl.exactsum import _PLAIN_RANGE, exact_sum
+from rayfl.exactsum import _PLAIN_RANGE, exact_sum, group_running_sums
 from rayfl.privacy.pipeline import build_client_stages
 from rayfl.seeding import rng_for_many
 from rayfl.star.lanes import StarLanes
@@ -312,17 +312,7 @@ class StarColumns(StarLanes):
             self.samples[client],
             self.payload_bits,
         )
-        delivered: npt.NDArray[np.bool_] = ~link["lost"]
-        if self.config.wireless.effects in ("packet_loss", "bit_flip"):
-            # one uniform per client and round, indexed by client (UplinkModel.link)
-            draws = np.ones((p, n))
-            used = np.unique(row)
-            rngs = rng_for_many(
-                self.seeds[lanes[used]], "packet_loss", rounds=rounds[used]
-            )
-            for i, rng in zip(used.tolist(), rngs, strict=True):
-                draws[i] = rng.random(n)
-            delivered &= draws[row, client] >= link["packet_error_rate"]
+        delivered = self._delivered(lanes[row], rounds[row], client, link)
         arrived = np.zeros(len(row), bool)
         evaluations = []
         for half, mine, refs in trained:
@@ -352,6 +342,26 @@ class StarColumns(StarLanes):
         return ColumnRound(
             lanes, clients, full, **per_client, test_loss=test_loss, test_acc=test_acc
         )
+
+    def _delivered(
+        self,
+        lane: npt.NDArray[np.int64],
+        rounds: npt.NDArray[np.int64],
+        client: npt.NDArray[np.int64],
+        link: dict[str, npt.NDArray[Any]],
+    ) -> npt.NDArray[np.bool_]:
+        """Which uploads (one per entry) arrive: not lost, and not dropped by packet loss.
+
+        Packet loss draws one uniform per client and round, indexed by client
+        (``UplinkModel.link``), from each lane's (seed, "packet_loss", t).
+        """
+        delivered: npt.NDArray[np.bool_] = ~link["lost"]
+        if self.config.wireless.effects not in ("packet_loss", "bit_flip"):
+            return delivered
+        keys, at = np.unique(np.stack([lane, rounds]), axis=1, return_inverse=True)
+        rngs = rng_for_many(self.seeds[keys[0]], "packet_loss", rounds=keys[1])
+        draws = np.stack([rng.random(self.num_clients) for rng in rngs])
+        return delivered & (draws[at.reshape(-1), client] >= link["packet_error_rate"])
 
     def _conclude_columns(
         self,
@@ -425,7 +435,7 @@ class StarColumns(StarLanes):
             return
         # rows of a lane in client order (the cloud's)
         sel = np.flatnonzero(ok)[np.lexsort((client[ok], row[ok]))]
-        s, exact = _lane_sums(row[sel], count, updates[sel], weights[sel])
+        s, exact = group_running_sums(row[sel], count, updates[sel], weights[sel])
         total = np.zeros(p)
         np.add.at(total, row[sel], weights[sel])
         lo, hi = _PLAIN_RANGE
@@ -445,55 +455,3 @@ class StarColumns(StarLanes):
             e = int(lanes[i])
             mean = exact_sum(updates[rows], weights[rows]).mean()
             self.vectors[e] = (self.vectors[e] + mean).astype(np.float32)
-
-
-def _lane_sums(
-    row: npt.NDArray[np.int64],
-    count: npt.NDArray[np.int64],
-    updates: npt.NDArray[np.float32],
-    weights: npt.NDArray[np.float64],
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
-    """Per lane: the float64 running sum of its weighted rows, and whether it is exact.
-
-    :func:`rayfl.exactsum._exact_running_sum` of each lane's rows w·u (in the
-    given order: ``row`` ascending, a lane's rows in its order) at once: the
-    k-th rows of every lane that has one are added in one pass, with an
-    exactness check of each addition (TwoSum's: the rounding error is 0).
-
-    Args:
-        row: (m,) the lane of each row, ascending.
-        count: (P,) rows per lane.
-        updates: (m, dim) the rows, float32.
-        weights: (m,) their weights.
-    """
-    p, dim = len(count), updates.shape[1]
-    rank = np.argsort(-count, kind="stable")  # lanes with a k-th row: a prefix
-    place = np.empty(p, np.int64)
-    place[rank] = np.arange(p)
-    slot = np.arange(len(row)) - np.repeat(np.cumsum(count) - count, count)
-    s = np.zeros((p, dim))  # +0: a running sum from it is never -0
-    exact = np.ones(p, bool)
-    lanes = int(np.count_nonzero(count))
-    x, t, d = (np.empty((lanes, dim)) for _ in range(3))
-    same, also = np.empty((lanes, dim), bool), np.empty((lanes, dim), bool)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(int(count.max(initial=0))):
-            at = np.flatnonzero(slot == k)
-            at = at[np.argsort(place[row[at]])]
-            n = len(at)
-            head, xs, ts, ds = s[:n], x[:n], t[:n], d[:n]
-            # w·u in float64 (a float32 → float64 cast is exact; one mixed-type
-            # multiply costs several same-type passes)
-            np.multiply(updates[at].astype(np.float64), weights[at, None], out=xs)
-            if k == 0:
-                np.add(head, xs, out=head)
-                continue
-            # t = head + x is exact iff t − head == x and t − x == head: the
-            # subtraction of the larger operand is exact (Fast2Sum), so an
-            # inexact t fails one of them; inf and nan fail too
-            np.add(head, xs, out=ts)
-            np.equal(np.subtract(ts, head, out=ds), xs, out=same[:n])
-            np.equal(np.subtract(ts, xs, out=ds), head, out=also[:n])
-            exact[:n] &= np.logical_and(same[:n], also[:n], out=same[:n]).all(axis=1)
-            np.copyto(head, ts)
-    return s[place], exact[place]

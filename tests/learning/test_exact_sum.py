@@ -217,9 +217,9 @@ def test_fast_path_fires_for_model_updates_and_not_for_cancellation():
     assert np.signbit(z.value()).tolist() == [False]
 
 
-def test_the_columns_lane_sums_are_exact_sums_or_say_not():
-    """rayfl.star.columns._lane_sums: each lane's sum is exact_sum's, or flagged inexact."""
-    from rayfl.star.columns import _lane_sums
+def test_group_running_sums_are_exact_sums_or_say_not():
+    """group_running_sums (the star columns' lanes): each sum is exact_sum's, or flagged."""
+    from rayfl.exactsum import group_running_sums
 
     rng = np.random.default_rng(0)
     lanes, k, dim = 40, 4, 50
@@ -233,7 +233,7 @@ def test_the_columns_lane_sums_are_exact_sums_or_say_not():
     weights = rng.integers(20, 200, size=len(row)).astype(float)
     sel = np.flatnonzero(keep)
     count = np.bincount(row[sel], minlength=lanes)
-    sums, exact = _lane_sums(row[sel], count, updates[sel], weights[sel])
+    sums, exact = group_running_sums(row[sel], count, updates[sel], weights[sel])
     assert not exact[1] and exact.sum() == lanes - 1
     for lane in np.flatnonzero(exact):
         mine = sel[row[sel] == lane]
