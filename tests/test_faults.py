@@ -10,6 +10,7 @@ import rayfl
 from rayfl.config import load_config
 from rayfl.engine import Engine
 from rayfl.schedule import Schedule
+from tests.ray_faults import kill_until_restarted
 
 CFG = {
     "name": "faults",
@@ -78,15 +79,9 @@ def test_an_actor_restarted_before_the_next_call_refuses_it_until_restored(ray_s
     try:
         everyone = Schedule.of(np.arange(4))
         system.run_round(0, everyone)
-        ray.kill(system.actors[1], no_restart=False)
-        deadline = time.monotonic() + 60
-        while True:  # wait until the restart has completed
-            try:
-                ray.get(system.actors[1].ping.remote(), timeout=5)
-                break
-            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-                assert time.monotonic() < deadline, "the actor did not restart"
-                time.sleep(0.2)
+        # until the restarted process answers: a ping alone can still reach the
+        # old one under load (CI, 6 Dec 2026: all four delivered)
+        kill_until_restarted(system.actors[1])
         result = system.run_round(1, everyone)
         assert result.delivered == [0, 1]
         system.run_round(2, everyone)
