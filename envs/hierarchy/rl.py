@@ -12,7 +12,7 @@ from gymnasium import spaces
 
 from envs.hierarchy.scheduling import HierarchicalSchedulingEnv
 from envs.rl import ScoreDecoder, top_k_assignment
-from policies.features import NUM_FEATURES, client_features
+from policies.features import NUM_FEATURES, client_features, client_features_many
 
 __all__ = ["EdgeScores"]
 
@@ -48,6 +48,21 @@ class EdgeScores(ScoreDecoder):
                 client_features(self.base.edge_observation(obs, c))
                 for c in range(len(self.base.sizes))
             ]
+        ).astype(np.float32)
+
+    def observation_many(self, obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
+        """:meth:`observation` of E lanes' batched observations at once, (E, I, F).
+
+        Each edge's block is :func:`policies.features.client_features_many`
+        of the edge's batched observation (the same numbers as the one-lane
+        function), for a vector env of this env's lanes.
+        """
+        return np.concatenate(
+            [
+                client_features_many(self.base.edge_observation(obs, c))
+                for c in range(len(self.base.sizes))
+            ],
+            axis=1,
         ).astype(np.float32)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:

@@ -164,6 +164,9 @@ class HierarchicalSchedulingEnv(FLEnv):
             )
         )
         self._offsets = np.cumsum([0, *blocks])
+        #: (edge, block) → its schedule, render marks and repeated ids.
+        self._decisions: dict[tuple[Any, ...], Any] = {}
+        self._ignored: list[int] = []
 
     # ---------------------------------------------------------------- actions
     def split_action(self, action: npt.ArrayLike) -> list[npt.NDArray[np.int64]]:
@@ -222,11 +225,30 @@ class HierarchicalSchedulingEnv(FLEnv):
     def _decide(self, action: Any) -> tuple[list[Any], list[npt.NDArray[np.int64]]]:
         """The per-edge schedules of ``action`` (and its blocks); marks them."""
         blocks = self.split_action(action)
-        schedules = [
-            rules.to_schedule(a)[0] for rules, a in zip(self.rules, blocks, strict=True)
-        ]
-        self.marks = self._marks(schedules)
-        return schedules, blocks
+        decided = [self._edge_decision(c, a) for c, a in enumerate(blocks)]
+        self.marks = [mark for _, marks, _ in decided for mark in marks]
+        self._ignored = [i for _, _, repeated in decided for i in repeated]
+        return [schedule for schedule, _, _ in decided], blocks
+
+    def _edge_decision(
+        self, c: int, block: npt.NDArray[Any]
+    ) -> tuple[Any, list[tuple[int, int]], list[int]]:
+        """Edge c's schedule of its action block, its render marks, its repeats.
+
+        Kept per (edge, block): a block always makes the same schedule (a
+        ``Schedule`` is frozen); a bad block raises every time.
+        """
+        key = (c, block.dtype.str, block.shape, block.tobytes())
+        found = self._decisions.get(key)
+        if found is None:
+            rules = self.rules[c]
+            schedule = rules.to_schedule(block)[0]
+            repeated = [] if rules.participants else self._repeated_in(rules, block)
+            found = (schedule, self._marks_of(c, schedule), repeated)
+            if len(self._decisions) >= 4096:  # a bound on the memo, not a policy
+                self._decisions.clear()
+            self._decisions[key] = found
+        return found
 
     def _conclude(
         self, blocks: Sequence[Any], result: Any, extras: Mapping[str, Any]
@@ -235,7 +257,7 @@ class HierarchicalSchedulingEnv(FLEnv):
         costs: dict[str, Any] = {k: float(extras[k]) for k in ("latency_s", "energy_j")}
         info: dict[str, Any] = {
             "scheduled": sorted(int(r["client"]) for r in result.rows),
-            "ignored": [] if self.rules[0].participants else self._repeated(blocks),
+            "ignored": list(self._ignored),
             **costs,
         }
         if self.reward_kind in COST_REWARDS:  # no evaluation needed
@@ -257,31 +279,29 @@ class HierarchicalSchedulingEnv(FLEnv):
             acc = np.array([e["test_acc"] for e in evals], dtype=np.float64)
         return Scores(loss, acc, weights, latency_s, energy_j)
 
-    def _repeated(self, blocks: Sequence[npt.ArrayLike]) -> list[int]:
-        """The device ids a block names again after their first subchannel."""
-        out = []
-        for rules, block in zip(self.rules, blocks, strict=True):
-            values = np.asarray(block).reshape(-1).tolist()
-            n = len(rules.members)
-            out += [
-                int(rules.members[j])
-                for k, j in enumerate(values)
-                if j != n and j in values[:k]
-            ]
-        return out
+    @staticmethod
+    def _repeated_in(rules: EdgeActions, block: npt.ArrayLike) -> list[int]:
+        """The device ids ``block`` names again after their first subchannel."""
+        values = np.asarray(block).reshape(-1).tolist()
+        n = len(rules.members)
+        return [
+            int(rules.members[j])
+            for k, j in enumerate(values)
+            if j != n and j in values[:k]
+        ]
 
-    def _marks(self, schedules: Sequence[Any]) -> list[tuple[int, int]]:
-        """The schedules' (row, column) cells of :meth:`_gain_table`."""
-        rows, cols = np.cumsum([0, *self.sizes]), np.cumsum([0, *self.num_subchannels])
-        marks = []
-        for c, (rules, schedule) in enumerate(zip(self.rules, schedules, strict=True)):
-            index = {int(m): j for j, m in enumerate(rules.members)}
+    def _marks_of(self, c: int, schedule: Any) -> list[tuple[int, int]]:
+        """Edge c's (row, column) cells of :meth:`_gain_table` in ``schedule``."""
+        row0 = int(sum(self.sizes[:c]))
+        col0 = int(sum(self.num_subchannels[:c]))
+        index = {int(m): j for j, m in enumerate(self.rules[c].members)}
+        return [
+            (row0 + index[int(d)], col0 + int(k))
             for d, k in zip(
                 schedule.clients.tolist(), schedule.subchannel.tolist(), strict=True
-            ):
-                if k >= 0:  # a participants action names no subchannel
-                    marks.append((int(rows[c]) + index[int(d)], int(cols[c]) + int(k)))
-        return marks
+            )
+            if k >= 0  # a participants action names no subchannel
+        ]
 
     def _gain_table(
         self, obs: Mapping[str, Any]

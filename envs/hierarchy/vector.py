@@ -165,6 +165,8 @@ class HierarchicalFLVectorEnv(LaneVectorEnv):
             first,
             lambda e: _LaneEnv(self._lane_group, e, config=self.config, **settings),
         )
+        for env in self.envs:  # one config, one set of rules: one memo of decisions
+            env._decisions = first._decisions
 
     def _lane_group(self) -> HierLanes:
         """The lanes' hosts, started by the first reset (emulate mode)."""

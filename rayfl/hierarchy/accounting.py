@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -28,11 +28,12 @@ import numpy.typing as npt
 from rayfl.actors.cloud import REJECT_ACTOR_LOST
 from rayfl.hierarchy.config import TopologyConfig
 from rayfl.hierarchy.cost import CostModel
-from rayfl.hierarchy.dp import ObserverLedger, release_noise_multiplier
+from rayfl.hierarchy.dp import release_noise_multiplier
 from rayfl.hierarchy.interval import Interval
 from rayfl.hierarchy.submit import Plan, Sent
 
 __all__ = [
+    "ReleaseLedger",
     "RoundRecords",
     "device_rows",
     "edge_rows",
@@ -40,6 +41,18 @@ __all__ = [
     "round_extras",
     "settle_round",
 ]
+
+
+class ReleaseLedger(Protocol):
+    """What a round records its releases in (``ObserverLedger``, a lane's ledger)."""
+
+    nominal_epsilon: float
+
+    def record(
+        self, clients: list[int], *, trusted: bool, noise_multiplier: float
+    ) -> None:
+        """Charge one release of ``clients`` to the observers who see it."""
+
 
 #: ``(edge c, period p, devices) -> fading power of each device's upload``.
 FadingOf = Callable[[int, int, list[int]], npt.NDArray[np.float64]]
@@ -87,7 +100,20 @@ def device_rows(
     energy = np.zeros(num_edges)
     delay = np.zeros(num_edges)
     refused: list[set[int]] = [set() for _ in range(num_edges)]
-    for (c, p, mine, _), recs in zip(calls, records, strict=True):
+    # every priced upload at once (elementwise: the same numbers as call by call)
+    priced = [
+        (mine, fading_of(c, p, mine))
+        for (c, p, mine, _), recs in zip(calls, records, strict=True)
+        if recs is not None
+    ]
+    all_time_s = all_energy_j = np.zeros(0)
+    if priced:
+        all_time_s, all_energy_j = cost.uploads(
+            [i for mine, _ in priced for i in mine],
+            np.concatenate([fading for _, fading in priced]),
+        )
+    first = 0
+    for (c, _p, mine, _), recs in zip(calls, records, strict=True):
         if recs is None:  # the actor died: these uploads are lost (packet loss)
             for i in mine:
                 row = rows.setdefault(i, _new_row(i))
@@ -95,7 +121,9 @@ def device_rows(
                 row["actor_failed"] = True
                 refused[c].add(i)
             continue
-        time_s, energy_j = cost.uploads(mine, fading_of(c, p, mine))
+        time_s = all_time_s[first : first + len(mine)]
+        energy_j = all_energy_j[first : first + len(mine)]
+        first += len(mine)
         energy[c] += energy_j.sum()
         delay[c] += time_s.sum()
         for rec, t_s, e_j in zip(recs, time_s, energy_j, strict=True):
@@ -124,7 +152,7 @@ def device_rows(
 
 def record_ledger(
     *,
-    ledger: ObserverLedger,
+    ledger: ReleaseLedger,
     chosen: Sequence[list[int]],
     refused: Sequence[set[int]],
     trusted: npt.NDArray[np.bool_],
@@ -307,7 +335,7 @@ def settle_round(
     cost: CostModel,
     fading_of: FadingOf,
     interval: Interval,
-    ledger: ObserverLedger,
+    ledger: ReleaseLedger,
     num_train: npt.NDArray[np.int64],
     num_test: npt.NDArray[np.int64],
     dp_enabled: bool,

@@ -46,10 +46,11 @@ from rayfl.cluster.session import RaySession
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.hierarchy.config import TopologyConfig
 from rayfl.hierarchy.cost import CostModel
-from rayfl.hierarchy.dp import ObserverLedger
 from rayfl.hierarchy.edge import EdgeHost
 from rayfl.hierarchy.interval import Interval
-from rayfl.hierarchy.lanes_host import HierLaneActor, SegmentJob
+from rayfl.hierarchy.lanes_host import HierLaneActor, SegmentJob, pack_jobs
+from rayfl.hierarchy.lanes_ledger import LedgerColumns
+from rayfl.hierarchy.lanes_observe import observe_lanes
 from rayfl.hierarchy.lanes_round import (
     LaneRound,
     LaneRun,
@@ -113,8 +114,11 @@ class HierLanes:
         self.pool: ActorPool | None = None
         self.lanes: list[LaneRun | None] = [None] * self.num_lanes
         self._pending: dict[int, ActorSetup] = {}
-        #: ε by release-history signature, shared by every lane's ledgers.
-        self._epsilons: dict[tuple[object, ...], float] = {}
+        #: Lanes played by the last :meth:`run` → their next global round (their
+        #: observations are made together when the first is asked for).
+        self._to_observe: dict[int, int] = {}
+        #: Lane → (k, its edges' observations of round k) made in advance.
+        self._observed: dict[int, tuple[int, list[dict[str, np.ndarray]]]] = {}
         self.session = RaySession(config.ray)
         try:
             self._build(data)
@@ -166,6 +170,8 @@ class HierLanes:
             sample_rate=topo.dp.calibration_sample_rate
             or min(1.0, cfg.algorithm.batch_size / float(self.num_train.mean())),
         )
+        #: Every lane's observer ledgers (release-history states).
+        self.ledgers = LedgerColumns(self.num_lanes, n, delta=topo.dp.delta)
         agent = cfg.scheduler.policy == topology_of(cfg).default_policy
         self.needed_keys = (
             OBS_KEYS if agent else policy_class(cfg.scheduler.policy).required_keys
@@ -191,13 +197,9 @@ class HierLanes:
             num_train=self.num_train,
             needed_keys=self.needed_keys,
         )
-        ledger = ObserverLedger(
-            n, delta=topo.dp.delta, strict=topo.dp.strict_accounting
-        )
-        for observer in ledger.ledgers.values():
-            # ε is a pure function of the cache's key (a release history's
-            # signature, δ, the accountant): the lanes share one cache
-            observer._cache = self._epsilons
+        ledger = self.ledgers.lane(lane)
+        self._to_observe.pop(lane, None)
+        self._observed.pop(lane, None)
         self.lanes[lane] = LaneRun(
             cfg,
             initial_vector(cfg, self.input_shape, self.data.num_classes),
@@ -223,6 +225,11 @@ class HierLanes:
         ``HierarchicalRound.scheduling_observations`` of the lane's run; a lane
         without any loss yet is evaluated first (with every lane waiting).
         """
+        if self._to_observe.get(lane) == k:
+            self._observe_played()
+        made = self._observed.pop(lane, None)
+        if made is not None and made[0] == k:
+            return made[1]
         run = self._lane(lane)
         sch = run.scheduling
         if "loss" in sch.needed_keys and np.isnan(sch.loss).all():
@@ -238,6 +245,32 @@ class HierLanes:
             upload_count=run.interval.local_update_count,
             privacy_spent=eps,
         )
+
+    def _observe_played(self) -> None:
+        """Make the observations of every lane the last :meth:`run` played, at once.
+
+        A lane that still has no loss to show (and needs one) is left to
+        :meth:`observations`' own path (it evaluates first).
+        """
+        waiting, self._to_observe = self._to_observe, {}
+        lanes = [
+            e
+            for e in waiting
+            if not (
+                "loss" in self.needed_keys
+                and np.isnan(self._lane(e).scheduling.loss).all()
+            )
+        ]
+        if not lanes:
+            return
+        eps = None
+        if "privacy_spent" in self.needed_keys and self.shared.dp_enabled:
+            eps = self.ledgers.epsilons(lanes)
+        made = observe_lanes(
+            [self._lane(e) for e in lanes], [waiting[e] for e in lanes], eps
+        )
+        for e, obs in zip(lanes, made, strict=True):
+            self._observed[e] = (waiting[e], obs)
 
     def evaluations(self, lanes: list[int]) -> dict[int, list[EvalRow]]:
         """Return every device's evaluation of each lane's current global model.
@@ -271,6 +304,9 @@ class HierLanes:
             ``HierarchicalRound.run_global_round``'s.
         """
         resets = self._send_restarts()
+        for e in rounds:  # their observations made in advance are past
+            self._observed.pop(e, None)
+            self._to_observe.pop(e, None)
         plans = {
             e: plan_round(self.shared, self._lane(e), k, schedules)
             for e, (k, schedules) in rounds.items()
@@ -302,6 +338,7 @@ class HierLanes:
                     run = self._lane(e)
                     run.interval.period_index += len(done.plan.segments)
                     results[e] = settle_lane(self.shared, run, done)
+                    self._to_observe[e] = done.plan.k + 1
         waiting = [e for e, run in enumerate(self.lanes) if run and run.evals is None]
         waiting = [e for e in waiting if e not in out]  # restarted, not played
         evals.append((waiting, self._submit_evaluate(waiting)))
@@ -317,12 +354,9 @@ class HierLanes:
         them early changes nothing but when the driver spends the time.
         """
         for e, plan in plans.items():
-            sch = self._lane(e).scheduling
-            first = self._lane(e).interval.period_index + len(plan.segments)
-            key = sch.fading_key(plan.k + 1, first)
-            for members, k_e in zip(sch.subnets, sch.num_subchannels, strict=True):
-                for device in members.tolist():
-                    sch.fading(key, device, k_e)
+            run = self._lane(e)
+            first = run.interval.period_index + len(plan.segments)
+            run.scheduling.draw(run.scheduling.fading_key(plan.k + 1, first))
 
     def _submit_segment(
         self, j: int, out: dict[int, LaneRound], edge_models: npt.NDArray[np.float32]
@@ -336,9 +370,12 @@ class HierLanes:
         assert self.pool is not None
         topo = self.config.topology
         g, equal = topo.dp.grad_bound, topo.weighting == "equal"
-        actor_of = self.pool.actor_of
+        actor_of = self.pool.actor_of.tolist()
         jobs: list[list[SegmentJob]] = [[] for _ in self.pool.actors]
         where: list[list[tuple[int, int, int]]] = [[] for _ in self.pool.actors]
+        # segment 0 starts every edge of a lane from the lane's global model:
+        # one row per lane; later segments one row per (lane, edge)
+        per_edge = len(self.topology.subnets) if j else 1
         for row, (e, done) in enumerate(out.items()):
             plan = done.plan
             if j >= len(plan.segments):
@@ -350,20 +387,33 @@ class HierLanes:
             clip = None if g is None else plan.eta * steps * g
             for c, members in enumerate(plan.chosen):
                 std = plan.stds.std(c, edge=False, is_global=is_global)
-                for a in np.unique(actor_of[members]).tolist() if members else []:
+                for a in sorted({actor_of[i] for i in members}):
                     mine = [i for i in members if actor_of[i] == a]
                     where[a].append((e, len(done.devices), c))
                     done.sent.device_calls.append((c, p, mine, None))
                     done.devices.append(None)
                     jobs[a].append(
                         SegmentJob(
-                            e, row, c, p, mine, plan.eta, steps, clip, std, equal
+                            e,
+                            row * per_edge + (c if j else 0),
+                            c,
+                            p,
+                            mine,
+                            plan.eta,
+                            steps,
+                            clip,
+                            std,
+                            equal,
                         )
                     )
         called = [a for a, mine in enumerate(jobs) if mine]
-        models = ray.put(edge_models[list(out)])  # row i: the i-th lane of out
+        starts = edge_models[list(out)] if j else edge_models[list(out), 0]
+        models = ray.put(starts.reshape(-1, self.dim))
         actors = self.pool.actors
-        refs = [actors[a].train_segment_lanes.remote(models, jobs[a]) for a in called]
+        refs = [
+            actors[a].train_segment_lanes.remote(models, pack_jobs(jobs[a]))
+            for a in called
+        ]
         return called, [where[a] for a in called], refs
 
     def _edges(

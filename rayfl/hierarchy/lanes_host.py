@@ -35,7 +35,7 @@ from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.privacy.clip import clip_by_l2_norm
 from rayfl.seeding import rng_for
 
-__all__ = ["HierLaneActor", "HierLaneHost", "SegmentJob"]
+__all__ = ["HierLaneActor", "HierLaneHost", "SegmentJob", "pack_jobs", "unpack_jobs"]
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,8 @@ class SegmentJob:
 
     Attributes:
         lane: The lane (run) index.
-        row: The lane's row in the call's edge models.
-        edge: The edge c (row of the lane's edge models).
+        row: The row of the job's start model w̄_c in the call's start models.
+        edge: The edge c.
         period: Global aggregation-period index (keys batches and noise).
         clients: The subnet's participants hosted here, ascending.
         lr: η_k.
@@ -67,27 +67,96 @@ class SegmentJob:
     equal_weights: bool
 
 
+#: Jobs as arrays (cheap to send): ints (jobs, 7) lane, row, edge, period, steps,
+#: equal_weights, clip given; floats (jobs, 3) lr, clip_norm, noise_std; the
+#: clients of every job in order, and each job's count.
+PackedJobs = tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+]
+
+
+def pack_jobs(jobs: list[SegmentJob]) -> PackedJobs:
+    """Return ``jobs`` as arrays (:data:`PackedJobs`; :func:`unpack_jobs` inverts)."""
+    ints = np.array(
+        [
+            (
+                j.lane,
+                j.row,
+                j.edge,
+                j.period,
+                j.steps,
+                j.equal_weights,
+                j.clip_norm is not None,
+            )
+            for j in jobs
+        ],
+        dtype=np.int64,
+    ).reshape(-1, 7)
+    floats = np.array(
+        [
+            (j.lr, 0.0 if j.clip_norm is None else j.clip_norm, j.noise_std)
+            for j in jobs
+        ],
+        dtype=np.float64,
+    ).reshape(-1, 3)
+    clients = np.array([i for j in jobs for i in j.clients], dtype=np.int64)
+    counts = np.array([len(j.clients) for j in jobs], dtype=np.int64)
+    return ints, floats, clients, counts
+
+
+def unpack_jobs(packed: PackedJobs) -> list[SegmentJob]:
+    """Return the jobs :func:`pack_jobs` packed (the same values)."""
+    ints, floats, clients, counts = packed
+    ends = np.cumsum(counts).tolist()
+    starts = [0, *ends[:-1]]
+    return [
+        SegmentJob(
+            lane,
+            row,
+            edge,
+            period,
+            clients[first:end].tolist(),
+            lr,
+            steps,
+            clip if has_clip else None,
+            std,
+            bool(equal),
+        )
+        for (lane, row, edge, period, steps, equal, has_clip), (
+            lr,
+            clip,
+            std,
+        ), first, end in zip(ints.tolist(), floats.tolist(), starts, ends, strict=True)
+    ]
+
+
 class HierLaneHost(LaneHost):
     """A :class:`LaneHost` with the hierarchy's segment training (module docstring)."""
 
     @needs_state
     def train_segment_lanes(
-        self, edge_vectors: npt.NDArray[np.float32], jobs: list[SegmentJob]
+        self, edge_vectors: npt.NDArray[np.float32], packed: PackedJobs
     ) -> list[tuple[list[dict[str, Any]], PartialSum | None]]:
         """Train every job's devices in stacked calls; clip, noise and sum each job.
 
         Args:
-            edge_vectors: w̄_c of the jobs' lanes, float32 (rows, C, dim).
-            jobs: The (lane, edge) shares of the segment on this host.
+            edge_vectors: The jobs' start models w̄_c, float32 (rows, dim)
+                (``job.row`` picks a job's).
+            packed: The (lane, edge) shares of the segment on this host
+                (:func:`pack_jobs`).
 
         Returns:
             Per job, in order: its devices' records and the exact sum of its
             accepted uploads (None when every upload was rejected).
         """
+        jobs = unpack_jobs(packed)
         spans: list[list[ClientContext]] = []
         for job in jobs:
             self._enter(job.lane)
-            start = edge_vectors[job.row, job.edge]
+            start = edge_vectors[job.row]
             controls = {"lr": float(job.lr)}
             spans.append(
                 [

@@ -18,9 +18,9 @@ import numpy.typing as npt
 from rayfl.hierarchy.accounting import RoundRecords, settle_round
 from rayfl.hierarchy.control import learning_rate
 from rayfl.hierarchy.cost import CostModel
-from rayfl.hierarchy.dp import ObserverLedger
 from rayfl.hierarchy.edge import EdgeHost
 from rayfl.hierarchy.interval import Interval
+from rayfl.hierarchy.lanes_ledger import LaneLedger
 from rayfl.hierarchy.scheduling import EdgeScheduling, upload_fading
 from rayfl.hierarchy.submit import Plan, Sent, make_plan
 from rayfl.hierarchy.topology import Topology
@@ -43,22 +43,42 @@ class LaneScheduling(EdgeScheduling):
     """:class:`EdgeScheduling` that keeps the fading it drew (same draws).
 
     A round's observation draws every device's fading of the round's key; its
-    settling prices the uploads with the same draws (``upload_fading``).
+    settling prices the uploads with the same draws (``upload_fading``). The
+    draws of one key are kept as one table (device × K_e, padded with NaN)
+    drawn at once (:meth:`draw`), and the gains are read off it.
     """
 
     def reset(self) -> None:
         """Clear the per-device history (and start the fading memo)."""
         super().reset()
-        self._drawn: dict[tuple[int, int, int], npt.NDArray[np.float64]] = {}
+        self._tables: dict[int, npt.NDArray[np.float64]] = {}
+
+    def draw(self, key: int) -> npt.NDArray[np.float64]:
+        """Return abs(u_{i,k})² of every device for fading key ``key`` (I, max K_e).
+
+        Row i holds ``EdgeScheduling.fading(key, i, K_e)`` of device i's edge
+        in its first K_e columns; drawn once per key.
+        """
+        table = self._tables.get(int(key))
+        if table is None:
+            table = np.full((len(self.num_train), max(self.num_subchannels)), np.nan)
+            for members, k_e in zip(self.subnets, self.num_subchannels, strict=True):
+                for device in members.tolist():
+                    table[device, :k_e] = super().fading(key, device, k_e)
+            self._tables[int(key)] = table
+        return table
 
     def fading(
         self, key: int, device: int, num_subchannels: int
     ) -> npt.NDArray[np.float64]:
-        """``EdgeScheduling.fading``, drawn once per (key, device, K_e)."""
-        memo = (int(key), int(device), int(num_subchannels))
-        if memo not in self._drawn:
-            self._drawn[memo] = super().fading(key, device, num_subchannels)
-        return self._drawn[memo]
+        """``EdgeScheduling.fading``, drawn once per key (:meth:`draw`)."""
+        return self.draw(key)[int(device), : int(num_subchannels)]
+
+    def gains_db(self, c: int, key: int) -> npt.NDArray[np.float64]:
+        """``EdgeScheduling.gains_db`` off the key's table (same values)."""
+        members = self.subnets[c]
+        fading = self.draw(key)[members, : self.num_subchannels[c]]
+        return self.large_scale_db[members, None] + 10 * np.log10(fading)
 
 
 @dataclass(frozen=True)
@@ -82,8 +102,8 @@ class LaneRun:
     config: Any
     vector: npt.NDArray[np.float32]
     interval: Interval
-    ledger: ObserverLedger
-    scheduling: EdgeScheduling
+    ledger: LaneLedger
+    scheduling: LaneScheduling
     edges: list[EdgeHost]
     #: The devices' evaluations of ``vector`` (None: not evaluated yet).
     evals: list[EvalRow] | None = None

@@ -59,6 +59,25 @@ def test_scores_decode_to_the_learned_policy_of_each_edge():
     assert scheduled > 0  # the decoding did schedule devices
 
 
+def test_the_features_of_many_lanes_are_each_lanes_features():
+    # Arrange: three surrogate lanes a few rounds in (the same spaces as emulate)
+    from envs.hierarchy.vector import HierarchicalFLVectorEnv
+
+    venv = HierarchicalFLVectorEnv(num_envs=3, config=HIER, mode="surrogate")
+    wrappers = [EdgeScores(env) for env in venv.envs]
+    venv.action_space.seed(0)
+    obs, _ = venv.reset(seed=4)
+    for _ in range(2):
+        obs, *_ = venv.step(venv.action_space.sample())
+    # Act
+    many = wrappers[0].observation_many(obs)
+    # Assert: bit for bit each lane's own features
+    for e, wrapper in enumerate(wrappers):
+        lane = {c: {k: v[e] for k, v in edge.items()} for c, edge in obs.items()}
+        np.testing.assert_array_equal(many[e], wrapper.observation(lane))
+    venv.close()
+
+
 def test_bad_scores_are_refused():
     env = make_rl_env(HIER, mode="surrogate")
     env.reset(seed=0)
