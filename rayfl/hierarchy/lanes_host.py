@@ -33,7 +33,7 @@ from rayfl.actors.restart import needs_state
 from rayfl.algorithms.base import ClientContext, ClientUpdate
 from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.privacy.clip import clip_by_l2_norm
-from rayfl.seeding import rng_for
+from rayfl.seeding import rng_for_many
 
 __all__ = ["HierLaneActor", "HierLaneHost", "SegmentJob", "pack_jobs", "unpack_jobs"]
 
@@ -209,7 +209,17 @@ class HierLaneHost(LaneHost):
         """Clip, noise and pre-reduce one job's uploads (``DeviceHost.train_segment``)."""
         rows, weights = [], []
         std = float(job.noise_std)
-        for i, (client, payload) in enumerate(
+        rngs = (
+            rng_for_many(
+                self.setup.seed,
+                "hier_device_noise",
+                rounds=job.period,
+                clients=job.clients,
+            )
+            if std > 0
+            else []
+        )
+        for i, (_client, payload) in enumerate(
             zip(job.clients, bundle.payloads, strict=True)
         ):
             vector = payload.to_dense()
@@ -221,13 +231,7 @@ class HierLaneHost(LaneHost):
                     float(min(1.0, job.clip_norm / norm)) if norm > 0 else 1.0
                 )
             if std > 0:
-                rng = rng_for(
-                    self.setup.seed,
-                    "hier_device_noise",
-                    round=job.period,
-                    client=client,
-                )
-                vector = (vector + rng.normal(0.0, std, size=vector.shape)).astype(
+                vector = (vector + rngs[i].normal(0.0, std, size=vector.shape)).astype(
                     np.float32
                 )
             rec["device_noise_std"] = std

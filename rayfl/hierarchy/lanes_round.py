@@ -25,6 +25,7 @@ from rayfl.hierarchy.scheduling import EdgeScheduling, upload_fading
 from rayfl.hierarchy.submit import Plan, Sent, make_plan
 from rayfl.hierarchy.topology import Topology
 from rayfl.schedule import Schedule
+from rayfl.seeding import rng_for_many
 from rayfl.system import EvalRow, RoundResult
 
 __all__ = [
@@ -62,9 +63,21 @@ class LaneScheduling(EdgeScheduling):
         table = self._tables.get(int(key))
         if table is None:
             table = np.full((len(self.num_train), max(self.num_subchannels)), np.nan)
+            selective = self.config.frequency_selective
             for members, k_e in zip(self.subnets, self.num_subchannels, strict=True):
-                for device in members.tolist():
-                    table[device, :k_e] = super().fading(key, device, k_e)
+                # EdgeScheduling.fading's draws, the generators seeded at once
+                rngs = rng_for_many(
+                    self.seed,
+                    "hier_subchannel_fading",
+                    rounds=int(key),
+                    clients=members,
+                )
+                for device, rng in zip(members.tolist(), rngs, strict=True):
+                    table[device, :k_e] = (
+                        rng.exponential(1.0, size=k_e)
+                        if selective
+                        else rng.exponential(1.0)
+                    )
             self._tables[int(key)] = table
         return table
 

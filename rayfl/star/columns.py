@@ -319,12 +319,11 @@ class StarColumns(StarLanes):
             arrived[mine] = self._conclude_columns(
                 lanes[half], row[mine] - half[0], client[mine], refs, delivered[mine]
             )
-            ref = ray.put(self.vectors)
+            ref = ray.put(self.vectors[lanes[half]])  # only the half's models
+            rows = list(range(len(half)))
             evaluations.append(
                 [
-                    a.evaluate_columns.remote(
-                        ref, lanes[half].tolist(), train_split=False
-                    )
+                    a.evaluate_columns.remote(ref, rows, train_split=False)
                     for a in self.pool.actors
                 ]
             )
