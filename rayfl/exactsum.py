@@ -51,7 +51,13 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["LIMB_BITS", "ExactSum", "exact_sum", "group_running_sums"]
+__all__ = [
+    "LIMB_BITS",
+    "ExactSum",
+    "exact_sum",
+    "group_running_sums",
+    "plain_divisions",
+]
 
 LIMB_BITS = 48
 """Bits per limb; limb j of a sum with ``low`` = l weighs 2^(48·(l + j))."""
@@ -276,11 +282,31 @@ def group_running_sums(
 
 def _plain_division_is_exact(total: npt.NDArray[np.float64], divisor: float) -> bool:
     """True when ``total / divisor`` rounds as the limb path's scaled division."""
+    return bool(plain_divisions(total[None], np.array([float(divisor)]))[0])
+
+
+def plain_divisions(
+    totals: npt.NDArray[np.float64], divisors: npt.NDArray[np.float64]
+) -> npt.NDArray[np.bool_]:
+    """Per row: does ``totals[i] / divisors[i]`` round as the limb path's division?
+
+    True when the divisor and every quotient of a non-zero element lie in
+    :data:`_PLAIN_RANGE` (no overflow, no subnormal). Division by a positive
+    divisor rounds monotonically, so the smallest and largest quotients are
+    those of the smallest non-zero and the largest ``abs(total)``: two
+    reductions per row instead of a division per element.
+    """
     lo, hi = _PLAIN_RANGE
-    if not lo <= divisor <= hi:
-        return False
-    q = np.abs(total[total != 0]) / divisor
-    return bool(q.size == 0 or (q.min() >= lo and q.max() <= hi))
+    a = np.abs(totals)
+    big = a.max(axis=1, initial=0.0)
+    small = np.min(a, axis=1, where=a > 0, initial=np.inf)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return (
+            (divisors >= lo)
+            & (divisors <= hi)
+            & (big / divisors <= hi)
+            & ((small == np.inf) | (small / divisors >= lo))
+        )
 
 
 class _Accumulator:

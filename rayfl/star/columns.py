@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 import ray
 
-from rayfl.exactsum import _PLAIN_RANGE, exact_sum, group_running_sums
+from rayfl.exactsum import exact_sum, group_running_sums, plain_divisions
 from rayfl.privacy.pipeline import build_client_stages
 from rayfl.seeding import rng_for_many
 from rayfl.star.lanes import StarLanes
@@ -437,14 +437,7 @@ class StarColumns(StarLanes):
         s, exact = group_running_sums(row[sel], count, updates[sel], weights[sel])
         total = np.zeros(p)
         np.add.at(total, row[sel], weights[sel])
-        lo, hi = _PLAIN_RANGE
-        with np.errstate(divide="ignore", invalid="ignore"):
-            q = np.abs(s) / total[:, None]
-        plain = (
-            ((q == 0) | ((q >= lo) & (q <= hi))).all(axis=1)
-            & (total >= lo)
-            & (total <= hi)
-        )
+        plain = plain_divisions(s, total)
         fast = (count > 0) & exact & plain
         mine = lanes[fast]
         mean = (s[fast] / total[fast, None]).astype(np.float32)

@@ -240,3 +240,28 @@ def test_group_running_sums_are_exact_sums_or_say_not():
         oracle = exact_sum(updates[mine], weights[mine]).value() if len(mine) else 0.0
         np.testing.assert_array_equal(sums[lane], oracle)
     assert not np.signbit(sums[2]).any()
+
+
+def test_plain_divisions_equals_the_elementwise_rule():
+    """plain_divisions (two reductions per row) == every non-zero quotient in range."""
+    from rayfl.exactsum import _PLAIN_RANGE, plain_divisions
+
+    lo, hi = _PLAIN_RANGE
+    rng = np.random.default_rng(1)
+    totals = rng.normal(size=(12, 6)) * 10.0 ** rng.integers(-300, 300, size=(12, 1))
+    totals[0] = 0.0  # all zero: plain
+    totals[1, 2] = 5e-324  # a subnormal element
+    totals[2, 0] = 1e300  # a quotient beyond hi for a small divisor
+    totals[3, :3] = 0.0
+    divisors = 10.0 ** rng.uniform(-5, 5, size=12)
+    divisors[2] = 1e-30
+    divisors[4] = 0.0  # outside the range
+    divisors[5] = 2.0**961  # beyond hi
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        want = []
+        for t, d in zip(totals, divisors, strict=True):
+            q = np.abs(t[t != 0]) / d
+            ok = lo <= d <= hi and (q.size == 0 or (q.min() >= lo and q.max() <= hi))
+            want.append(bool(ok))
+    assert plain_divisions(totals, divisors).tolist() == want
+    assert want[0] and not want[1] and not want[2] and not want[4] and not want[5]
