@@ -356,3 +356,18 @@ def test_bonferroni_multiplies_each_trained_policys_p_by_the_attempts():
         )
     for label in ("learned_untrained", "round_robin", "data_weighted_tuned"):
         assert np.isnan(summary.loc[label, "p_vs_best_bonferroni"])
+
+
+@pytest.mark.parametrize("name", ["best_channel", "minmax"])
+def test_a_heuristic_with_nothing_to_tune_there_is_refused(tmp_path, name):
+    d2d = Scenario("d2d", "d2d", "small", {"name": "d2d", "topology": {"kind": "d2d"}})
+    with pytest.raises(BenchError, match=f"--self-tune {name}: it does not run or"):
+        bench_policies(
+            [d2d],
+            modes=["surrogate"],
+            seeds=[1000],
+            train_seeds=[0],
+            out=tmp_path,
+            verbose=False,
+            self_tune=name,
+        )

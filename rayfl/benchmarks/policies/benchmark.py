@@ -16,6 +16,11 @@ import pandas as pd
 
 from rayfl import registry
 from rayfl.benchmarks import BenchError
+from rayfl.benchmarks.policies.labels import (
+    UNTRAINED,
+    learned_checkpoints,
+    self_tune_names,
+)
 from rayfl.benchmarks.policies.report import write_outputs
 from rayfl.benchmarks.policies.scenarios import Scenario
 from rayfl.benchmarks.policies.tuning import (
@@ -50,59 +55,6 @@ __all__ = [
     "policy_specs",
     "self_tune_names",
 ]
-
-#: The freshly initialised learned policy's label.
-UNTRAINED = f"{LEARNED_POLICY}_untrained"
-
-
-def learned_checkpoints(text: str | None) -> dict[str, str]:
-    """Parse ``--learned`` ``PATH`` (of ``learned``) or ``label=PATH,...`` to {label: path}.
-
-    Labels: ``learned`` or ``learned_<name>`` (never taken for heuristics).
-
-    Raises:
-        BenchError: For a bad or repeated label or an empty path.
-    """
-    if not text:
-        return {}
-    if "=" not in text:
-        return {LEARNED_POLICY: text}
-    out: dict[str, str] = {}
-    for item in (part.strip() for part in text.split(",") if part.strip()):
-        label, _, path = (v.strip() for v in item.partition("="))
-        ok = label == LEARNED_POLICY or (
-            label.startswith(f"{LEARNED_POLICY}_") and label != UNTRAINED
-        )
-        if not ok or not path or label in out:
-            raise BenchError(
-                f"--learned: give PATH or learned_<name>=PATH,... (labels 'learned' or "
-                f"'learned_<name>' but not {UNTRAINED!r}, each once); got {item!r}"
-            )
-        out[label] = path
-    return out
-
-
-def self_tune_names(text: str | Sequence[str] | None) -> tuple[str, ...]:
-    """Parse ``--self-tune``: ``all`` or comma-separated heuristics; () when not given.
-
-    Raises:
-        BenchError: For a name that is not a registered heuristic (the
-            learned policy is not one).
-    """
-    if text is None:
-        return ()
-    items = text.split(",") if isinstance(text, str) else list(text)
-    names = tuple(dict.fromkeys(n.strip() for n in items if n.strip()))
-    if names == ("all",):
-        return names
-    heuristics = [n for n in POLICIES if n != LEARNED_POLICY]
-    unknown = [n for n in names if n not in heuristics]
-    if unknown or not names:
-        raise BenchError(
-            f"--self-tune takes all or registered heuristics ({', '.join(heuristics)}); "
-            f"got {unknown[0] if unknown else text!r}"
-        )
-    return names
 
 
 def policy_specs(
@@ -324,17 +276,13 @@ def bench_policies(
     ray_override = {"ray": {"num_cpus": num_cpus, "object_store_memory_mb": 150}}
     ray_override |= overrides or {}
     configs = {s.name: load_config(s.config, ray_override) for s in scenarios}
-    for scenario in scenarios:  # every policy builds before anything runs
-        _check_builds(
-            configs[scenario.name],
-            policy_specs(
-                configs[scenario.name], learned=learned, only=only, self_tune=tune
-            ),
-        )
+    _check_self_tune(configs, tune)
     specs = {
         name: policy_specs(cfg, learned=learned, only=only, self_tune=tune)
         for name, cfg in configs.items()
     }
+    for name, mine in specs.items():  # every policy builds before anything runs
+        _check_builds(configs[name], mine)
     total = len(modes) * sum(
         _planned(configs[name], mine, seeds, train_seeds)
         for name, mine in specs.items()
@@ -388,6 +336,21 @@ def _check_args(
         raise BenchError(
             f"--train-seeds must be disjoint from the held-out --seeds; both have "
             f"{overlap}"
+        )
+
+
+def _check_self_tune(configs: Mapping[str, RunConfig], names: Sequence[str]) -> None:
+    """Refuse a ``--self-tune`` heuristic that gets a tuned row in no scenario."""
+    rows = {
+        label
+        for cfg in configs.values()
+        for label, *_ in policy_specs(cfg, self_tune=names)
+    }
+    idle = [n for n in names if n != "all" and f"{n}{TUNED}" not in rows]
+    if idle and not (idle == [TUNED_BASE] and CONSTANT in rows):
+        raise BenchError(
+            f"--self-tune {idle[0]}: it does not run or has nothing to tune on "
+            f"{', '.join(configs)} (no tunable parameters, no topology constants)"
         )
 
 
