@@ -97,6 +97,12 @@ class Policy:
             itself, so a config may not pass them.
         allows_idle: True if the rule may leave subchannels idle although at
             least K clients are eligible (no shipped policy does).
+        tunable: The numeric parameters worth tuning per scenario
+            (``rayfl bench policies --self-tune``): name → (default, low, high),
+            the constructor's default and the range of valid values the
+            search stays in (empty: nothing to tune). A bound of 0 the
+            constructor refuses (``lyapunov``'s V > 0) is never tried: the
+            search multiplies the default by 0.2 to 2, then by 2 or ½.
         num_clients: N, from the observation space.
         num_subchannels: K, or 0 for a ``participants`` decision without
             ``channel_gain``.
@@ -111,6 +117,7 @@ class Policy:
     optional_parts: ClassVar[frozenset[str]] = frozenset({"power"})
     extra_params: ClassVar[Mapping[str, Any]] = {}
     fixed_params: ClassVar[frozenset[str]] = frozenset()
+    tunable: ClassVar[Mapping[str, tuple[float, float, float]]] = {}
     allows_idle: bool = False
 
     def __init__(

@@ -32,6 +32,7 @@ Implementation details:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -67,6 +68,11 @@ class ChannelThresholdPolicy(Policy):
     """
 
     topologies: ClassVar[frozenset[str]] = frozenset({"d2d"})
+    #: ε in (0, 1]; the search starts at the paper's 0.05 (:data:`DEFAULT_EPSILON`),
+    #: not at the run's ``topology.epsilon``.
+    tunable: ClassVar[Mapping[str, tuple[float, float, float]]] = {
+        "epsilon": (DEFAULT_EPSILON, 0.0, 1.0)
+    }
 
     allows_idle = True
 

@@ -28,6 +28,7 @@ Implementation details:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -66,6 +67,10 @@ class DataWeightedPolicy(Policy):
     topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
 
     required_keys: ClassVar[tuple[str, ...]] = ("channel_gain", "eligible", "data_size")
+    #: The exponent: ≥ 0, finite; 16 keeps data_size ** power far from overflow.
+    tunable: ClassVar[Mapping[str, tuple[float, float, float]]] = {
+        "power": (1.0, 0.0, 16.0)
+    }
 
     def __init__(
         self,

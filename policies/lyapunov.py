@@ -57,6 +57,7 @@ Implementation details:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
@@ -149,6 +150,11 @@ class LyapunovPolicy(Policy):
     optional_parts: ClassVar[frozenset[str]] = frozenset({"power", "controls"})
 
     required_keys: ClassVar[tuple[str, ...]] = ("channel_gain", "eligible", "data_size")
+    #: λ (Neely's V), the paper's control of the drift-plus-penalty trade-off:
+    #: any V > 0 (0 itself is refused by the constructor).
+    tunable: ClassVar[Mapping[str, tuple[float, float, float]]] = {
+        "V": (50.0, 0.0, float("inf"))
+    }
 
     def __init__(
         self,

@@ -225,6 +225,12 @@ class MinMaxPolicy(Policy):
 
     allows_idle = True  # only when C5 leaves no feasible client
     uses_controls: ClassVar[bool] = True  # the runner builds its env with controls
+    #: The bound's μ, which sets η_F = μ/(2(1 + ϕ1)L²) (P5) and, with Ditto, η_P
+    #: and λ: the range where C11 (0 < ε_F < 1) holds at the other constants'
+    #: defaults (L = 0.29, ϕ = φ = 1e−3).
+    tunable: ClassVar[Mapping[str, tuple[float, float, float]]] = {
+        "mu": (0.05, 0.026, 0.58)
+    }
     #: The bound's fields, passed through ``**bound`` (types for config checks).
     extra_params: ClassVar[Mapping[str, Any]] = {
         key: kind
@@ -418,6 +424,7 @@ class NonAdjustmentPolicy(MinMaxPolicy):
 
     uses_controls: ClassVar[bool] = False
     fixed_params: ClassVar[frozenset[str]] = frozenset({"adjust"})
+    tunable: ClassVar[Mapping[str, tuple[float, float, float]]] = {}  # μ unused
     topologies: ClassVar[frozenset[str]] = frozenset({"star", "hierarchical"})
     optional_parts: ClassVar[frozenset[str]] = frozenset({"power"})
 

@@ -26,7 +26,8 @@ Implementation details:
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -75,6 +76,11 @@ class ProportionalFairPolicy(Policy):
         >>> policy({"channel_gain": np.array([[0.0], [-10.0]]), "eligible": ones})
         array([1])
     """
+
+    #: W, rounds of the SNR average: any W ≥ 1.
+    tunable: ClassVar[Mapping[str, tuple[float, float, float]]] = {
+        "window": (20.0, 1.0, float("inf"))
+    }
 
     def __init__(
         self,

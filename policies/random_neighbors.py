@@ -20,6 +20,7 @@ Implementation details:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -50,6 +51,10 @@ class RandomNeighborsPolicy(Policy):
     """
 
     topologies: ClassVar[frozenset[str]] = frozenset({"d2d"})
+    #: p in [0, 1].
+    tunable: ClassVar[Mapping[str, tuple[float, float, float]]] = {
+        "probability": (0.5, 0.0, 1.0)
+    }
 
     allows_idle = True
 

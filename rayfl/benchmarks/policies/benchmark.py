@@ -16,18 +16,28 @@ import pandas as pd
 
 from rayfl import registry
 from rayfl.benchmarks import BenchError
+from rayfl.benchmarks.policies.labels import (
+    UNTRAINED,
+    learned_checkpoints,
+    self_tune_names,
+)
 from rayfl.benchmarks.policies.report import write_outputs
 from rayfl.benchmarks.policies.scenarios import Scenario
 from rayfl.benchmarks.policies.tuning import (
     CONSTANT,
     SEARCHES,
+    TUNED,
     TUNED_BASE,
     ConstantControls,
     Spec,
     constant_grid,
     env_config,
+    is_tuned,
+    policy_knobs,
+    row_knobs,
+    split_params,
     tunable_constants,
-    tune_constants,
+    tune_rows,
     tunes_config,
 )
 from rayfl.compare.progress import RowLog
@@ -43,37 +53,8 @@ __all__ = [
     "make_env",
     "play",
     "policy_specs",
+    "self_tune_names",
 ]
-
-#: The freshly initialised learned policy's label.
-UNTRAINED = f"{LEARNED_POLICY}_untrained"
-
-
-def learned_checkpoints(text: str | None) -> dict[str, str]:
-    """Parse ``--learned`` ``PATH`` (of ``learned``) or ``label=PATH,...`` to {label: path}.
-
-    Labels: ``learned`` or ``learned_<name>`` (never taken for heuristics).
-
-    Raises:
-        BenchError: For a bad or repeated label or an empty path.
-    """
-    if not text:
-        return {}
-    if "=" not in text:
-        return {LEARNED_POLICY: text}
-    out: dict[str, str] = {}
-    for item in (part.strip() for part in text.split(",") if part.strip()):
-        label, _, path = (v.strip() for v in item.partition("="))
-        ok = label == LEARNED_POLICY or (
-            label.startswith(f"{LEARNED_POLICY}_") and label != UNTRAINED
-        )
-        if not ok or not path or label in out:
-            raise BenchError(
-                f"--learned: give PATH or learned_<name>=PATH,... (labels 'learned' or "
-                f"'learned_<name>' but not {UNTRAINED!r}, each once); got {item!r}"
-            )
-        out[label] = path
-    return out
 
 
 def policy_specs(
@@ -81,6 +62,7 @@ def policy_specs(
     *,
     learned: str | Mapping[str, str] | None = None,
     only: Sequence[str] = (),
+    self_tune: Sequence[str] = (),
 ) -> list[Spec]:
     """Every policy the benchmark runs on ``cfg``'s topology: (label, name, params).
 
@@ -89,8 +71,12 @@ def policy_specs(
     policies of ``learned`` ({label: checkpoint}, or one checkpoint for
     ``learned``), then ``learned_untrained`` and, where there is something
     to tune (:func:`tunable_constants`: the star and the hierarchy),
-    ``constant_tuned`` (its values set by :func:`tune_constants`). ``only``
-    keeps those labels.
+    ``constant_tuned`` (its values set by :func:`tune_constants`); then
+    ``<policy>_tuned`` for each heuristic of ``self_tune`` (``("all",)``:
+    every one) that applies and has something to tune here
+    (:func:`~.tuning.policy_knobs`; its values set by :func:`~.tuning.tune_policy`;
+    round robin's is ``constant_tuned``, not repeated).
+    ``only`` keeps those labels.
     """
     named = (
         learned_checkpoints(learned)
@@ -118,6 +104,15 @@ def policy_specs(
     specs.append((UNTRAINED, LEARNED_POLICY, untrained))
     if tunable_constants(cfg):
         specs.append((CONSTANT, TUNED_BASE, {}))
+    wanted = set(self_tune)
+    specs += [
+        (f"{name}{TUNED}", name, {})
+        for label, name, _ in list(specs)
+        if label == name != LEARNED_POLICY
+        and ("all" in wanted or name in wanted)
+        and not (name == TUNED_BASE and tunable_constants(cfg))  # constant_tuned
+        and policy_knobs(cfg, name)
+    ]
     return [s for s in specs if not only or s[0] in only]
 
 
@@ -137,22 +132,32 @@ def build_policy(env: Any, cfg: RunConfig, spec: Spec, mode: str) -> Any:
     """Build one benchmark policy for a reset ``env``, as a run would.
 
     The topology plug-in builds it (:meth:`~rayfl.topology.TopologyPlugin.bench_policy`),
-    or :func:`rayfl.registry.build_policy` where it does not. ``constant_tuned``
-    plays with its parameters as config values where the topology
+    or :func:`rayfl.registry.build_policy` where it does not. A tuned row
+    (``constant_tuned``, ``<policy>_tuned``) gets its own parameters as
+    constructor arguments (:func:`~.tuning.split_params`) and plays with the
+    topology's constants as config values where the topology
     :func:`~.tuning.tunes_config` (:func:`~.tuning.env_config`), else as the
-    env's controls, held constant (:class:`~.tuning.ConstantControls`).
+    env's controls, held constant (:class:`~.tuning.ConstantControls`; not
+    for a policy that sets the controls itself).
+
+    Raises:
+        ValueError: For a tuned parameter outside its range or unknown.
     """
     label, name, params = spec
-    constant = label.startswith(CONSTANT)
-    policy = _policy(env, cfg, name, {} if constant else params, mode)
-    if not constant or tunes_config(cfg):
+    if not is_tuned(spec):
+        return _policy(env, cfg, name, params, mode)
+    own, constants = split_params(cfg, name, params)
+    policy = _policy(env, cfg, name, own, mode)
+    tuned = [c for c in policy_knobs(cfg, name) if c in tunable_constants(cfg)]
+    if not tuned or tunes_config(cfg):
         return policy
     unwrapped = env.unwrapped
     table = np.array(unwrapped.default_controls, dtype=np.float32)
     for j, control in enumerate(unwrapped.control_names):
-        if control in params:
-            table[:, j] = float(params[control])
-    return ConstantControls(policy, table)
+        if control in constants:
+            table[:, j] = float(constants[control])
+    columns = [j for j, c in enumerate(unwrapped.control_names) if c in tuned]
+    return ConstantControls(policy, table, columns)
 
 
 def _policy(
@@ -250,32 +255,34 @@ def bench_policies(
     verbose: bool = True,
     overrides: dict[str, Any] | None = None,
     constant_search: str = "extend",
+    self_tune: str | Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Run the benchmark; write its files under ``out``; return the summary.
 
     ``overrides`` (dotted config keys) apply to every scenario, e.g. a fitted
     surrogate's ``rl.surrogate_*`` (``--surrogate``) or ``--set`` values; they
-    are recorded in ``runs.csv``. ``constant_search`` is how
-    ``constant_tuned`` searches (:func:`tune_constants`: ``extend`` or
-    ``fixed``).
+    are recorded in ``runs.csv``. ``constant_search`` is how the tuned rows
+    search (:func:`tune_constants`: ``extend`` or ``fixed``). ``self_tune``
+    (``--self-tune``: ``all`` or heuristics' names) adds ``<policy>_tuned``
+    rows (:func:`policy_specs`).
 
     Raises:
         ValueError: If the held-out and training seeds overlap, or no seeds.
+        BenchError: For an unknown ``self_tune`` name.
     """
     _check_args(seeds, train_seeds, constant_search)
+    tune = self_tune_names(self_tune)
     say = print if verbose else (lambda _: None)
     ray_override = {"ray": {"num_cpus": num_cpus, "object_store_memory_mb": 150}}
     ray_override |= overrides or {}
     configs = {s.name: load_config(s.config, ray_override) for s in scenarios}
-    for scenario in scenarios:  # every policy builds before anything runs
-        _check_builds(
-            configs[scenario.name],
-            policy_specs(configs[scenario.name], learned=learned, only=only),
-        )
+    _check_self_tune(configs, tune)
     specs = {
-        name: policy_specs(cfg, learned=learned, only=only)
+        name: policy_specs(cfg, learned=learned, only=only, self_tune=tune)
         for name, cfg in configs.items()
     }
+    for name, mine in specs.items():  # every policy builds before anything runs
+        _check_builds(configs[name], mine)
     total = len(modes) * sum(
         _planned(configs[name], mine, seeds, train_seeds)
         for name, mine in specs.items()
@@ -332,17 +339,36 @@ def _check_args(
         )
 
 
+def _check_self_tune(configs: Mapping[str, RunConfig], names: Sequence[str]) -> None:
+    """Refuse a ``--self-tune`` heuristic that gets a tuned row in no scenario."""
+    rows = {
+        label
+        for cfg in configs.values()
+        for label, *_ in policy_specs(cfg, self_tune=names)
+    }
+    idle = [n for n in names if n != "all" and f"{n}{TUNED}" not in rows]
+    if idle and not (idle == [TUNED_BASE] and CONSTANT in rows):
+        raise BenchError(
+            f"--self-tune {idle[0]}: it does not run or has nothing to tune on "
+            f"{', '.join(configs)} (no tunable parameters, no topology constants)"
+        )
+
+
 def _planned(
     cfg: RunConfig,
     specs: Sequence[Spec],
     seeds: Sequence[int],
     train_seeds: Sequence[int],
 ) -> int:
-    """Episodes one (scenario, mode) plays: the tuning's and the held-out ones."""
+    """Episodes one (scenario, mode) plays: the tuning's grids and the held-out ones.
+
+    A search past a grid's edge adds episodes as it goes.
+    """
     tuning = 0
-    if any(label == CONSTANT for label, *_ in specs):
-        grids = [constant_grid(*c) for c in tunable_constants(cfg).values()]
-        tuning = len(train_seeds) * sum(len(g) for g in grids)
+    for spec in specs:
+        if is_tuned(spec):
+            grids = [constant_grid(*c) for c in row_knobs(cfg, spec).values()]
+            tuning += len(train_seeds) * sum(len(g) for g in grids)
     return tuning + len(seeds) * len(specs)
 
 
@@ -362,8 +388,10 @@ def _run_scenario(
     finishes; a training episode advances its bar.
 
     Returns:
-        The run's row (wall time, tuned constants and the grid's mean returns
-        on the training seeds).
+        The run's row (wall time; ``constant_tuned``'s constants and their
+        grid's mean returns on the training seeds; ``self_tuned`` and
+        ``self_tuned_grid``, the same of each ``<policy>_tuned``: {label:
+        {knob: value}} and {label: {knob: {value: mean return}}}).
     """
     t0 = time.perf_counter()
     where = {"scenario": scenario.name, "topology": scenario.topology}
@@ -377,23 +405,21 @@ def _run_scenario(
         log.describe(f"{mode}: {row['policy']} seed {row['seed']}")
         log.add({**where, **row})
 
-    tuned: dict[str, float] = {}
-    grid: dict[str, dict[str, float]] = {}
-    if any(label == CONSTANT for label, *_ in specs):
-        tuned = tune_constants(
-            cfg,
-            train_seeds,
-            mode,
-            play=play,
-            scores=grid,
-            progress=tuning,
-            search=constant_search,
-        )
+    chosen, grids = tune_rows(
+        cfg,
+        specs,
+        train_seeds,
+        mode,
+        play=play,
+        progress=tuning,
+        search=constant_search,
+    )
     mine = [
-        (label, name, {**params, **tuned} if label == CONSTANT else params)
+        (label, name, {**params, **chosen.get(label, {})})
         for label, name, params in specs
     ]
     play(cfg, mine, seeds, mode, progress=held_out)
+    tuned, grid = chosen.pop(CONSTANT, {}), grids.pop(CONSTANT, {})
     return {
         "scenario": scenario.name,
         "mode": mode,
@@ -402,7 +428,9 @@ def _run_scenario(
         "wall_s": round(time.perf_counter() - t0, 1),
         "constant_tuned": json.dumps(tuned),
         "constant_grid": json.dumps(grid),
-        "constant_search": constant_search if tuned else "",
+        "constant_search": constant_search if tuned or chosen else "",
+        "self_tuned": json.dumps(chosen),
+        "self_tuned_grid": json.dumps(grids),
     }
 
 

@@ -83,15 +83,7 @@ def parser() -> argparse.ArgumentParser:
         help="a config override applied to every scenario (repeatable), e.g. "
         "topology.lr.gamma=0.1; recorded in runs.csv",
     )
-    p.add_argument(
-        "--constant-search",
-        default=SEARCHES[0],
-        choices=SEARCHES,
-        help="how constant_tuned searches: the grid (0.2, 0.5, 1, 2 x the "
-        "configured value) extended x2 past an edge that holds the best value "
-        "(extend, default) or the grid only (fixed, what runs before 29 Nov "
-        "2026 did)",
-    )
+    _tuning_flags(p)
     p.add_argument(
         "--merge",
         default=None,
@@ -101,6 +93,31 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--num-cpus", type=int, default=2, help="Ray CPUs (emulate)")
     p.add_argument("--out", default="bench-policies", help="output directory")
     return p
+
+
+def _tuning_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of the tuned rows: ``--constant-search`` and ``--self-tune``."""
+    p.add_argument(
+        "--constant-search",
+        default=SEARCHES[0],
+        choices=SEARCHES,
+        help="how constant_tuned (and --self-tune's rows) search: the grid "
+        "(0.2, 0.5, 1, 2 x the configured value) extended x2 past an edge that "
+        "holds the best value "
+        "(extend, default) or the grid only (fixed, what runs before 29 Nov "
+        "2026 did)",
+    )
+    p.add_argument(
+        "--self-tune",
+        nargs="?",
+        const="all",
+        default=None,
+        metavar="POLICIES",
+        help="add <policy>_tuned rows: each heuristic with its own parameters "
+        "and the topology's constants tuned for it on --train-seeds, as "
+        "constant_tuned's are (all, the default when the flag is given, or "
+        "comma-separated heuristics)",
+    )
 
 
 def merge(sources: str, out: Path) -> None:
@@ -191,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
         num_cpus=args.num_cpus,
         overrides=overrides,
         constant_search=args.constant_search,
+        self_tune=args.self_tune,
     )
     print(
         f"\nwrote {out}/summary.csv, summary.md, episodes.csv, runs.csv, "

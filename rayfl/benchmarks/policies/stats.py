@@ -9,6 +9,8 @@ paired by seed.
 | 95% CI of a mean | mean ± t_{0.975, n−1}·s/√n (Student t, s with ddof = 1) |
 | paired difference | policy − reference on the same seed; its mean and 95% t-CI; ``p_value`` of the paired t-test |
 | wins / losses / ties | seeds where the policy's return is above / below / equal to the reference's |
+| best heuristic | the policy with the best held-out mean return among all but the learned ones: the papers' policies, the heuristics, ``constant_tuned`` and the ``<policy>_tuned`` rows (``--self-tune``) |
+| Bonferroni p | ``p_vs_best`` × m (at most 1) for each of the m trained policies (``learned``, ``learned_<name>``) of a scenario and mode: the attempts scored against the same best heuristic; NaN for the other rows |
 | Spearman's ρ | rank correlation of the per-policy mean returns in the two modes |
 | fit for training | ρ ≥ 0.9 and every difference to the best heuristic that is significant in emulate mode (CI excludes 0) has the same sign in surrogate mode |
 """
@@ -107,11 +109,22 @@ def best_heuristic(episodes: pd.DataFrame) -> str:
     """The heuristic (any policy but the learned ones) with the best mean return.
 
     Learned: :data:`LEARNED` and every ``learned_<name>`` label (``--learned``).
+    The tuned rows (``constant_tuned``, ``<policy>_tuned``) are heuristics.
     """
     policy = episodes["policy"].astype(str)
-    learned = policy.isin(LEARNED) | policy.str.startswith(f"{LEARNED_POLICY}_")
-    means = episodes[~learned].groupby("policy")["return"]
+    means = episodes[~_learned(policy)].groupby("policy")["return"]
     return str(means.mean().idxmax())
+
+
+def _learned(policy: pd.Series) -> pd.Series:
+    """True for the learned labels: :data:`LEARNED` and ``learned_<name>``."""
+    return policy.isin(LEARNED) | policy.str.startswith(f"{LEARNED_POLICY}_")
+
+
+def _trained(label: str) -> bool:
+    """True for a trained policy's label: ``learned`` or ``learned_<name>``."""
+    learned = label == LEARNED_POLICY or label.startswith(f"{LEARNED_POLICY}_")
+    return learned and label != f"{LEARNED_POLICY}_untrained"
 
 
 def summarise(episodes: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
@@ -127,11 +140,13 @@ def summarise(episodes: pd.DataFrame, reference: str | None = None) -> pd.DataFr
         Columns ``scenario, topology, mode, policy, seeds``, then for
         ``return`` and each KPI ``<kpi>_mean, <kpi>_ci_low, <kpi>_ci_high``,
         then ``best_heuristic`` and the :func:`paired` columns of the return
-        against it (``wins_vs_best`` …).
+        against it (``wins_vs_best`` …), and ``p_vs_best_bonferroni`` (the
+        trained policies' p × their number, at most 1; NaN for the others).
     """
     rows = []
     for (scenario, mode), group in episodes.groupby(["scenario", "mode"], sort=False):
         ref = reference or best_heuristic(group)
+        attempts = sum(_trained(str(p)) for p in group["policy"].unique())
         ref_returns = group[group["policy"] == ref].set_index("seed")["return"]
         for policy, sub in group.groupby("policy", sort=False):
             row: dict[str, object] = {
@@ -161,6 +176,11 @@ def summarise(episodes: pd.DataFrame, reference: str | None = None) -> pd.DataFr
                 "losses_vs_best": pair["losses"],
                 "ties_vs_best": pair["ties"],
             }
+            row["p_vs_best_bonferroni"] = (
+                min(1.0, float(pair["p_value"]) * attempts)
+                if _trained(str(policy))
+                else math.nan
+            )
             rows.append(row)
     return pd.DataFrame(rows)
 
