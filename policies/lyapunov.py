@@ -48,7 +48,10 @@ Implementation details:
        N clients with the largest λp̂_i − Q_i and the N with the smallest dense
        delay on that channel — a heuristic prefilter, not part of the paper.
     7. Without a ``controls`` part in the action (the hierarchy; the star
-       without ``scheduler.controls``) the policy cannot send s: every upload
+       without ``scheduler.controls``), or when the run's controls
+       (``context.control_names``) have no ``sparsity`` column (FedAvg's are
+       ``lr`` only: the policy then sends no controls, so the lr stays the
+       run's), the policy cannot send s: every upload
        keeps the run's sparsity (``fixed_sparsity``, from the context: the
        algorithm's ``sparsity`` or ``compression.sparsify_fraction``; 1 =
        dense), and the problem is solved with s pinned there (payload z·s,
@@ -137,7 +140,8 @@ class LyapunovPolicy(Policy):
             None = τ·abs(D_i) with τ = 0, i.e. no compute term.
         energy_max_j: E^max; None = C6 inactive.
         effective_capacitance: χ.
-        control_index: Column of ``sparsity`` in the controls table.
+        control_index: Column of ``sparsity`` in the controls table, when the
+            context does not name the columns (it does in a run: detail 7).
         fixed_sparsity: s when the action has no ``controls`` part (a run
             constant: the run's sparsity).
         beta: β_i per client (eq. 12); None: from the context, else
@@ -217,6 +221,12 @@ class LyapunovPolicy(Policy):
         self.sends_sparsity = isinstance(action_space, spaces.Dict) and (
             "controls" in action_space.spaces
         )
+        names = tuple(getattr(context, "control_names", ()) or ())
+        if self.sends_sparsity and names:  # the run names its controls (detail 7)
+            if "sparsity" in names:
+                self.control_index = names.index("sparsity")
+            else:  # e.g. FedAvg's lr only: s is not the policy's to send
+                self.sends_sparsity = False
         if self.beta_param is not None and self.beta_param.shape != (self.num_clients,):
             raise ValueError(f"beta must have {self.num_clients} entries")
 
@@ -439,7 +449,7 @@ class LyapunovPolicy(Policy):
             return action
         space = cast(spaces.Dict, self.action_space)
         sol, ids = self._solution, getattr(self, "_ids", None)
-        if "controls" in space.spaces:  # s = 1 for everyone not scheduled
+        if self.sends_sparsity:  # s = 1 for everyone not scheduled
             box = cast(spaces.Box, space["controls"])
             table = np.ones(box.shape, dtype=box.dtype)
             if sol is not None and ids is not None:

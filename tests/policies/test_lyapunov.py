@@ -307,3 +307,47 @@ def test_queues_resume_through_a_checkpoint_file(tmp_path):
     assert not np.array_equal(
         straight.fairness_queue_values, fresh.fairness_queue_values
     )
+
+
+def test_controls_go_to_the_sparsity_column_or_not_at_all():
+    """With the run's control names: s goes to the 'sparsity' column; FedAvg's lr is left alone."""
+    from rayfl.star.context import StarContext
+
+    observation_space, action_space = make_spaces(6, 2, 4)
+    parts = dict(action_space.spaces)
+    parts["controls"] = spaces.Box(0.0, 1.0, (6, 2), np.float32)
+    action_space = spaces.Dict(parts)
+    obs = sample_observation(observation_space, np.random.default_rng(0))
+    obs["eligible"][:] = 1.0
+    common = {"model_dim": 1_663_370, "d_avg_s": 1.0}
+    lr_only = make_policy(
+        "lyapunov",
+        (observation_space, action_space),
+        context=StarContext(
+            topology="star",
+            seed=0,
+            rounds=5,
+            model_dim=1_663_370,
+            control_names=("lr",),
+        ),
+        **common,
+    )
+    lr_only.reset(seed=0)
+    assert not lr_only.sends_sparsity and "controls" not in lr_only(obs)
+    second = make_policy(
+        "lyapunov",
+        (observation_space, action_space),
+        context=StarContext(
+            topology="star",
+            seed=0,
+            rounds=5,
+            model_dim=1_663_370,
+            control_names=("lr", "sparsity"),
+        ),
+        **common,
+    )
+    second.reset(seed=0)
+    second.delay_queue_value = 50.0  # a delay backlog: it sparsifies
+    table = second(obs)["controls"]
+    assert second.control_index == 1 and second.sends_sparsity
+    assert (table[:, 0] == 1.0).all() and (table[:, 1] < 1.0).any()
