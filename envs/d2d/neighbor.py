@@ -317,6 +317,8 @@ class D2DNeighborEnv(FLEnv):
 
     def _penalty(self, info: Mapping[str, Any]) -> float:
         """``neighbor_cost`` × the mean abs(M_n) over the targets."""
+        if self.neighbor_cost == 0.0:  # 0 × a finite mean (every step has a target)
+            return 0.0
         sizes = [len(m) for m in info["neighbors"].values()]
         return self.neighbor_cost * float(np.mean(sizes))
 

@@ -12,7 +12,7 @@ default-config vector env (the benchmark's).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from copy import deepcopy
 from pathlib import Path
 from typing import Any
@@ -213,13 +213,17 @@ class D2DNeighborVectorEnv(LaneVectorEnv):
         truncations = np.zeros(self.num_envs, dtype=bool)
         observations: list[Any] = [None] * self.num_envs
         lane_infos: list[dict[str, Any]] = [{}] * self.num_envs
-        for e, done in self._play(decided):
+        firsts: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+        def restart() -> None:  # while the hosts run the playing lanes' round
+            firsts.extend(self._reset_lanes(resets, [None] * len(resets)))
+
+        for e, done in self._play(decided, restart):
             env = self.envs[e]
             selections, ignored = decided[e]
             scores, info = env._conclude(selections, ignored, done)
             observations[e], r, term, trunc, lane_infos[e] = env._end_step(scores, info)
             rewards[e], terminations[e], truncations[e] = r, term, trunc
-        firsts = self._reset_lanes(resets, [None] * len(resets))
         for e, (obs, info) in zip(resets, firsts, strict=True):
             observations[e], lane_infos[e] = obs, info
         infos: dict[str, Any] = {}
@@ -260,17 +264,20 @@ class D2DNeighborVectorEnv(LaneVectorEnv):
         ]
 
     def _play(
-        self, decided: dict[int, tuple[Selections, Any]]
+        self, decided: dict[int, tuple[Selections, Any]], meanwhile: Callable[[], None]
     ) -> Iterator[tuple[int, D2DOutcome]]:
         """Run the decided lanes' rounds; yield (lane, outcome) as each is ready.
 
-        Emulate mode submits the lanes in two halves, so that the caller's
-        per-lane work on the first half's outcomes (reward, observation) runs
-        while the hosts run the second half's round.
+        Emulate mode submits the lanes in two halves, then calls ``meanwhile``
+        (the restarts of the lanes that do not play: they touch no playing
+        lane), so that it and the caller's per-lane work on the first half's
+        outcomes (reward, observation) run while the hosts run the rounds.
+        Surrogate mode calls it last.
         """
         if self._lanes is None:  # surrogate mode: one lane after another
             for e, (selections, _) in decided.items():
                 yield e, self.envs[e].backend.run(self.envs[e].round, selections)
+            meanwhile()
             return
         lanes = list(decided)
         half = (len(lanes) + 1) // 2
@@ -279,6 +286,7 @@ class D2DNeighborVectorEnv(LaneVectorEnv):
             for chunk in (lanes[:half], lanes[half:])
             if chunk
         ]
+        meanwhile()
         for batch in batches:
             for e, lane in self._lanes.finish(batch).items():
                 yield e, outcome(lane)

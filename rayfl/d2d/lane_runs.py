@@ -30,12 +30,17 @@ __all__ = ["LaneRun", "check_d2d_lanes", "first_selection"]
 
 
 def first_selection(
-    cfg: Any, layout: D2DLayout, data_size: npt.ArrayLike
+    cfg: Any,
+    layout: D2DLayout,
+    data_size: npt.ArrayLike,
+    spaces: tuple[Any, Any] | None = None,
 ) -> tuple[Selection, dict[str, npt.NDArray[np.float32]]]:
     """The t = 0 selection of the run's target, and its first observation.
 
     :func:`rayfl.d2d.selection.select_neighbors` for one target, keeping the
     observation (its P^err integrals are the costly part of a restart).
+    ``spaces``: the policy's spaces (:func:`rayfl.d2d.selection.selection_spaces`)
+    if the caller keeps them.
     """
     topo, seed = cfg.topology, int(cfg.seed)
     n, (target,) = layout.num_nodes, layout.targets
@@ -46,6 +51,7 @@ def first_selection(
         seed=seed,
         name=cfg.scheduler.policy,
         params=cfg.scheduler.params,
+        spaces_=spaces,
     )
     first, error = selection_observation(layout, target, topo, seed=seed)
     obs = round_observation(

@@ -56,6 +56,7 @@ from rayfl.d2d.selection import (
     make_layout,
     pi_vector,
     reselect,
+    selection_spaces,
 )
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.learning.models import FlatModel, build_model
@@ -138,6 +139,8 @@ class D2DLanes:
         )
         self.num_clients = self.data.num_clients
         self.data_size = self.data.num_train
+        #: The target policies' spaces, shared by the restarts (one policy at a time).
+        self._spaces = selection_spaces(self.num_clients, self.topology.num_subchannels)
         shape, classes = tuple(self.data.input_shape), self.data.num_classes
         self.dim = len(initial_vector(cfg, shape, classes))
         self.model = FlatModel(
@@ -178,7 +181,7 @@ class D2DLanes:
         """
         cfg = self.config.model_copy(update={"seed": int(seed)})
         layout = make_layout(self.topology, self.num_clients, seed=int(seed))
-        selection, first = first_selection(cfg, layout, self.data_size)
+        selection, first = first_selection(cfg, layout, self.data_size, self._spaces)
         init = initial_vector(cfg, tuple(self.data.input_shape), self.data.num_classes)
         self.lanes[lane] = LaneRun(
             int(seed), layout, selection, EMState(selection.neighbors), init, first

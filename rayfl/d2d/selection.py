@@ -274,6 +274,7 @@ def target_policy(
     seed: int,
     name: str | None = None,
     params: Mapping[str, Any] | None = None,
+    spaces_: tuple[spaces.Dict, spaces.MultiDiscrete] | None = None,
 ) -> Any:
     """Build a target's selection policy, reset from (seed, "policy", target).
 
@@ -289,6 +290,9 @@ def target_policy(
         name: A registered policy (the run's ``scheduler.policy``; None: the
             D2D plug-in's ``default_policy``).
         params: Its parameters (``scheduler.params``; None: none).
+        spaces_: Its (observation, action) spaces, if the caller keeps them
+            (None: :func:`selection_spaces`, built anew). The D2D lanes build
+            one policy at a time, call it once and share their spaces.
     """
     if name is None:
         name = topology_of(TOPOLOGY).default_policy
@@ -302,7 +306,9 @@ def target_policy(
     )
     return build_policy(
         name,
-        selection_spaces(num_nodes, topology.num_subchannels),
+        selection_spaces(num_nodes, topology.num_subchannels)
+        if spaces_ is None
+        else spaces_,
         params=params,
         context=context,
         seed=policy_seed,
