@@ -100,6 +100,9 @@ class _Lanes:
             self.topk[e].last_obs = raw
         if self.features is None:
             return client_features_many(obs)
+        many = getattr(self.features[0], "observation_many", None)
+        if many is not None:  # the wrapper's features of every lane at once
+            return np.asarray(many(obs), np.float32)
         return np.stack(
             [w.observation(raw) for w, raw in zip(self.features, raws, strict=True)]  # type: ignore[attr-defined]  # an ObservationWrapper's
         )
