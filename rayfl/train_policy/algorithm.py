@@ -14,6 +14,7 @@ session too small for the remote EnvRunners.
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -125,9 +126,12 @@ def _lanes_partition_offset(*, env: Any, env_context: Any, **_: Any) -> None:
         setter(int(getattr(env_context, "worker_index", 0) or 0))
 
 
-#: Envs this process built (RLlib's new stack gives every vector copy of an
-#: EnvRunner the same EnvContext, without a ``vector_index``).
-_ENVS_BUILT = itertools.count()
+#: Envs this process built for each training run (``env_config["run"]``;
+#: RLlib's new stack gives every vector copy of an EnvRunner the same
+#: EnvContext, without a ``vector_index``). Counted per run: a process-wide
+#: count gave a second run in the same process (``rayfl bench train``'s
+#: repeats, tests) other partition offsets, hence other returns.
+_ENVS_BUILT: dict[str, itertools.count[int]] = {}
 
 
 def _partition_offset(env_config: Mapping[str, Any]) -> int:
@@ -139,7 +143,8 @@ def _partition_offset(env_config: Mapping[str, Any]) -> int:
     """
     worker = int(getattr(env_config, "worker_index", 0) or 0)
     runners = int(getattr(env_config, "num_workers", 0) or 0)
-    return next(_ENVS_BUILT) * (runners + 1) + worker
+    built = _ENVS_BUILT.setdefault(str(env_config.get("run", "")), itertools.count())
+    return next(built) * (runners + 1) + worker
 
 
 # ------------------------------------------------------------------ networks
@@ -179,6 +184,7 @@ def build_algorithm(cfg: RunConfig, rl: RLConfig) -> Any:
         "partition_every": rl.partition_every,
         "controls": rl.controls,
         "neighbor_cost": rl.neighbor_cost,
+        "run": uuid.uuid4().hex,  # this run's env copies are counted apart
     }
     lanes = uses_lanes(rl)
     config = (

@@ -119,3 +119,13 @@ def test_a_config_lanes_cannot_share_is_a_one_line_error_before_ray():
     assert "\n" not in str(error.value) and not ray.is_initialized()
     one = load_config(TINY, ["algorithm.kind=ditto", "rl.mode=emulate"])
     check_lanes_config(one, one.rl)  # one FL run per runner: any config
+
+
+def test_env_copies_are_counted_per_training_run_not_per_process():
+    """A second train-policy run in one process starts its envs at offset 0 again."""
+    from rayfl.train_policy.algorithm import _partition_offset
+
+    first = [_partition_offset({"run": "run-a"}) for _ in range(3)]
+    second = [_partition_offset({"run": "run-b"}) for _ in range(2)]
+    assert first == [0, 1, 2] and second == [0, 1]
+    assert _partition_offset({"run": "run-a"}) == 3  # its own count goes on
