@@ -58,6 +58,7 @@ from rayfl.hierarchy.lanes_round import (
     Shared,
     aggregate_edges,
     cloud_average,
+    draw_tables,
     plan_round,
     settle_lane,
 )
@@ -353,10 +354,13 @@ class HierLanes:
         The draws are keyed by (seed, next round or period, device), so drawing
         them early changes nothing but when the driver spends the time.
         """
+        todo = []
         for e, plan in plans.items():
             run = self._lane(e)
             first = run.interval.period_index + len(plan.segments)
-            run.scheduling.draw(run.scheduling.fading_key(plan.k + 1, first))
+            key = run.scheduling.fading_key(plan.k + 1, first)
+            todo.append((run.scheduling, int(key)))
+        draw_tables(todo)
 
     def _submit_segment(
         self, j: int, out: dict[int, LaneRound], edge_models: npt.NDArray[np.float32]

@@ -153,6 +153,18 @@ class HierLaneHost(LaneHost):
             accepted uploads (None when every upload was rejected).
         """
         jobs = unpack_jobs(packed)
+        # every device's (lane seed, "batch", period, device) generator at once
+        seeds = [self.lanes[job.lane].setup.seed for job in jobs]
+        rngs = iter(
+            rng_for_many(
+                np.repeat(seeds, [len(job.clients) for job in jobs]),
+                "batch",
+                rounds=np.repeat(
+                    [job.period for job in jobs], [len(j.clients) for j in jobs]
+                ),
+                clients=[c for job in jobs for c in job.clients],
+            )
+        )
         spans: list[list[ClientContext]] = []
         for job in jobs:
             self._enter(job.lane)
@@ -160,8 +172,8 @@ class HierLaneHost(LaneHost):
             controls = {"lr": float(job.lr)}
             spans.append(
                 [
-                    self._context(job.period, start, client, controls, 0.0)
-                    for client in job.clients
+                    self._context(job.period, start, c, controls, 0.0, rng=next(rngs))
+                    for c in job.clients
                 ]
             )
         updates = self._train(jobs, spans)

@@ -35,6 +35,7 @@ __all__ = [
     "Shared",
     "aggregate_edges",
     "cloud_average",
+    "draw_tables",
     "plan_round",
     "settle_lane",
 ]
@@ -62,23 +63,8 @@ class LaneScheduling(EdgeScheduling):
         """
         table = self._tables.get(int(key))
         if table is None:
-            table = np.full((len(self.num_train), max(self.num_subchannels)), np.nan)
-            selective = self.config.frequency_selective
-            for members, k_e in zip(self.subnets, self.num_subchannels, strict=True):
-                # EdgeScheduling.fading's draws, the generators seeded at once
-                rngs = rng_for_many(
-                    self.seed,
-                    "hier_subchannel_fading",
-                    rounds=int(key),
-                    clients=members,
-                )
-                for device, rng in zip(members.tolist(), rngs, strict=True):
-                    table[device, :k_e] = (
-                        rng.exponential(1.0, size=k_e)
-                        if selective
-                        else rng.exponential(1.0)
-                    )
-            self._tables[int(key)] = table
+            draw_tables([(self, int(key))])
+            table = self._tables[int(key)]
         return table
 
     def fading(
@@ -92,6 +78,41 @@ class LaneScheduling(EdgeScheduling):
         members = self.subnets[c]
         fading = self.draw(key)[members, : self.num_subchannels[c]]
         return self.large_scale_db[members, None] + 10 * np.log10(fading)
+
+
+def draw_tables(todo: list[tuple[LaneScheduling, int]]) -> None:
+    """Draw the fading tables of many (lane scheduling, key) pairs at once.
+
+    ``EdgeScheduling.fading``'s draws: device i's generator is (lane seed,
+    "hier_subchannel_fading", key, i), all seeded in one
+    :func:`rayfl.seeding.rng_for_many` call; a pair whose table exists is
+    skipped.
+    """
+    todo = [(s, k) for s, k in dict.fromkeys(todo) if k not in s._tables]
+    if not todo:
+        return
+    devices = [np.concatenate(s.subnets) for s, _ in todo]
+    sizes = [len(d) for d in devices]
+    rngs = iter(
+        rng_for_many(
+            np.repeat([s.seed for s, _ in todo], sizes),
+            "hier_subchannel_fading",
+            rounds=np.repeat([k for _, k in todo], sizes),
+            clients=np.concatenate(devices),
+        )
+    )
+    for s, k in todo:
+        table = np.full((len(s.num_train), max(s.num_subchannels)), np.nan)
+        selective = s.config.frequency_selective
+        for members, k_e in zip(s.subnets, s.num_subchannels, strict=True):
+            for device in members.tolist():
+                rng = next(rngs)
+                table[device, :k_e] = (
+                    rng.exponential(1.0, size=k_e)
+                    if selective
+                    else rng.exponential(1.0)
+                )
+        s._tables[k] = table
 
 
 @dataclass(frozen=True)
