@@ -133,6 +133,35 @@ def unpack_jobs(packed: PackedJobs) -> list[SegmentJob]:
     ]
 
 
+def _job_rngs(
+    jobs: list[SegmentJob],
+    seeds: list[int],
+    purpose: str,
+    *,
+    only_noisy: bool = False,
+) -> list[list[np.random.Generator]]:
+    """Each job's devices' (lane seed, purpose, period, device) generators.
+
+    All seeded in one :func:`rayfl.seeding.rng_for_many` call; with
+    ``only_noisy``, a job without device noise gets none.
+    """
+    wanted = [not only_noisy or job.noise_std > 0 for job in jobs]
+    sizes = [len(job.clients) if w else 0 for job, w in zip(jobs, wanted, strict=True)]
+    rngs = iter(
+        rng_for_many(
+            np.repeat(np.asarray(seeds, np.int64), sizes),
+            purpose,
+            rounds=np.repeat([job.period for job in jobs], sizes),
+            clients=[
+                c for job, w in zip(jobs, wanted, strict=True) if w for c in job.clients
+            ],
+        )
+        if sum(sizes)
+        else []
+    )
+    return [[next(rngs) for _ in range(n)] for n in sizes]
+
+
 class HierLaneHost(LaneHost):
     """A :class:`LaneHost` with the hierarchy's segment training (module docstring)."""
 
@@ -153,36 +182,27 @@ class HierLaneHost(LaneHost):
             accepted uploads (None when every upload was rejected).
         """
         jobs = unpack_jobs(packed)
-        # every device's (lane seed, "batch", period, device) generator at once
         seeds = [self.lanes[job.lane].setup.seed for job in jobs]
-        rngs = iter(
-            rng_for_many(
-                np.repeat(seeds, [len(job.clients) for job in jobs]),
-                "batch",
-                rounds=np.repeat(
-                    [job.period for job in jobs], [len(j.clients) for j in jobs]
-                ),
-                clients=[c for job in jobs for c in job.clients],
-            )
-        )
+        batch = _job_rngs(jobs, seeds, "batch")
         spans: list[list[ClientContext]] = []
-        for job in jobs:
+        for job, rngs in zip(jobs, batch, strict=True):
             self._enter(job.lane)
             start = edge_vectors[job.row]
             controls = {"lr": float(job.lr)}
             spans.append(
                 [
-                    self._context(job.period, start, c, controls, 0.0, rng=next(rngs))
-                    for c in job.clients
+                    self._context(job.period, start, c, controls, 0.0, rng=rng)
+                    for c, rng in zip(job.clients, rngs, strict=True)
                 ]
             )
         updates = self._train(jobs, spans)
+        noise = _job_rngs(jobs, seeds, "hier_device_noise", only_noisy=True)
         out = []
-        for job, span in zip(jobs, spans, strict=True):
+        for job, span, rngs in zip(jobs, spans, noise, strict=True):
             self._enter(job.lane)
             records: list[dict[str, Any]] = []
             bundle = self._send_chunk(job.period, span, updates[id(span)], records)
-            out.append(self._reduce(job, records, bundle))
+            out.append(self._reduce(job, records, bundle, rngs))
         return out
 
     def _train(
@@ -216,21 +236,19 @@ class HierLaneHost(LaneHost):
         return out
 
     def _reduce(
-        self, job: SegmentJob, records: list[dict[str, Any]], bundle: Uploads
+        self,
+        job: SegmentJob,
+        records: list[dict[str, Any]],
+        bundle: Uploads,
+        rngs: list[np.random.Generator],
     ) -> tuple[list[dict[str, Any]], PartialSum | None]:
-        """Clip, noise and pre-reduce one job's uploads (``DeviceHost.train_segment``)."""
+        """Clip, noise and pre-reduce one job's uploads (``DeviceHost.train_segment``).
+
+        ``rngs``: each device's (seed, "hier_device_noise", period, device)
+        generator when the job adds noise, else empty.
+        """
         rows, weights = [], []
         std = float(job.noise_std)
-        rngs = (
-            rng_for_many(
-                self.setup.seed,
-                "hier_device_noise",
-                rounds=job.period,
-                clients=job.clients,
-            )
-            if std > 0
-            else []
-        )
         for i, (_client, payload) in enumerate(
             zip(job.clients, bundle.payloads, strict=True)
         ):
