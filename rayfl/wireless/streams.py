@@ -56,15 +56,19 @@ def check_clients(clients: Sequence[int]) -> npt.NDArray[np.int64]:
 def standard_normal(uniform: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Map uniforms in [0, 1) to N(0, 1) draws by the inverse normal CDF.
 
-    The uniform is moved to the middle of its 2^-53 cell first, so 0 maps to
-    a finite value.
+    The uniform is moved to the middle of its 2^-53 cell first, so neither 0
+    nor 1 − 2^-53 maps to an infinite value (the upper half is read from 1 − u,
+    which is exact there).
 
     Example:
         >>> float(standard_normal(0.5 - 2.0**-54))
         0.0
     """
-    u = np.asarray(uniform, dtype=np.float64) + 2.0**-54
-    return np.asarray(ndtri(u), dtype=np.float64)
+    u = np.asarray(uniform, dtype=np.float64)
+    half = 2.0**-54
+    lower = np.minimum(u, 0.5 - half) + half  # for u < 0.5
+    upper = (1.0 - u) - half  # 1 − u is exact for u >= 0.5
+    return np.asarray(np.where(u < 0.5, ndtri(lower), -ndtri(upper)), np.float64)
 
 
 class BlockStream:
