@@ -67,15 +67,19 @@ Implementation details:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from rayfl.seeding import rng_for, rng_for_many
 from rayfl.wireless.channel import place_clients
-from rayfl.wireless.streams import BlockStream, check_clients, standard_normal
+from rayfl.wireless.streams import (
+    BlockStream,
+    ClientIds,
+    check_clients,
+    standard_normal,
+)
 
 __all__ = ["MOBILITY_MODELS", "Mobility", "reflect_in_disk", "static_positions"]
 
@@ -157,7 +161,7 @@ def _static_distances(
 
 def static_positions(
     seed: int,
-    clients: Sequence[int],
+    clients: ClientIds,
     *,
     distance_min_m: float,
     distance_max_m: float,
@@ -359,7 +363,19 @@ class _Static:
         return {"position": self.position.copy()}
 
 
-_MODELS = {
+class _Model(Protocol):
+    position: FloatArray
+
+    def __init__(self, mobility: Mobility, params: dict[str, float]) -> None: ...
+
+    def reset(self, start: FloatArray) -> None: ...
+
+    def step(self) -> FloatArray: ...
+
+    def state(self) -> dict[str, Any]: ...
+
+
+_MODELS: dict[str, type[_Model]] = {
     "static": _Static,
     "random_waypoint": _RandomWaypoint,
     "gauss_markov": _GaussMarkov,
@@ -395,7 +411,7 @@ class Mobility:
         self,
         kind: str,
         seed: int,
-        clients: Sequence[int],
+        clients: ClientIds,
         *,
         distance_min_m: float,
         distance_max_m: float,
@@ -448,10 +464,11 @@ class Mobility:
         While a client has not moved (round 0, or ``static``) this is exactly
         the channel's distance, not ‖x‖ recomputed with rounding.
         """
-        radius = np.hypot(*self.positions(t).T)
+        radius: FloatArray = np.hypot(*self.positions(t).T)
         if self.round == 0 or self.kind == "static":
-            radius = self._start_distance.copy()
-        return np.maximum(radius, self.distance_min_m)
+            radius = self._start_distance
+        out: FloatArray = np.maximum(radius, self.distance_min_m)
+        return out
 
     def moved_m(self, t: int) -> FloatArray:
         """Return Δd_{i,t}, (n,) in m: the path travelled from boundary t − 1 to t."""

@@ -30,13 +30,17 @@ Implementation details:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from rayfl.wireless.streams import BlockStream, check_clients, standard_normal
+from rayfl.wireless.streams import (
+    BlockStream,
+    ClientIds,
+    check_clients,
+    standard_normal,
+)
 
 __all__ = ["GudmundsonShadowing", "gudmundson_correlation"]
 
@@ -79,7 +83,7 @@ class GudmundsonShadowing:
     def __init__(
         self,
         seed: int,
-        clients: Sequence[int],
+        clients: ClientIds,
         *,
         std_db: float,
         decorrelation_m: float,

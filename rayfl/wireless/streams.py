@@ -34,13 +34,22 @@ from scipy.special import ndtri
 
 from rayfl.seeding import rng_for_many
 
-__all__ = ["BLOCK_STEPS", "BlockStream", "check_clients", "standard_normal"]
+__all__ = [
+    "BLOCK_STEPS",
+    "BlockStream",
+    "ClientIds",
+    "check_clients",
+    "standard_normal",
+]
+
+#: Client ids: a sequence of ints or an integer array.
+ClientIds = Sequence[int] | npt.NDArray[np.int64]
 
 #: B, the steps per seeded block. Never change (Implementation details 1).
 BLOCK_STEPS = 64
 
 
-def check_clients(clients: Sequence[int]) -> npt.NDArray[np.int64]:
+def check_clients(clients: ClientIds) -> npt.NDArray[np.int64]:
     """Return ``clients`` as distinct non-negative int64 ids, or raise ValueError.
 
     Example:
@@ -87,7 +96,7 @@ class BlockStream:
     """
 
     def __init__(
-        self, seed: int, purpose: str, clients: Sequence[int], *, width: int
+        self, seed: int, purpose: str, clients: ClientIds, *, width: int
     ) -> None:
         if width < 1:
             raise ValueError(f"width must be >= 1, got {width}")
