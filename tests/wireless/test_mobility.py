@@ -24,7 +24,8 @@ from scipy import integrate, special, stats
 from rayfl.seeding import rng_for
 from rayfl.wireless.channel import WirelessChannel
 from rayfl.wireless.config import WirelessConfig
-from rayfl.wireless.mobility import Mobility, reflect_in_disk
+from rayfl.wireless.mobility import Mobility
+from rayfl.wireless.walks import reflect_in_disk
 
 RADIUS = 100.0
 CELL = {"distance_min_m": 1.0, "distance_max_m": RADIUS}
