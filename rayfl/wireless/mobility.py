@@ -30,10 +30,13 @@ Models (``kind``, parameters; :data:`MOBILITY_MODELS`):
   in the disk at a speed v ~ U[v_min, v_max] (v_min > 0, so no speed decay to
   0), pause T_p there, draw the next leg. Its stationary position density in
   a disk is ∝ (R² − r²)·E(r/R), E the complete elliptic integral of the second
-  kind (Hyytiä, Lassila & Virtamo 2006, eq. (9) specialised to the disk), mixed
-  with the uniform law in the share of time paused.
-- ``gauss_markov`` (Liang & Haas 1999, eqs. (1)–(2); Camp, Boleng & Davies
-  2002 §2.6): s_t = α s_{t−1} + (1 − α) s̄ + √(1 − α²) σ_s w_t and θ_t = α
+  kind: Hyytiä, Lassila & Virtamo 2006's density for a convex area, f(x) ∝
+  ∫_0^{2π} ℓ1 ℓ2 (ℓ1 + ℓ2) dφ (ℓ1, ℓ2 the distances from x to the edge along
+  ±φ), in a disk; mixed with the uniform law in the share of time paused
+  (Bettstetter, Resta & Santi 2003). Equation numbers were not checked
+  against the papers.
+- ``gauss_markov`` (Liang & Haas 1999; as surveyed by Camp, Boleng & Davies
+  2002): s_t = α s_{t−1} + (1 − α) s̄ + √(1 − α²) σ_s w_t and θ_t = α
   θ_{t−1} + (1 − α) θ̄_i + √(1 − α²) σ_θ w'_t, w, w' ~ N(0, 1); x_t = x_{t−1}
   + s_{t−1}·T·(cos θ_{t−1}, sin θ_{t−1}), reflected specularly at the cell's
   edge.

@@ -4,7 +4,8 @@ Groundwork of issue 48, not yet read by the engine (today's log-normal
 shadowing is drawn once per client, :mod:`rayfl.wireless.channel`). A
 device's shadowing in dB is a first-order autoregression over the distance it
 moves (Gudmundson 1991, "Correlation model for shadow fading in mobile radio
-systems", eq. (5): R(Δx) = σ² e^{−|Δx|/d_corr}):
+systems": the autocorrelation R(Δx) = σ² e^{−|Δx|/d_corr} fitted to
+measurements; its equation number was not checked against the paper):
 
 | symbol | code | meaning |
 |---|---|---|

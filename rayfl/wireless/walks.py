@@ -8,7 +8,7 @@ in that module's docstring; in short:
 | symbol | code | meaning |
 |---|---|---|
 | leg k: (waypoint, v) | :class:`RandomWaypointWalk` | a waypoint uniform in the disk, v ~ U[v_min, v_max], then a pause T_p |
-| s_t, θ_t (AR(1), memory α) | :class:`GaussMarkovWalk` | Liang & Haas 1999 eqs. (1)–(2), one step per round |
+| s_t, θ_t (AR(1), memory α) | :class:`GaussMarkovWalk` | Liang & Haas 1999, one step per round |
 | θ ↦ 2φ + π − θ | :func:`reflect_in_disk` | a specular bounce off the edge at normal angle φ |
 """
 

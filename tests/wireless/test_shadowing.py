@@ -1,7 +1,7 @@
 """Oracle tests of Gudmundson's correlated shadowing (rayfl.wireless.shadowing).
 
 - At constant speed (the same path Δd every round) the lag-1 correlation of
-  the series is exp(−Δd/d_corr) (Gudmundson 1991, eq. (5)) within sampling
+  the series is exp(−Δd/d_corr) (Gudmundson 1991) within sampling
   error over 10^5 pairs, and the lag-2 one its square (a Markov chain);
 - the marginal stays N(0, σ²) at a late round (KS), with paths that differ
   per client (a moving world from rayfl.wireless.mobility);
