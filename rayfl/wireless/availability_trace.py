@@ -170,7 +170,7 @@ def _interval_problem(trace: AvailabilityTrace | _Unchecked) -> tuple[int, str] 
 
 def _integer(text: str | None, column: str, where: str) -> int:
     value = (text or "").strip()
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):
         raise ValueError(
             f"{where}: {column} must be a non-negative integer (rounds), got {text!r}"
         )
