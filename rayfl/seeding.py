@@ -67,6 +67,9 @@ PURPOSES: dict[str, int] = {
     "fading_ar": 90,
     "availability": 91,
     "cpu_frequency": 92,
+    "mobility_start": 93,
+    "mobility": 94,
+    "shadowing_ar": 95,
 }
 
 __all__ = ["PURPOSES", "rng_for", "rng_for_many", "torch_seed_for"]
