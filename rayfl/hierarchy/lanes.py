@@ -434,9 +434,13 @@ class HierLanes:
             for (e, i, c), (records, psum) in zip(mine, reply, strict=True):
                 out[e].devices[i] = records
                 sums[e].setdefault(c, []).append(psum)
-        for e, done in out.items():
-            if j < len(done.plan.segments):
-                aggregate_edges(j, done, self._lane(e), edge_models[e], sums[e])
+        todo = [e for e, done in out.items() if j < len(done.plan.segments)]
+        aggregate_edges(
+            j,
+            [(out[e], self._lane(e)) for e in todo],
+            [edge_models[e] for e in todo],
+            [sums[e] for e in todo],
+        )
 
     def _cloud(
         self,
