@@ -53,7 +53,7 @@ from rayfl.d2d.host import D2DClientHost
 from rayfl.learning.segment_eval import _linear_stack_logits, evaluate_segments_many
 from rayfl.learning.vectorized import local_sgd_many
 from rayfl.learning.vectorized_kernels import linear_stack_shapes
-from rayfl.seeding import rng_for
+from rayfl.seeding import rng_for_many
 
 __all__ = ["D2DLaneActor", "D2DLaneHost", "TargetJob", "em_steps_many"]
 
@@ -158,10 +158,7 @@ class D2DLaneHost(D2DClientHost):
         row = np.array([self.row[c] for c in clients], dtype=np.int64)
         has = self.has_local[lane, row]
         starts = np.where(has[:, None], self.local[lane, row], self.init[lane])
-        rngs = [
-            rng_for(int(self.seeds[e]), "batch", round=r, client=c)
-            for e, c, r in zip(lanes, clients, rounds, strict=True)
-        ]
+        rngs = rng_for_many(self.seeds[lane], "batch", rounds=rounds, clients=clients)
         vectors, losses = self._train(starts, clients, rngs)
         self.local[lane, row] = vectors
         self.has_local[lane, row] = True
@@ -204,15 +201,12 @@ class D2DLaneHost(D2DClientHost):
             np.stack(mixed) if mixed else np.zeros((0, self.model.spec.dim), np.float32)
         )
         agg_loss, agg_acc = self._evaluate(jobs, start)
-        rngs = [
-            rng_for(
-                int(self.seeds[j.lane]),
-                "d2d_personal_batch",
-                round=j.round,
-                client=j.target,
-            )
-            for j in jobs
-        ]
+        rngs = rng_for_many(
+            self.seeds[[j.lane for j in jobs]],
+            "d2d_personal_batch",
+            rounds=[j.round for j in jobs],
+            clients=[j.target for j in jobs],
+        )
         trained, losses = self._train(start, [j.target for j in jobs], rngs)
         lanes = [j.lane for j in jobs]
         self.personal[lanes], self.has_personal[lanes] = trained, True

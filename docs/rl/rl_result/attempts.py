@@ -67,13 +67,14 @@ def row(args: argparse.Namespace) -> dict[str, object]:
     """The attempt's row from its run directory and the benchmark summary."""
     run = Path(args.run)
     meta = json.loads((run / "policy" / "policy.json").read_text())
+    scenario = args.scenario or meta["config"]
     with (run / "progress.csv").open(newline="") as f:
         progress = list(csv.DictReader(f))
     with (Path(args.bench) / "summary.csv").open(newline="") as f:
         summary = [
             r
             for r in csv.DictReader(f)
-            if r["mode"] == "emulate" and r["scenario"] == meta["config"]
+            if r["mode"] == "emulate" and r["scenario"] == scenario
         ]
     mine = next((r for r in summary if r["policy"] == args.policy), None)
     if mine is None:
@@ -83,14 +84,14 @@ def row(args: argparse.Namespace) -> dict[str, object]:
     config = yaml.safe_load((run / "config.yaml").read_text())
     return {
         "attempt": args.attempt,
-        "scenario": meta["config"],
+        "scenario": scenario,
         "policy": args.policy,
         "mode": meta["mode"],
         "reward": meta["reward"],
         "encoding": args.encoding,
         "init_from": args.init_from,
         "train_lr": config["algorithm"]["lr"],
-        "eval_overrides": _overrides(Path(args.bench) / "runs.csv", meta["config"]),
+        "eval_overrides": _overrides(Path(args.bench) / "runs.csv", scenario),
         "env_steps": meta["env_steps"],
         "iterations": meta["iterations"],
         "train_wall_s": round(float(progress[-1]["elapsed_s"]), 1),
@@ -122,10 +123,17 @@ def _overrides(path: Path, scenario: str) -> str:
 
 
 def _vs_round_robin(path: Path, policy: str) -> dict[str, float | int]:
-    """Paired difference of ``policy``'s return to round robin's (emulate mode)."""
+    """Paired difference of ``policy``'s return to round robin's (emulate mode).
+
+    NaN where the topology has no ``round_robin`` (D2D's neighbour choice).
+    """
     episodes = pd.read_csv(path)
     episodes = episodes[episodes["mode"] == "emulate"]
     table = episodes.pivot_table(index="seed", columns="policy", values="return")
+    if "round_robin" not in table:
+        nan = float("nan")
+        keys = ("diff_mean", "diff_ci_low", "diff_ci_high", "p_value", "wins")
+        return dict.fromkeys(keys, nan)
     return paired(table[policy].to_numpy(), table["round_robin"].to_numpy())
 
 
@@ -137,6 +145,11 @@ def main() -> None:
     p.add_argument("--bench", required=True, help="rayfl bench policies --out dir")
     p.add_argument("--policy", required=True, help="its label in the benchmark")
     p.add_argument("--init-from", default="none", help="what training started from")
+    p.add_argument(
+        "--scenario",
+        default=None,
+        help="the benchmark's scenario (default: the training config's name)",
+    )
     p.add_argument(
         "--encoding",
         default="flat per-client features, top-K + Hungarian",
