@@ -67,6 +67,7 @@ PURPOSES: dict[str, int] = {
     "fading_ar": 90,
     "availability": 91,
     "cpu_frequency": 92,
+    "fading_ar_downlink": 98,  # seed of the downlink's AR(1) (rayfl.wireless.world)
 }
 
 __all__ = ["PURPOSES", "rng_for", "rng_for_many", "torch_seed_for"]
