@@ -65,6 +65,8 @@ class WirelessFLEnv(FLEnv):
     the client of every entry that was not scheduled: the ineligible ones,
     then each repeated naming (a client named on subchannels 0 and 2 is
     scheduled on 0 and listed once); ``action_masks()`` gives the valid choices.
+    With ``wireless.round_deadline_s``, ``info["stragglers"]`` lists the
+    scheduled clients whose upload missed the deadline.
     With ``participants=True`` (for a policy that picks a client set only, e.g.
     ``all``) the action is ``MultiBinary(N)`` instead: the i-th chosen client by
     id gets subchannel i at maximum power; ineligible clients and those past the
@@ -190,6 +192,11 @@ class WirelessFLEnv(FLEnv):
         self.last_outcome = outcome
         info = self._get_info()
         info.update(ignored=ignored, scheduled=schedule.clients.tolist())
+        if self.config.wireless.round_deadline_s is not None:  # type: ignore[union-attr]  # set in __init__
+            # the uploads that missed the round deadline (lost, released)
+            info["stragglers"] = [
+                int(r["client"]) for r in outcome.rows if r.get("straggler")
+            ]
         scores = Scores(
             outcome.test_loss,
             outcome.test_acc,

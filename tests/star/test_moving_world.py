@@ -88,6 +88,7 @@ def test_a_straggler_counts_as_a_release() -> None:
     _, _, _, _, info = env.step(action)
     # Assert
     assert info["delivered"] == [] and info["scheduled"] == [0, 1, 2, 3]
+    assert info["stragglers"] == [0, 1, 2, 3]
     assert env.backend.uplink.upload_count()[:4].tolist() == [1, 1, 1, 1]
 
 
@@ -206,3 +207,23 @@ def test_the_columns_refuse_a_moving_world_by_name() -> None:
         assert not venv.columnar
     finally:
         venv.close()
+
+
+def test_a_client_set_policy_sees_an_unavailable_client_as_ineligible() -> None:
+    # Arrange: the participants' observation (policy `all`) of round t
+    from types import SimpleNamespace
+
+    from rayfl.star.actions import StarParticipants
+
+    uplink, _ = _uplink(MARKOV)
+    chain = OnOffAvailability(0, range(10), mean_on=3.0, mean_off=2.0)
+    rules = StarParticipants(10, 4)
+    for t in range(4):
+        online = chain.available(t)
+        # Act
+        obs = rules.observe(SimpleNamespace(uplink=uplink), t)
+        schedule, ignored = rules.to_schedule(np.ones(10, int), obs["eligible"] > 0.5)
+        # Assert
+        np.testing.assert_array_equal(obs["eligible"], online.astype(np.float32))
+        assert online[schedule.clients].all()
+        assert set(ignored) >= set(np.flatnonzero(~online).tolist())

@@ -67,3 +67,57 @@ def test_same_metrics_whatever_the_packing_with_every_model_on(tmp_path):
     per_round = late.groupby(m["round"]).sum().to_numpy()
     np.testing.assert_array_equal(one.rounds["num_stragglers"], per_round)
     assert per_round.sum() > 0 and (m["scheduled"] & ~late).sum() > 0
+
+
+#: A small star (4 clients, 2 subchannels, 3-round episodes) with every model on.
+LANES_SMALL = [
+    "data.num_clients=4",
+    "wireless.num_subchannels=2",
+    "rounds=3",
+    "wireless.fading_dynamics=gauss_markov",
+    "wireless.fading_correlation=0.9",
+    "wireless.availability=markov",
+    "wireless.mean_on_rounds=2",
+    "wireless.mean_off_rounds=2",
+    "wireless.cpu_frequency_distribution=uniform",
+    "wireless.cpu_frequency_low_hz=5e8",
+    "wireless.cpu_frequency_high_hz=3e9",
+    "wireless.round_deadline_s=0.03",
+]
+
+
+def test_the_emulation_lanes_run_a_moving_world_as_the_single_env():
+    # Arrange: the vector env (lanes on shared hosts), then one single env
+    from envs.star.scheduling import WirelessFLEnv
+    from envs.star.vector import WirelessFLVectorEnv
+    from tests.envs.test_vector import _assert_lane_matches
+
+    venv = WirelessFLVectorEnv(2, mode="emulate", overrides=LANES_SMALL)
+    venv.action_space.seed(0)
+    actions = [venv.action_space.sample() for _ in range(3)]
+    ignored = []
+    try:
+        assert not venv.columnar  # the columns refuse a moving world
+        obs, _ = venv.reset(seed=10)
+        vector = [(obs, None, None, None)]
+        for action in actions:
+            obs, reward, terminated, truncated, info = venv.step(action)
+            vector.append((obs, reward, terminated, truncated))
+            ignored.append(info["ignored"])
+    finally:
+        venv.close()
+    env = WirelessFLEnv(mode="emulate", overrides=LANES_SMALL)
+    try:
+        for lane in range(2):
+            obs, _ = env.reset(seed=10 + lane)
+            single = [(obs, None, None, None)]
+            for step, action in enumerate(actions):
+                obs, reward, terminated, truncated, info = env.step(action[lane])
+                single.append((obs, reward, terminated, truncated))
+                assert list(ignored[step][lane]) == info["ignored"]
+            # Assert: lane e is the single env with seed 10 + e, moving world too
+            _assert_lane_matches(vector, single, lane)
+    finally:
+        env.close()
+    away = [step[0]["available"] == 0 for step in vector]
+    assert np.any(away)  # the chain took some client away
