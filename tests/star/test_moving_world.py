@@ -227,3 +227,21 @@ def test_a_client_set_policy_sees_an_unavailable_client_as_ineligible() -> None:
         np.testing.assert_array_equal(obs["eligible"], online.astype(np.float32))
         assert online[schedule.clients].all()
         assert set(ignored) >= set(np.flatnonzero(~online).tolist())
+
+
+def test_a_fresh_uplink_sees_round_t_as_a_run_that_lived_through_it() -> None:
+    # Arrange: a resumed run's uplink model starts fresh at its next round
+    from rayfl.star.moving import moving_observation
+
+    lived, _ = _uplink(EVERY_MODEL)
+    fresh, _ = _uplink(EVERY_MODEL)
+    # Act
+    for t in range(6):
+        before = moving_observation(lived, t)
+        gain = lived.channel_state(t).gain_db
+    resumed = moving_observation(fresh, 5)
+    # Assert: the world is a function of (seed, round), not of the path
+    for key in before:
+        np.testing.assert_array_equal(resumed[key], before[key], key)
+    np.testing.assert_array_equal(fresh.channel_state(5).gain_db, gain)
+    np.testing.assert_array_equal(fresh.eligible(5), lived.eligible(5))
