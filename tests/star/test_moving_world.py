@@ -245,3 +245,23 @@ def test_a_fresh_uplink_sees_round_t_as_a_run_that_lived_through_it() -> None:
         np.testing.assert_array_equal(resumed[key], before[key], key)
     np.testing.assert_array_equal(fresh.channel_state(5).gain_db, gain)
     np.testing.assert_array_equal(fresh.eligible(5), lived.eligible(5))
+
+
+def test_the_flat_id_sees_availability_through_its_eligible_feature() -> None:
+    # Arrange: the RL-ready id over a moving world (surrogate mode)
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the ids)
+    from policies.features import FEATURE_NAMES
+
+    env = gym.make("WirelessFL-Flat-v0", overrides=EVERY_MODEL)
+    check_env(env.unwrapped, skip_render_check=True)
+    column = FEATURE_NAMES.index("eligible")
+    obs, _ = env.reset(seed=0)
+    for _ in range(4):
+        online = env.unwrapped.base.backend.uplink.available(env.unwrapped.base.round)
+        # Assert: bounded, the away clients' eligible feature 0, never scheduled
+        assert obs.min() >= -1.0 and obs.max() <= 1.0
+        assert not (obs.reshape(10, -1)[~online, column] > 0).any()
+        obs, _, _, _, info = env.step(env.action_space.sample())
+        assert online[info["scheduled"]].all() and info["ignored"] == []
