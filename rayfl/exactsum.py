@@ -225,7 +225,7 @@ def _exact_running_sum(
 def group_running_sums(
     row: npt.NDArray[np.int64],
     count: npt.NDArray[np.int64],
-    updates: npt.NDArray[np.float32],
+    updates: npt.NDArray[np.float32] | npt.NDArray[np.float64],
     weights: npt.NDArray[np.float64],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     """Per group: the float64 running sum of its weighted rows, and whether it is exact.
@@ -241,7 +241,8 @@ def group_running_sums(
     Args:
         row: (m,) the group of each row, ascending.
         count: (P,) rows per group.
-        updates: (m, dim) the rows, float32.
+        updates: (m, dim) the rows, float32 (uploads) or float64 (e.g. the
+            ``exact64`` of partial sums, with weights 1).
         weights: (m,) their weights.
 
     Returns:

@@ -67,6 +67,9 @@ PURPOSES: dict[str, int] = {
     "fading_ar": 90,
     "availability": 91,
     "cpu_frequency": 92,
+    "mobility_start": 93,
+    "mobility": 94,
+    "shadowing_ar": 95,
     "fading_ar_downlink": 98,  # seed of the downlink's AR(1) (rayfl.wireless.world)
 }
 

@@ -37,6 +37,9 @@ __all__ = ["TRAIN_CHUNK", "ClientActor", "ClientHost"]
 #: Scheduled clients trained together by a host (bounds its memory per round).
 TRAIN_CHUNK = 512
 
+#: The generator ``run_stages`` gets when a client has no uplink stage: never drawn from.
+_NO_DRAWS = np.random.default_rng(0)
+
 
 class ClientHost:
     """The engine behind :class:`ClientActor`, usable without Ray in tests.
@@ -259,10 +262,14 @@ class ClientHost:
                 indices=update.support,
                 scale=update.scale,
             )
+        stages = self._stages_for(client)
         payload, stage_metrics = run_stages(
             upload,
-            self._stages_for(client),
-            rng_for(self.setup.seed, "noise", round=round, client=client),
+            stages,
+            # no stage, no draw: the keyed generator costs more than the rest
+            rng_for(self.setup.seed, "noise", round=round, client=client)
+            if stages
+            else _NO_DRAWS,
         )
         payload = self.algorithm.encode_upload(payload, ctx)
         record = {

@@ -58,6 +58,7 @@ from rayfl.hierarchy.lanes_round import (
     Shared,
     aggregate_edges,
     cloud_average,
+    draw_tables,
     plan_round,
     settle_lane,
 )
@@ -353,10 +354,13 @@ class HierLanes:
         The draws are keyed by (seed, next round or period, device), so drawing
         them early changes nothing but when the driver spends the time.
         """
+        todo = []
         for e, plan in plans.items():
             run = self._lane(e)
             first = run.interval.period_index + len(plan.segments)
-            run.scheduling.draw(run.scheduling.fading_key(plan.k + 1, first))
+            key = run.scheduling.fading_key(plan.k + 1, first)
+            todo.append((run.scheduling, int(key)))
+        draw_tables(todo)
 
     def _submit_segment(
         self, j: int, out: dict[int, LaneRound], edge_models: npt.NDArray[np.float32]
@@ -430,9 +434,13 @@ class HierLanes:
             for (e, i, c), (records, psum) in zip(mine, reply, strict=True):
                 out[e].devices[i] = records
                 sums[e].setdefault(c, []).append(psum)
-        for e, done in out.items():
-            if j < len(done.plan.segments):
-                aggregate_edges(j, done, self._lane(e), edge_models[e], sums[e])
+        todo = [e for e, done in out.items() if j < len(done.plan.segments)]
+        aggregate_edges(
+            j,
+            [(out[e], self._lane(e)) for e in todo],
+            [edge_models[e] for e in todo],
+            [sums[e] for e in todo],
+        )
 
     def _cloud(
         self,

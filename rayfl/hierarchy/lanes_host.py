@@ -19,6 +19,7 @@ not depend on its stack partners (:mod:`rayfl.actors.lanes`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -28,14 +29,21 @@ import ray
 from rayfl.actors.client import TRAIN_CHUNK
 from rayfl.actors.cloud import REJECT_NON_FINITE
 from rayfl.actors.lanes import LaneHost
-from rayfl.actors.messages import Uploads
 from rayfl.actors.restart import needs_state
-from rayfl.algorithms.base import ClientContext, ClientUpdate
+from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
+from rayfl.exactsum import ExactSum, group_running_sums
 from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.privacy.clip import clip_by_l2_norm
 from rayfl.seeding import rng_for_many
 
-__all__ = ["HierLaneActor", "HierLaneHost", "SegmentJob", "pack_jobs", "unpack_jobs"]
+__all__ = [
+    "HierLaneActor",
+    "HierLaneHost",
+    "SegmentJob",
+    "job_sums",
+    "pack_jobs",
+    "unpack_jobs",
+]
 
 
 @dataclass(frozen=True)
@@ -133,6 +141,35 @@ def unpack_jobs(packed: PackedJobs) -> list[SegmentJob]:
     ]
 
 
+def _job_rngs(
+    jobs: list[SegmentJob],
+    seeds: list[int],
+    purpose: str,
+    *,
+    only_noisy: bool = False,
+) -> list[list[np.random.Generator]]:
+    """Each job's devices' (lane seed, purpose, period, device) generators.
+
+    All seeded in one :func:`rayfl.seeding.rng_for_many` call; with
+    ``only_noisy``, a job without device noise gets none.
+    """
+    wanted = [not only_noisy or job.noise_std > 0 for job in jobs]
+    sizes = [len(job.clients) if w else 0 for job, w in zip(jobs, wanted, strict=True)]
+    rngs = iter(
+        rng_for_many(
+            np.repeat(np.asarray(seeds, np.int64), sizes),
+            purpose,
+            rounds=np.repeat([job.period for job in jobs], sizes),
+            clients=[
+                c for job, w in zip(jobs, wanted, strict=True) if w for c in job.clients
+            ],
+        )
+        if sum(sizes)
+        else []
+    )
+    return [[next(rngs) for _ in range(n)] for n in sizes]
+
+
 class HierLaneHost(LaneHost):
     """A :class:`LaneHost` with the hierarchy's segment training (module docstring)."""
 
@@ -153,25 +190,74 @@ class HierLaneHost(LaneHost):
             accepted uploads (None when every upload was rejected).
         """
         jobs = unpack_jobs(packed)
+        seeds = [self.lanes[job.lane].setup.seed for job in jobs]
+        batch = _job_rngs(jobs, seeds, "batch")
         spans: list[list[ClientContext]] = []
-        for job in jobs:
+        for job, rngs in zip(jobs, batch, strict=True):
             self._enter(job.lane)
             start = edge_vectors[job.row]
             controls = {"lr": float(job.lr)}
             spans.append(
                 [
-                    self._context(job.period, start, client, controls, 0.0)
-                    for client in job.clients
+                    self._context(job.period, start, c, controls, 0.0, rng=rng)
+                    for c, rng in zip(job.clients, rngs, strict=True)
                 ]
             )
         updates = self._train(jobs, spans)
-        out = []
-        for job, span in zip(jobs, spans, strict=True):
+        noise = _job_rngs(jobs, seeds, "hier_device_noise", only_noisy=True)
+        plain = self._plain_uploads(jobs)
+        out, parts = [], []
+        for job, span, rngs in zip(jobs, spans, noise, strict=True):
             self._enter(job.lane)
             records: list[dict[str, Any]] = []
-            bundle = self._send_chunk(job.period, span, updates[id(span)], records)
-            out.append(self._reduce(job, records, bundle))
-        return out
+            done = updates[id(span)]
+            if plain and all(u.support is None for u in done):
+                vectors = self._plain_records(span, done, records)
+            else:
+                bundle = self._send_chunk(job.period, span, done, records)
+                vectors = [p.to_dense() for p in bundle.payloads]
+            weights = [u.weight for u in done]
+            parts.append(self._reduce(job, records, vectors, weights, rngs))
+            out.append(records)
+        return list(zip(out, job_sums(parts), strict=True))
+
+    def _plain_uploads(self, jobs: list[SegmentJob]) -> bool:
+        """Whether every job's uploads leave as trained (no stage, no re-encoding)."""
+        runs = [self.lanes[lane] for lane in {job.lane for job in jobs}]
+        return all(
+            not run.stages
+            and run.setup.client_noise_std is None
+            and type(run.algorithm).encode_upload is Algorithm.encode_upload
+            and type(run.algorithm).payload_metrics is Algorithm.payload_metrics
+            for run in runs
+        )
+
+    def _plain_records(
+        self,
+        span: list[ClientContext],
+        updates: list[ClientUpdate],
+        records: list[dict[str, Any]],
+    ) -> list[npt.NDArray[np.float32]]:
+        """``_send_chunk`` of dense uploads without uplink stage: records, vectors.
+
+        The same records as :meth:`ClientHost._upload` (a dense payload of
+        32·d bits) without building the payloads.
+        """
+        vectors = []
+        for ctx, update in zip(span, updates, strict=True):
+            ctx.state["local_updates"] = ctx.state.get("local_updates", 0) + 1
+            vector = np.asarray(update.vector, dtype=np.float32).reshape(-1)
+            bits = float(32 * len(vector))
+            records.append(
+                {
+                    "client": ctx.client,
+                    **update.metrics,
+                    "payload_bits": bits,
+                    "bits": bits,
+                }
+            )
+            vectors.append(vector)
+        return vectors
 
     def _train(
         self, jobs: list[SegmentJob], spans: list[list[ClientContext]]
@@ -204,25 +290,24 @@ class HierLaneHost(LaneHost):
         return out
 
     def _reduce(
-        self, job: SegmentJob, records: list[dict[str, Any]], bundle: Uploads
-    ) -> tuple[list[dict[str, Any]], PartialSum | None]:
-        """Clip, noise and pre-reduce one job's uploads (``DeviceHost.train_segment``)."""
-        rows, weights = [], []
+        self,
+        job: SegmentJob,
+        records: list[dict[str, Any]],
+        vectors: list[npt.NDArray[np.float32]],
+        weights: list[float],
+        rngs: list[np.random.Generator],
+    ) -> tuple[list[npt.NDArray[np.float32]], list[float]]:
+        """Clip and noise one job's uploads (``DeviceHost.train_segment``).
+
+        ``rngs``: each device's (seed, "hier_device_noise", period, device)
+        generator when the job adds noise, else empty.
+
+        Returns:
+            The accepted (finite) rows and their weights, for :func:`job_sums`.
+        """
+        rows, kept = [], []
         std = float(job.noise_std)
-        rngs = (
-            rng_for_many(
-                self.setup.seed,
-                "hier_device_noise",
-                rounds=job.period,
-                clients=job.clients,
-            )
-            if std > 0
-            else []
-        )
-        for i, (_client, payload) in enumerate(
-            zip(job.clients, bundle.payloads, strict=True)
-        ):
-            vector = payload.to_dense()
+        for i, vector in enumerate(vectors):
             rec = records[i]
             if job.clip_norm is not None:
                 vector, norm = clip_by_l2_norm(vector, clip_norm=float(job.clip_norm))
@@ -239,10 +324,38 @@ class HierLaneHost(LaneHost):
                 rec["rejected"] = REJECT_NON_FINITE
                 continue
             rows.append(vector)
-            weights.append(1.0 if job.equal_weights else float(bundle.weights[i]))
-        if not rows:
-            return records, None
-        return records, partial_sum(np.stack(rows), weights)
+            kept.append(1.0 if job.equal_weights else float(weights[i]))
+        return rows, kept
+
+
+def job_sums(
+    parts: list[tuple[list[npt.NDArray[np.float32]], list[float]]],
+) -> list[PartialSum | None]:
+    """Each job's :func:`partial_sum` of its rows (None: no row), all jobs at once.
+
+    The running float64 sums of every job go through
+    :func:`rayfl.exactsum.group_running_sums` together; a job whose running sum
+    is exact keeps it as its ``exact64`` (what :func:`partial_sum`'s fast path
+    keeps), any other goes to :func:`partial_sum`. Same values either way.
+    """
+    out: list[PartialSum | None] = [None] * len(parts)
+    full = [i for i, (rows, _) in enumerate(parts) if rows]
+    if not full:
+        return out
+    count = np.array([len(parts[i][0]) for i in full], np.int64)
+    stacked = np.stack([r for i in full for r in parts[i][0]]).astype(np.float32)
+    weights = np.array([w for i in full for w in parts[i][1]], np.float64)
+    sums, exact = group_running_sums(
+        np.repeat(np.arange(len(full)), count), count, stacked, weights
+    )
+    for g, i in enumerate(full):
+        rows, ws = parts[i]
+        if exact[g] and np.isfinite(sums[g]).all() and np.isfinite(ws).all():
+            weight = sum((Fraction(float(v)) for v in ws), Fraction(0))
+            out[i] = ExactSum(None, 0, weight, len(rows), sums[g].copy())
+        else:
+            out[i] = partial_sum(np.stack(rows), ws)
+    return out
 
 
 HierLaneActor: Any = ray.remote(HierLaneHost)

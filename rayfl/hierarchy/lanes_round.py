@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from rayfl.exactsum import group_running_sums, plain_divisions
 from rayfl.hierarchy.accounting import RoundRecords, settle_round
 from rayfl.hierarchy.control import learning_rate
 from rayfl.hierarchy.cost import CostModel
-from rayfl.hierarchy.edge import EdgeHost
+from rayfl.hierarchy.edge import EdgeHost, apply_sums
 from rayfl.hierarchy.interval import Interval
 from rayfl.hierarchy.lanes_ledger import LaneLedger
 from rayfl.hierarchy.scheduling import EdgeScheduling, upload_fading
@@ -35,6 +37,7 @@ __all__ = [
     "Shared",
     "aggregate_edges",
     "cloud_average",
+    "draw_tables",
     "plan_round",
     "settle_lane",
 ]
@@ -62,23 +65,8 @@ class LaneScheduling(EdgeScheduling):
         """
         table = self._tables.get(int(key))
         if table is None:
-            table = np.full((len(self.num_train), max(self.num_subchannels)), np.nan)
-            selective = self.config.frequency_selective
-            for members, k_e in zip(self.subnets, self.num_subchannels, strict=True):
-                # EdgeScheduling.fading's draws, the generators seeded at once
-                rngs = rng_for_many(
-                    self.seed,
-                    "hier_subchannel_fading",
-                    rounds=int(key),
-                    clients=members,
-                )
-                for device, rng in zip(members.tolist(), rngs, strict=True):
-                    table[device, :k_e] = (
-                        rng.exponential(1.0, size=k_e)
-                        if selective
-                        else rng.exponential(1.0)
-                    )
-            self._tables[int(key)] = table
+            draw_tables([(self, int(key))])
+            table = self._tables[int(key)]
         return table
 
     def fading(
@@ -92,6 +80,41 @@ class LaneScheduling(EdgeScheduling):
         members = self.subnets[c]
         fading = self.draw(key)[members, : self.num_subchannels[c]]
         return self.large_scale_db[members, None] + 10 * np.log10(fading)
+
+
+def draw_tables(todo: list[tuple[LaneScheduling, int]]) -> None:
+    """Draw the fading tables of many (lane scheduling, key) pairs at once.
+
+    ``EdgeScheduling.fading``'s draws: device i's generator is (lane seed,
+    "hier_subchannel_fading", key, i), all seeded in one
+    :func:`rayfl.seeding.rng_for_many` call; a pair whose table exists is
+    skipped.
+    """
+    todo = [(s, k) for s, k in dict.fromkeys(todo) if k not in s._tables]
+    if not todo:
+        return
+    devices = [np.concatenate(s.subnets) for s, _ in todo]
+    sizes = [len(d) for d in devices]
+    rngs = iter(
+        rng_for_many(
+            np.repeat([s.seed for s, _ in todo], sizes),
+            "hier_subchannel_fading",
+            rounds=np.repeat([k for _, k in todo], sizes),
+            clients=np.concatenate(devices),
+        )
+    )
+    for s, k in todo:
+        table = np.full((len(s.num_train), max(s.num_subchannels)), np.nan)
+        selective = s.config.frequency_selective
+        for members, k_e in zip(s.subnets, s.num_subchannels, strict=True):
+            for device in members.tolist():
+                rng = next(rngs)
+                table[device, :k_e] = (
+                    rng.exponential(1.0, size=k_e)
+                    if selective
+                    else rng.exponential(1.0)
+                )
+        s._tables[k] = table
 
 
 @dataclass(frozen=True)
@@ -164,29 +187,102 @@ def plan_round(
 
 def aggregate_edges(
     j: int,
-    done: LaneRound,
-    run: LaneRun,
-    edge_models: npt.NDArray[np.float32],
-    sums: dict[int, list[Any]],
+    lanes: Sequence[tuple[LaneRound, LaneRun]],
+    edge_models: Sequence[npt.NDArray[np.float32]],
+    sums: Sequence[dict[int, list[Any]]],
 ) -> None:
-    """Run every edge of ``run``'s segment j (``EdgeHost.aggregate``) in place.
+    """Run every edge of the lanes' segment j (``EdgeHost.aggregate``) in place.
+
+    All (lane, edge) pairs at once, with ``EdgeHost.aggregate``'s numbers: the
+    exact sum of the edge's host sums divided by their exact weight, added to
+    w̄_c in float32, then the trusted edge's noise from (lane seed,
+    "hier_edge_noise", period, edge). The host sums' running float64 sum goes
+    through :func:`rayfl.exactsum.group_running_sums` for all pairs together;
+    a pair whose sum is not exact in float64, or whose division is not plain,
+    goes to :func:`rayfl.hierarchy.edge.apply_sums` (same values).
 
     Args:
         j: The segment.
-        done: The lane's round (its edge records are appended).
-        run: The lane's run (its edges).
-        edge_models: The lane's w̄_c, float32 (C, dim), replaced by the new ones.
-        sums: Edge → the exact sums of its devices' uploads, by host.
+        lanes: Each lane's round (its edge records are appended) and run.
+        edge_models: Each lane's w̄_c, float32 (C, dim), replaced by the new ones.
+        sums: Each lane's edge → the exact sums of its devices' uploads, by host.
     """
-    plan = done.plan
-    p = done.sent.periods[j][0]
-    is_global = j == len(plan.segments) - 1
-    for c, edge in enumerate(run.edges):
-        std = plan.stds.std(c, edge=True, is_global=is_global)
-        edge_models[c], rec = edge.aggregate(
-            p, edge_models[c], std, 0.0, *sums.get(c, [])
+    pairs = []  # (lane index, edge, period, noise σ, parts)
+    for i, (done, run) in enumerate(lanes):
+        plan = done.plan
+        p = done.sent.periods[j][0]
+        is_global = j == len(plan.segments) - 1
+        for c in range(len(run.edges)):
+            std = plan.stds.std(c, edge=True, is_global=is_global)
+            parts = [x for x in sums[i].get(c, []) if x is not None and x.count > 0]
+            pairs.append((i, c, p, std, parts))
+    means = _edge_means([parts for *_, parts in pairs], edge_models, pairs)
+    noisy = [k for k, pair in enumerate(pairs) if pair[3] > 0]
+    rngs = dict(
+        zip(
+            noisy,
+            rng_for_many(
+                [lanes[pairs[k][0]][1].edges[pairs[k][1]].seed for k in noisy],
+                "hier_edge_noise",
+                rounds=[pairs[k][2] for k in noisy],
+                clients=[lanes[pairs[k][0]][1].edges[pairs[k][1]].edge for k in noisy],
+            ),
+            strict=True,
         )
-        done.edges.append(rec)
+    )
+    for k, (i, c, p, std, _) in enumerate(pairs):
+        new, count = means[k]
+        noise_norm = 0.0
+        std = float(np.hypot(std, 0.0))
+        if std > 0:
+            noise = rngs[k].normal(0.0, std, size=new.shape)
+            noise_norm = float(np.linalg.norm(noise))
+            new = (new + noise).astype(np.float32)
+        edge_models[i][c] = new
+        lanes[i][0].edges.append(
+            {
+                "edge": lanes[i][1].edges[c].edge,
+                "period": int(p),
+                "uploads": count,
+                "edge_noise_std": std,
+                "edge_noise_norm": noise_norm,
+            }
+        )
+
+
+def _edge_means(
+    parts: list[list[Any]],
+    edge_models: Sequence[npt.NDArray[np.float32]],
+    pairs: list[tuple[int, int, int, float, list[Any]]],
+) -> list[tuple[npt.NDArray[np.float32], int]]:
+    """Each pair's ``apply_sums(w̄_c, parts)``: (model + exact mean, uploads)."""
+    out: list[Any] = [None] * len(parts)
+    full = [
+        k for k, x in enumerate(parts) if x and all(s.exact64 is not None for s in x)
+    ]
+    if full:
+        count = np.array([len(parts[k]) for k in full], np.int64)
+        rows = np.stack([s.exact64 for k in full for s in parts[k]])
+        totals, exact = group_running_sums(
+            np.repeat(np.arange(len(full)), count), count, rows, np.ones(len(rows))
+        )
+        weights = [sum((s.weight for s in parts[k]), Fraction(0)) for k in full]
+        divisors = np.array([float(w) for w in weights])
+        fine = exact & plain_divisions(totals, divisors) & (divisors > 0)
+        with np.errstate(over="ignore"):
+            for g, k in enumerate(full):
+                if fine[g]:
+                    i, c = pairs[k][:2]
+                    mean = (totals[g] / divisors[g]).astype(np.float32)
+                    out[k] = (
+                        (edge_models[i][c] + mean).astype(np.float32),
+                        sum(s.count for s in parts[k]),
+                    )
+    for k, x in enumerate(out):
+        if x is None:
+            i, c = pairs[k][:2]
+            out[k] = apply_sums(edge_models[i][c], tuple(parts[k]))
+    return out
 
 
 def cloud_average(

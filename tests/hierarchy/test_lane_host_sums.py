@@ -1,0 +1,85 @@
+"""The hierarchy lane host's batched job sums equal one ``partial_sum`` per job."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rayfl.hierarchy.lanes_host import job_sums
+from rayfl.learning.aggregate import partial_sum
+
+
+def _jobs(rng: np.random.Generator, dim: int) -> list[tuple[list, list]]:
+    """Jobs of 0 to 4 rows; some exact in float64, some not, some single rows."""
+    parts = []
+    for j in range(40):
+        m = int(rng.integers(0, 5))
+        if j % 3 == 0:  # wide exponent spread: the running sum rounds
+            rows = [
+                (rng.standard_normal(dim) * 10.0 ** rng.integers(-20, 20, dim)).astype(
+                    np.float32
+                )
+                for _ in range(m)
+            ]
+        else:
+            rows = [rng.standard_normal(dim).astype(np.float32) for _ in range(m)]
+        weights = [float(rng.integers(1, 300)) for _ in range(m)]
+        if j % 7 == 0:
+            weights = [1.0] * m
+        parts.append((rows, weights))
+    return parts
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_job_sums_equal_partial_sum_per_job(seed: int) -> None:
+    parts = _jobs(np.random.default_rng(seed), dim=33)
+    got = job_sums(parts)
+    inexact = 0
+    for (rows, weights), s in zip(parts, got, strict=True):
+        if not rows:
+            assert s is None
+            continue
+        want = partial_sum(np.stack(rows), weights)
+        assert s is not None
+        assert s.weight == want.weight and s.count == want.count
+        np.testing.assert_array_equal(s.value(), want.value())
+        np.testing.assert_array_equal(s.mean(), want.mean())
+        assert (s.exact64 is None) == (want.exact64 is None)
+        inexact += want.exact64 is None
+    assert inexact > 0  # the limb path was exercised too
+
+
+def test_job_sums_of_no_rows() -> None:
+    assert job_sums([([], []), ([], [])]) == [None, None]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_edge_means_equal_apply_sums(seed: int) -> None:
+    """The lanes' batched edge averages equal ``EdgeHost``'s ``apply_sums``."""
+    from rayfl.hierarchy.edge import apply_sums
+    from rayfl.hierarchy.lanes_round import _edge_means
+
+    rng = np.random.default_rng(seed)
+    dim = 17
+    parts, pairs = [], []
+    models = [rng.standard_normal((3, dim)).astype(np.float32) for _ in range(4)]
+    for job, (rows, weights) in enumerate(_jobs(rng, dim)):
+        # each pair's parts: its rows' sums split over up to 3 "hosts"
+        cuts = sorted(rng.integers(0, len(rows) + 1, size=2).tolist())
+        groups = [
+            (rows[a:b], weights[a:b])
+            for a, b in zip([0, *cuts], [*cuts, len(rows)], strict=True)
+        ]
+        sums = [s for s in job_sums(groups) if s is not None]
+        if job % 5 == 0:
+            sums.append(None)  # a lost host sum is skipped
+        parts.append([s for s in sums if s is not None and s.count > 0])
+        pairs.append((job % 4, job % 3, 0, 0.0, parts[-1]))
+    got = _edge_means(parts, models, pairs)
+    slow = 0
+    for (i, c, *_), x, (new, count) in zip(pairs, parts, got, strict=True):
+        want, want_count = apply_sums(models[i][c], tuple(x))
+        np.testing.assert_array_equal(new, want)
+        assert count == want_count and new.dtype == np.float32
+        slow += any(s.exact64 is None for s in x)
+    assert slow > 0  # pairs with limb sums took the fallback
