@@ -250,15 +250,45 @@ class WirelessConfig(BaseModel):
             "doppler_hz or speed_mps (the lag of Jakes' correlation)."
         ),
     )
-    availability: Literal["always", "markov"] = Field(
+    availability: Literal["always", "markov", "trace"] = Field(
         "always",
         description=(
             "Which devices the base station can reach each round: 'always' (the "
-            "papers') or 'markov' (an on/off Markov chain per client with mean "
+            "papers'), 'markov' (an on/off Markov chain per client with mean "
             "on and off periods mean_on_rounds and mean_off_rounds, started in "
-            "its stationary law). An unreachable client is not eligible: the "
-            "observation says so and a schedule naming it is repaired (the "
-            "client ignored and reported)."
+            "its stationary law) or 'trace' (the client,start,end rows of the "
+            "CSV availability_trace, in rounds, FedScale style; "
+            "rayfl.wireless.availability_trace). An unreachable client is not "
+            "eligible: the observation says so and a schedule naming it is "
+            "repaired (the client ignored and reported)."
+        ),
+    )
+    availability_trace: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4096,
+        description=(
+            "Path of the availability trace, a CSV with columns client, start, "
+            "end (client reachable in rounds start <= t < end), relative to the "
+            "working directory; trace only. Read when the config is checked: a "
+            "missing file or a bad row is an error naming the file and line."
+        ),
+    )
+    availability_trace_absent: Literal["never", "always"] | None = Field(
+        None,
+        description=(
+            "A client with no row in the trace is 'never' (None: the default) "
+            "or 'always' reachable; trace only."
+        ),
+    )
+    availability_period_rounds: int | None = Field(
+        None,
+        ge=1,
+        le=10**8,
+        description=(
+            "P: replay the trace every P rounds (round t reads t mod P), >= 1; "
+            "None = play it once (every client away after its last interval). "
+            "trace only."
         ),
     )
     mean_on_rounds: float | None = Field(
@@ -327,8 +357,18 @@ class WirelessConfig(BaseModel):
         _check_only_with(
             self,
             "availability",
-            {"markov": ("mean_on_rounds", "mean_off_rounds")},
+            {
+                "markov": ("mean_on_rounds", "mean_off_rounds"),
+                "trace": ("availability_trace",),
+            },
         )
+        optional = ("availability_trace_absent", "availability_period_rounds")
+        for name in optional:
+            if self.availability != "trace" and getattr(self, name) is not None:
+                raise ValueError(
+                    f"wireless.{name} is read only with wireless.availability="
+                    f"trace, got availability={self.availability}"
+                )
         _check_only_with(
             self,
             "cpu_frequency_distribution",

@@ -16,8 +16,9 @@ earlier round: resumed and restarted runs see the same world).
 | f_n | :attr:`MovingWorld.cpu_frequency_hz` | client n's CPU frequency (None: the config's one value) |
 
 Availability models are looked up by ``wireless.availability`` in
-:data:`AVAILABILITY` (``always``, ``markov``); a new kind (e.g. a trace file)
-plugs in with :func:`register_availability`.
+:data:`AVAILABILITY` (``always``, ``markov``, ``trace``: a FedScale-style
+file, :mod:`rayfl.wireless.availability_trace`); a new kind plugs in with
+:func:`register_availability`.
 
 Implementation details:
     1. Gauss-Markov Rician fading keeps the line-of-sight part fixed and runs
@@ -37,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rayfl.seeding import rng_for
+from rayfl.wireless.availability_trace import AvailabilityTrace, read_trace
 from rayfl.wireless.compute import cpu_frequencies
 from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.dynamics import (
@@ -54,6 +56,7 @@ __all__ = [
     "MovingWorld",
     "Replayed",
     "fading_rho",
+    "read_availability_trace",
     "register_availability",
 ]
 
@@ -128,10 +131,45 @@ class _Markov:
         return np.asarray(self.draw(t), dtype=bool).copy()
 
 
+def _trace(wireless: WirelessConfig, seed: int, num_clients: int) -> Availability:
+    """The trace file of ``wireless.availability_trace`` (its rows, in rounds)."""
+    return read_availability_trace(wireless, num_clients)
+
+
+def read_availability_trace(
+    wireless: WirelessConfig, num_clients: int
+) -> AvailabilityTrace:
+    """Read ``wireless.availability_trace`` for N = ``num_clients`` clients.
+
+    Raises:
+        ValueError: Naming the field, the file and (for a bad row) its line.
+    """
+    path = wireless.availability_trace
+    if path is None:
+        raise ValueError(
+            "wireless.availability=trace needs wireless.availability_trace"
+        )
+    try:
+        return read_trace(
+            path,
+            num_clients=num_clients,
+            absent=wireless.availability_trace_absent or "never",
+            period_rounds=wireless.availability_period_rounds,
+        )
+    except FileNotFoundError:
+        raise ValueError(
+            f"wireless.availability_trace: no file {path!r} (relative to the "
+            "working directory)"
+        ) from None
+    except ValueError as error:
+        raise ValueError(f"wireless.availability_trace: {error}") from None
+
+
 #: ``wireless.availability`` kind → factory(wireless, seed, num_clients).
 AVAILABILITY: dict[str, Callable[[WirelessConfig, int, int], Availability]] = {
     "always": lambda wireless, seed, n: _Always(n),
     "markov": _Markov,
+    "trace": _trace,
 }
 
 

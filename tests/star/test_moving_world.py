@@ -265,3 +265,28 @@ def test_the_flat_id_sees_availability_through_its_eligible_feature() -> None:
         assert not (obs.reshape(10, -1)[~online, column] > 0).any()
         obs, _, _, _, info = env.step(env.action_space.sample())
         assert online[info["scheduled"]].all() and info["ignored"] == []
+
+
+def test_a_trace_drives_the_star_envs_availability() -> None:
+    # Arrange: the shipped sample trace (20 clients) on the star env
+    from pathlib import Path
+
+    from rayfl.wireless.availability_trace import read_trace
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "availability_trace.csv"
+    env = WirelessFLEnv(
+        mode="surrogate",
+        overrides=[
+            "data.num_clients=20",
+            "wireless.availability=trace",
+            f"wireless.availability_trace={path}",
+        ],
+    )
+    trace = read_trace(path, num_clients=20)
+    obs, _ = env.reset(seed=0)
+    for t in range(5):
+        # Assert: the observation and the eligibility follow the file
+        online = trace.available(t)
+        np.testing.assert_array_equal(obs["available"], online.astype(np.float32))
+        assert not obs["eligible"][~online].any()
+        obs, *_ = env.step(np.arange(4))

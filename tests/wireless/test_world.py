@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -204,7 +205,7 @@ def test_the_defaults_move_nothing() -> None:
             {"availability": "markov", "mean_on_rounds": 0.5, "mean_off_rounds": 2},
             "mean_on_rounds",
         ),
-        ({"availability": "trace"}, "'always' or 'markov'"),
+        ({"availability": "sometimes"}, "'always', 'markov' or 'trace'"),
         (
             {
                 "cpu_frequency_distribution": "uniform",
@@ -245,4 +246,65 @@ def test_bad_moving_world_fields_say_what_is_wrong(
     fields: dict[str, object], message: str
 ) -> None:
     with pytest.raises(ValidationError, match=message):
+        WirelessConfig(**fields)
+
+
+TRACE = Path(__file__).resolve().parents[2] / "examples" / "availability_trace.csv"
+
+
+def test_the_trace_kind_replays_the_file() -> None:
+    # Arrange: the shipped sample (20 clients x 50 rounds), replayed every 50
+    from rayfl.wireless.availability_trace import read_trace
+
+    fields = {"availability": "trace", "availability_trace": str(TRACE),
+              "availability_period_rounds": 50}  # fmt: skip
+    world = _world(20, **fields)
+    trace = read_trace(TRACE, num_clients=20, period_rounds=50)
+    # Act / Assert
+    for t in (0, 7, 49, 50, 123):
+        np.testing.assert_array_equal(world.available(t), trace.available(t))
+    assert not all(world.available(t).all() for t in range(50))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ([], "needs wireless.availability_trace, which is unset"),
+        (["wireless.availability_trace=nowhere.csv"], "no file 'nowhere.csv'"),
+        (["wireless.availability_trace=BAD"], "BAD_FILE:3"),
+    ],
+    ids=["no-path", "missing-file", "bad-row"],
+)
+def test_a_bad_trace_is_an_error_when_the_config_is_checked(
+    tmp_path: Path, overrides: list[str], message: str
+) -> None:
+    # Arrange: a trace whose second row ends before it starts
+    from rayfl.config import ConfigError, load_config
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("client,start,end\n0,0,5\n1,6,2\n")
+    overrides = [o.replace("BAD", str(bad)) for o in overrides]
+    message = message.replace("BAD_FILE", str(bad))
+    config = {
+        "data": {"dataset": "digits", "num_clients": 4},
+        "wireless": {"num_subchannels": 2, "availability": "trace"},
+    }
+    # Act / Assert
+    with pytest.raises((ConfigError, ValidationError, ValueError), match=message):
+        load_config(config, overrides)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"availability_trace": "a.csv"},
+        {"availability_trace_absent": "always"},
+        {"availability_period_rounds": 5},
+    ],
+    ids=["path", "absent", "period"],
+)
+def test_trace_fields_without_the_trace_kind_are_refused(
+    fields: dict[str, object],
+) -> None:
+    with pytest.raises(ValidationError, match="read only with wireless.availability"):
         WirelessConfig(**fields)
