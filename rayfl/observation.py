@@ -21,9 +21,14 @@ read from it.
 | distance_m | float32 | (N,) | m | 0 | inf | distance of row n to the target |
 | em_weight | float32 | (N,) | – | 0 | 1 | mixture weight of row n after the last round |
 | selected | float32 | (N,) | – | 0 | 1 | 1 if row n was a neighbor in the last round |
+| available | float32 | (N,) | – | 0 | 1 | 1 if the base station reaches row n this round |
+| channel_age | float32 | (N,) | rounds | 0 | inf | rounds since row n's channel_gain was measured |
+| compute_time_s | float32 | (N,) | s | 0 | inf | row n's local training time d^lo = τ·abs(D_n)·Φ/f_n |
 
-The first eight are the *core* keys (:data:`CORE_KEYS`), the last four the
-device-to-device *extras* (:data:`EXTRA_KEYS`). Each topology plug-in declares
+The first eight are the *core* keys (:data:`CORE_KEYS`), the next four the
+device-to-device *extras* (:data:`EXTRA_KEYS`), the last three the star's
+*moving-world* keys (:data:`MOVING_KEYS`, issue 48), present only when the
+config enables the model they describe (:func:`rayfl.star.moving.moving_keys`). Each topology plug-in declares
 the keys it fills (``observation_keys``) and the action parts it can take
 (``action_parts``; :mod:`rayfl.topology`); a policy that reads only keys a
 topology fills runs there.
@@ -60,6 +65,7 @@ __all__ = [
     "ACTION_PARTS",
     "CORE_KEYS",
     "EXTRA_KEYS",
+    "MOVING_KEYS",
     "FIELDS",
     "Field",
     "LinkConstants",
@@ -132,6 +138,9 @@ FIELDS: dict[str, Field] = {
         Field("distance_m", "N", "m", 0.0, _INF, "distance of row n to the target"),
         Field("em_weight", "N", "-", 0.0, 1.0, "mixture weight of row n"),
         Field("selected", "N", "-", 0.0, 1.0, "1 if row n was a neighbor last round"),
+        Field("available", "N", "-", 0.0, 1.0, "1 if row n is reachable"),
+        Field("channel_age", "N", "rounds", 0.0, _INF, "age of row n's channel_gain"),
+        Field("compute_time_s", "N", "s", 0.0, _INF, "local training time of row n"),
     )
 }
 
@@ -153,6 +162,8 @@ EXTRA_KEYS: tuple[str, ...] = (
     "em_weight",
     "selected",
 )
+#: Keys of the star's moving world (issue 48), each only when its model is on.
+MOVING_KEYS: tuple[str, ...] = ("available", "channel_age", "compute_time_s")
 
 #: The parts an action may have: a client set without subchannels
 #: (``participants``, ``MultiBinary(N)``), a subchannel assignment
@@ -175,6 +186,9 @@ class Observation(TypedDict, total=False):
     distance_m: F32
     em_weight: F32
     selected: F32
+    available: F32
+    channel_age: F32
+    compute_time_s: F32
 
 
 def observation_space(

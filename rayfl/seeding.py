@@ -70,6 +70,7 @@ PURPOSES: dict[str, int] = {
     "mobility_start": 93,
     "mobility": 94,
     "shadowing_ar": 95,
+    "fading_ar_downlink": 98,  # seed of the downlink's AR(1) (rayfl.wireless.world)
 }
 
 __all__ = ["PURPOSES", "rng_for", "rng_for_many", "torch_seed_for"]

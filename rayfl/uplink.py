@@ -65,9 +65,11 @@ from rayfl.privacy.sensitivity import (
 from rayfl.schedule import Schedule
 from rayfl.seeding import rng_for
 from rayfl.wireless.channel import ChannelState, WirelessChannel, shannon_rate_bps
+from rayfl.wireless.compute import deadline_misses
 from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.cost import transmission_time_s
 from rayfl.wireless.effects import uplink_round
+from rayfl.wireless.world import LastSeen, MovingWorld
 
 __all__ = ["UplinkModel", "UplinkSections"]
 
@@ -116,6 +118,17 @@ def downlink_time_s(
     bandwidth_hz = state.downlink_bandwidth_hz or state.bandwidth_hz
     rate = shannon_rate_bps(bandwidth_hz=bandwidth_hz, snr_linear=snr)
     return transmission_time_s(payload_bits=model_bits, rate_bps=rate)
+
+
+def _stragglers(
+    wireless: WirelessConfig, latency_s: npt.NDArray[np.float64]
+) -> npt.NDArray[np.bool_] | None:
+    """Return which uploads miss ``wireless.round_deadline_s`` (None: no deadline).
+
+    ``latency_s`` is each client's computation + transmission time (issue 48).
+    """
+    deadline_s = wireless.round_deadline_s
+    return None if deadline_s is None else deadline_misses(latency_s, 0.0, deadline_s)
 
 
 def _local_dp_sgd(
@@ -257,7 +270,14 @@ class UplinkModel(LedgerReport):
             else None
         )
         self._states: dict[int, ChannelState] = {}
+        #: The base station's memory of unreachable clients' channels
+        #: (:mod:`rayfl.star.moving`); started by the first observation.
+        self.last_seen: LastSeen | None = None
         wireless = config.wireless
+        #: Correlated fading, availability, CPU speeds (issue 48); None: ideal links.
+        self.world = (
+            MovingWorld(wireless, config.seed, n) if wireless is not None else None
+        )
         #: Whether the channel acts on single uploads (bit flips, losses, outage).
         self.per_client_effects = wireless is not None and (
             wireless.effects != "none" or wireless.snr_threshold_db is not None
@@ -269,9 +289,29 @@ class UplinkModel(LedgerReport):
         if self.channel is None:
             return None
         if round not in self._states:
-            rng = rng_for(self.sections.seed, "channel", round=round)
-            self._states = {round: self.channel.realize(rng)}
+            if self.world is not None and self.world.correlated:
+                state = self.channel.state_of(*self.world.fading(round))
+            else:
+                rng = rng_for(self.sections.seed, "channel", round=round)
+                state = self.channel.realize(rng)
+            self._states = {round: state}
         return self._states[round]
+
+    def num_samples(self, clients: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """Return the samples each of ``clients`` trains on in a round (τ·abs(D_i))."""
+        algo = self.sections.algorithm
+        ids = np.asarray(clients, dtype=np.int64)
+        if algo.local_steps:
+            return np.full(len(ids), float(algo.local_steps * algo.batch_size))
+        return (self.num_train[ids] * algo.local_epochs).astype(np.float64)
+
+    def cpu_frequency_hz(
+        self, clients: npt.ArrayLike
+    ) -> npt.NDArray[np.float64] | None:
+        """Return f_i of ``clients`` (None: ``wireless.cpu_frequency_hz`` for all)."""
+        if self.world is None or self.world.cpu_frequency_hz is None:
+            return None
+        return self.world.cpu_frequency_hz[np.asarray(clients, dtype=np.int64)]
 
     def link(
         self, round: int, schedule: Schedule, payload_bits: npt.NDArray[np.float64]
@@ -313,6 +353,7 @@ class UplinkModel(LedgerReport):
             num_samples=samples,
             bits_per_element=self.sections.compression.quantize_bits or 32,
             config=wireless,
+            cpu_frequency_hz=self.cpu_frequency_hz(schedule.clients),
         )
         latency_s = out.latency_s
         if wireless.downlink_latency and self.model_dim:
@@ -320,6 +361,9 @@ class UplinkModel(LedgerReport):
                 state, schedule.clients, model_bits=32.0 * self.model_dim
             )
         delivered = ~out.outage & ~out.deadline_missed  # τ_max: late = lost
+        straggler = _stragglers(wireless, latency_s)
+        if straggler is not None:
+            delivered &= ~straggler  # D: a straggler's upload is lost
         quantized = (
             self.sections.compression.quantize_bits is not None or self.coded_uploads
         )
@@ -344,6 +388,9 @@ class UplinkModel(LedgerReport):
             }
             for i, c in enumerate(schedule.clients)
         }
+        if straggler is not None:
+            for i, c in enumerate(schedule.clients):
+                rows[int(c)]["straggler"] = bool(straggler[i])
         return rows, LinkOutcome(schedule.clients, out.bit_error_rate, delivered)
 
     # ---------------------------------------------------------------- privacy
@@ -360,8 +407,27 @@ class UplinkModel(LedgerReport):
         )
         self.ledger.record(ids, noise_multiplier=z, sample_rate=1.0)
 
-    def eligible(self) -> npt.NDArray[np.bool_]:
-        """Return which clients may still upload (T0 cap and ε budget)."""
+    def eligible(self, round: int | None = None) -> npt.NDArray[np.bool_]:
+        """Return which clients may upload (T0 cap, ε budget; reachable in ``round``).
+
+        Args:
+            round: The round whose reachability also counts
+                (``wireless.availability``); None: the budgets only (whether
+                a client may ever upload again, the end of a run).
+        """
+        budgets = self._budget_eligible()
+        if round is None or self.world is None or self.world.availability is None:
+            return budgets
+        return budgets & self.world.available(round)
+
+    def available(self, round: int) -> npt.NDArray[np.bool_]:
+        """Return (N,) bool: which clients the base station reaches in ``round``."""
+        if self.world is None:
+            return np.ones(self.num_clients, dtype=bool)
+        return self.world.available(round)
+
+    def _budget_eligible(self) -> npt.NDArray[np.bool_]:
+        """Which clients may still upload (T0 cap and ε budget)."""
         privacy = self.sections.privacy
         if self.local_dp is not None:
             return self.local_dp.eligible(self.ledger) & self.ledger.eligible(

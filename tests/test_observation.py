@@ -14,6 +14,7 @@ from rayfl.observation import (
     CORE_KEYS,
     EXTRA_KEYS,
     FIELDS,
+    MOVING_KEYS,
     LinkConstants,
     Observation,
     ObservationTracker,
@@ -68,7 +69,7 @@ def test_d2d_target_and_selection_spaces_are_the_d2d_ones():
 
 
 def test_table_typeddict_and_docstring_agree():
-    assert tuple(FIELDS) == CORE_KEYS + EXTRA_KEYS
+    assert tuple(FIELDS) == CORE_KEYS + EXTRA_KEYS + MOVING_KEYS
     assert list(typing.get_type_hints(Observation)) == list(FIELDS)
     doc = observation.__doc__
     for field in FIELDS.values():

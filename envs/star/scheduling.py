@@ -60,10 +60,13 @@ class WirelessFLEnv(FLEnv):
     omitted: missing ``power`` means maximum power, missing ``controls`` the
     algorithm's configured values. Rules: a client named on several subchannels
     keeps the lowest-indexed one (the others idle); a client that is not
-    eligible (privacy budget or T0 spent) is ignored. ``info["ignored"]`` lists
+    eligible (privacy budget or T0 spent, or unreachable with
+    ``wireless.availability``) is ignored. ``info["ignored"]`` lists
     the client of every entry that was not scheduled: the ineligible ones,
     then each repeated naming (a client named on subchannels 0 and 2 is
     scheduled on 0 and listed once); ``action_masks()`` gives the valid choices.
+    With ``wireless.round_deadline_s``, ``info["stragglers"]`` lists the
+    scheduled clients whose upload missed the deadline.
     With ``participants=True`` (for a policy that picks a client set only, e.g.
     ``all``) the action is ``MultiBinary(N)`` instead: the i-th chosen client by
     id gets subchannel i at maximum power; ineligible clients and those past the
@@ -82,6 +85,11 @@ class WirelessFLEnv(FLEnv):
     | data_size | (N,) | train samples of the client | samples | 0 | inf |
     | eligible | (N,) | 1 if the client may upload this round | – | 0 | 1 |
     | round | (1,) | round index t | – | 0 | inf |
+
+    With a moving world (issue 48) the keys of :mod:`rayfl.star.moving` are
+    added: ``available``, ``channel_age`` (with ``wireless.availability``;
+    ``channel_gain`` is then the gain last seen) and ``compute_time_s`` (with
+    ``wireless.cpu_frequency_distribution`` or ``round_deadline_s``).
 
     ## Rewards
     The reward set of every topology (:mod:`rayfl.rl.rewards`) over the N clients'
@@ -168,7 +176,8 @@ class WirelessFLEnv(FLEnv):
     def _decide(self, action: Any) -> tuple[Schedule, list[int]]:
         """Turn ``action`` into this round's schedule and the ignored clients."""
         rules = self.participants or self.actions
-        schedule, ignored = rules.to_schedule(action, self.backend.uplink.eligible())
+        eligible = self.backend.uplink.eligible(self.round)
+        schedule, ignored = rules.to_schedule(action, eligible)
         if self.participants is None:
             ignored = ignored + _repeated(action, self.num_clients)
         self.marks = list(
@@ -183,6 +192,11 @@ class WirelessFLEnv(FLEnv):
         self.last_outcome = outcome
         info = self._get_info()
         info.update(ignored=ignored, scheduled=schedule.clients.tolist())
+        if self.config.wireless.round_deadline_s is not None:  # type: ignore[union-attr]  # set in __init__
+            # the uploads that missed the round deadline (lost, released)
+            info["stragglers"] = [
+                int(r["client"]) for r in outcome.rows if r.get("straggler")
+            ]
         scores = Scores(
             outcome.test_loss,
             outcome.test_acc,
@@ -192,15 +206,15 @@ class WirelessFLEnv(FLEnv):
         return scores, info
 
     def _terminated(self, obs: Mapping[str, Any]) -> bool:
-        """Every client's budget is spent."""
-        return not bool(obs["eligible"].any())
+        """Every client's budget is spent (not: no client reachable this round)."""
+        return not bool(self.backend.uplink.eligible().any())
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Return the valid choices per subchannel, shape (K, N + 1): eligible clients and idle.
 
         With ``participants=True``: the clients that may be chosen, shape (N,).
         """
-        eligible = self.backend.uplink.eligible()
+        eligible = self.backend.uplink.eligible(self.round)
         if self.participants is not None:
             return np.asarray(eligible, dtype=bool).copy()
         row = np.append(eligible, True)

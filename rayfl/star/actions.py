@@ -21,6 +21,7 @@ from gymnasium import spaces
 
 from rayfl.observation import CORE_KEYS, observation_space
 from rayfl.schedule import Schedule
+from rayfl.star.moving import moving_keys
 from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.units import power_levels_w
 
@@ -45,6 +46,7 @@ class StarActions:
     control_names: tuple[str, ...] = ()
     default_controls: npt.NDArray[np.float32] | None = None
     control_ranges: tuple[tuple[float, float], ...] = ()
+    moving_keys: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, cfg: Any, *, controls: bool = False) -> StarActions:
@@ -70,6 +72,7 @@ class StarActions:
             control_names=tuple(declared),
             default_controls=np.tile(np.array(configured, np.float32), (n, 1)),
             control_ranges=tuple(declared.values()),
+            moving_keys=moving_keys(cfg.wireless),
         )
 
     def spaces(self) -> tuple[spaces.Dict, spaces.Space[Any]]:
@@ -88,8 +91,9 @@ class StarActions:
         action = (
             spaces.Dict({"assignment": assignment, **parts}) if parts else assignment
         )
-        # the keys are the star plug-in's observation_keys
-        return observation_space(CORE_KEYS, n, k), action
+        # the keys are the star plug-in's observation_keys, and a moving
+        # world's (rayfl.star.moving)
+        return observation_space(CORE_KEYS + self.moving_keys, n, k), action
 
     def to_schedule(
         self, action: Any, eligible: npt.NDArray[np.bool_]
@@ -203,7 +207,7 @@ class StarParticipants:
     def observe(self, system: Any, t: int) -> dict[str, npt.NDArray[np.float32]]:
         """Round ``t``'s observation of ``system`` (no evaluation; the round's own gains)."""
         obs = {
-            "eligible": system.uplink.eligible().astype(np.float32),
+            "eligible": system.uplink.eligible(t).astype(np.float32),
             "round": np.array([t], dtype=np.float32),
         }
         if self.num_subchannels:

@@ -45,6 +45,7 @@ from rayfl.seeding import rng_for_many
 from rayfl.star.lanes import StarLanes
 from rayfl.uplink import UplinkModel
 from rayfl.wireless.channel import fading_power_gain, shannon_rate_bps, snr_linear
+from rayfl.wireless.config import moving_world_fields
 from rayfl.wireless.effects import _latency_and_energy
 from rayfl.wireless.modulation import outage, packet_error_rate, qam_bit_error_rate
 from rayfl.wireless.units import linear_to_db, power_levels_w
@@ -56,7 +57,8 @@ def columns_refusal(config: Any) -> str | None:
     """Return why ``config``'s lanes cannot run as columns (None: they can).
 
     The columns need what :func:`rayfl.star.lanes.check_lanes` needs, a
-    ``wireless`` section without the broadcast downlink time, and uploads that
+    ``wireless`` section without the broadcast downlink time nor a moving
+    world (``wireless`` fields of issue 48: the lanes run those), and uploads that
     leave the client as trained: no privacy mechanism, no clipping, no
     compression (no client uplink stage), an algorithm that averages updates
     (FedAvg, FedProx).
@@ -67,6 +69,9 @@ def columns_refusal(config: Any) -> str | None:
         return "columns need a wireless section"
     if config.wireless.downlink_latency:
         return "columns do not model wireless.downlink_latency"
+    moving = moving_world_fields(config.wireless)
+    if moving:  # the lanes (rayfl.star.lanes) run them through each UplinkModel
+        return f"columns do not model a moving world yet: {', '.join(moving)}"
     privacy, compression = config.privacy, config.compression
     if privacy.mechanism != "none" or privacy.clip_norm:
         return "columns need privacy.mechanism none and no clip_norm"

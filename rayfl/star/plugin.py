@@ -73,9 +73,10 @@ class Star(TopologyPlugin):
 
     def check_scheduler(self, cfg: Any) -> None:
         """Subchannel policies need a ``wireless`` section; K is read or refused."""
-        from rayfl.star.run_checks import check_star_scheduler
+        from rayfl.star.run_checks import check_star_scheduler, check_star_world
 
         check_star_scheduler(cfg, self.name)
+        check_star_world(cfg)
 
     def policy_parts(self, cfg: Any) -> frozenset[str]:
         """The client set, or the subchannels (+ power, controls) with a channel."""

@@ -36,6 +36,7 @@ from rayfl.algorithms.registry import algorithm_class, make_algorithm
 from rayfl.eval_sample import eval_sample
 from rayfl.observation import ObservationTracker
 from rayfl.schedule import Schedule
+from rayfl.star.moving import moving_observation
 from rayfl.star.round_steps import (
     actor_share,
     round_link,
@@ -58,6 +59,9 @@ def star_observation(
     """Return the star's observation of round ``t`` (its eight core keys).
 
     The engine's star round and the scheduling env (both modes) read this.
+    A moving world adds its keys (:mod:`rayfl.star.moving`); with availability
+    on, ``eligible`` also needs the client reachable and ``channel_gain`` is
+    the gain last seen.
 
     Args:
         uplink: Channel and ledger (gain, uploads, ε spent, eligibility).
@@ -70,7 +74,7 @@ def star_observation(
     eps, _ = uplink.epsilons(evaluate=True)
     tracked = tracker.fields()
     data_size = np.asarray(data_size)
-    return {
+    obs: Observation = {
         "channel_gain": np.asarray(state.gain_db, dtype=np.float32),
         "loss": tracked["loss"],
         "upload_count": uplink.upload_count().astype(np.float32),
@@ -79,9 +83,11 @@ def star_observation(
         ).astype(np.float32),
         "staleness": tracked["staleness"],
         "data_size": data_size.astype(np.float32),
-        "eligible": uplink.eligible().astype(np.float32),
+        "eligible": uplink.eligible(t).astype(np.float32),
         "round": np.array([t], dtype=np.float32),
     }
+    obs.update(moving_observation(uplink, t))
+    return obs
 
 
 class StarRound:

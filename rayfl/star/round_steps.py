@@ -149,6 +149,9 @@ def settle_round(
 ) -> RoundResult:
     """Record round ``t``'s releases in the ledger and its rows in the tracker.
 
+    With ``wireless.round_deadline_s`` the round's ``rounds.parquet`` row gets
+    ``num_stragglers``: the scheduled uploads that missed the deadline.
+
     Args:
         uplink: Channel and ledger.
         tracker: The clients' history (None: not started yet).
@@ -159,7 +162,12 @@ def settle_round(
         lost: Clients whose host died mid-round (no release).
     """
     uplink.record_releases([c for c in schedule.clients if int(c) not in lost])
-    result = RoundResult(t, rows, sorted(set(server["delivered"])))
+    extras: dict[str, Any] = {}
+    wireless = uplink.sections.wireless
+    if wireless is not None and wireless.round_deadline_s is not None:
+        # the uploads that missed the round deadline (lost, counted as releases)
+        extras["num_stragglers"] = int(sum(bool(r.get("straggler")) for r in rows))
+    result = RoundResult(t, rows, sorted(set(server["delivered"])), extras)
     if tracker is not None:
         tracker.record(rows, result.delivered)
     return result

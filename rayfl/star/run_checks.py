@@ -10,7 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_star_scheduler", "star_policy_parts"]
+__all__ = ["check_star_scheduler", "check_star_world", "star_policy_parts"]
+
+
+def check_star_world(cfg: Any) -> None:
+    """Read ``wireless.availability_trace`` now, so a bad trace fails before Ray starts.
+
+    Raises:
+        ValueError: Naming the field, the file and the line of a bad row.
+    """
+    wireless = cfg.wireless
+    if wireless is not None and wireless.availability == "trace":
+        from rayfl.wireless.world import read_availability_trace
+
+        read_availability_trace(wireless, cfg.data.num_clients)
 
 
 def star_policy_parts(cfg: Any) -> frozenset[str]:

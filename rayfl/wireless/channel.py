@@ -282,6 +282,21 @@ class WirelessChannel:
         downlink_fading = fading_power_gain(
             self.num_clients, kind=kind, rician_k_db=k_db, rng=rng
         )
+        return self.state_of(uplink_fading, downlink_fading)
+
+    def state_of(
+        self, uplink_fading: FloatArray, downlink_fading: FloatArray
+    ) -> ChannelState:
+        """Return the channel state of given fading powers (e.g. correlated ones).
+
+        Args:
+            uplink_fading: (N, K) unit-mean fading power of each uplink.
+            downlink_fading: (N,) unit-mean fading power of each downlink.
+
+        Returns:
+            The channel state; its arrays are read-only.
+        """
+        cfg = self.config
         gain = self.large_scale_gain_linear[:, None] * uplink_fading
         tx_power_w = float(dbm_to_w(cfg.tx_power_dbm))
         snr = snr_linear(

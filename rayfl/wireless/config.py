@@ -21,6 +21,19 @@ Symbol table (paper symbol → code name):
 | χ_i (κ)       | ``effective_capacitance`` | DP-SparFL, energy model |
 | τ_max         | ``max_latency_s``         | WPFL eq. (10)       |
 | B_dl          | ``downlink_band``         | WPFL leaves it open |
+| ρ = J0(2π f_D T) | ``fading_correlation``, ``doppler_hz``, ``round_duration_s`` | Jakes (issue 48) |
+| v, f_c        | ``speed_mps``, ``carrier_hz`` | f_D = v·f_c/c     |
+| T_on, T_off   | ``mean_on_rounds``, ``mean_off_rounds`` | on/off device chain |
+| D             | ``round_deadline_s``      | compute + airtime deadline (issue 48) |
+
+The fields of issue 48 (``fading_dynamics``, ``availability``,
+``cpu_frequency_distribution``, ``round_deadline_s`` and their parameters) make
+the world move over rounds; their defaults are the papers' static world (i.i.d.
+fading, every device always reachable, one CPU frequency, no round deadline).
+Device availability lives here, beside the device's CPU model, rather than in a
+section of its own: an unreachable device is one the base station cannot
+hear, its eligibility is read from the same uplink model as its privacy
+budget, and a star without a ``wireless`` section has no schedule to repair.
 """
 
 from __future__ import annotations
@@ -29,7 +42,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["WirelessConfig"]
+__all__ = ["WirelessConfig", "moving_world_fields"]
 
 
 class WirelessConfig(BaseModel):
@@ -183,6 +196,155 @@ class WirelessConfig(BaseModel):
         ),
     )
 
+    fading_dynamics: Literal["iid", "gauss_markov"] = Field(
+        "iid",
+        description=(
+            "How fading evolves over rounds: 'iid' (the papers': redrawn each "
+            "round) or 'gauss_markov' (an AR(1) on the complex gain per client "
+            "and subchannel, h_t = ρ·h_(t-1) + sqrt(1 - ρ²)·w_t, uplink and "
+            "downlink; ρ from fading_correlation, or from doppler_hz or "
+            "speed_mps with carrier_hz, and round_duration_s by Jakes' "
+            "J0(2π·f_D·T)). gauss_markov needs fading rayleigh or rician."
+        ),
+    )
+    fading_correlation: float | None = Field(
+        None,
+        ge=-1.0,
+        le=1.0,
+        description=(
+            "ρ: lag-1 (one round) correlation of the complex fading gain, in "
+            "[-1, 1]; 0 is i.i.d. fading, 1 a frozen channel. gauss_markov only; "
+            "set this or doppler_hz or speed_mps, not several."
+        ),
+    )
+    doppler_hz: float | None = Field(
+        None,
+        ge=0.0,
+        le=1e6,
+        description=(
+            "f_D: maximum Doppler shift in Hz, in [0, 1e6]; with round_duration_s "
+            "gives ρ = J0(2π·f_D·T). gauss_markov only."
+        ),
+    )
+    speed_mps: float | None = Field(
+        None,
+        ge=0.0,
+        le=1e4,
+        description=(
+            "v: device speed in m/s, in [0, 1e4]; with carrier_hz gives f_D = "
+            "v·f_c/c, then ρ with round_duration_s. gauss_markov only."
+        ),
+    )
+    carrier_hz: float | None = Field(
+        None,
+        gt=0.0,
+        le=1e12,
+        description="f_c: carrier frequency in Hz, in (0, 1e12]; with speed_mps only.",
+    )
+    round_duration_s: float | None = Field(
+        None,
+        gt=0.0,
+        le=1e6,
+        description=(
+            "T: time between two rounds' channels in s, in (0, 1e6]; needed with "
+            "doppler_hz or speed_mps (the lag of Jakes' correlation)."
+        ),
+    )
+    availability: Literal["always", "markov", "trace"] = Field(
+        "always",
+        description=(
+            "Which devices the base station can reach each round: 'always' (the "
+            "papers'), 'markov' (an on/off Markov chain per client with mean "
+            "on and off periods mean_on_rounds and mean_off_rounds, started in "
+            "its stationary law) or 'trace' (the client,start,end rows of the "
+            "CSV availability_trace, in rounds, FedScale style; "
+            "rayfl.wireless.availability_trace). An unreachable client is not "
+            "eligible: the observation says so and a schedule naming it is "
+            "repaired (the client ignored and reported)."
+        ),
+    )
+    availability_trace: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4096,
+        description=(
+            "Path of the availability trace, a CSV with columns client, start, "
+            "end (client reachable in rounds start <= t < end), relative to the "
+            "working directory; trace only. Read when the config is checked: a "
+            "missing file or a bad row is an error naming the file and line."
+        ),
+    )
+    availability_trace_absent: Literal["never", "always"] | None = Field(
+        None,
+        description=(
+            "A client with no row in the trace is 'never' (None: the default) "
+            "or 'always' reachable; trace only."
+        ),
+    )
+    availability_period_rounds: int | None = Field(
+        None,
+        ge=1,
+        le=10**8,
+        description=(
+            "P: replay the trace every P rounds (round t reads t mod P), >= 1; "
+            "None = play it once (every client away after its last interval). "
+            "trace only."
+        ),
+    )
+    mean_on_rounds: float | None = Field(
+        None,
+        ge=1.0,
+        le=1e9,
+        description="T_on: mean rounds a device stays reachable, >= 1; markov only.",
+    )
+    mean_off_rounds: float | None = Field(
+        None,
+        ge=1.0,
+        le=1e9,
+        description="T_off: mean rounds a device stays away, >= 1; markov only.",
+    )
+    cpu_frequency_distribution: Literal["constant", "uniform", "lognormal"] = Field(
+        "constant",
+        description=(
+            "Law of each client's CPU frequency f_i, drawn once per client from "
+            "(seed, client): 'constant' (every f_i = cpu_frequency_hz, the "
+            "papers'), 'uniform' on [cpu_frequency_low_hz, cpu_frequency_high_hz] "
+            "or 'lognormal' (ln f_i ~ N(ln cpu_frequency_hz, "
+            "cpu_frequency_sigma²): cpu_frequency_hz is the median)."
+        ),
+    )
+    cpu_frequency_low_hz: float | None = Field(
+        None,
+        gt=0,
+        le=1e12,
+        description="Lowest f_i in Hz, in (0, 1e12]; uniform only.",
+    )
+    cpu_frequency_high_hz: float | None = Field(
+        None,
+        gt=0,
+        le=1e12,
+        description="Highest f_i in Hz, in (0, 1e12], >= low; uniform only.",
+    )
+    cpu_frequency_sigma: float | None = Field(
+        None,
+        ge=0,
+        le=10.0,
+        description="Std of ln f_i, in [0, 10]; lognormal only.",
+    )
+    round_deadline_s: float | None = Field(
+        None,
+        gt=0,
+        le=1e9,
+        description=(
+            "D: deadline in s on a scheduled client's computation plus "
+            "transmission time (its latency_s: local training + uplink airtime, "
+            "+ the broadcast when downlink_latency is on), in (0, 1e9]. An upload "
+            "that misses it is a straggler: lost (never aggregated, still counted "
+            "as a release) and marked in the straggler column. None = no "
+            "deadline. Independent of max_latency_s (airtime only, WPFL's C5)."
+        ),
+    )
+
     @model_validator(mode="after")
     def _check_cross_fields(self) -> WirelessConfig:
         """Check rules that involve more than one field."""
@@ -191,4 +353,127 @@ class WirelessConfig(BaseModel):
                 "wireless.distance_min_m must be < distance_max_m, got "
                 f"{self.distance_min_m:g} >= {self.distance_max_m:g}"
             )
+        _check_fading_dynamics(self)
+        _check_only_with(
+            self,
+            "availability",
+            {
+                "markov": ("mean_on_rounds", "mean_off_rounds"),
+                "trace": ("availability_trace",),
+            },
+        )
+        optional = ("availability_trace_absent", "availability_period_rounds")
+        for name in optional:
+            if self.availability != "trace" and getattr(self, name) is not None:
+                raise ValueError(
+                    f"wireless.{name} is read only with wireless.availability="
+                    f"trace, got availability={self.availability}"
+                )
+        _check_only_with(
+            self,
+            "cpu_frequency_distribution",
+            {
+                "uniform": ("cpu_frequency_low_hz", "cpu_frequency_high_hz"),
+                "lognormal": ("cpu_frequency_sigma",),
+            },
+        )
+        low, high = self.cpu_frequency_low_hz, self.cpu_frequency_high_hz
+        if low is not None and high is not None and low > high:
+            raise ValueError(
+                "wireless.cpu_frequency_low_hz must be <= cpu_frequency_high_hz, "
+                f"got {low:g} > {high:g}"
+            )
         return self
+
+
+def moving_world_fields(wireless: WirelessConfig | None) -> list[str]:
+    """Return the issue-48 fields of ``wireless`` set away from the static default.
+
+    Example:
+        >>> moving_world_fields(WirelessConfig(round_deadline_s=1.0))
+        ['wireless.round_deadline_s']
+        >>> moving_world_fields(WirelessConfig(availability="markov",
+        ...     mean_on_rounds=5, mean_off_rounds=2))
+        ['wireless.availability=markov']
+        >>> moving_world_fields(None)
+        []
+    """
+    if wireless is None:
+        return []
+    defaults = {
+        "fading_dynamics": "iid",
+        "availability": "always",
+        "cpu_frequency_distribution": "constant",
+    }
+    out = [
+        f"wireless.{name}={getattr(wireless, name)}"
+        for name, default in defaults.items()
+        if getattr(wireless, name) != default
+    ]
+    if wireless.round_deadline_s is not None:
+        out.append("wireless.round_deadline_s")
+    return out
+
+
+def _check_only_with(
+    cfg: WirelessConfig, selector: str, needs: dict[str, tuple[str, ...]]
+) -> None:
+    """Each kind of ``selector`` needs its own parameter fields and no other's."""
+    kind = getattr(cfg, selector)
+    wanted = needs.get(kind, ())
+    for name in wanted:
+        if getattr(cfg, name) is None:
+            raise ValueError(
+                f"wireless.{selector}={kind} needs wireless.{name}, which is unset"
+            )
+    for other, names in needs.items():
+        for name in names:
+            if name not in wanted and getattr(cfg, name) is not None:
+                raise ValueError(
+                    f"wireless.{name} is read only with wireless.{selector}={other}, "
+                    f"got {selector}={kind}"
+                )
+
+
+def _check_fading_dynamics(cfg: WirelessConfig) -> None:
+    """gauss_markov needs exactly one source of ρ; iid takes none of them."""
+    sources = [
+        name
+        for name in ("fading_correlation", "doppler_hz", "speed_mps")
+        if getattr(cfg, name) is not None
+    ]
+    if cfg.fading_dynamics == "iid":
+        extra = sources + [
+            name
+            for name in ("carrier_hz", "round_duration_s")
+            if getattr(cfg, name) is not None
+        ]
+        if extra:
+            raise ValueError(
+                f"wireless.{extra[0]} is read only with "
+                "wireless.fading_dynamics=gauss_markov, got iid"
+            )
+        return
+    if cfg.fading == "none":
+        raise ValueError(
+            "wireless.fading_dynamics=gauss_markov needs wireless.fading rayleigh "
+            "or rician, got none (no fading to correlate)"
+        )
+    if len(sources) != 1:
+        raise ValueError(
+            "wireless.fading_dynamics=gauss_markov needs exactly one of "
+            "wireless.fading_correlation, doppler_hz, speed_mps; got "
+            f"{', '.join(sources) or 'none'}"
+        )
+    if (sources[0] == "speed_mps") != (cfg.carrier_hz is not None):
+        raise ValueError(
+            "wireless.carrier_hz goes with wireless.speed_mps (f_D = v·f_c/c): "
+            "set both or neither"
+        )
+    timed = sources[0] != "fading_correlation"
+    if timed != (cfg.round_duration_s is not None):
+        raise ValueError(
+            "wireless.round_duration_s goes with wireless.doppler_hz or "
+            "speed_mps (ρ = J0(2π·f_D·T)): "
+            + ("set it" if timed else "remove it (fading_correlation gives ρ)")
+        )
