@@ -284,13 +284,14 @@ def _run(
         if system is not None and source is None:
             query(system.close)
     if cfg.output.plots:
-        _plot(cfg.name, log.run_dir)
+        _plot(cfg, log.run_dir)
     return load_run(log.run_dir)
 
 
-def _plot(name: str, run_dir: Path) -> None:
-    """Draw the run's plots; a full disk leaves them out with a warning."""
+def _plot(cfg: Any, run_dir: Path) -> None:
+    """Draw the run's plots (and its topology's); a full disk leaves them out with a warning."""
     try:
-        plot_rounds({name: load_run(run_dir).rounds}, run_dir / "plots")
+        plot_rounds({cfg.name: load_run(run_dir).rounds}, run_dir / "plots")
+        topology_of(cfg).plots(cfg, run_dir / "plots")
     except DiskFullError as error:
         print(f"rayfl: warning: plots not written: {error}", file=sys.stderr)

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 __all__ = ["TopologyPlugin"]
@@ -99,6 +100,13 @@ class TopologyPlugin:
         it changed (``dataclasses.replace``) where its loop differs.
         """
         return base
+
+    def plots(self, cfg: Any, out_dir: Path) -> list[Path]:
+        """Draw the topology's own plots of a finished run into ``out_dir``.
+
+        Called after the round plots when ``output.plots`` is on; default none.
+        """
+        return []
 
     def summary(self, system: Any, rows: list[dict[str, Any]], **common: Any) -> Any:
         """Return the run's ``summary.json`` document, or None for the shared one.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from rayfl.observation import ACTION_PARTS, CORE_KEYS
@@ -85,6 +86,14 @@ class Star(TopologyPlugin):
         return star_policy_parts(cfg)
 
     # ------------------------------------------------------------ envs and RL
+    def plots(self, cfg: Any, out_dir: Path) -> list[Path]:
+        """Client 0's channel and availability when the world moves (issue 48)."""
+        from rayfl.star.world_plot import moves, plot_client_world
+
+        if not moves(cfg):
+            return []
+        return [plot_client_world(cfg, out_dir / "world_client0.png", client=0)]
+
     def check_lanes(self, cfg: Any) -> None:
         """Lanes share client hosts (:func:`rayfl.star.lanes.check_lanes`)."""
         from rayfl.star.lanes import check_lanes
