@@ -5,16 +5,37 @@ small and medium sizes, synthetic federated data for the large one.
 ``star-small-shadowed`` breaks the channel-greedy heuristics: 10 dB log-normal
 shadowing and a 300 m cell make a few clients' channels always bad, and very
 non-IID data (Dirichlet α = 0.1) makes starving them expensive.
+``star-small-mobile`` is a world that moves (issue 48): time-correlated fading
+(ρ = 0.86), devices on for 6 rounds and off for 3 on average, per-client CPU
+speeds and a round deadline that drops about a quarter of the uploads
+(examples/mobile_star.yaml's world).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SHADOWED", "scenarios"]
+__all__ = ["MOBILE", "SHADOWED", "scenarios"]
 
 #: What ``star-small-shadowed`` stresses.
 SHADOWED = "10 dB shadowing, 300 m cell, Dirichlet α = 0.1 (see module docstring)"
+
+#: What ``star-small-mobile`` stresses.
+MOBILE = "correlated fading, devices that come and go, stragglers (issue 48)"
+
+#: ``star-small-mobile``'s moving world (examples/mobile_star.yaml's).
+MOVING_WORLD: dict[str, Any] = {
+    "fading_dynamics": "gauss_markov",
+    "speed_mps": 0.5,
+    "carrier_hz": 2.4e9,
+    "round_duration_s": 0.03,
+    "availability": "markov",
+    "mean_on_rounds": 6,
+    "mean_off_rounds": 3,
+    "cpu_frequency_distribution": "lognormal",
+    "cpu_frequency_sigma": 0.6,
+    "round_deadline_s": 0.012,
+}
 
 
 def _star(
@@ -26,6 +47,7 @@ def _star(
     alpha: float | None = None,
     shadowing_db: float | None = None,
     distance_max_m: float = 150,
+    world: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A star run of ``n`` clients on ``k`` subchannels for ``rounds`` rounds."""
     wireless: dict[str, Any] = {
@@ -36,6 +58,7 @@ def _star(
     }
     if shadowing_db is not None:
         wireless["shadowing_std_db"] = shadowing_db
+    wireless.update(world or {})
     return {
         "name": name,
         "seed": 0,
@@ -77,4 +100,11 @@ def scenarios() -> dict[str, tuple[str, dict[str, Any], str]]:
         "star-medium": ("medium", _star("star-medium", 50, 10, 30), ""),
         "star-large": ("large", _star("star-large", 200, 20, 40), ""),
         "star-small-shadowed": ("small", shadowed, SHADOWED),
+        "star-small-mobile": (
+            "small",
+            _star(
+                "star-small-mobile", 20, 4, 20, distance_max_m=200, world=MOVING_WORLD
+            ),
+            MOBILE,
+        ),
     }
