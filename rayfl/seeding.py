@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -73,7 +73,7 @@ PURPOSES: dict[str, int] = {
     "fading_ar_downlink": 98,  # seed of the downlink's AR(1) (rayfl.wireless.world)
 }
 
-__all__ = ["PURPOSES", "rng_for", "rng_for_many", "torch_seed_for"]
+__all__ = ["PURPOSES", "rng_for", "rng_for_many", "rng_reseeded", "torch_seed_for"]
 
 
 def rng_for(
@@ -154,6 +154,69 @@ def rng_for_many(
         np.random.Generator(np.random.PCG64(_KeySeed(tuple(k), w)))  # type: ignore[arg-type]
         for k, w in zip(keys.tolist(), words, strict=True)
     ]
+
+
+def rng_reseeded(
+    seed: npt.ArrayLike | int,
+    purpose: str,
+    *,
+    rounds: npt.ArrayLike | int = 0,
+    clients: npt.ArrayLike | int = 0,
+) -> Iterator[np.random.Generator]:
+    """Yield, key after key, one generator set to each key's stream.
+
+    The i-th generator yielded draws what ``rng_for_many(...)[i]`` draws, but
+    it is one ``Generator`` whose PCG64 state is set to each key's in turn
+    (the same state ``PCG64`` seeds from the key's words, eq. of
+    ``pcg_setseq_128_srandom_r``): use each before asking for the next. It
+    skips building a generator per key, for keys that draw once.
+
+    Args:
+        seed: The run's seed, or each key's.
+        purpose: One of :data:`PURPOSES`.
+        rounds: Round index of each key, or one for all.
+        clients: Client id of each key, or one for all.
+
+    Yields:
+        The shared generator, at the next key's stream.
+
+    Raises:
+        KeyError: If ``purpose`` is unknown.
+    """
+    pid = _purpose_id(purpose)
+    arrays = np.broadcast_arrays(
+        np.asarray(seed), np.asarray(rounds), np.asarray(clients)
+    )
+    s, r, c = (a.reshape(-1) for a in arrays)
+    if len(s) and (
+        min(int(a.min()) for a in (s, r, c)) < 0
+        or max(int(a.max()) for a in (s, r, c)) > _MASK
+    ):
+        yield from rng_for_many(s, purpose, rounds=r, clients=c)
+        return
+    keys = np.empty((len(r), 4), np.uint32)
+    keys[:, 0], keys[:, 1], keys[:, 2], keys[:, 3] = s, pid, r, c
+    bits = np.random.PCG64(0)
+    gen = np.random.Generator(bits)
+    state: dict[str, Any] = {"state": 0, "inc": 0}
+    full: Any = {
+        "bit_generator": "PCG64",
+        "state": state,
+        "has_uint32": 0,
+        "uinteger": 0,
+    }
+    mult, mask = _PCG_MULT, _MASK128
+    for w0, w1, w2, w3 in _state_words(keys).tolist():
+        inc = ((((w2 << 64) | w3) << 1) | 1) & mask
+        state["inc"] = inc
+        state["state"] = ((inc + ((w0 << 64) | w1)) * mult + inc) & mask
+        bits.state = full
+        yield gen
+
+
+#: PCG64's 128-bit LCG multiplier (numpy's PCG_DEFAULT_MULTIPLIER_128).
+_PCG_MULT = (2549297995355413924 << 64) + 4865540595714422341
+_MASK128 = (1 << 128) - 1
 
 
 def _purpose_id(purpose: str) -> int:

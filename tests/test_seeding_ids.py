@@ -89,3 +89,37 @@ def test_rng_for_many_broadcasts_and_keeps_spawn_and_pickling() -> None:
     assert rng_for(3, "batch", round=2**40).random() == (
         np.random.default_rng([3, PURPOSES["batch"], 2**40, 0]).random()
     )
+
+
+def test_rng_reseeded_draws_rng_for_manys_streams_key_by_key() -> None:
+    """Each key's turn of the one reseeded generator draws its rng_for_many stream."""
+    from rayfl.seeding import rng_for_many, rng_reseeded
+
+    # Arrange: edge keys (a seed per key, beyond 32 bits included) and plain keys
+    keys = _edge_keys()
+    seeds = np.array([k[0] for k in keys], np.int64)
+    rounds = np.array([k[1] for k in keys], np.int64)
+    clients = np.array([k[2] for k in keys], np.int64)
+    small = (seeds <= 2**32 - 1) & (rounds <= 2**32 - 1) & (clients <= 2**32 - 1)
+    cases = [
+        (seeds, rounds, clients),  # a key beyond 32 bits: rng_for_many's own path
+        (seeds[small], rounds[small], clients[small]),
+        (np.repeat(np.arange(5), 4), 7, np.tile(np.arange(4), 5)),
+    ]
+    for purpose in ("hier_subchannel_fading", "hier_device_noise"):
+        for s, r, c in cases:
+            # Act
+            got = [
+                (g.exponential(1.0, size=2), g.normal(0.0, 0.5, size=33))
+                for g in rng_reseeded(s, purpose, rounds=r, clients=c)
+            ]
+            # Assert
+            want = [
+                (g.exponential(1.0, size=2), g.normal(0.0, 0.5, size=33))
+                for g in rng_for_many(s, purpose, rounds=r, clients=c)
+            ]
+            assert len(got) == len(want)
+            for (a, b), (x, y) in zip(got, want, strict=True):
+                assert a.tolist() == x.tolist()
+                assert b.tolist() == y.tolist()
+    assert list(rng_reseeded(3, "batch", rounds=[], clients=[])) == []

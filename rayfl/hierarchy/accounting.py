@@ -57,6 +57,9 @@ class ReleaseLedger(Protocol):
 #: ``(edge c, period p, devices) -> fading power of each device's upload``.
 FadingOf = Callable[[int, int, list[int]], npt.NDArray[np.float64]]
 
+#: (time_s, energy_j) of a round's priced uploads, in call order.
+Prices = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
+
 
 def _new_row(client: int) -> dict[str, Any]:
     return {
@@ -70,6 +73,29 @@ def _new_row(client: int) -> dict[str, Any]:
     }
 
 
+def _price(
+    calls: Sequence[tuple[int, int, list[int], Any]],
+    records: Sequence[list[dict[str, Any]] | None],
+    fading_of: FadingOf,
+    cost: CostModel,
+) -> Prices:
+    """Return every priced upload's (time_s, energy_j), all at once.
+
+    Elementwise: the same numbers as call by call.
+    """
+    priced = [
+        (mine, fading_of(c, p, mine))
+        for (c, p, mine, _), recs in zip(calls, records, strict=True)
+        if recs is not None
+    ]
+    if not priced:
+        return np.zeros(0), np.zeros(0)
+    return cost.uploads(
+        [i for mine, _ in priced for i in mine],
+        np.concatenate([fading for _, fading in priced]),
+    )
+
+
 def device_rows(
     *,
     calls: Sequence[tuple[int, int, list[int], Any]],
@@ -79,6 +105,7 @@ def device_rows(
     subchannel: dict[int, int] | None,
     upload_count: npt.NDArray[np.int64],
     num_edges: int,
+    prices: Prices | None = None,
 ) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, list[set[int]]]:
     """Return the device rows, each edge's upload energy and delay, the refused.
 
@@ -91,6 +118,9 @@ def device_rows(
         subchannel: Each device's subchannel this round, or None.
         upload_count: Segments trained per device; incremented in place.
         num_edges: Number of edges.
+        prices: The (time_s, energy_j) of every priced upload (the calls with
+            records, in order) when the caller priced them already (the
+            values of ``cost.uploads`` of ``fading_of``'s fading).
 
     Returns:
         Rows sorted by device, upload energy (J) and delay (s) per edge, and
@@ -100,18 +130,7 @@ def device_rows(
     energy = np.zeros(num_edges)
     delay = np.zeros(num_edges)
     refused: list[set[int]] = [set() for _ in range(num_edges)]
-    # every priced upload at once (elementwise: the same numbers as call by call)
-    priced = [
-        (mine, fading_of(c, p, mine))
-        for (c, p, mine, _), recs in zip(calls, records, strict=True)
-        if recs is not None
-    ]
-    all_time_s = all_energy_j = np.zeros(0)
-    if priced:
-        all_time_s, all_energy_j = cost.uploads(
-            [i for mine, _ in priced for i in mine],
-            np.concatenate([fading for _, fading in priced]),
-        )
+    all_time_s, all_energy_j = prices or _price(calls, records, fading_of, cost)
     first = 0
     for (c, _p, mine, _), recs in zip(calls, records, strict=True):
         if recs is None:  # the actor died: these uploads are lost (packet loss)
@@ -318,6 +337,8 @@ class RoundRecords:
         devices: Each device call's records (None: its actor died).
         edges: The edges' aggregation records.
         evals: ``(edge, evaluation records)`` of the subnet models.
+        prices: The uploads' (time_s, energy_j) if priced already
+            (:func:`device_rows`), else None.
     """
 
     plan: Plan
@@ -325,6 +346,7 @@ class RoundRecords:
     devices: Sequence[list[dict[str, Any]] | None]
     edges: Sequence[dict[str, Any]]
     evals: Sequence[tuple[int, list[dict[str, Any]] | None]]
+    prices: Prices | None = None
 
 
 def settle_round(
@@ -365,6 +387,7 @@ def settle_round(
         subchannel=plan.subchannel,
         upload_count=interval.local_update_count,
         num_edges=len(trusted),
+        prices=records.prices,
     )
     hop_energy, hop_delay = cost.global_hop()
     energy, delay = energy + hop_energy, delay + hop_delay

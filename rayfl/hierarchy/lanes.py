@@ -60,6 +60,7 @@ from rayfl.hierarchy.lanes_round import (
     cloud_average,
     draw_tables,
     plan_round,
+    price_lanes,
     settle_lane,
 )
 from rayfl.hierarchy.scheduling import OBS_KEYS
@@ -335,10 +336,13 @@ class HierLanes:
                     continue
                 self._cloud(list(part), plans, edge_models)
                 evals.append((list(part), self._submit_evaluate(list(part))))
-                for e, done in part.items():  # while the hosts train the next half
-                    run = self._lane(e)
+                priced = price_lanes(
+                    self.shared, [(self._lane(e), done) for e, done in part.items()]
+                )
+                for (e, done), prices in zip(part.items(), priced, strict=True):
+                    run = self._lane(e)  # while the hosts train the next half
                     run.interval.period_index += len(done.plan.segments)
-                    results[e] = settle_lane(self.shared, run, done)
+                    results[e] = settle_lane(self.shared, run, done, prices)
                     self._to_observe[e] = done.plan.k + 1
         waiting = [e for e, run in enumerate(self.lanes) if run and run.evals is None]
         waiting = [e for e in waiting if e not in out]  # restarted, not played

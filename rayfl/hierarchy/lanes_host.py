@@ -18,6 +18,7 @@ not depend on its stack partners (:mod:`rayfl.actors.lanes`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -34,7 +35,7 @@ from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.exactsum import ExactSum, group_running_sums
 from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.privacy.clip import clip_by_l2_norm
-from rayfl.seeding import rng_for_many
+from rayfl.seeding import rng_for_many, rng_reseeded
 
 __all__ = [
     "HierLaneActor",
@@ -43,6 +44,7 @@ __all__ = [
     "job_sums",
     "pack_jobs",
     "unpack_jobs",
+    "weight_total",
 ]
 
 
@@ -142,27 +144,19 @@ def unpack_jobs(packed: PackedJobs) -> list[SegmentJob]:
 
 
 def _job_rngs(
-    jobs: list[SegmentJob],
-    seeds: list[int],
-    purpose: str,
-    *,
-    only_noisy: bool = False,
+    jobs: list[SegmentJob], seeds: list[int], purpose: str
 ) -> list[list[np.random.Generator]]:
     """Each job's devices' (lane seed, purpose, period, device) generators.
 
-    All seeded in one :func:`rayfl.seeding.rng_for_many` call; with
-    ``only_noisy``, a job without device noise gets none.
+    All seeded in one :func:`rayfl.seeding.rng_for_many` call.
     """
-    wanted = [not only_noisy or job.noise_std > 0 for job in jobs]
-    sizes = [len(job.clients) if w else 0 for job, w in zip(jobs, wanted, strict=True)]
+    sizes = [len(job.clients) for job in jobs]
     rngs = iter(
         rng_for_many(
             np.repeat(np.asarray(seeds, np.int64), sizes),
             purpose,
             rounds=np.repeat([job.period for job in jobs], sizes),
-            clients=[
-                c for job, w in zip(jobs, wanted, strict=True) if w for c in job.clients
-            ],
+            clients=[c for job in jobs for c in job.clients],
         )
         if sum(sizes)
         else []
@@ -204,10 +198,19 @@ class HierLaneHost(LaneHost):
                 ]
             )
         updates = self._train(jobs, spans)
-        noise = _job_rngs(jobs, seeds, "hier_device_noise", only_noisy=True)
+        noisy = [job for job in jobs if job.noise_std > 0]
+        sizes = [len(job.clients) for job in noisy]
+        noise = rng_reseeded(  # one draw per device of the noisy jobs, in order
+            np.repeat(
+                [s for s, j in zip(seeds, jobs, strict=True) if j.noise_std > 0], sizes
+            ).astype(np.int64),
+            "hier_device_noise",
+            rounds=np.repeat([job.period for job in noisy], sizes).astype(np.int64),
+            clients=np.array([c for job in noisy for c in job.clients], np.int64),
+        )
         plain = self._plain_uploads(jobs)
         out, parts = [], []
-        for job, span, rngs in zip(jobs, spans, noise, strict=True):
+        for job, span in zip(jobs, spans, strict=True):
             self._enter(job.lane)
             records: list[dict[str, Any]] = []
             done = updates[id(span)]
@@ -217,7 +220,7 @@ class HierLaneHost(LaneHost):
                 bundle = self._send_chunk(job.period, span, done, records)
                 vectors = [p.to_dense() for p in bundle.payloads]
             weights = [u.weight for u in done]
-            parts.append(self._reduce(job, records, vectors, weights, rngs))
+            parts.append(self._reduce(job, records, vectors, weights, noise))
             out.append(records)
         return list(zip(out, job_sums(parts), strict=True))
 
@@ -295,12 +298,12 @@ class HierLaneHost(LaneHost):
         records: list[dict[str, Any]],
         vectors: list[npt.NDArray[np.float32]],
         weights: list[float],
-        rngs: list[np.random.Generator],
+        rngs: Iterator[np.random.Generator],
     ) -> tuple[list[npt.NDArray[np.float32]], list[float]]:
         """Clip and noise one job's uploads (``DeviceHost.train_segment``).
 
-        ``rngs``: each device's (seed, "hier_device_noise", period, device)
-        generator when the job adds noise, else empty.
+        ``rngs``: yields each device's (seed, "hier_device_noise", period,
+        device) generator in turn when the job adds noise (one each).
 
         Returns:
             The accepted (finite) rows and their weights, for :func:`job_sums`.
@@ -316,9 +319,9 @@ class HierLaneHost(LaneHost):
                     float(min(1.0, job.clip_norm / norm)) if norm > 0 else 1.0
                 )
             if std > 0:
-                vector = (vector + rngs[i].normal(0.0, std, size=vector.shape)).astype(
-                    np.float32
-                )
+                vector = (
+                    vector + next(rngs).normal(0.0, std, size=vector.shape)
+                ).astype(np.float32)
             rec["device_noise_std"] = std
             if not np.all(np.isfinite(vector)):
                 rec["rejected"] = REJECT_NON_FINITE
@@ -351,11 +354,39 @@ def job_sums(
     for g, i in enumerate(full):
         rows, ws = parts[i]
         if exact[g] and np.isfinite(sums[g]).all() and np.isfinite(ws).all():
-            weight = sum((Fraction(float(v)) for v in ws), Fraction(0))
+            weight = weight_total(ws)
             out[i] = ExactSum(None, 0, weight, len(rows), sums[g].copy())
         else:
             out[i] = partial_sum(np.stack(rows), ws)
     return out
+
+
+def weight_total(values: Sequence[float | Fraction]) -> Fraction:
+    """Return the exact sum of floats or fractions, as a ``Fraction``.
+
+    ``sum(Fraction(float(v)) ...)``'s value; integer values (the sample counts
+    or ones of the uploads' weights) are summed as ints.
+
+    Example:
+        >>> weight_total([1.0, 2.0, Fraction(1, 2)])
+        Fraction(7, 2)
+    """
+    total = 0
+    for v in values:
+        if isinstance(v, Fraction):
+            if v.denominator != 1:
+                break
+            total += v.numerator
+        elif float(v).is_integer():
+            total += int(v)
+        else:
+            break
+    else:
+        return Fraction(total)
+    return sum(
+        (v if isinstance(v, Fraction) else Fraction(float(v)) for v in values),
+        Fraction(0),
+    )
 
 
 HierLaneActor: Any = ray.remote(HierLaneHost)

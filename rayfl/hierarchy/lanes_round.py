@@ -10,24 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from rayfl.exactsum import group_running_sums, plain_divisions
-from rayfl.hierarchy.accounting import RoundRecords, settle_round
+from rayfl.hierarchy.accounting import Prices, RoundRecords, settle_round
 from rayfl.hierarchy.control import learning_rate
 from rayfl.hierarchy.cost import CostModel
 from rayfl.hierarchy.edge import EdgeHost, apply_sums
 from rayfl.hierarchy.interval import Interval
+from rayfl.hierarchy.lanes_host import weight_total
 from rayfl.hierarchy.lanes_ledger import LaneLedger
 from rayfl.hierarchy.scheduling import EdgeScheduling, upload_fading
 from rayfl.hierarchy.submit import Plan, Sent, make_plan
 from rayfl.hierarchy.topology import Topology
 from rayfl.schedule import Schedule
-from rayfl.seeding import rng_for_many
+from rayfl.seeding import rng_reseeded
 from rayfl.system import EvalRow, RoundResult
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "cloud_average",
     "draw_tables",
     "plan_round",
+    "price_lanes",
     "settle_lane",
 ]
 
@@ -86,22 +87,19 @@ def draw_tables(todo: list[tuple[LaneScheduling, int]]) -> None:
     """Draw the fading tables of many (lane scheduling, key) pairs at once.
 
     ``EdgeScheduling.fading``'s draws: device i's generator is (lane seed,
-    "hier_subchannel_fading", key, i), all seeded in one
-    :func:`rayfl.seeding.rng_for_many` call; a pair whose table exists is
-    skipped.
+    "hier_subchannel_fading", key, i), set key after key on one generator
+    (:func:`rayfl.seeding.rng_reseeded`); a pair whose table exists is skipped.
     """
     todo = [(s, k) for s, k in dict.fromkeys(todo) if k not in s._tables]
     if not todo:
         return
     devices = [np.concatenate(s.subnets) for s, _ in todo]
     sizes = [len(d) for d in devices]
-    rngs = iter(
-        rng_for_many(
-            np.repeat([s.seed for s, _ in todo], sizes),
-            "hier_subchannel_fading",
-            rounds=np.repeat([k for _, k in todo], sizes),
-            clients=np.concatenate(devices),
-        )
+    rngs = rng_reseeded(
+        np.repeat([s.seed for s, _ in todo], sizes),
+        "hier_subchannel_fading",
+        rounds=np.repeat([k for _, k in todo], sizes),
+        clients=np.concatenate(devices),
     )
     for s, k in todo:
         table = np.full((len(s.num_train), max(s.num_subchannels)), np.nan)
@@ -216,36 +214,32 @@ def aggregate_edges(
             std = plan.stds.std(c, edge=True, is_global=is_global)
             parts = [x for x in sums[i].get(c, []) if x is not None and x.count > 0]
             pairs.append((i, c, p, std, parts))
-    means = _edge_means([parts for *_, parts in pairs], edge_models, pairs)
-    noisy = [k for k, pair in enumerate(pairs) if pair[3] > 0]
-    rngs = dict(
-        zip(
-            noisy,
-            rng_for_many(
-                [lanes[pairs[k][0]][1].edges[pairs[k][1]].seed for k in noisy],
-                "hier_edge_noise",
-                rounds=[pairs[k][2] for k in noisy],
-                clients=[lanes[pairs[k][0]][1].edges[pairs[k][1]].edge for k in noisy],
-            ),
-            strict=True,
-        )
+    new, counts = _edge_means([parts for *_, parts in pairs], edge_models, pairs)
+    stds = np.hypot(np.array([pair[3] for pair in pairs], np.float64), 0.0)
+    noisy = np.flatnonzero(stds > 0).tolist()
+    rngs = rng_reseeded(  # used in ``noisy``'s order, one draw each
+        [lanes[pairs[k][0]][1].edges[pairs[k][1]].seed for k in noisy],
+        "hier_edge_noise",
+        rounds=[pairs[k][2] for k in noisy],
+        clients=[lanes[pairs[k][0]][1].edges[pairs[k][1]].edge for k in noisy],
     )
-    for k, (i, c, p, std, _) in enumerate(pairs):
-        new, count = means[k]
-        noise_norm = 0.0
-        std = float(np.hypot(std, 0.0))
-        if std > 0:
-            noise = rngs[k].normal(0.0, std, size=new.shape)
-            noise_norm = float(np.linalg.norm(noise))
-            new = (new + noise).astype(np.float32)
-        edge_models[i][c] = new
+    noise_norms = np.zeros(len(pairs))
+    if noisy:
+        dim = new.shape[1]
+        noise = np.empty((len(noisy), dim))
+        for row, k in enumerate(noisy):
+            noise[row] = next(rngs).normal(0.0, stds[k], size=dim)
+            noise_norms[k] = float(np.linalg.norm(noise[row]))
+        new[noisy] = (new[noisy] + noise).astype(np.float32)
+    for k, (i, c, p, _, _) in enumerate(pairs):
+        edge_models[i][c] = new[k]
         lanes[i][0].edges.append(
             {
                 "edge": lanes[i][1].edges[c].edge,
                 "period": int(p),
-                "uploads": count,
-                "edge_noise_std": std,
-                "edge_noise_norm": noise_norm,
+                "uploads": counts[k],
+                "edge_noise_std": float(stds[k]),
+                "edge_noise_norm": float(noise_norms[k]),
             }
         )
 
@@ -254,9 +248,14 @@ def _edge_means(
     parts: list[list[Any]],
     edge_models: Sequence[npt.NDArray[np.float32]],
     pairs: list[tuple[int, int, int, float, list[Any]]],
-) -> list[tuple[npt.NDArray[np.float32], int]]:
-    """Each pair's ``apply_sums(w̄_c, parts)``: (model + exact mean, uploads)."""
-    out: list[Any] = [None] * len(parts)
+) -> tuple[npt.NDArray[np.float32], list[int]]:
+    """Each pair's ``apply_sums(w̄_c, parts)``: model + exact mean, uploads.
+
+    Returns:
+        The new models, float32 (pairs, dim), and each pair's upload count.
+    """
+    new = np.stack([edge_models[i][c] for i, c, *_ in pairs]).astype(np.float32)
+    counts: list[int | None] = [None] * len(parts)
     full = [
         k for k, x in enumerate(parts) if x and all(s.exact64 is not None for s in x)
     ]
@@ -266,23 +265,22 @@ def _edge_means(
         totals, exact = group_running_sums(
             np.repeat(np.arange(len(full)), count), count, rows, np.ones(len(rows))
         )
-        weights = [sum((s.weight for s in parts[k]), Fraction(0)) for k in full]
+        weights = [weight_total([s.weight for s in parts[k]]) for k in full]
         divisors = np.array([float(w) for w in weights])
         fine = exact & plain_divisions(totals, divisors) & (divisors > 0)
+        at = np.asarray(full, np.int64)[fine]
         with np.errstate(over="ignore"):
-            for g, k in enumerate(full):
-                if fine[g]:
-                    i, c = pairs[k][:2]
-                    mean = (totals[g] / divisors[g]).astype(np.float32)
-                    out[k] = (
-                        (edge_models[i][c] + mean).astype(np.float32),
-                        sum(s.count for s in parts[k]),
-                    )
-    for k, x in enumerate(out):
-        if x is None:
+            mean = (totals[fine] / divisors[fine, None]).astype(np.float32)
+            new[at] = (new[at] + mean).astype(np.float32)
+        for k in at.tolist():
+            counts[k] = sum(s.count for s in parts[k])
+    out: list[int] = []
+    for k, n in enumerate(counts):
+        if n is None:
             i, c = pairs[k][:2]
-            out[k] = apply_sums(edge_models[i][c], tuple(parts[k]))
-    return out
+            new[k], n = apply_sums(edge_models[i][c], tuple(parts[k]))
+        out.append(n)
+    return new, out
 
 
 def cloud_average(
@@ -311,11 +309,63 @@ def cloud_average(
     return (total / w.sum(axis=1)[:, None]).astype(np.float32)
 
 
-def settle_lane(shared: Shared, run: LaneRun, done: LaneRound) -> RoundResult:
-    """``HierarchicalRound._settle`` of one lane's round (no edge rows kept)."""
+def price_lanes(
+    shared: Shared, rounds: Sequence[tuple[LaneRun, LaneRound]]
+) -> list[Prices]:
+    """Each lane's uploads' (time_s, energy_j), priced in one ``cost.uploads`` call.
+
+    ``device_rows``' prices of each lane's round (elementwise: the same numbers
+    lane by lane): the fading of each priced upload (``upload_fading``: the
+    lane's table of the call's key, at the device's subchannel), in call order.
+    """
+    devices: list[int] = []
+    fading: list[npt.NDArray[np.float64]] = []
+    sizes = []
+    for run, done in rounds:
+        plan, sch = done.plan, run.scheduling
+        first = len(devices)
+        for (c, p, mine, _), recs in zip(
+            done.sent.device_calls, done.devices, strict=True
+        ):
+            if recs is None:
+                continue
+            devices += mine
+            if plan.subchannel is None:
+                fading.append(
+                    upload_fading(
+                        sch,
+                        None,
+                        seed=run.config.seed,
+                        k=plan.k,
+                        edge=c,
+                        period=p,
+                        devices=mine,
+                    )
+                )
+            else:
+                table = sch.draw(sch.fading_key(plan.k, p))
+                fading.append(table[mine, [plan.subchannel[i] for i in mine]])
+        sizes.append(len(devices) - first)
+    if not devices:
+        return [(np.zeros(0), np.zeros(0)) for _ in rounds]
+    time_s, energy_j = shared.cost.uploads(devices, np.concatenate(fading))
+    ends = np.cumsum(sizes)
+    return [
+        (time_s[end - n : end], energy_j[end - n : end])
+        for end, n in zip(ends.tolist(), sizes, strict=True)
+    ]
+
+
+def settle_lane(
+    shared: Shared, run: LaneRun, done: LaneRound, prices: Prices | None = None
+) -> RoundResult:
+    """``HierarchicalRound._settle`` of one lane's round (no edge rows kept).
+
+    ``prices``: the round's uploads priced by :func:`price_lanes` (None: here).
+    """
     plan, cfg = done.plan, shared.config
     rows, _, extras = settle_round(
-        RoundRecords(plan, done.sent, done.devices, done.edges, []),
+        RoundRecords(plan, done.sent, done.devices, done.edges, [], prices),
         topo=cfg.topology,
         trusted=shared.topology.trusted,
         cost=shared.cost,

@@ -196,7 +196,8 @@ def shared_rows(
             or a.shape[1:] != first.shape[1:]
         ):
             return None
-    pointers = np.array([a.__array_interface__["data"][0] for a in arrays])
+    addresses = [a.__array_interface__["data"][0] for a in arrays]
+    pointers = np.array(addresses)
     pointers[[len(a) == 0 for a in arrays]] = pointers[[len(a) > 0 for a in arrays]][0]
     low = int(pointers.min())
     high = max(
@@ -204,7 +205,8 @@ def shared_rows(
     )
     if row_bytes == 0 or np.any((pointers - low) % row_bytes):
         return None
-    anchor = full[int(np.argmin([a.__array_interface__["data"][0] for a in full]))]
+    nonempty = [p for p, a in zip(addresses, arrays, strict=True) if len(a)]
+    anchor = full[int(np.argmin(nonempty))]
     span = np.lib.stride_tricks.as_strided(
         anchor,
         shape=((high - low) // row_bytes, *first.shape[1:]),
@@ -271,8 +273,11 @@ def iter_windows(
     if shared_x is not None and shared_y is not None:
         x_all = torch.from_numpy(shared_x[0]).reshape(len(shared_x[0]), row_bytes // 4)
         shared = (x_all, torch.from_numpy(shared_y[0]), shared_x[1], shared_y[1])
-    xs = [torch.from_numpy(a).reshape(len(a), row_bytes // 4) for a in x_np]
-    ys = [torch.from_numpy(a) for a in y_np]
+    xs: list[torch.Tensor] = []  # per client, only without a shared span
+    ys: list[torch.Tensor] = []
+    if shared is None:
+        xs = [torch.from_numpy(a).reshape(len(a), row_bytes // 4) for a in x_np]
+        ys = [torch.from_numpy(a) for a in y_np]
     flat = _FlatBatches.of(plan)
     start = 0
     while start < plan.num_steps:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
-from rayfl.hierarchy.lanes_host import job_sums
+from rayfl.hierarchy.lanes_host import job_sums, weight_total
 from rayfl.learning.aggregate import partial_sum
 
 
@@ -75,11 +77,39 @@ def test_edge_means_equal_apply_sums(seed: int) -> None:
             sums.append(None)  # a lost host sum is skipped
         parts.append([s for s in sums if s is not None and s.count > 0])
         pairs.append((job % 4, job % 3, 0, 0.0, parts[-1]))
-    got = _edge_means(parts, models, pairs)
+    new_models, counts = _edge_means(parts, models, pairs)
+    assert new_models.dtype == np.float32
     slow = 0
+    got = zip(new_models, counts, strict=True)
     for (i, c, *_), x, (new, count) in zip(pairs, parts, got, strict=True):
         want, want_count = apply_sums(models[i][c], tuple(x))
         np.testing.assert_array_equal(new, want)
         assert count == want_count and new.dtype == np.float32
         slow += any(s.exact64 is None for s in x)
     assert slow > 0  # pairs with limb sums took the fallback
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [],
+        [1.0, 1.0, 1.0],
+        [56.0, 300.0, 2.0**60],
+        [0.5, 3.0, 1e-300],
+        [Fraction(3), Fraction(5), Fraction(7, 2)],
+        [Fraction(3), 2.0, Fraction(1, 3)],
+        [2.0, 0.1],
+    ],
+    ids=["empty", "ones", "counts", "fractional", "fractions", "mixed", "late"],
+)
+def test_weight_total_equals_the_fraction_sum(values: list) -> None:
+    # Arrange
+    want = sum(
+        (v if isinstance(v, Fraction) else Fraction(float(v)) for v in values),
+        Fraction(0),
+    )
+    # Act
+    got = weight_total(values)
+    # Assert
+    assert isinstance(got, Fraction)
+    assert got == want
