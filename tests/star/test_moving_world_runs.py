@@ -1,4 +1,8 @@
-"""Star runs on Ray in a moving world (issue 48): packing, availability, stragglers."""
+"""Star runs on Ray in a moving world (issue 48): packing, availability, stragglers.
+
+Every model is on: correlated fading, availability, CPU speeds, the round
+deadline, mobility and Gudmundson's shadowing.
+"""
 
 from __future__ import annotations
 
@@ -37,6 +41,12 @@ MOVING = {
         "cpu_frequency_distribution": "lognormal",
         "cpu_frequency_sigma": 0.8,
         "round_deadline_s": 0.02,
+        "mobility": "random_waypoint",
+        "mobility_speed_min_mps": 20.0,
+        "mobility_speed_max_mps": 40.0,
+        "mobility_pause_s": 0.02,
+        "shadowing_std_db": 6.0,
+        "shadowing_decorrelation_m": 2.0,
     },
     "output": {"progress": False, "plots": False},
 }
@@ -83,6 +93,14 @@ LANES_SMALL = [
     "wireless.cpu_frequency_low_hz=5e8",
     "wireless.cpu_frequency_high_hz=3e9",
     "wireless.round_deadline_s=0.03",
+    "wireless.mobility=gauss_markov",
+    "wireless.mobility_memory=0.7",
+    "wireless.mobility_speed_mean_mps=8",
+    "wireless.mobility_speed_std_mps=2",
+    "wireless.mobility_direction_std_rad=0.5",
+    "wireless.round_duration_s=2",
+    "wireless.shadowing_std_db=6",
+    "wireless.shadowing_decorrelation_m=10",
 ]
 
 
