@@ -289,11 +289,14 @@ class UplinkModel(LedgerReport):
         if self.channel is None:
             return None
         if round not in self._states:
+            # the round's distances and shadowing when devices move (issue 48)
+            geometry = self.world.geometry(round) if self.world is not None else {}
             if self.world is not None and self.world.correlated:
-                state = self.channel.state_of(*self.world.fading(round))
+                fading = self.world.fading(round)
+                state = self.channel.state_of(*fading, **geometry)
             else:
                 rng = rng_for(self.sections.seed, "channel", round=round)
-                state = self.channel.realize(rng)
+                state = self.channel.realize(rng, **geometry)
             self._states = {round: state}
         return self._states[round]
 

@@ -37,6 +37,9 @@ CONFIG_IMPORT_EXCEPTIONS = {
     ("rayfl.rundir.config", "rayfl.text_checks"),
     # ray.address is checked by the same module
     ("rayfl.cluster.config", "rayfl.text_checks"),
+    # the wireless section's cross-field rules, kept beside it for the size
+    # rule; the module imports nothing of rayfl
+    ("rayfl.wireless.config", "rayfl.wireless.config_rules"),
 }
 
 #: Files that load modules by a computed name besides rayfl/registry.py and

@@ -16,8 +16,10 @@ unreachable device sends no pilots. ``eligible`` is 0 for an unreachable
 client, so a schedule naming it is repaired and the client reported, as a
 client whose privacy budget is spent.
 
-Correlated fading (``fading_dynamics: gauss_markov``) adds no key: the
-channel's memory shows in ``channel_gain`` over rounds.
+Correlated fading (``fading_dynamics: gauss_markov``), mobility
+(``mobility``) and Gudmundson's shadowing (``shadowing_decorrelation_m``) add
+no key: the channel's memory and each round's distances show in
+``channel_gain`` over rounds.
 """
 
 from __future__ import annotations

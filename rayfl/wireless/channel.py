@@ -22,6 +22,9 @@ Implementation details:
     2. Fading is i.i.d. per (client, subchannel, round) on the uplink and per
        (client, round) on the downlink, as recommended in seed_000 [AMBIG-2].
     3. Log-normal shadowing (default 0 dB) is drawn once per client, with geometry.
+       A moving world (``wireless.mobility``, ``shadowing_decorrelation_m``;
+       :class:`rayfl.wireless.world.MovingGeometry`) passes each round's
+       distances and shadowing to :meth:`WirelessChannel.state_of`.
 """
 
 from __future__ import annotations
@@ -255,22 +258,49 @@ class WirelessChannel:
                 rng=rng,
             )
         )
-        shadowing_db = rng.normal(0.0, config.shadowing_std_db, size=num_clients)
-        loss_db = shadowing_db + path_loss_db(
-            self.distances_m,
-            ref_db=config.path_loss_ref_db,
-            exponent=config.path_loss_exponent,
+        #: (N,) log-normal shadowing in dB, drawn once per client after distances.
+        self.shadowing_db = _read_only(
+            rng.normal(0.0, config.shadowing_std_db, size=num_clients)
         )
-        self.large_scale_gain_linear = _read_only(db_to_linear(-loss_db))
+        self.large_scale_gain_linear = _read_only(
+            self.large_scale_gain(self.distances_m, self.shadowing_db)
+        )
         self.noise_power_w = noise_power_w(
             noise_psd_dbm_hz=config.noise_psd_dbm_hz, bandwidth_hz=config.bandwidth_hz
         )
 
-    def realize(self, rng: np.random.Generator) -> ChannelState:
+    def large_scale_gain(
+        self, distances_m: FloatArray, shadowing_db: FloatArray
+    ) -> FloatArray:
+        """Return the linear gain 10^(−(PL(d) + s)/10) of distances and shadowing.
+
+        Args:
+            distances_m: (N,) client-BS distances d_n in m.
+            shadowing_db: (N,) shadowing s_n in dB (a loss: positive attenuates).
+
+        Returns:
+            (N,) float64, path loss × shadowing as a linear power gain.
+        """
+        cfg = self.config
+        loss_db = shadowing_db + path_loss_db(
+            distances_m, ref_db=cfg.path_loss_ref_db, exponent=cfg.path_loss_exponent
+        )
+        return np.asarray(db_to_linear(-loss_db), dtype=np.float64)
+
+    def realize(
+        self,
+        rng: np.random.Generator,
+        *,
+        distances_m: FloatArray | None = None,
+        shadowing_db: FloatArray | None = None,
+    ) -> ChannelState:
         """Draw the fading of one round (uplink (N, K) first, then downlink (N,)).
 
         Args:
             rng: Generator for this round's fading.
+            distances_m: The round's (N,) distances of a moving world (None:
+                the fixed geometry's).
+            shadowing_db: The round's (N,) shadowing in dB (None: the fixed one).
 
         Returns:
             The channel state of the round; its arrays are read-only.
@@ -282,22 +312,47 @@ class WirelessChannel:
         downlink_fading = fading_power_gain(
             self.num_clients, kind=kind, rician_k_db=k_db, rng=rng
         )
-        return self.state_of(uplink_fading, downlink_fading)
+        return self.state_of(
+            uplink_fading,
+            downlink_fading,
+            distances_m=distances_m,
+            shadowing_db=shadowing_db,
+        )
 
     def state_of(
-        self, uplink_fading: FloatArray, downlink_fading: FloatArray
+        self,
+        uplink_fading: FloatArray,
+        downlink_fading: FloatArray,
+        *,
+        distances_m: FloatArray | None = None,
+        shadowing_db: FloatArray | None = None,
     ) -> ChannelState:
         """Return the channel state of given fading powers (e.g. correlated ones).
 
         Args:
             uplink_fading: (N, K) unit-mean fading power of each uplink.
             downlink_fading: (N,) unit-mean fading power of each downlink.
+            distances_m: The round's (N,) distances in m when devices move
+                (None: the fixed geometry's, ``distances_m``).
+            shadowing_db: The round's (N,) shadowing in dB when it evolves
+                (None: the once-per-client draw, ``shadowing_db``).
 
         Returns:
-            The channel state; its arrays are read-only.
+            The channel state; its arrays are read-only. Path loss, shadowing,
+            uplink and downlink SNR all follow the given geometry.
         """
         cfg = self.config
-        gain = self.large_scale_gain_linear[:, None] * uplink_fading
+        large = self.large_scale_gain_linear
+        if distances_m is None and shadowing_db is None:
+            distances_m = self.distances_m
+        else:
+            if distances_m is None:
+                distances_m = self.distances_m
+            if shadowing_db is None:
+                shadowing_db = self.shadowing_db
+            distances_m = _read_only(np.array(distances_m, dtype=np.float64))
+            large = self.large_scale_gain(distances_m, shadowing_db)
+        gain = large[:, None] * uplink_fading
         tx_power_w = float(dbm_to_w(cfg.tx_power_dbm))
         snr = snr_linear(
             tx_power_w=tx_power_w, gain_linear=gain, noise_power_w=self.noise_power_w
@@ -307,14 +362,14 @@ class WirelessChannel:
         )
         downlink_snr = snr_linear(
             tx_power_w=dbm_to_w(cfg.bs_tx_power_dbm),
-            gain_linear=self.large_scale_gain_linear * downlink_fading,
+            gain_linear=large * downlink_fading,
             noise_power_w=noise_power_w(
                 noise_psd_dbm_hz=cfg.noise_psd_dbm_hz,
                 bandwidth_hz=downlink_bandwidth_hz,
             ),
         )
         return ChannelState(
-            distances_m=self.distances_m,
+            distances_m=distances_m,
             gain_linear=_read_only(gain),
             gain_db=_read_only(linear_to_db(gain)),
             snr_db=_read_only(linear_to_db(snr)),

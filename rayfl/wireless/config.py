@@ -25,11 +25,17 @@ Symbol table (paper symbol → code name):
 | v, f_c        | ``speed_mps``, ``carrier_hz`` | f_D = v·f_c/c     |
 | T_on, T_off   | ``mean_on_rounds``, ``mean_off_rounds`` | on/off device chain |
 | D             | ``round_deadline_s``      | compute + airtime deadline (issue 48) |
+| v_min, v_max, T_p | ``mobility_speed_min_mps``, ``mobility_speed_max_mps``, ``mobility_pause_s`` | random waypoint |
+| α, s̄, σ_s, σ_θ | ``mobility_memory``, ``mobility_speed_mean_mps``, ``mobility_speed_std_mps``, ``mobility_direction_std_rad`` | Gauss-Markov mobility |
+| d_corr        | ``shadowing_decorrelation_m`` | Gudmundson's shadowing |
 
 The fields of issue 48 (``fading_dynamics``, ``availability``,
-``cpu_frequency_distribution``, ``round_deadline_s`` and their parameters) make
+``cpu_frequency_distribution``, ``round_deadline_s``, ``mobility``,
+``shadowing_decorrelation_m`` and their parameters) make
 the world move over rounds; their defaults are the papers' static world (i.i.d.
-fading, every device always reachable, one CPU frequency, no round deadline).
+fading, every device always reachable, one CPU frequency, no round deadline,
+static geometry). Their cross-field rules are in
+:mod:`rayfl.wireless.config_rules`.
 Device availability lives here, beside the device's CPU model, rather than in a
 section of its own: an unreachable device is one the base station cannot
 hear, its eligibility is read from the same uplink model as its privacy
@@ -41,6 +47,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rayfl.wireless.config_rules import check_moving_world, moving_world_fields
 
 __all__ = ["WirelessConfig", "moving_world_fields"]
 
@@ -127,7 +135,8 @@ class WirelessConfig(BaseModel):
         0.0,
         ge=0,
         le=50.0,
-        description="Log-normal shadowing std in dB, in [0, 50]; drawn once per client.",
+        description="Log-normal shadowing std in dB, in [0, 50]; drawn once per "
+        "client (evolving as it moves with shadowing_decorrelation_m).",
     )
     qam_order: Literal[4, 16, 64, 256, 1024] = Field(
         256, description="M_ω: square QAM order of eq. (13)."
@@ -247,7 +256,8 @@ class WirelessConfig(BaseModel):
         le=1e6,
         description=(
             "T: time between two rounds' channels in s, in (0, 1e6]; needed with "
-            "doppler_hz or speed_mps (the lag of Jakes' correlation)."
+            "doppler_hz or speed_mps (the lag of Jakes' correlation) and with a "
+            "moving mobility (how long devices move between two rounds)."
         ),
     )
     availability: Literal["always", "markov", "trace"] = Field(
@@ -345,6 +355,78 @@ class WirelessConfig(BaseModel):
         ),
     )
 
+    mobility: Literal["static", "random_waypoint", "gauss_markov"] = Field(
+        "static",
+        description=(
+            "How devices move in the cell (the disk of radius distance_max_m), "
+            "rayfl.wireless.mobility: 'static' (the papers': distances drawn "
+            "once), 'random_waypoint' (straight legs to uniform waypoints at "
+            "a speed in [mobility_speed_min_mps, mobility_speed_max_mps], "
+            "pausing mobility_pause_s) or 'gauss_markov' (AR(1) speed and "
+            "direction with mobility_memory). Distances, path loss and SNR "
+            "follow each round; moving needs round_duration_s (T)."
+        ),
+    )
+    mobility_speed_min_mps: float | None = Field(
+        None,
+        gt=0,
+        le=1e4,
+        description="v_min: a leg's slowest speed in m/s, in (0, 1e4]; "
+        "random_waypoint only.",
+    )
+    mobility_speed_max_mps: float | None = Field(
+        None,
+        gt=0,
+        le=1e4,
+        description="v_max: a leg's fastest speed in m/s, in (0, 1e4], >= "
+        "v_min; random_waypoint only.",
+    )
+    mobility_pause_s: float | None = Field(
+        None,
+        ge=0,
+        le=1e9,
+        description="T_p: pause at each waypoint in s, >= 0 (None: 0); "
+        "random_waypoint only.",
+    )
+    mobility_memory: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="α: memory of speed and direction per round, in [0, 1] "
+        "(1: straight lines); gauss_markov only.",
+    )
+    mobility_speed_mean_mps: float | None = Field(
+        None,
+        ge=0,
+        le=1e4,
+        description="s̄: mean speed in m/s, in [0, 1e4]; gauss_markov only.",
+    )
+    mobility_speed_std_mps: float | None = Field(
+        None,
+        ge=0,
+        le=1e4,
+        description="σ_s: std of the speed in m/s, in [0, 1e4]; gauss_markov only.",
+    )
+    mobility_direction_std_rad: float | None = Field(
+        None,
+        ge=0,
+        le=100.0,
+        description="σ_θ: std of the direction around its mean in rad, in "
+        "[0, 100]; gauss_markov only.",
+    )
+    shadowing_decorrelation_m: float | None = Field(
+        None,
+        gt=0,
+        le=1e7,
+        description=(
+            "d_corr: Gudmundson's decorrelation distance of the shadowing in m, "
+            "in (0, 1e7]: each round a client's shadowing in dB is "
+            "a·s + sqrt(1 - a²)·σ·w with a = exp(-Δd/d_corr) over the path Δd "
+            "it moved, started from the once-per-client draw (a static device "
+            "keeps it). None = drawn once per client. Needs shadowing_std_db > 0."
+        ),
+    )
+
     @model_validator(mode="after")
     def _check_cross_fields(self) -> WirelessConfig:
         """Check rules that involve more than one field."""
@@ -353,127 +435,5 @@ class WirelessConfig(BaseModel):
                 "wireless.distance_min_m must be < distance_max_m, got "
                 f"{self.distance_min_m:g} >= {self.distance_max_m:g}"
             )
-        _check_fading_dynamics(self)
-        _check_only_with(
-            self,
-            "availability",
-            {
-                "markov": ("mean_on_rounds", "mean_off_rounds"),
-                "trace": ("availability_trace",),
-            },
-        )
-        optional = ("availability_trace_absent", "availability_period_rounds")
-        for name in optional:
-            if self.availability != "trace" and getattr(self, name) is not None:
-                raise ValueError(
-                    f"wireless.{name} is read only with wireless.availability="
-                    f"trace, got availability={self.availability}"
-                )
-        _check_only_with(
-            self,
-            "cpu_frequency_distribution",
-            {
-                "uniform": ("cpu_frequency_low_hz", "cpu_frequency_high_hz"),
-                "lognormal": ("cpu_frequency_sigma",),
-            },
-        )
-        low, high = self.cpu_frequency_low_hz, self.cpu_frequency_high_hz
-        if low is not None and high is not None and low > high:
-            raise ValueError(
-                "wireless.cpu_frequency_low_hz must be <= cpu_frequency_high_hz, "
-                f"got {low:g} > {high:g}"
-            )
+        check_moving_world(self)
         return self
-
-
-def moving_world_fields(wireless: WirelessConfig | None) -> list[str]:
-    """Return the issue-48 fields of ``wireless`` set away from the static default.
-
-    Example:
-        >>> moving_world_fields(WirelessConfig(round_deadline_s=1.0))
-        ['wireless.round_deadline_s']
-        >>> moving_world_fields(WirelessConfig(availability="markov",
-        ...     mean_on_rounds=5, mean_off_rounds=2))
-        ['wireless.availability=markov']
-        >>> moving_world_fields(None)
-        []
-    """
-    if wireless is None:
-        return []
-    defaults = {
-        "fading_dynamics": "iid",
-        "availability": "always",
-        "cpu_frequency_distribution": "constant",
-    }
-    out = [
-        f"wireless.{name}={getattr(wireless, name)}"
-        for name, default in defaults.items()
-        if getattr(wireless, name) != default
-    ]
-    if wireless.round_deadline_s is not None:
-        out.append("wireless.round_deadline_s")
-    return out
-
-
-def _check_only_with(
-    cfg: WirelessConfig, selector: str, needs: dict[str, tuple[str, ...]]
-) -> None:
-    """Each kind of ``selector`` needs its own parameter fields and no other's."""
-    kind = getattr(cfg, selector)
-    wanted = needs.get(kind, ())
-    for name in wanted:
-        if getattr(cfg, name) is None:
-            raise ValueError(
-                f"wireless.{selector}={kind} needs wireless.{name}, which is unset"
-            )
-    for other, names in needs.items():
-        for name in names:
-            if name not in wanted and getattr(cfg, name) is not None:
-                raise ValueError(
-                    f"wireless.{name} is read only with wireless.{selector}={other}, "
-                    f"got {selector}={kind}"
-                )
-
-
-def _check_fading_dynamics(cfg: WirelessConfig) -> None:
-    """gauss_markov needs exactly one source of ρ; iid takes none of them."""
-    sources = [
-        name
-        for name in ("fading_correlation", "doppler_hz", "speed_mps")
-        if getattr(cfg, name) is not None
-    ]
-    if cfg.fading_dynamics == "iid":
-        extra = sources + [
-            name
-            for name in ("carrier_hz", "round_duration_s")
-            if getattr(cfg, name) is not None
-        ]
-        if extra:
-            raise ValueError(
-                f"wireless.{extra[0]} is read only with "
-                "wireless.fading_dynamics=gauss_markov, got iid"
-            )
-        return
-    if cfg.fading == "none":
-        raise ValueError(
-            "wireless.fading_dynamics=gauss_markov needs wireless.fading rayleigh "
-            "or rician, got none (no fading to correlate)"
-        )
-    if len(sources) != 1:
-        raise ValueError(
-            "wireless.fading_dynamics=gauss_markov needs exactly one of "
-            "wireless.fading_correlation, doppler_hz, speed_mps; got "
-            f"{', '.join(sources) or 'none'}"
-        )
-    if (sources[0] == "speed_mps") != (cfg.carrier_hz is not None):
-        raise ValueError(
-            "wireless.carrier_hz goes with wireless.speed_mps (f_D = v·f_c/c): "
-            "set both or neither"
-        )
-    timed = sources[0] != "fading_correlation"
-    if timed != (cfg.round_duration_s is not None):
-        raise ValueError(
-            "wireless.round_duration_s goes with wireless.doppler_hz or "
-            "speed_mps (ρ = J0(2π·f_D·T)): "
-            + ("set it" if timed else "remove it (fading_correlation gives ρ)")
-        )

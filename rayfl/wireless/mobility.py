@@ -1,8 +1,9 @@
 """Devices that move in the cell: static, random waypoint and Gauss-Markov mobility.
 
-Groundwork of issue 48 ("wireless worlds that move"), not yet read by the
-engine. The cell is the disk of radius R = ``distance_max_m`` around the base
-station at the origin; a :class:`Mobility` gives each client's position at
+Issue 48 ("wireless worlds that move"): the engine reads it through
+``wireless.mobility`` (:class:`rayfl.wireless.world.MovingGeometry`). The
+cell is the disk of radius R = ``distance_max_m`` around the base station at
+the origin; a :class:`Mobility` gives each client's position at
 every round boundary t·T (T = ``round_s``), its distance to the base station
 and the path it travelled during the round (what correlated shadowing,
 :mod:`rayfl.wireless.shadowing`, decorrelates over).

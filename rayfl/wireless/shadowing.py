@@ -1,7 +1,8 @@
 """Shadowing that decorrelates as a device moves: Gudmundson's model.
 
-Groundwork of issue 48, not yet read by the engine (today's log-normal
-shadowing is drawn once per client, :mod:`rayfl.wireless.channel`). A
+Issue 48: the engine reads it through ``wireless.shadowing_decorrelation_m``
+(:class:`rayfl.wireless.world.MovingGeometry`); by default the log-normal
+shadowing is drawn once per client, :mod:`rayfl.wireless.channel`. A
 device's shadowing in dB is a first-order autoregression over the distance it
 moves (Gudmundson 1991, "Correlation model for shadow fading in mobile radio
 systems": the autocorrelation R(Δx) = σ² e^{−|Δx|/d_corr} fitted to

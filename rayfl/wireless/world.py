@@ -14,6 +14,7 @@ earlier round: resumed and restarted runs see the same world).
 | g_{n,k,t} = abs(h)² | :meth:`MovingWorld.fading` | uplink (N, K) and downlink (N,) fading power of round t |
 | a_{n,t} | :meth:`MovingWorld.available` | client n reachable in round t |
 | f_n | :attr:`MovingWorld.cpu_frequency_hz` | client n's CPU frequency (None: the config's one value) |
+| d_{n,t}, s_{n,t} | :meth:`MovingWorld.geometry` | client n's distance (m) and shadowing (dB) in round t |
 
 Availability models are looked up by ``wireless.availability`` in
 :data:`AVAILABILITY` (``always``, ``markov``, ``trace``: a FedScale-style
@@ -27,6 +28,12 @@ Implementation details:
     2. The downlink gain is its own AR(1) series per client (one "subchannel"),
        from a seed derived from (seed, "fading_ar_downlink"), independent of the
        uplink's, as the i.i.d. model draws them independently.
+    3. Mobility (:class:`rayfl.wireless.mobility.Mobility`) gives round t's
+       distances at the round's start boundary t·T; Gudmundson's shadowing
+       (:class:`rayfl.wireless.shadowing.GudmundsonShadowing`) starts from the
+       channel's once-per-client draw (``initial_db``) and decorrelates over the
+       path moved in round t. The downlink sees the same distance and
+       shadowing as the uplink (one device, one position).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import numpy.typing as npt
 
 from rayfl.seeding import rng_for
 from rayfl.wireless.availability_trace import AvailabilityTrace, read_trace
+from rayfl.wireless.channel import WirelessChannel
 from rayfl.wireless.compute import cpu_frequencies
 from rayfl.wireless.config import WirelessConfig
 from rayfl.wireless.dynamics import (
@@ -47,15 +55,19 @@ from rayfl.wireless.dynamics import (
     doppler_hz,
     jakes_correlation,
 )
+from rayfl.wireless.mobility import MOBILITY_MODELS, Mobility
+from rayfl.wireless.shadowing import GudmundsonShadowing
 from rayfl.wireless.units import db_to_linear
 
 __all__ = [
     "AVAILABILITY",
     "Availability",
     "LastSeen",
+    "MovingGeometry",
     "MovingWorld",
     "Replayed",
     "fading_rho",
+    "mobility_params",
     "read_availability_trace",
     "register_availability",
 ]
@@ -220,6 +232,73 @@ def _gauss_markov(seed: int, rows: int, cols: int, rho: float) -> Replayed:
     )
 
 
+def mobility_params(wireless: WirelessConfig) -> dict[str, float]:
+    """Return the ``wireless.mobility_*`` fields set, by :data:`MOBILITY_MODELS` name.
+
+    Example:
+        >>> mobility_params(WirelessConfig(mobility="random_waypoint",
+        ...     mobility_speed_min_mps=1, mobility_speed_max_mps=2,
+        ...     round_duration_s=1))
+        {'speed_min_mps': 1.0, 'speed_max_mps': 2.0}
+    """
+    names = MOBILITY_MODELS.get(wireless.mobility)
+    if names is None:
+        raise ValueError(
+            f"wireless.mobility must be one of {', '.join(MOBILITY_MODELS)}, "
+            f"got {wireless.mobility!r}"
+        )
+    values = {name: getattr(wireless, f"mobility_{name}") for name in names}
+    return {name: float(v) for name, v in values.items() if v is not None}
+
+
+class MovingGeometry:
+    """Each round's client distances and shadowing (mobility, Gudmundson).
+
+    Args:
+        wireless: The ``wireless`` section.
+        seed: The run's seed.
+        num_clients: N.
+    """
+
+    def __init__(self, wireless: WirelessConfig, seed: int, num_clients: int) -> None:
+        clients = range(num_clients)
+        #: The channel's once-per-client shadowing (the papers' static draw).
+        self.static_shadowing_db = np.asarray(
+            WirelessChannel(
+                wireless, num_clients, rng_for(seed, "geometry")
+            ).shadowing_db
+        )
+        self.mobility = Mobility(
+            wireless.mobility,
+            seed,
+            clients,
+            distance_min_m=wireless.distance_min_m,
+            distance_max_m=wireless.distance_max_m,
+            round_s=wireless.round_duration_s or 1.0,  # static: never read
+            **mobility_params(wireless),
+        )
+        decorrelation_m = wireless.shadowing_decorrelation_m
+        self.shadowing: Replayed | None = None
+        if decorrelation_m is not None:
+            self.shadowing = Replayed(
+                lambda: GudmundsonShadowing(
+                    seed,
+                    clients,
+                    std_db=wireless.shadowing_std_db,
+                    decorrelation_m=decorrelation_m,
+                    initial_db=self.static_shadowing_db,
+                ),
+                lambda series, t: series.shadowing_db(t, self.mobility.moved_m(t)),
+            )
+
+    def at(self, t: int) -> tuple[FloatArray, FloatArray]:
+        """Return round ``t``'s distances (N,) in m and shadowing (N,) in dB."""
+        shadowing_db = (
+            self.static_shadowing_db if self.shadowing is None else self.shadowing(t)
+        )
+        return self.mobility.distances(t), np.asarray(shadowing_db, dtype=np.float64)
+
+
 class MovingWorld:
     """The moving parts of a run's wireless world (module docstring).
 
@@ -253,6 +332,25 @@ class MovingWorld:
             self._downlink = _gauss_markov(downlink_seed, num_clients, 1, rho)
         #: f_n in Hz, (N,); None: ``wireless.cpu_frequency_hz`` for everyone.
         self.cpu_frequency_hz = _frequencies(wireless, seed, num_clients)
+        #: Distances and shadowing per round; None: the channel's fixed geometry.
+        self.moving_geometry = (
+            MovingGeometry(wireless, seed, num_clients)
+            if wireless.mobility != "static"
+            or wireless.shadowing_decorrelation_m is not None
+            else None
+        )
+
+    def geometry(self, t: int) -> dict[str, FloatArray]:
+        """Return round ``t``'s ``distances_m`` and ``shadowing_db`` (N,) as keywords.
+
+        Empty for the papers' static geometry, so the channel uses its own
+        fixed draw (bit for bit today's); else the keywords of
+        :meth:`rayfl.wireless.channel.WirelessChannel.state_of`.
+        """
+        if self.moving_geometry is None:
+            return {}
+        distances_m, shadowing_db = self.moving_geometry.at(t)
+        return {"distances_m": distances_m, "shadowing_db": shadowing_db}
 
     def fading(self, t: int) -> tuple[FloatArray, FloatArray]:
         """Return round ``t``'s fading powers: uplink (N, K) and downlink (N,).

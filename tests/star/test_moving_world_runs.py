@@ -1,4 +1,8 @@
-"""Star runs on Ray in a moving world (issue 48): packing, availability, stragglers."""
+"""Star runs on Ray in a moving world (issue 48): packing, availability, stragglers.
+
+Every model is on: correlated fading, availability, CPU speeds, the round
+deadline, mobility and Gudmundson's shadowing.
+"""
 
 from __future__ import annotations
 
@@ -37,6 +41,12 @@ MOVING = {
         "cpu_frequency_distribution": "lognormal",
         "cpu_frequency_sigma": 0.8,
         "round_deadline_s": 0.02,
+        "mobility": "random_waypoint",
+        "mobility_speed_min_mps": 20.0,
+        "mobility_speed_max_mps": 40.0,
+        "mobility_pause_s": 0.02,
+        "shadowing_std_db": 6.0,
+        "shadowing_decorrelation_m": 2.0,
     },
     "output": {"progress": False, "plots": False},
 }
@@ -67,6 +77,36 @@ def test_same_metrics_whatever_the_packing_with_every_model_on(tmp_path):
     per_round = late.groupby(m["round"]).sum().to_numpy()
     np.testing.assert_array_equal(one.rounds["num_stragglers"], per_round)
     assert per_round.sum() > 0 and (m["scheduled"] & ~late).sum() > 0
+    # the channel followed the devices: each upload's SNR is the moving
+    # world's (mobility + Gudmundson), not the static geometry's
+    moving, static = _snr_of(MOVING), _snr_of(STATIC)
+    sent = m[m["scheduled"]]
+    keys = [(int(r), int(c), int(k)) for r, c, k in
+            sent[["round", "client", "subchannel"]].to_numpy()]  # fmt: skip
+    np.testing.assert_allclose(
+        sent["snr_db"], [moving[r][c, k] for r, c, k in keys], rtol=1e-6
+    )
+    assert not np.allclose(sent["snr_db"], [static[r][c, k] for r, c, k in keys])
+
+
+#: MOVING with the papers' geometry (no mobility, shadowing drawn once).
+STATIC = {
+    **MOVING,
+    "wireless": {
+        key: value
+        for key, value in MOVING["wireless"].items()
+        if not key.startswith("mobility") and key != "shadowing_decorrelation_m"
+    },
+}
+
+
+def _snr_of(config: dict) -> list[np.ndarray]:
+    """Each round's (N, K) uplink SNR in dB of ``config``'s world, off Ray."""
+    from rayfl.config import load_config
+    from rayfl.uplink import UplinkModel
+
+    uplink = UplinkModel(load_config(config), num_train=np.full(6, 40))
+    return [np.asarray(uplink.channel_state(t).snr_db) for t in range(4)]
 
 
 #: A small star (4 clients, 2 subchannels, 3-round episodes) with every model on.
@@ -83,6 +123,14 @@ LANES_SMALL = [
     "wireless.cpu_frequency_low_hz=5e8",
     "wireless.cpu_frequency_high_hz=3e9",
     "wireless.round_deadline_s=0.03",
+    "wireless.mobility=gauss_markov",
+    "wireless.mobility_memory=0.7",
+    "wireless.mobility_speed_mean_mps=8",
+    "wireless.mobility_speed_std_mps=2",
+    "wireless.mobility_direction_std_rad=0.5",
+    "wireless.round_duration_s=2",
+    "wireless.shadowing_std_db=6",
+    "wireless.shadowing_decorrelation_m=10",
 ]
 
 
