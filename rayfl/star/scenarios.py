@@ -5,10 +5,11 @@ small and medium sizes, synthetic federated data for the large one.
 ``star-small-shadowed`` breaks the channel-greedy heuristics: 10 dB log-normal
 shadowing and a 300 m cell make a few clients' channels always bad, and very
 non-IID data (Dirichlet α = 0.1) makes starving them expensive.
-``star-small-mobile`` is a world that moves (issue 48): time-correlated fading
-(ρ = 0.86), devices on for 6 rounds and off for 3 on average, per-client CPU
-speeds and a round deadline that drops about a quarter of the uploads
-(examples/mobile_star.yaml's world).
+``star-small-mobile`` is a world that moves (issue 48): random-waypoint
+mobility at 1–3 m/s with 5 s rounds, shadowing that decorrelates over 20 m,
+time-correlated fading (ρ = 0.86), devices on for 6 rounds and off for 3 on
+average, per-client CPU speeds and a round deadline that drops about a
+quarter of the uploads (examples/mobile_star.yaml's world).
 """
 
 from __future__ import annotations
@@ -21,14 +22,18 @@ __all__ = ["MOBILE", "SHADOWED", "scenarios"]
 SHADOWED = "10 dB shadowing, 300 m cell, Dirichlet α = 0.1 (see module docstring)"
 
 #: What ``star-small-mobile`` stresses.
-MOBILE = "correlated fading, devices that come and go, stragglers (issue 48)"
+MOBILE = "mobility, correlated fading, devices that come and go, stragglers (issue 48)"
 
 #: ``star-small-mobile``'s moving world (examples/mobile_star.yaml's).
 MOVING_WORLD: dict[str, Any] = {
+    "round_duration_s": 5.0,
+    "mobility": "random_waypoint",
+    "mobility_speed_min_mps": 1.0,
+    "mobility_speed_max_mps": 3.0,
+    "shadowing_std_db": 8.0,
+    "shadowing_decorrelation_m": 20.0,
     "fading_dynamics": "gauss_markov",
-    "speed_mps": 0.5,
-    "carrier_hz": 2.4e9,
-    "round_duration_s": 0.03,
+    "fading_correlation": 0.86,
     "availability": "markov",
     "mean_on_rounds": 6,
     "mean_off_rounds": 3,

@@ -1,7 +1,7 @@
 """One client's moving world over a run: its channel gain and when it was reachable.
 
-With ``wireless.fading_dynamics``, ``availability`` or ``mobility`` on
-(issue 48), ``rayfl run`` draws ``plots/world_client<c>.png`` beside the round
+With ``wireless.fading_dynamics``, ``availability``, ``mobility`` or
+``shadowing_decorrelation_m`` on (issue 48), ``rayfl run`` draws ``plots/world_client<c>.png`` beside the round
 plots: client c's uplink gain on each subchannel (dB, path loss included) at
 every round, the rounds it was unreachable shaded. The series are the run's
 own: every draw of the world is keyed by (seed, purpose, round, client), so
@@ -22,14 +22,15 @@ __all__ = ["client_world", "moves", "plot_client_world"]
 
 
 def moves(cfg: Any) -> bool:
-    """Whether ``cfg``'s wireless world moves (a model of issue 48 is on)."""
+    """Whether ``cfg``'s channel or availability moves (fading, availability, mobility, shadowing)."""
     w = cfg.wireless
     if w is None:
         return False
     return bool(
         w.fading_dynamics != "iid"
         or w.availability != "always"
-        or getattr(w, "mobility", "static") != "static"
+        or w.mobility != "static"
+        or w.shadowing_decorrelation_m is not None
     )
 
 
@@ -86,4 +87,3 @@ def plot_client_world(cfg: Any, out: str | Path, client: int = 0) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-

@@ -60,6 +60,11 @@ def test_the_star_draws_the_plot_only_when_the_world_moves(tmp_path):
             "wireless.round_duration_s=null",
             "wireless.mean_on_rounds=null",
             "wireless.mean_off_rounds=null",
+            "wireless.mobility=static",
+            "wireless.mobility_speed_min_mps=null",
+            "wireless.mobility_speed_max_mps=null",
+            "wireless.shadowing_decorrelation_m=null",
+            "wireless.fading_correlation=null",
         ],
     )
     assert moves(moving) and not moves(still)
