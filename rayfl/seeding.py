@@ -134,21 +134,12 @@ def rng_for_many(
         tests/test_seeding_ids.py checks the streams against ``SeedSequence`` on
         random and edge keys.
     """
-    pid = _purpose_id(purpose)
-    arrays = np.broadcast_arrays(
-        np.asarray(seed), np.asarray(rounds), np.asarray(clients)
-    )
-    s, r, c = (a.reshape(-1) for a in arrays)
-    if len(s) and (
-        min(int(a.min()) for a in (s, r, c)) < 0
-        or max(int(a.max()) for a in (s, r, c)) > _MASK
-    ):
+    (s, r, c), keys = _key_rows(seed, purpose, rounds, clients)
+    if keys is None:
         return [
             rng_for(int(a), purpose, round=int(b), client=int(d))
             for a, b, d in zip(s.tolist(), r.tolist(), c.tolist(), strict=True)
         ]
-    keys = np.empty((len(r), 4), np.uint32)
-    keys[:, 0], keys[:, 1], keys[:, 2], keys[:, 3] = s, pid, r, c
     words = _state_words(keys)
     return [
         np.random.Generator(np.random.PCG64(_KeySeed(tuple(k), w)))  # type: ignore[arg-type]
@@ -183,19 +174,10 @@ def rng_reseeded(
     Raises:
         KeyError: If ``purpose`` is unknown.
     """
-    pid = _purpose_id(purpose)
-    arrays = np.broadcast_arrays(
-        np.asarray(seed), np.asarray(rounds), np.asarray(clients)
-    )
-    s, r, c = (a.reshape(-1) for a in arrays)
-    if len(s) and (
-        min(int(a.min()) for a in (s, r, c)) < 0
-        or max(int(a.max()) for a in (s, r, c)) > _MASK
-    ):
+    (s, r, c), keys = _key_rows(seed, purpose, rounds, clients)
+    if keys is None:
         yield from rng_for_many(s, purpose, rounds=r, clients=c)
         return
-    keys = np.empty((len(r), 4), np.uint32)
-    keys[:, 0], keys[:, 1], keys[:, 2], keys[:, 3] = s, pid, r, c
     bits = np.random.PCG64(0)
     gen = np.random.Generator(bits)
     state: dict[str, Any] = {"state": 0, "inc": 0}
@@ -217,6 +199,28 @@ def rng_reseeded(
 #: PCG64's 128-bit LCG multiplier (numpy's PCG_DEFAULT_MULTIPLIER_128).
 _PCG_MULT = (2549297995355413924 << 64) + 4865540595714422341
 _MASK128 = (1 << 128) - 1
+
+
+def _key_rows(
+    seed: npt.ArrayLike | int,
+    purpose: str,
+    rounds: npt.ArrayLike | int,
+    clients: npt.ArrayLike | int,
+) -> tuple[tuple[npt.NDArray[Any], ...], npt.NDArray[np.uint32] | None]:
+    """The keys broadcast flat, and their (M, 4) uint32 rows (None: a key beyond 32 bits)."""
+    pid = _purpose_id(purpose)
+    arrays = np.broadcast_arrays(
+        np.asarray(seed), np.asarray(rounds), np.asarray(clients)
+    )
+    s, r, c = (a.reshape(-1) for a in arrays)
+    if len(s) and (
+        min(int(a.min()) for a in (s, r, c)) < 0
+        or max(int(a.max()) for a in (s, r, c)) > _MASK
+    ):
+        return (s, r, c), None
+    keys = np.empty((len(r), 4), np.uint32)
+    keys[:, 0], keys[:, 1], keys[:, 2], keys[:, 3] = s, pid, r, c
+    return (s, r, c), keys
 
 
 def _purpose_id(purpose: str) -> int:
