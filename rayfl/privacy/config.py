@@ -170,8 +170,10 @@ class PrivacyConfig(BaseModel):
     )
     max_uploads: int | None = Field(
         default=None,
+        le=1_000_000_000,
         description="Cap T0 ≥ 1 on each client's uploads (constraint C7 of the WPFL "
-        "paper); null = no cap.",
+        "paper), at most 1e9 (the noise calibration plans for T0 releases); "
+        "null = no cap.",
     )
     epsilon_budget: float | None = Field(
         default=None,

@@ -77,7 +77,7 @@ class _Uplink:
         k = cfg.wireless.num_subchannels if cfg.wireless else 1
         self.gain = np.random.default_rng(2).normal(-90, 5, (N, k))
 
-    def eligible(self):
+    def eligible(self, round=None):
         return self.mask.copy()
 
     def participation_target(self):
