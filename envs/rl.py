@@ -66,7 +66,7 @@ from envs.base import kind_spelling
 from envs.partitions import DataPartitions
 from envs.star.scheduling import DEFAULT_CONFIG, WirelessFLEnv
 from policies.assignment import assign_subchannels
-from policies.features import NUM_FEATURES, client_features
+from policies.features import client_features, feature_names
 from policies.learned import controls_from_unit, select_top_k
 from rayfl.config import RunConfig, load_config
 from rayfl.observation import unit_shape
@@ -187,18 +187,25 @@ class HungarianTopK(ScoreDecoder):
 
 
 class ClientFeatures(gym.ObservationWrapper):
-    """Observation = the (N, F) per-client feature matrix (policies.features)."""
+    """Observation = the (N, F) per-client feature matrix (policies.features).
+
+    F is the core twelve, plus a moving world's columns when the env observes
+    their keys (:func:`policies.features.feature_names`; ``feature_names``).
+    """
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         n = unit_shape(env.observation_space)[0]
+        keys = getattr(env.observation_space, "spaces", {})
+        #: The columns, in order (:func:`policies.features.feature_names`).
+        self.feature_names = feature_names(keys)
         self.observation_space = spaces.Box(
-            -np.inf, np.inf, (n, NUM_FEATURES), np.float32
+            -np.inf, np.inf, (n, len(self.feature_names)), np.float32
         )
 
     def observation(self, observation: Any) -> npt.NDArray[np.float32]:
-        """Return ``client_features(observation)``."""
-        return client_features(observation)
+        """Return ``client_features(observation, feature_names)``."""
+        return client_features(observation, self.feature_names)
 
 
 def make_rl_env(

@@ -67,6 +67,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from envs.partitions import check_room
 from envs.rl import ClientFeatures, ScoreDecoder, _envs_taking
 from envs.star.scheduling import DEFAULT_CONFIG
+from envs.wrappers import feature_names_of
 from policies.features import client_features_many
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import load, topology_of
@@ -88,6 +89,8 @@ class _Lanes:
         self.features = (
             None if all(isinstance(w, ClientFeatures) for w in wrapped) else wrapped
         )
+        #: The feature columns of every lane (ClientFeatures' own).
+        self.names = feature_names_of(wrapped[0])
         space = venv.single_action_space
         #: A base action for a lane whose action is ignored (autoreset).
         self.idle = next(iterate(batch_space(space, 1), create_empty_array(space, 1)))
@@ -99,7 +102,7 @@ class _Lanes:
         for e, raw in enumerate(raws):
             self.topk[e].last_obs = raw
         if self.features is None:
-            return client_features_many(obs)
+            return client_features_many(obs, self.names)
         many = getattr(self.features[0], "observation_many", None)
         if many is not None:  # the wrapper's features of every lane at once
             return np.asarray(many(obs), np.float32)
@@ -237,6 +240,8 @@ class RLVectorEnv(VectorEnv):
         )
         self.every, self.offset = int(partition_every), int(partition_offset)
         self.single_observation_space = spaces.observation_space
+        #: The feature columns of a lane's observation (``ClientFeatures``').
+        self.feature_names = feature_names_of(spaces)
         self.single_action_space = spaces.action_space
         self.observation_space = batch_space(spaces.observation_space, self.num_envs)
         self.action_space = batch_space(spaces.action_space, self.num_envs)

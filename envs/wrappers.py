@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -20,9 +21,15 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from policies.features import FEATURE_NAMES, NUM_FEATURES
+from policies.features import FEATURE_NAMES
 
-__all__ = ["BOUNDED_FEATURES", "BoundedFeatures", "FlattenAction", "bounded_features"]
+__all__ = [
+    "BOUNDED_FEATURES",
+    "BoundedFeatures",
+    "FlattenAction",
+    "bounded_features",
+    "feature_names_of",
+]
 
 #: How :func:`bounded_features` maps each column of ``policies.features`` into
 #: [−1, 1]: "unit" (already in [0, 1]), "z" (a z-score clipped to ±5, divided
@@ -40,12 +47,20 @@ BOUNDED_FEATURES: dict[str, str] = {
     "eligible": "unit",
     "log1p_epsilon": "squash",
     "subchannels_per_client": "squash",
+    "available": "unit",
+    "channel_age_share": "unit",
+    "compute_z": "z",
 }
 _MAPS = ("unit", "z", "squash")
-_ORDER = np.array([_MAPS.index(BOUNDED_FEATURES[name]) for name in FEATURE_NAMES])
 
 
-def bounded_features(features: npt.ArrayLike) -> npt.NDArray[np.float32]:
+def _order(names: Sequence[str]) -> npt.NDArray[np.int64]:
+    return np.array([_MAPS.index(BOUNDED_FEATURES[name]) for name in names])
+
+
+def bounded_features(
+    features: npt.ArrayLike, names: Sequence[str] = FEATURE_NAMES
+) -> npt.NDArray[np.float32]:
     """Return the (N, F) client features mapped into [−1, 1], flattened row-major.
 
     Column by column (:data:`BOUNDED_FEATURES`): the [0, 1] columns stay, the
@@ -54,13 +69,14 @@ def bounded_features(features: npt.ArrayLike) -> npt.NDArray[np.float32]:
     so no ordering between clients is lost, and stateless, like the features.
 
     Args:
-        features: (N, ``NUM_FEATURES``) from ``policies.features.client_features``.
+        features: (N, F) from ``policies.features.client_features``.
+        names: Its F columns' names (default the core twelve).
 
     Returns:
-        float32 array of shape (N · ``NUM_FEATURES``,), every value in [−1, 1].
+        float32 array of shape (N · F,), every value in [−1, 1].
 
     Example:
-        >>> row = np.zeros((1, NUM_FEATURES))
+        >>> row = np.zeros((1, len(FEATURE_NAMES)))
         >>> row[0, FEATURE_NAMES.index("loss_z")] = 5.0
         >>> row[0, FEATURE_NAMES.index("data_share")] = 1.0
         >>> out = bounded_features(row)
@@ -68,15 +84,23 @@ def bounded_features(features: npt.ArrayLike) -> npt.NDArray[np.float32]:
         (1.0, 0.5)
     """
     table = np.asarray(features, dtype=np.float64)
-    if table.ndim != 2 or table.shape[1] != NUM_FEATURES:
+    if table.ndim != 2 or table.shape[1] != len(names):
         raise ValueError(
-            f"features must have shape (N, {NUM_FEATURES}), got {table.shape}"
+            f"features must have shape (N, {len(names)}), got {table.shape}"
         )
     z = table / 5.0
     positive = np.maximum(table, 0.0)
     squash = positive / (1.0 + positive)
-    out = np.choose(_ORDER, [table, z, squash])
+    out = np.choose(_order(names), [table, z, squash])
     return np.clip(out, -1.0, 1.0).astype(np.float32).reshape(-1)
+
+
+def feature_names_of(env: gym.Env) -> tuple[str, ...]:
+    """The feature columns of a wrapped env (the core twelve if it does not say)."""
+    try:
+        return tuple(env.get_wrapper_attr("feature_names"))
+    except AttributeError:
+        return FEATURE_NAMES
 
 
 class BoundedFeatures(gym.ObservationWrapper):
@@ -90,18 +114,19 @@ class BoundedFeatures(gym.ObservationWrapper):
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         shape = env.observation_space.shape
-        if shape is None or len(shape) != 2 or shape[1] != NUM_FEATURES:
+        #: The feature columns (``envs.rl.ClientFeatures.feature_names``).
+        self.feature_names = feature_names_of(env)
+        width = len(self.feature_names)
+        if shape is None or len(shape) != 2 or shape[1] != width:
             raise ValueError(
-                f"BoundedFeatures needs a (N, {NUM_FEATURES}) feature observation "
+                f"BoundedFeatures needs a (N, {width}) feature observation "
                 f"(envs.rl.ClientFeatures), got {env.observation_space}"
             )
-        self.observation_space = spaces.Box(
-            -1.0, 1.0, (shape[0] * NUM_FEATURES,), np.float32
-        )
+        self.observation_space = spaces.Box(-1.0, 1.0, (shape[0] * width,), np.float32)
 
     def observation(self, observation: Any) -> npt.NDArray[np.float32]:
-        """Return ``bounded_features(observation)``."""
-        return bounded_features(observation)
+        """Return ``bounded_features(observation, feature_names)``."""
+        return bounded_features(observation, self.feature_names)
 
 
 class FlattenAction(gym.ActionWrapper):

@@ -27,6 +27,17 @@ Symbol table: N → ``num_clients``, K → ``num_subchannels``, F →
 | 10 | log(1 + ε_n), privacy spent | [0, ∞) |
 | 11 | K / N (the fraction of clients a round can schedule) | (0, ∞) |
 
+A moving world (issue 48, :mod:`rayfl.star.moving`) adds observation keys;
+each adds a column after these twelve, in this order, when its key is in the
+observation (:func:`feature_names`; the envs and an exported policy's
+``features`` list say which):
+
+| feature | key | value | range |
+|---------|-----|-------|-------|
+| available | ``available`` | 1 reachable this round, 0 not | {0, 1} |
+| channel_age_share | ``channel_age`` | a_n / (t + 1), the age of the seen channel over the rounds so far | [0, 1] |
+| compute_z | ``compute_time_s`` | z-score across clients of the local training time d^lo_n | [−5, 5] |
+
 Implementation details:
     1. Normalisation is a fixed, stateless transform (ratios and z-scores taken
        across the clients of the same observation), not running statistics
@@ -43,13 +54,21 @@ Implementation details:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FEATURE_NAMES", "NUM_FEATURES", "client_features", "client_features_many"]
+__all__ = [
+    "FEATURE_NAMES",
+    "MOVING_FEATURES",
+    "check_feature_names",
+    "NUM_FEATURES",
+    "client_features",
+    "client_features_many",
+    "feature_names",
+]
 
 FEATURE_NAMES = (
     "loss_relative",
@@ -66,7 +85,73 @@ FEATURE_NAMES = (
     "subchannels_per_client",
 )
 NUM_FEATURES = len(FEATURE_NAMES)
+#: A moving world's feature → the observation key it reads (second table).
+MOVING_FEATURES = {
+    "available": "available",
+    "channel_age_share": "channel_age",
+    "compute_z": "compute_time_s",
+}
 _Z_CLIP = 5.0
+
+
+def feature_names(keys: Iterable[str] = ()) -> tuple[str, ...]:
+    """Return the feature columns of an observation with ``keys``.
+
+    The twelve core features, then each moving-world feature whose key is in
+    ``keys`` (module tables).
+
+    Example:
+        >>> feature_names(["channel_gain", "compute_time_s"])[-2:]
+        ('subchannels_per_client', 'compute_z')
+    """
+    present = set(keys)
+    extra = tuple(f for f, key in MOVING_FEATURES.items() if key in present)
+    return FEATURE_NAMES + extra
+
+
+def check_feature_names(names: Sequence[str]) -> tuple[str, ...]:
+    """Return the moving-world features of ``names`` (after the core twelve).
+
+    Raises:
+        ValueError: If ``names`` is not the core twelve followed by
+            moving-world features.
+    """
+    names = tuple(names)
+    extra = names[len(FEATURE_NAMES) :]
+    if names[: len(FEATURE_NAMES)] != FEATURE_NAMES or any(
+        f not in MOVING_FEATURES for f in extra
+    ):
+        raise ValueError(
+            f"feature names must be {list(FEATURE_NAMES)} followed by some of "
+            f"{list(MOVING_FEATURES)}, got {list(names)}"
+        )
+    return extra
+
+
+def _moving_columns(
+    obs: Mapping[str, Any],
+    extra: Sequence[str],
+    rounds_so_far: Any,
+    zscore: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]],
+) -> list[npt.NDArray[np.float64]]:
+    """The columns of the moving-world features ``extra`` (second table)."""
+    missing = [MOVING_FEATURES[f] for f in extra if MOVING_FEATURES[f] not in obs]
+    if missing:
+        raise ValueError(
+            f"features {list(extra)} need the observation keys {missing}: the "
+            "policy was trained in a moving world (wireless.availability, "
+            "cpu_frequency_distribution or round_deadline_s) this run does not have"
+        )
+    columns = []
+    for f in extra:
+        value = np.asarray(obs[MOVING_FEATURES[f]], dtype=np.float64)
+        if f == "available":
+            columns.append((value > 0.5).astype(np.float64))
+        elif f == "channel_age_share":
+            columns.append(np.clip(value / rounds_so_far, 0.0, 1.0))
+        else:
+            columns.append(zscore(value))
+    return columns
 
 
 def _zscore(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -75,16 +160,25 @@ def _zscore(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.clip(centred / (values.std() + 1e-6), -_Z_CLIP, _Z_CLIP)  # type: ignore[no-any-return]  # numpy stubs: Any
 
 
-def client_features(obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
-    """Return the (N, F) feature matrix of one observation (table above).
+def client_features(
+    obs: Mapping[str, Any], names: Sequence[str] = FEATURE_NAMES
+) -> npt.NDArray[np.float32]:
+    """Return the (N, F) feature matrix of one observation (tables above).
 
     Args:
         obs: A scheduling-env observation: ``channel_gain`` (N, K) dB, and
             ``loss``, ``upload_count``, ``privacy_spent``, ``staleness``,
-            ``data_size``, ``eligible`` (N,), ``round`` (1,).
+            ``data_size``, ``eligible`` (N,), ``round`` (1,); and the keys of
+            the moving-world features in ``names``.
+        names: The columns: the core twelve, then moving-world features
+            (:func:`feature_names`).
 
     Returns:
-        float32 array of shape (N, ``NUM_FEATURES``).
+        float32 array of shape (N, len(names)).
+
+    Raises:
+        ValueError: If ``names`` is not of that form, or ``obs`` lacks a key
+            a moving-world feature reads.
 
     Example:
         >>> obs = {"channel_gain": np.zeros((2, 1)), "loss": np.array([1.0, 2.0]),
@@ -94,6 +188,7 @@ def client_features(obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
         >>> client_features(obs)[:, [0, 6, 11]].tolist()
         [[0.5, 0.5, 0.5], [1.0, 1.5, 0.5]]
     """
+    extra = check_feature_names(names)
     gain = np.asarray(obs["channel_gain"], dtype=np.float64)
     num_clients, num_subchannels = gain.shape
     finite = np.isfinite(gain)
@@ -120,6 +215,7 @@ def client_features(obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
         np.log1p(np.minimum(epsilon, 1e30)),
         np.full(num_clients, num_subchannels / num_clients),
     ]
+    columns += _moving_columns(obs, extra, rounds_so_far, _zscore)
     return np.stack(columns, axis=1).astype(np.float32)
 
 
@@ -130,7 +226,9 @@ def _zscore_rows(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.clip(centred / spread, -_Z_CLIP, _Z_CLIP)  # type: ignore[no-any-return]  # numpy stubs: Any
 
 
-def client_features_many(obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
+def client_features_many(
+    obs: Mapping[str, Any], names: Sequence[str] = FEATURE_NAMES
+) -> npt.NDArray[np.float32]:
     """Return :func:`client_features` of E observations stacked on a leading axis.
 
     The same numbers as the function on each lane (the same operations, each
@@ -140,15 +238,20 @@ def client_features_many(obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
     Args:
         obs: Batched observations: ``channel_gain`` (E, N, K), the per-client
             keys (E, N), ``round`` (E, 1).
+        names: The columns (:func:`client_features`).
 
     Returns:
-        float32 array of shape (E, N, ``NUM_FEATURES``).
+        float32 array of shape (E, N, len(names)).
     """
+    extra = check_feature_names(names)
     gain = np.asarray(obs["channel_gain"], dtype=np.float64)
     lanes, num_clients, num_subchannels = gain.shape
     if not np.isfinite(gain).all():
         return np.stack(
-            [client_features({k: v[e] for k, v in obs.items()}) for e in range(lanes)]
+            [
+                client_features({k: v[e] for k, v in obs.items()}, names)
+                for e in range(lanes)
+            ]
         )
     loss = np.maximum(np.asarray(obs["loss"], dtype=np.float64), 0.0)
     uploads = np.asarray(obs["upload_count"], dtype=np.float64)
@@ -172,4 +275,5 @@ def client_features_many(obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
         np.log1p(np.minimum(epsilon, 1e30)),
         np.full((lanes, num_clients), num_subchannels / num_clients),
     ]
+    columns += _moving_columns(obs, extra, rounds_so_far, _zscore_rows)
     return np.stack(columns, axis=2).astype(np.float32)

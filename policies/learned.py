@@ -67,6 +67,7 @@ Implementation details:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -75,7 +76,12 @@ import numpy.typing as npt
 from gymnasium import spaces as gym_spaces
 
 from policies.base import Action, Observation, Policy
-from policies.features import FEATURE_NAMES, client_features
+from policies.features import (
+    FEATURE_NAMES,
+    check_feature_names,
+    client_features,
+    feature_names,
+)
 from rayfl.observation import CORE_KEYS
 
 __all__ = [
@@ -156,12 +162,19 @@ class ScoreNetwork:
 
     Args:
         arrays: The ``pi_w*``/``pi_b*`` arrays of ``policy.npz`` (others ignored).
+        features: The feature columns it takes (``policies.features``).
 
     Raises:
-        ValueError: If the arrays do not form a chain of layers.
+        ValueError: If the arrays do not form a chain of layers taking
+            ``features``.
     """
 
-    def __init__(self, arrays: dict[str, npt.NDArray[np.float32]]) -> None:
+    def __init__(
+        self,
+        arrays: dict[str, npt.NDArray[np.float32]],
+        features: Sequence[str] = FEATURE_NAMES,
+    ) -> None:
+        self.features = tuple(features)
         hidden = sorted(
             int(k[4:]) for k in arrays if k.startswith("pi_w") and k[4:].isdigit()
         )
@@ -183,10 +196,10 @@ class ScoreNetwork:
                 raise ValueError(
                     f"layer shapes do not chain: {w.shape}, {w_next.shape}"
                 )
-        if self.layers[0][0].shape[0] != len(FEATURE_NAMES):
+        if self.layers[0][0].shape[0] != len(self.features):
             raise ValueError(
                 f"first layer takes {self.layers[0][0].shape[0]} features, "
-                f"policies.features has {len(FEATURE_NAMES)}"
+                f"the policy's feature list has {len(self.features)}"
             )
 
     @property
@@ -242,18 +255,22 @@ def load_checkpoint(path: str | Path | None) -> tuple[ScoreNetwork, dict[str, An
             f"{npz}: format {meta.get('format')!r} v{meta.get('version')} is not "
             f"{FORMAT!r} v<={FORMAT_VERSION}"
         )
-    if tuple(meta.get("features", FEATURE_NAMES)) != FEATURE_NAMES:
-        raise ValueError(
-            f"{npz}: trained on features {meta.get('features')}, this version "
-            f"computes {list(FEATURE_NAMES)}"
-        )
+    features = tuple(meta.get("features", FEATURE_NAMES))
+    try:
+        check_feature_names(features)
+    except ValueError as err:
+        raise ValueError(f"{npz}: trained on other features: {err}") from None
     with np.load(npz) as data:
         arrays = {k: data[k] for k in data.files}
-    return ScoreNetwork(arrays), meta
+    return ScoreNetwork(arrays, features), meta
 
 
 def initial_arrays(
-    hidden: list[int] | tuple[int, ...], *, outputs: int = 1, seed: int = 0
+    hidden: list[int] | tuple[int, ...],
+    *,
+    outputs: int = 1,
+    seed: int = 0,
+    features: int = len(FEATURE_NAMES),
 ) -> dict[str, npt.NDArray[np.float32]]:
     """Return the ``pi_*`` arrays of a freshly initialised score network.
 
@@ -265,6 +282,7 @@ def initial_arrays(
         hidden: Hidden widths, e.g. ``[64, 64]``.
         outputs: 1 + C columns of the head (the score, then C controls).
         seed: Seed of the draw.
+        features: F, the width of the input (``policies.features``).
 
     Example:
         >>> arrays = initial_arrays([4], seed=0)
@@ -272,7 +290,7 @@ def initial_arrays(
         (['pi_b0', 'pi_b_out', 'pi_w0', 'pi_w_out'], (12, 4), 0.0)
     """
     rng = np.random.default_rng(seed)
-    sizes = [len(FEATURE_NAMES), *map(int, hidden)]
+    sizes = [int(features), *map(int, hidden)]
     arrays: dict[str, npt.NDArray[np.float32]] = {}
     for i, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:], strict=False)):
         bound = 1.0 / np.sqrt(fan_in)
@@ -365,9 +383,12 @@ class LearnedPolicy(Policy):
         hidden: list[int] | None = None,
         context: Any = None,
     ) -> None:
-        if untrained:
-            arrays = initial_arrays(hidden or [64, 64], seed=init_seed)
-            self.network = ScoreNetwork(arrays)
+        if untrained:  # it sees what the env shows (a moving world's columns too)
+            names = feature_names(getattr(observation_space, "spaces", {}))
+            arrays = initial_arrays(
+                hidden or [64, 64], seed=init_seed, features=len(names)
+            )
+            self.network = ScoreNetwork(arrays, names)
             self.meta: dict[str, Any] = {"env_steps": 0}
             self.checkpoint: Path | None = None
         else:
@@ -398,7 +419,7 @@ class LearnedPolicy(Policy):
         """Return the network's (N, 1 + C) outputs for the clients of ``obs``."""
         features = dict(obs)
         features.setdefault("round", np.zeros(1, np.float32))
-        return self.network.outputs(client_features(features))
+        return self.network.outputs(client_features(features, self.network.features))
 
     def scores(self, obs: Observation) -> npt.NDArray[np.float64]:
         """Return the (N,) scores the network gives the clients of ``obs``."""

@@ -254,13 +254,17 @@ class TopologyPlugin:
         Returns:
             ``selection``: ``"top_k"`` (the K highest eligible scores) or
             ``"positive"`` (every eligible positive score, at most K);
-            ``num_subchannels``: K of one decision (None: one per client).
+            ``num_subchannels``: K of one decision (None: one per client);
+            ``observation_keys``: the keys a unit observes beyond the core
+            ones that the policy's features read (a moving world's, the
+            star's :func:`rayfl.star.moving.moving_keys`; default none).
         """
         where = cfg.wireless if cfg.wireless is not None else cfg.topology
         count = getattr(where, "num_subchannels", None)
         return {
             "selection": "top_k",
             "num_subchannels": None if count is None else int(count),
+            "observation_keys": [],
         }
 
     def check_lanes(self, cfg: Any) -> None:

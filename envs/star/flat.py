@@ -46,9 +46,14 @@ class WirelessFLFlatEnv(FlatFLEnv):
     is a valid schedule, so nothing is ignored for being repeated.
 
     ## Observation Space
-    ``Box(-1, 1, (N·12,), float32)``: row n of the per-client features
-    (``policies.features``) at entries ``12n … 12n + 11``, each mapped into
-    [−1, 1] by :func:`envs.wrappers.bounded_features`:
+    ``Box(-1, 1, (N·F,), float32)``: row n of the per-client features
+    (``policies.features``) at entries ``Fn … Fn + F − 1``, each mapped into
+    [−1, 1] by :func:`envs.wrappers.bounded_features`. F = 12 in the papers'
+    static world (this table); a moving world adds ``available`` and
+    ``channel_age_share`` (in [0, 1]) with ``wireless.availability``, and
+    ``compute_z`` (in [−1, 1]) with a CPU-speed distribution or a round
+    deadline, in that order after column 11 (``policies.features``' second
+    table; the inner env's ``feature_names`` lists them):
 
     | key | shape | meaning | unit | low | high |
     |-----|-------|---------|------|-----|------|
@@ -112,7 +117,7 @@ class WirelessFLFlatVectorEnv(VectorEnv):
     ``Box(-1, 1, (E, N))``: lane e's scores (``(E, N·(1 + C))`` with ``controls``).
 
     ## Observation Space
-    ``Box(-1, 1, (E, N·12))`` float32: lane e's flat observation.
+    ``Box(-1, 1, (E, N·F))`` float32: lane e's flat observation (F as the flat env's).
 
     ## Rewards
     Lane e's reward, shape (E,).
@@ -203,7 +208,7 @@ class WirelessFLFlatVectorEnv(VectorEnv):
         if lanes is not None:
             lanes.close()
 
-    @staticmethod
-    def _flat(obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    def _flat(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Each lane's (N, F) features → its flat bounded vector, stacked."""
-        return np.stack([bounded_features(lane) for lane in obs])
+        names = self.lanes.feature_names
+        return np.stack([bounded_features(lane, names) for lane in obs])

@@ -112,6 +112,15 @@ class Star(TopologyPlugin):
                 "topology.kind: hierarchical or topology.kind: d2d"
             )
 
+    def rl_meta(self, cfg: Any) -> dict[str, Any]:
+        """The base decision, and the moving world's keys the features read."""
+        from rayfl.star.moving import moving_keys
+
+        return {
+            **super().rl_meta(cfg),
+            "observation_keys": list(moving_keys(cfg.wireless)),
+        }
+
     def learned_controls(self, cfg: Any) -> dict[str, float]:
         """The algorithm's controls as the env holds them, with ``rl.controls``.
 

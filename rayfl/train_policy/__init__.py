@@ -16,12 +16,12 @@ from rayfl.train_policy.algorithm import (
     check_lanes_config,
 )
 from rayfl.train_policy.evaluate import evaluate_policies
+from rayfl.train_policy.export import export_policy
 from rayfl.train_policy.train import (
     INSTALL_HINT,
     TrainingFailed,
     check_iteration,
     env_runner_placement,
-    export_policy,
     rllib_available,
     train_policy,
 )

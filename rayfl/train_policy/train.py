@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from rayfl.config import RunConfig, load_config
-from rayfl.registry import load, topology_of
+from rayfl.registry import topology_of
 from rayfl.rl.config import RLConfig
 from rayfl.rundir.results import atomic_write, make_run_dir
 from rayfl.train_policy.algorithm import (
@@ -71,13 +71,13 @@ from rayfl.train_policy.algorithm import (
     build_algorithm,
     check_env_runner_resources,
     check_lanes_config,
-    learned_controls,
 )
 from rayfl.train_policy.evaluate import (
     evaluate_policies,
     plot_training,
     write_evaluation,
 )
+from rayfl.train_policy.export import export_policy, policy_meta, trained_meta
 from rayfl.train_policy.timing import LearnerClock
 
 __all__ = [
@@ -198,35 +198,6 @@ def env_runner_placement(algo: Any) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["worker_index"])
 
 
-def export_policy(algo: Any, out: Path, meta: dict[str, Any]) -> None:
-    """Write ``out/policy.npz`` and ``out/policy.json`` from the learner's module."""
-    from rayfl.rl.module import export_arrays
-
-    learned = "policies.learned:"
-    features = load("policies.features:FEATURE_NAMES")
-
-    module = algo.get_module()
-    arrays = export_arrays(module)
-    info = {
-        "format": load(learned + "FORMAT"),
-        "version": load(learned + "FORMAT_VERSION"),
-        "features": list(features),
-        "hidden": [
-            int(a.shape[1])
-            for k, a in sorted(arrays.items())
-            if k[:4] == "pi_w" and k[4:].isdigit()
-        ],
-        **meta,
-    }
-    tmp = out.with_name(out.name + ".new")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    np.savez(tmp / "policy.npz", **arrays)  # type: ignore[arg-type]  # numpy stubs: **kwds vs allow_pickle
-    (tmp / "policy.json").write_text(json.dumps(info, indent=2) + "\n")
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
-
-
 def _save_checkpoint(algo: Any, run_dir: Path, iteration: int) -> None:
     target = run_dir / "checkpoint"
     tmp = run_dir / "checkpoint.new"
@@ -307,19 +278,7 @@ def train_policy(
         check_env_runner_resources(cfg, rl)
         algo = build_algorithm(cfg, rl)
         run_dir, rows = _open_run(algo, cfg, resume)
-        controls = learned_controls(cfg)
-        meta_rl = topology_of(cfg).rl_meta(cfg)
-        meta = {
-            "mode": rl.mode,
-            "reward": rl.reward,
-            "num_clients": cfg.data.num_clients,
-            "num_subchannels": meta_rl["num_subchannels"],
-            "controls": list(controls),
-            "control_centers": list(controls.values()),
-            # how the scores were decoded in training (policies.learned)
-            "selection": meta_rl["selection"],
-            "config": cfg.name,
-        }
+        meta = policy_meta(cfg, rl)
         placement = _record_placement(algo, run_dir)
         if verbose:
             _announce(run_dir, rl, meta, placement)
@@ -329,7 +288,7 @@ def train_policy(
             algo.stop()
             raise
         _save_checkpoint(algo, run_dir, iteration)
-        export_policy(algo, run_dir / "policy", _trained(meta, iteration, rows))
+        export_policy(algo, run_dir / "policy", trained_meta(meta, iteration, rows))
         algo.stop()
         if rl.eval_episodes:
             table = evaluate_policies(
@@ -457,24 +416,10 @@ def _iterate(
         out_of_time = rl.time_budget_s is not None and elapsed >= rl.time_budget_s
         if iteration % rl.checkpoint_every == 0 or out_of_time:
             _save_checkpoint(algo, run_dir, iteration)
-            export_policy(algo, run_dir / "policy", _trained(meta, iteration, rows))
+            export_policy(algo, run_dir / "policy", trained_meta(meta, iteration, rows))
         if out_of_time:
             break
     return iteration
-
-
-def _trained(
-    meta: dict[str, Any], iteration: int, rows: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
-    """``meta`` with how much training the exported policy had.
-
-    ``iterations`` and ``env_steps`` (the env steps sampled over every
-    iteration, resumed ones included): a policy with 0 ``env_steps`` is an
-    untrained network, which :class:`policies.learned.LearnedPolicy` refuses
-    unless ``allow_untrained=True``.
-    """
-    steps = sum(float(r.get("env_steps", 0.0) or 0.0) for r in rows)
-    return {**meta, "iterations": iteration, "env_steps": int(steps)}
 
 
 def _lifetime_steps(result: Mapping[str, Any]) -> float:

@@ -24,7 +24,12 @@ from envs.flat import DEFAULT_MODE, DEFAULT_REWARD, FlatFLEnv
 from envs.hierarchy.scheduling import HierarchicalSchedulingEnv
 from envs.render import CELL_PIXELS
 from envs.wrappers import BOUNDED_FEATURES, bounded_features
-from policies.features import FEATURE_NAMES, NUM_FEATURES, client_features
+from policies.features import (
+    FEATURE_NAMES,
+    MOVING_FEATURES,
+    NUM_FEATURES,
+    client_features,
+)
 
 FLAT_IDS = [i for i in envs.ENV_IDS if "-Flat-" in i]
 #: The default mode of the ids registered before the flat ones (kept: tests,
@@ -158,7 +163,7 @@ def test_bounded_features_map_each_column_into_minus_one_one():
     # Act
     out = bounded_features(features).reshape(features.shape)
     # Assert: every column has a map; the maps are the documented ones
-    assert list(BOUNDED_FEATURES) == list(FEATURE_NAMES)
+    assert list(BOUNDED_FEATURES) == [*FEATURE_NAMES, *MOVING_FEATURES]
     assert np.abs(out).max() <= 1.0
     for j, name in enumerate(FEATURE_NAMES):
         x = features[:, j].astype(np.float64)
