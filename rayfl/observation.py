@@ -362,6 +362,16 @@ class LinkConstants:
         cpu_cycles_per_sample: Φ, cycles per training sample.
         cpu_frequency_hz: f, client CPU frequency [Hz].
         effective_capacitance: χ, switched capacitance of the CPU.
+        round_deadline_s: D, deadline on a scheduled client's computation plus
+            uplink airtime [s] (issue 48's stragglers); None: no deadline.
+        fading_rho: ρ, lag-1 (one round) correlation of the complex fading
+            gain: the Gauss-Markov ρ, 0 for i.i.d. fading, 1 without
+            small-scale fading (the gain seen stays the gain); None: not stated.
+        rician_k: K-factor of Rician fading, linear (line-of-sight over
+            scattered power); 0 for Rayleigh or no fading; None: not stated.
+        upload_bits: Z, expected bits of one client upload (the compression
+            section's payload size at the model size); None: not known (e.g.
+            before the model is built).
     """
 
     bandwidth_hz: float
@@ -375,6 +385,10 @@ class LinkConstants:
     cpu_cycles_per_sample: float | None = None
     cpu_frequency_hz: float | None = None
     effective_capacitance: float | None = None
+    round_deadline_s: float | None = None
+    fading_rho: float | None = None
+    rician_k: float | None = None
+    upload_bits: float | None = None
 
 
 @dataclass(frozen=True)
