@@ -68,7 +68,15 @@ Implementation details:
        the run's (``context.link``: ``round_deadline_s``, ``fading_rho``,
        ``rician_k``, ``upload_bits`` (else 32·abs(w)), B, N0, P), else the
        defaults (no deadline, ρ = 0, K_R = 0, ``wireless``'s B, N0, P). A
-       deadline without a known upload size is refused.
+       deadline without a known upload size is refused. Before the model is
+       built (:func:`rayfl.star.context.config_context`, e.g. the surrogate
+       benchmark) the run's abs(w) is 1: pass ``payload_bits`` there.
+    8. In the star as built, an eligible client is reachable and a reachable
+       client's row is measured in the round it uploads (age 0), so the
+       prediction only moves rows of clients that cannot be scheduled: the
+       deadline test is then exact (no straggler is sent). The predictor
+       matters where an observed row is older than the upload (a feedback
+       delay), which the engine does not model yet.
 """
 
 from __future__ import annotations
