@@ -47,14 +47,14 @@ Implementation details:
        mobility the large-scale gain drifts, which this mean follows slowly.
        The state lives in the policy (:meth:`reset` clears it); a resumed run
        starts it afresh.
-    5. The deadline test is the engine's: SNR P·ĝ/(N0·B), Shannon rate, airtime
-       Z/rate and ``d^lo + airtime > D`` are :func:`rayfl.wireless.channel.snr_linear`,
-       :func:`~rayfl.wireless.channel.shannon_rate_bps`,
-       :func:`rayfl.wireless.cost.transmission_time_s` and
-       :func:`rayfl.wireless.compute.deadline_misses`, at the predicted mean gain
-       (an optimistic plug-in: the rate is concave in the gain). The broadcast
-       time of ``downlink_latency`` is not counted (the downlink gain is not
-       observed).
+    5. The deadline test is the engine's: d^lo + Z/(B·log2(1 + P·ĝ/(N0·B))) ≤ D
+       (an upload ending at D arrives, as :func:`rayfl.wireless.compute.deadline_misses`
+       says). The airtime is the run's own model, ``context.link.airtime_model``
+       (:func:`rayfl.wireless.cost.uplink_airtime_s`, the chain of the engine's
+       uplink: policies reach ``rayfl`` only through the observation and the
+       registry), at the predicted mean gain (an optimistic plug-in: the rate
+       is concave in the gain). The broadcast time of ``downlink_latency`` is
+       not counted (the downlink gain is not observed).
     6. Max-weight: w_{n,k} = (s_n + 1)·1[predicted to meet D], eligible clients
        only; the Hungarian method (:func:`policies.assignment.assign_subchannels`)
        maximises Σ (K + 1)·w + r, where r in [0, 1) ranks ĝ in dB over the
@@ -68,7 +68,7 @@ Implementation details:
        the run's (``context.link``: ``round_deadline_s``, ``fading_rho``,
        ``rician_k``, ``upload_bits`` (else 32·abs(w)), B, N0, P), else the
        defaults (no deadline, ρ = 0, K_R = 0, ``wireless``'s B, N0, P). A
-       deadline without a known upload size is refused. Before the model is
+       deadline without a known upload size or airtime model is refused. Before the model is
        built (:func:`rayfl.star.context.config_context`, e.g. the surrogate
        benchmark) the run's abs(w) is 1: pass ``payload_bits`` there.
     8. In the star as built, an eligible client is reachable and a reachable
@@ -97,10 +97,6 @@ from policies.base import (
     run_constants,
 )
 from rayfl.observation import SystemContext
-from rayfl.wireless.channel import noise_power_w, shannon_rate_bps, snr_linear
-from rayfl.wireless.compute import deadline_misses
-from rayfl.wireless.cost import transmission_time_s
-from rayfl.wireless.units import db_to_linear, dbm_to_w
 
 __all__ = ["DeadlineMaxWeightPolicy", "predict_gain", "shrinkage"]
 
@@ -178,14 +174,18 @@ class DeadlineMaxWeightPolicy(Policy):
 
     Example:
         >>> from gymnasium import spaces
+        >>> from rayfl.observation import LinkConstants
+        >>> from rayfl.wireless.cost import uplink_airtime_s
         >>> box = spaces.Box(0, np.inf, (3,))
         >>> obs_space = spaces.Dict({
         ...     "channel_gain": spaces.Box(-np.inf, np.inf, (3, 1)),
         ...     "eligible": spaces.Box(0, 1, (3,)), "staleness": box,
         ...     "compute_time_s": box})
+        >>> link = LinkConstants(1e6, -169.0, 23.0, round_deadline_s=1.0,
+        ...     upload_bits=1e3, airtime_model=uplink_airtime_s)
+        >>> context = SystemContext("star", seed=0, rounds=1, model_dim=1, link=link)
         >>> policy = DeadlineMaxWeightPolicy(
-        ...     obs_space, spaces.MultiDiscrete([4]), round_deadline_s=1.0,
-        ...     payload_bits=1e3)
+        ...     obs_space, spaces.MultiDiscrete([4]), context=context)
         >>> obs = {"channel_gain": np.full((3, 1), -60.0), "eligible": np.ones(3),
         ...        "staleness": np.array([9.0, 4.0, 1.0]),
         ...        "compute_time_s": np.array([2.0, 0.1, 0.1])}
@@ -221,17 +221,18 @@ class DeadlineMaxWeightPolicy(Policy):
             "tx_power_dbm": tx_power_dbm,
         }
         values = run_constants(given, _run_values(context), DEFAULTS)
-        _check(values)
+        link = None if context is None else context.link
+        #: The run's airtime d^up(g, ...) (detail 5); None without a context.
+        self.airtime_model = None if link is None else link.airtime_model
+        _check(values, self.airtime_model)
         self.round_deadline_s: float | None = values["round_deadline_s"]
         self.rho = float(values["rho"])
         self.rician_k = float(values["rician_k"])
         self.payload_bits: float | None = values["payload_bits"]
-        self.bandwidth_hz = float(values["bandwidth_hz"])
-        self.noise_w = noise_power_w(
-            noise_psd_dbm_hz=float(values["noise_psd_dbm_hz"]),
-            bandwidth_hz=self.bandwidth_hz,
-        )
-        self.tx_power_w = float(dbm_to_w(values["tx_power_dbm"]))
+        self.link_constants = {
+            name: float(values[name])
+            for name in ("bandwidth_hz", "noise_psd_dbm_hz", "tx_power_dbm")
+        }
         #: Idles a subchannel only when a deadline can rule clients out.
         self.allows_idle = self.round_deadline_s is not None
         super().__init__(observation_space, action_space, context=context)
@@ -244,7 +245,7 @@ class DeadlineMaxWeightPolicy(Policy):
 
     def predicted_gain(self, obs: Observation) -> FloatArray:
         """Return ĝ (N, K), linear, updating ḡ with this round's fresh rows."""
-        seen = db_to_linear(self.field(obs, "channel_gain"))
+        seen = np.power(10.0, self.field(obs, "channel_gain") / 10.0)
         age = self._optional(obs, "channel_age")
         fresh = age <= 0
         self.gain_sum[fresh] += seen[fresh].mean(axis=1)
@@ -259,15 +260,16 @@ class DeadlineMaxWeightPolicy(Policy):
 
     def feasible(self, obs: Observation, gain: FloatArray) -> npt.NDArray[np.bool_]:
         """Return (N, K): the upload on k at gain ĝ is predicted to meet D (detail 5)."""
-        if self.round_deadline_s is None:
+        if self.round_deadline_s is None or self.airtime_model is None:
             return np.ones(gain.shape, dtype=bool)
-        snr = snr_linear(
-            tx_power_w=self.tx_power_w, gain_linear=gain, noise_power_w=self.noise_w
+        airtime = np.asarray(
+            self.airtime_model(
+                gain, payload_bits=self.payload_bits, **self.link_constants
+            ),
+            dtype=np.float64,
         )
-        rate = shannon_rate_bps(bandwidth_hz=self.bandwidth_hz, snr_linear=snr)
-        airtime = transmission_time_s(payload_bits=self.payload_bits, rate_bps=rate)
         compute = self._optional(obs, "compute_time_s")[:, None]
-        return ~deadline_misses(compute, airtime, self.round_deadline_s)
+        return np.asarray(compute + airtime <= self.round_deadline_s)
 
     def schedule(self, obs: Observation) -> npt.NDArray[np.int64]:
         """Max-weight assignment over eligible, feasible pairs (detail 6)."""
@@ -327,8 +329,8 @@ def _run_values(context: SystemContext | None) -> dict[str, Any]:
     return values
 
 
-def _check(values: dict[str, Any]) -> None:
-    """Refuse constants out of range, or a deadline without an upload size."""
+def _check(values: dict[str, Any], airtime_model: Any) -> None:
+    """Refuse constants out of range, or a deadline the policy cannot test."""
     if not -1.0 <= float(values["rho"]) <= 1.0:
         raise ValueError(f"rho must be in [-1, 1], got {values['rho']}")
     if float(values["rician_k"]) < 0:
@@ -336,8 +338,11 @@ def _check(values: dict[str, Any]) -> None:
     for name in ("round_deadline_s", "payload_bits", "bandwidth_hz"):
         if values[name] is not None and not float(values[name]) > 0:
             raise ValueError(f"{name} must be > 0, got {values[name]}")
-    if values["round_deadline_s"] is not None and values["payload_bits"] is None:
+    if values["round_deadline_s"] is not None and (
+        values["payload_bits"] is None or airtime_model is None
+    ):
         raise ValueError(
-            "deadline_max_weight needs payload_bits (or a run context) to "
-            "predict the airtime against round_deadline_s"
+            "deadline_max_weight needs a run context with an airtime model "
+            "(context.link.airtime_model) and payload_bits to predict the "
+            "airtime against round_deadline_s"
         )

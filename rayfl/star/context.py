@@ -99,10 +99,12 @@ def _link(wireless: Any, upload: float | None = None) -> LinkConstants | None:
     The fields the section has by name, plus what is derived from it: the
     fading's ρ (:func:`rayfl.wireless.world.fading_rho`; 1 with ``fading:
     none``, whose seen gain never fades), its Rician K-factor (linear; 0 unless
-    ``fading: rician``) and ``upload`` bits.
+    ``fading: rician``), ``upload`` bits and the airtime model
+    (:func:`rayfl.wireless.cost.uplink_airtime_s`).
     """
     if wireless is None:
         return None
+    from rayfl.wireless.cost import uplink_airtime_s
     from rayfl.wireless.units import db_to_linear
     from rayfl.wireless.world import fading_rho
 
@@ -113,6 +115,7 @@ def _link(wireless: Any, upload: float | None = None) -> LinkConstants | None:
         fading_rho=1.0 if wireless.fading == "none" else fading_rho(wireless),
         rician_k=float(db_to_linear(wireless.rician_k_db)) if rician else 0.0,
         upload_bits=upload,
+        airtime_model=uplink_airtime_s,
     )
 
 

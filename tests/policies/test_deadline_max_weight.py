@@ -19,7 +19,9 @@ from rayfl.observation import (
     SystemContext,
     observation_space,
 )
+from rayfl.wireless.compute import deadline_misses
 from rayfl.wireless.config import WirelessConfig
+from rayfl.wireless.cost import uplink_airtime_s
 from rayfl.wireless.dynamics import GaussMarkovFading
 from rayfl.wireless.world import MovingWorld
 from tests.policies.helpers import make_spaces, observation
@@ -32,6 +34,12 @@ def _spaces(n, k, keys=MOVING):
     import gymnasium
 
     return observation_space(keys, n, k), gymnasium.spaces.MultiDiscrete([n + 1] * k)
+
+
+def _context(**link):
+    """A run context with the wireless defaults' link and the engine's airtime model."""
+    constants = LinkConstants(1e6, -169.0, 23.0, airtime_model=uplink_airtime_s, **link)
+    return SystemContext("star", seed=0, rounds=1, model_dim=1, link=constants)
 
 
 def _airtime(gain_db, bits=1e6, bandwidth=1e6, tx_dbm=23.0, n0_dbm_hz=-169.0):
@@ -123,7 +131,10 @@ def test_the_deadline_test_is_compute_plus_the_shannon_airtime():
     airtime = _airtime(-80.0)
     for slack, meets in ((1e-9, True), (-1e-9, False)):
         policy = DeadlineMaxWeightPolicy(
-            *_spaces(1, 1), round_deadline_s=0.5 + airtime + slack, payload_bits=1e6
+            *_spaces(1, 1),
+            round_deadline_s=0.5 + airtime + slack,
+            payload_bits=1e6,
+            context=_context(),
         )
         obs = observation(np.array([[-80.0]]), compute_time_s=np.array([0.5]))
         assert bool(policy.feasible(obs, policy.predicted_gain(obs))[0, 0]) is meets
@@ -133,7 +144,7 @@ def test_a_client_predicted_to_miss_the_deadline_is_not_scheduled():
     # Arrange: client 0 stalest but computes past D; client 1's channel too weak
     gain_db = np.array([[-60.0, -60.0], [-150.0, -150.0], [-60.0, -61.0]])
     policy = DeadlineMaxWeightPolicy(
-        *_spaces(3, 2), round_deadline_s=0.1, payload_bits=1e5
+        *_spaces(3, 2), round_deadline_s=0.1, payload_bits=1e5, context=_context()
     )
     obs = observation(
         gain_db,
@@ -157,10 +168,18 @@ def test_a_stale_row_is_judged_at_its_predicted_not_its_seen_gain():
         compute_time_s=np.zeros(3),
     )
     frozen = DeadlineMaxWeightPolicy(
-        *_spaces(3, 1), round_deadline_s=0.1, payload_bits=1e5, rho=1.0
+        *_spaces(3, 1),
+        round_deadline_s=0.1,
+        payload_bits=1e5,
+        context=_context(),
+        rho=1.0,
     )
     forgetful = DeadlineMaxWeightPolicy(
-        *_spaces(3, 1), round_deadline_s=0.1, payload_bits=1e5, rho=0.0
+        *_spaces(3, 1),
+        round_deadline_s=0.1,
+        payload_bits=1e5,
+        context=_context(),
+        rho=0.0,
     )
     assert frozen(obs).tolist() == [0]
     # ρ = 0: ḡ_0 is its row (-60 dB) too, so both predict the same here ...
@@ -176,7 +195,7 @@ def test_the_stalest_feasible_client_gets_the_subchannel_it_can_use():
     # client 0 (stalest) meets D only on subchannel 1; client 1 anywhere
     gain_db = np.array([[-150.0, -60.0], [-60.0, -50.0], [-60.0, -50.0]])
     policy = DeadlineMaxWeightPolicy(
-        *_spaces(3, 2), round_deadline_s=0.1, payload_bits=1e5
+        *_spaces(3, 2), round_deadline_s=0.1, payload_bits=1e5, context=_context()
     )
     obs = observation(
         gain_db, staleness=np.array([7.0, 3.0, 2.0]), compute_time_s=np.zeros(3)
@@ -232,11 +251,17 @@ def test_the_runs_constants_fill_what_the_user_leaves_unset():
         fading_rho=0.9,
         rician_k=2.0,
         upload_bits=5e4,
+        airtime_model=uplink_airtime_s,
     )
     context = SystemContext(topology="star", seed=0, rounds=3, model_dim=100, link=link)
     policy = DeadlineMaxWeightPolicy(*_spaces(2, 1), context=context)
     assert (policy.round_deadline_s, policy.rho, policy.rician_k) == (0.02, 0.9, 2.0)
-    assert (policy.payload_bits, policy.bandwidth_hz) == (5e4, 2e6)
+    assert policy.payload_bits == 5e4
+    assert policy.link_constants == {
+        "bandwidth_hz": 2e6,
+        "noise_psd_dbm_hz": -170.0,
+        "tx_power_dbm": 20.0,
+    }
     given = DeadlineMaxWeightPolicy(
         *_spaces(2, 1), context=context, rho=0.1, round_deadline_s=1.0
     )
@@ -246,11 +271,63 @@ def test_the_runs_constants_fill_what_the_user_leaves_unset():
     assert DeadlineMaxWeightPolicy(*_spaces(2, 1), context=bare).payload_bits == 3200
 
 
-def test_a_deadline_without_an_upload_size_is_refused():
-    with pytest.raises(ValueError, match="payload_bits"):
-        DeadlineMaxWeightPolicy(*_spaces(2, 1), round_deadline_s=1.0)
+def test_a_deadline_the_policy_cannot_test_is_refused():
+    # no context: no airtime model (policies reach the engine through it)
+    with pytest.raises(ValueError, match="airtime model"):
+        DeadlineMaxWeightPolicy(*_spaces(2, 1), round_deadline_s=1.0, payload_bits=1.0)
     with pytest.raises(ValueError, match="rho"):
         DeadlineMaxWeightPolicy(*_spaces(2, 1), rho=1.5)
+
+
+def test_the_airtime_and_the_deadline_are_the_engines():
+    """The context's airtime model gives uplink_round's transmission time."""
+    from rayfl.seeding import rng_for
+    from rayfl.wireless.channel import WirelessChannel
+    from rayfl.wireless.effects import uplink_round
+
+    wireless = WirelessConfig(num_subchannels=3, round_deadline_s=0.05)
+    state = WirelessChannel(wireless, 4, rng_for(0, "geometry")).realize(
+        rng_for(0, "channel", round=0)
+    )
+    out = uplink_round(
+        state,
+        client=[0, 1, 2],
+        subchannel=[2, 0, 1],
+        tx_power_w=state.tx_power_w,
+        payload_bits=1e5,
+        num_samples=10,
+        bits_per_element=32,
+        config=wireless,
+    )
+    gain = state.gain_linear[[0, 1, 2], [2, 0, 1]]
+    predicted = uplink_airtime_s(
+        gain,
+        payload_bits=1e5,
+        bandwidth_hz=wireless.bandwidth_hz,
+        noise_psd_dbm_hz=wireless.noise_psd_dbm_hz,
+        tx_power_dbm=wireless.tx_power_dbm,
+    )
+    np.testing.assert_allclose(predicted, out.transmit_time_s, rtol=1e-12)
+    # the policy's test on a fresh row is deadline_misses' complement
+    policy = DeadlineMaxWeightPolicy(
+        *_spaces(4, 3), round_deadline_s=0.05, payload_bits=1e5, context=_context()
+    )
+    compute = np.array([0.0, 0.01, 0.04, 0.049])
+    obs = observation(
+        np.asarray(state.gain_db), compute_time_s=compute, channel_age=np.zeros(4)
+    )
+    airtime = uplink_airtime_s(
+        policy.predicted_gain(obs),
+        payload_bits=1e5,
+        bandwidth_hz=1e6,
+        noise_psd_dbm_hz=-169.0,
+        tx_power_dbm=23.0,
+    )
+    expected = ~deadline_misses(compute[:, None], airtime, 0.05)
+    np.testing.assert_array_equal(
+        policy.feasible(obs, policy.predicted_gain(obs)), expected
+    )
+    assert expected.any() and not expected.all()
 
 
 def test_the_mobile_scenarios_context_states_the_world():
@@ -261,6 +338,7 @@ def test_the_mobile_scenarios_context_states_the_world():
     assert link is not None
     assert (link.round_deadline_s, link.fading_rho, link.rician_k) == (0.012, 0.86, 0)
     assert link.upload_bits is None  # the model is not built yet
+    assert link.airtime_model is uplink_airtime_s
     static = config_context(
         load_config(
             EXAMPLE,
