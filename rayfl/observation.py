@@ -27,17 +27,17 @@ read from it.
 
 The first eight are the *core* keys (:data:`CORE_KEYS`), the next four the
 device-to-device *extras* (:data:`EXTRA_KEYS`), the last three the star's
-*moving-world* keys (:data:`MOVING_KEYS`, issue 48), present only when the
-config enables the model they describe (:func:`rayfl.star.moving.moving_keys`). Each topology plug-in declares
-the keys it fills (``observation_keys``) and the action parts it can take
+*moving-world* keys (:data:`MOVING_KEYS`, issue 48), present only when the config
+enables their model (:func:`rayfl.star.moving.moving_keys`). Each topology plug-in
+declares the keys it fills (``observation_keys``) and the action parts it can take
 (``action_parts``; :mod:`rayfl.topology`); a policy that reads only keys a
 topology fills runs there.
 
 :class:`SystemContext` is what a policy may know beyond the observation (model
-size, link and privacy constants, the run seed); policies receive it at
-construction (``Policy(..., context=...)``). :class:`ObservationTracker` keeps
-the per-row history (last loss, staleness, uploads, last selection) so every
-caller observes the same thing and a resume restores it.
+size, link and privacy constants, the run seed), given at construction
+(``Policy(..., context=...)``). :class:`ObservationTracker` keeps the per-row
+history (last loss, staleness, uploads, last selection) so every caller observes
+the same thing and a resume restores it.
 
 Example:
     >>> space = observation_space(("channel_gain", "eligible", "round"), 3, 2)
@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -362,6 +362,11 @@ class LinkConstants:
         cpu_cycles_per_sample: Φ, cycles per training sample.
         cpu_frequency_hz: f, client CPU frequency [Hz].
         effective_capacitance: χ, switched capacitance of the CPU.
+        round_deadline_s: D, deadline on computation + airtime [s] (issue 48).
+        fading_rho: ρ, lag-1 correlation of the fading (0: i.i.d., 1: none).
+        rician_k: Rician K-factor, linear (0: Rayleigh or no fading).
+        upload_bits: Z, expected bits of one upload at the model size.
+        airtime_model: The run's airtime d^up [s] at a linear gain (uplink_airtime_s).
     """
 
     bandwidth_hz: float
@@ -375,6 +380,11 @@ class LinkConstants:
     cpu_cycles_per_sample: float | None = None
     cpu_frequency_hz: float | None = None
     effective_capacitance: float | None = None
+    round_deadline_s: float | None = None
+    fading_rho: float | None = None
+    rician_k: float | None = None
+    upload_bits: float | None = None
+    airtime_model: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -383,8 +393,7 @@ class PrivacyConstants:
 
     Attributes:
         clip_norm: C, the clipping norm (None: no clipping).
-        noise_std: σ_DP, the Gaussian noise standard deviation of an upload
-            (the star gives its σ, 0 without DP; None: not stated).
+        noise_std: σ_DP of an upload's Gaussian noise (the star's; 0: no DP).
         epsilon: Target ε.
         delta: δ.
         max_uploads: T0, uploads a client may make.
@@ -405,8 +414,7 @@ class TrainingConstants:
 
     Attributes:
         local_steps: τ, local SGD steps per round (None: epochs instead).
-        local_epochs: Passes over the client's data per round when
-            ``local_steps`` is None.
+        local_epochs: Passes over the data per round when ``local_steps`` is None.
         batch_size: Mini-batch size.
         lr: Learning rate.
         sparsity: Fraction of coordinates an upload keeps when no policy sets

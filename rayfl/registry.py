@@ -78,6 +78,7 @@ POLICIES: dict[str, str] = {
     "proportional_fair": "policies.proportional_fair:ProportionalFairPolicy",
     "best_channel": "policies.best_channel:BestChannelPolicy",
     "age_based": "policies.age_based:AgeBasedPolicy",
+    "deadline_max_weight": "policies.deadline_max_weight:DeadlineMaxWeightPolicy",
     "data_weighted": "policies.data_weighted:DataWeightedPolicy",
     "delay_min": "policies.delay_min:DelayMinPolicy",
     "minmax": "policies.minmax:MinMaxPolicy",

@@ -14,6 +14,7 @@ MODULES = [
     "rayfl.learning.aggregate",
     "rayfl.hierarchy.edge",
     "rayfl.uplink",
+    "rayfl.wireless.cost",
     "rayfl.privacy.report",
     "rayfl.compare.variants",
     "rayfl.privacy.accountant",

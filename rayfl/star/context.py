@@ -12,7 +12,13 @@ from rayfl.observation import (
     TrainingConstants,
 )
 
-__all__ = ["StarContext", "config_context", "star_context", "upload_noise_std"]
+__all__ = [
+    "StarContext",
+    "config_context",
+    "star_context",
+    "upload_bits",
+    "upload_noise_std",
+]
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,10 @@ def star_context(system: Any) -> StarContext:
         system: The star's system (``config``, ``dim``, ``uplink``).
     """
     cfg = system.config
-    link = _link(cfg.wireless)
+    sparsity = float(
+        getattr(cfg.algorithm, "sparsity", cfg.compression.sparsify_fraction)
+    )
+    link = _link(cfg.wireless, upload_bits(cfg, int(system.dim), sparsity))
     beta = system.uplink.participation_target()
     from rayfl.algorithms.registry import algorithm_controls
 
@@ -60,19 +69,54 @@ def star_context(system: Any) -> StarContext:
             local_steps=cfg.algorithm.local_steps,
             local_epochs=getattr(cfg.algorithm, "local_epochs", None),
             batch_size=cfg.algorithm.batch_size,
-            sparsity=float(
-                getattr(cfg.algorithm, "sparsity", cfg.compression.sparsify_fraction)
-            ),
+            sparsity=sparsity,
         ),
     )
 
 
-def _link(wireless: Any) -> LinkConstants | None:
-    """The :class:`LinkConstants` a ``wireless`` section has, by name (None: ideal links)."""
+def upload_bits(cfg: Any, dim: int, sparsity: float) -> float:
+    """Z, the expected bits of one upload: ``sparsity``·abs(w) values at the quantizer's bits.
+
+    As the surrogate charges it (:func:`rayfl.compression.payload.payload_size_bits`
+    of the ``compression`` section: 32 bits a value unquantized, indices when
+    sparse); the dense FedAvg upload is 32·abs(w).
+    """
+    from rayfl.compression.payload import payload_size_bits
+
+    return float(
+        payload_size_bits(
+            dim=dim,
+            carried=dim * sparsity,
+            bits_per_element=cfg.compression.quantize_bits or 32,
+            sparse=sparsity < 1,
+        )
+    )
+
+
+def _link(wireless: Any, upload: float | None = None) -> LinkConstants | None:
+    """The :class:`LinkConstants` of a ``wireless`` section (None: ideal links).
+
+    The fields the section has by name, plus what is derived from it: the
+    fading's ρ (:func:`rayfl.wireless.world.fading_rho`; 1 with ``fading:
+    none``, whose seen gain never fades), its Rician K-factor (linear; 0 unless
+    ``fading: rician``), ``upload`` bits and the airtime model
+    (:func:`rayfl.wireless.cost.uplink_airtime_s`).
+    """
     if wireless is None:
         return None
+    from rayfl.wireless.cost import uplink_airtime_s
+    from rayfl.wireless.units import db_to_linear
+    from rayfl.wireless.world import fading_rho
+
     names = [f.name for f in fields(LinkConstants) if hasattr(wireless, f.name)]
-    return LinkConstants(**{name: getattr(wireless, name) for name in names})
+    rician = wireless.fading == "rician"
+    return LinkConstants(
+        **{name: getattr(wireless, name) for name in names},
+        fading_rho=1.0 if wireless.fading == "none" else fading_rho(wireless),
+        rician_k=float(db_to_linear(wireless.rician_k_db)) if rician else 0.0,
+        upload_bits=upload,
+        airtime_model=uplink_airtime_s,
+    )
 
 
 def config_context(cfg: Any, model_dim: int = 1) -> StarContext:
@@ -80,8 +124,8 @@ def config_context(cfg: Any, model_dim: int = 1) -> StarContext:
 
     What :func:`star_context` gives a run, without building the FL system: the
     link constants of ``wireless``, the algorithm's ``control_names``; the
-    model size is ``model_dim`` (not known before the model is built) and the
-    DP constants are left unset.
+    model size is ``model_dim`` (not known before the model is built), so the
+    link's ``upload_bits`` and the DP constants are left unset.
     """
     from rayfl.algorithms.registry import algorithm_controls
 

@@ -39,10 +39,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from rayfl.wireless.channel import noise_power_w, shannon_rate_bps, snr_linear
+from rayfl.wireless.units import dbm_to_w
+
 __all__ = [
     "computation_energy_j",
     "computation_latency_s",
     "transmission_time_s",
+    "uplink_airtime_s",
     "uplink_energy_j",
     "uplink_latency_s",
 ]
@@ -97,6 +101,36 @@ def transmission_time_s(*, payload_bits: ArrayLike, rate_bps: ArrayLike) -> Floa
     with np.errstate(divide="ignore", invalid="ignore"):
         time_s = bits / rate
     return np.where(bits == 0, 0.0, time_s)
+
+
+def uplink_airtime_s(
+    gain_linear: ArrayLike,
+    *,
+    payload_bits: ArrayLike,
+    bandwidth_hz: float,
+    noise_psd_dbm_hz: float,
+    tx_power_dbm: float,
+) -> FloatArray:
+    """Return the uplink airtime d^up = Z / (B·log2(1 + P·g/(N0·B))) at gain g.
+
+    The chain of :func:`rayfl.wireless.effects.uplink_round` (SNR, Shannon
+    rate, transmission time) from link constants, for a scheduler that
+    predicts a gain (the star's context hands it to policies).
+
+    Example:
+        >>> float(uplink_airtime_s(1.0, payload_bits=2e6, bandwidth_hz=1e6,
+        ...     noise_psd_dbm_hz=-60.0, tx_power_dbm=0.0))
+        2.0
+    """
+    snr = snr_linear(
+        tx_power_w=float(dbm_to_w(tx_power_dbm)),
+        gain_linear=gain_linear,
+        noise_power_w=noise_power_w(
+            noise_psd_dbm_hz=noise_psd_dbm_hz, bandwidth_hz=bandwidth_hz
+        ),
+    )
+    rate = shannon_rate_bps(bandwidth_hz=bandwidth_hz, snr_linear=snr)
+    return transmission_time_s(payload_bits=payload_bits, rate_bps=rate)
 
 
 def uplink_latency_s(

@@ -26,6 +26,7 @@ from rayfl.seeding import rng_for
 from rayfl.star.actions import StarParticipants
 from rayfl.star.context import star_context
 from rayfl.star.deciders import make_deciders
+from rayfl.wireless.cost import uplink_airtime_s
 
 N = 9
 
@@ -191,6 +192,13 @@ def _context_of(system):
             cpu_cycles_per_sample=float(wireless.cpu_cycles_per_sample),
             cpu_frequency_hz=float(wireless.cpu_frequency_hz),
             effective_capacitance=float(wireless.effective_capacitance),
+            # issue 48's: no deadline, i.i.d. Rayleigh fading, dense float32
+            # uploads, the engine's airtime model
+            round_deadline_s=wireless.round_deadline_s,
+            fading_rho=0.0,
+            rician_k=0.0,
+            upload_bits=32.0 * system.dim,
+            airtime_model=uplink_airtime_s,
         )
     algo = cfg.algorithm
     beta = system.uplink.participation_target()

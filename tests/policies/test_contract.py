@@ -5,7 +5,8 @@ the client-set rules and every declared topology are in test_topologies.py.
 
 No shipped policy may idle a subchannel while at least K clients are eligible
 (``Policy.allows_idle`` is False for all of them, except minmax, which idles only
-subchannels its optional rate constraint C5 closes; C5 is off here); with fewer
+subchannels its optional rate constraint C5 closes, and deadline_max_weight,
+which idles only with a round deadline; both are off here); with fewer
 eligible clients than subchannels, every eligible client is scheduled.
 """
 

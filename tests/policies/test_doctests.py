@@ -18,6 +18,7 @@ MODULES = [
     "policies.proportional_fair",
     "policies.best_channel",
     "policies.age_based",
+    "policies.deadline_max_weight",
     "policies.delay_min",
     "policies.minmax",
     "policies.minmax_bound",

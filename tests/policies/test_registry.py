@@ -21,6 +21,7 @@ NAMES = [
     "proportional_fair",
     "best_channel",
     "age_based",
+    "deadline_max_weight",
     "data_weighted",
     "delay_min",
     "minmax",

@@ -46,9 +46,10 @@ to its constructor:
 ``minmax`` has no lr of its own to tune: it sends η_F as the ``lr`` control,
 so its ``μ`` is what moves the step size. The other heuristics
 (``round_robin``, ``random``, ``best_channel``, ``age_based``, ``delay_min``,
-``non_adjustment``) have no numeric knob of their own (``delay_min``'s are the
-link's constants): their ``_tuned`` row tunes the topology's constants only,
-so on D2D they have none.
+``deadline_max_weight``, ``non_adjustment``) have no numeric knob of their own
+(``delay_min``'s and ``deadline_max_weight``'s are the link's constants: the
+deadline, ρ, the upload size): their ``_tuned`` row tunes the topology's
+constants only, so on D2D they have none.
 """
 
 from __future__ import annotations
