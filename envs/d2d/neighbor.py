@@ -54,6 +54,7 @@ from envs.d2d.backends import D2DEmulatedBackend, D2DOutcome, Selections
 from envs.d2d.surrogate import D2DSurrogateBackend
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.motion import D2DMotion
 from rayfl.d2d.selection import (
     D2DLayout,
     decode_assignment,
@@ -248,6 +249,7 @@ class D2DNeighborEnv(FLEnv):
         self.episode_seed = seed
         self.layout = self._backend.restart(seed)
         self.targets = tuple(self.layout.targets)
+        self._motion = D2DMotion(self.topology, self.layout, seed=seed)
         self._base: dict[int, dict[str, npt.NDArray[np.float32]]] = {
             t: self._base_observation(t, seed) for t in self.targets
         }
@@ -379,6 +381,7 @@ class D2DNeighborEnv(FLEnv):
                 data_size=self._backend.data_size,
                 seed=self.episode_seed,
                 round=self.round,
+                motion=self._motion,
             )
             for t in self.targets
         ]

@@ -50,6 +50,7 @@ from rayfl.d2d.em import EMState
 from rayfl.d2d.lane_runs import LaneRun, check_d2d_lanes, first_selection
 from rayfl.d2d.lanes_host import D2DLaneActor, TargetJob
 from rayfl.d2d.links import deliveries
+from rayfl.d2d.motion import D2DMotion
 from rayfl.d2d.records import _primary
 from rayfl.d2d.selection import (
     D2DLayout,
@@ -184,7 +185,13 @@ class D2DLanes:
         selection, first = first_selection(cfg, layout, self.data_size, self._spaces)
         init = initial_vector(cfg, tuple(self.data.input_shape), self.data.num_classes)
         self.lanes[lane] = LaneRun(
-            int(seed), layout, selection, EMState(selection.neighbors), init, first
+            int(seed),
+            layout,
+            selection,
+            EMState(selection.neighbors),
+            init,
+            first,
+            D2DMotion(self.topology, layout, seed=int(seed)),
         )
         self._pending[lane] = (int(seed), init)
         return layout
@@ -334,7 +341,10 @@ class D2DLanes:
         run = self._lane(lane)
         topo, sel = self.topology, run.selection
         neighbors = list(sel.neighbors)
-        ok = deliveries(topo, run.layout, sel, neighbors, round=t, seed=run.seed)
+        layout, error = run.motion.links(t, run.target)
+        ok = deliveries(
+            topo, layout, sel, neighbors, round=t, seed=run.seed, error=error
+        )
         usable = [m for m in neighbors if ok[m]]
         idx = [neighbors.index(m) for m in usable]
         run_em = not run.em.frozen or topo.em_mode == "online"
