@@ -24,7 +24,10 @@ Implementation details:
     1. Round 0's observation is the one :func:`rayfl.d2d.selection.select_neighbors`
        gives the policy (the CCM draw), so a policy's first action here equals
        its t = 0 selection for the same layout and seed; round t ≥ 1 shows a
-       fresh fading draw from (seed, "d2d_csi", round t, target).
+       fresh fading draw from (seed, "d2d_csi", round t, target). With
+       ``topology.mobility`` the nodes move: round t shows round t's
+       ``distance_m``, ``error_probability`` and gains
+       (:class:`rayfl.d2d.motion.D2DMotion`, the engine's).
     2. All-targets mode (``topology.target: all``): one step is one round of
        every target; every observation key and the action get a leading target
        axis (T = N). :meth:`D2DNeighborEnv.target_observation` slices one target,

@@ -18,7 +18,9 @@ lockstep round of every lane is two calls per host:
 Each lane's numbers are those of a D2D engine run (:mod:`rayfl.d2d.round`) with
 the lane's seed, to float32 rounding (:mod:`rayfl.d2d.lanes_host`,
 Implementation details 1): the same layout, selections, π bookkeeping
-(:class:`~rayfl.d2d.em.EMState`), link draws and batch orders.
+(:class:`~rayfl.d2d.em.EMState`), link draws and batch orders — and, when
+the nodes move (``topology.mobility``), the same round-t layouts and P^err
+(each lane's :class:`~rayfl.d2d.motion.D2DMotion`, keyed by its seed).
 
 Refused (:func:`check_d2d_lanes`, a one-line ``ValueError``): ``topology.method``
 other than ``pfedwn``; ``topology.target: all``; ``on_loss: stale`` with a lossy
