@@ -407,6 +407,7 @@ class Mobility:
             area=Disk(self.distance_max_m),
             start=start,
             round_s=self.round_s,
+            stream="mobility",
             **params,
         )
         self.params = self.walk.params
