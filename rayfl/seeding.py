@@ -56,6 +56,9 @@ PURPOSES: dict[str, int] = {
     # D2D neighbor-selection env (envs.d2d, issue 9): ids 50+
     "d2d_csi": 50,
     "d2d_surrogate": 51,
+    # D2D nodes that move (rayfl.d2d.motion, issue 48)
+    "d2d_mobility_start": 52,
+    "d2d_mobility": 53,
     # seed 000's Dithering baseline (rayfl.compression.dithering): ids 60+
     "dither": 60,
     # learned-scheduler training over several data partitions (envs.rl, issue 11)

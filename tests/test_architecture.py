@@ -30,6 +30,9 @@ PACKAGES = ("rayfl", "envs", "policies")
 CONFIG_IMPORT_EXCEPTIONS = {
     # the D2D section checks algorithm names against the algorithm registry
     ("rayfl.d2d.config", "rayfl.algorithms.registry"),
+    # D2D mobility (issue 48) checks its fields with the wireless section's
+    # rules (same names); the module imports nothing of rayfl
+    ("rayfl.d2d.config", "rayfl.wireless.config_rules"),
     # data.root, rl.init_from and output.dir are checked as paths (control
     # characters, file-system limits) by the stdlib-only rayfl.text_checks
     ("rayfl.data.config", "rayfl.text_checks"),

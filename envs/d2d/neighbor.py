@@ -24,7 +24,10 @@ Implementation details:
     1. Round 0's observation is the one :func:`rayfl.d2d.selection.select_neighbors`
        gives the policy (the CCM draw), so a policy's first action here equals
        its t = 0 selection for the same layout and seed; round t ≥ 1 shows a
-       fresh fading draw from (seed, "d2d_csi", round t, target).
+       fresh fading draw from (seed, "d2d_csi", round t, target). With
+       ``topology.mobility`` the nodes move: round t shows round t's
+       ``distance_m``, ``error_probability`` and gains
+       (:class:`rayfl.d2d.motion.D2DMotion`, the engine's).
     2. All-targets mode (``topology.target: all``): one step is one round of
        every target; every observation key and the action get a leading target
        axis (T = N). :meth:`D2DNeighborEnv.target_observation` slices one target,
@@ -54,6 +57,7 @@ from envs.d2d.backends import D2DEmulatedBackend, D2DOutcome, Selections
 from envs.d2d.surrogate import D2DSurrogateBackend
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.motion import D2DMotion
 from rayfl.d2d.selection import (
     D2DLayout,
     decode_assignment,
@@ -248,6 +252,7 @@ class D2DNeighborEnv(FLEnv):
         self.episode_seed = seed
         self.layout = self._backend.restart(seed)
         self.targets = tuple(self.layout.targets)
+        self._motion = D2DMotion(self.topology, self.layout, seed=seed)
         self._base: dict[int, dict[str, npt.NDArray[np.float32]]] = {
             t: self._base_observation(t, seed) for t in self.targets
         }
@@ -379,6 +384,7 @@ class D2DNeighborEnv(FLEnv):
                 data_size=self._backend.data_size,
                 seed=self.episode_seed,
                 round=self.round,
+                motion=self._motion,
             )
             for t in self.targets
         ]

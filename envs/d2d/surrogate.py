@@ -12,6 +12,7 @@ import numpy.typing as npt
 from envs.d2d.backends import D2DOutcome, Selections
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.motion import D2DMotion
 from rayfl.d2d.selection import (
     D2DLayout,
     make_layout,
@@ -116,7 +117,7 @@ class D2DSurrogateBackend:
 
     Links: ``link_model: ideal`` delivers every model; otherwise each arrives
     with probability 1 − P^err (draws from (seed, "d2d_surrogate", round t + 1,
-    target)). The learning is :class:`D2DSurrogateDynamics`, a model of pFedWN:
+    target)), round t's P^err when the nodes move (:mod:`rayfl.d2d.motion`). The learning is :class:`D2DSurrogateDynamics`, a model of pFedWN:
     ``method: local`` uses no neighbor, and ``method: federated`` is modelled
     as pFedWN too (the surrogate has no FedAvg dynamics). Train losses: a
     sending neighbor's local model is the same dynamics with α = 1 (pure local
@@ -151,6 +152,7 @@ class D2DSurrogateBackend:
         """New episode: layout from ``seed``, fresh surrogate state."""
         self.seed = int(seed)
         self.layout = make_layout(self.topology, self.num_nodes, seed=self.seed)
+        self.motion = D2DMotion(self.topology, self.layout, seed=self.seed)
         self.dynamics = {
             t: D2DSurrogateDynamics(
                 self.labels,
@@ -195,7 +197,8 @@ class D2DSurrogateBackend:
             if topo.link_model == "ideal":
                 delivered = senders
             else:
-                error = self.error[t]
+                moving = self.motion.links(round, t)[1]  # round t's P^err
+                error = self.error[t] if moving is None else moving
                 draws = rng_for(
                     self.seed, "d2d_surrogate", round=round + 1, client=t
                 ).random(self.num_nodes)

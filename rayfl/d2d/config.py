@@ -35,6 +35,15 @@ reproduces its selected-neighbor counts, and the alternatives are options.
 | em_stop, em_tol, em_max_rounds, em_steps_per_round | l1, 1e-3, 50, 1 | stopping rule [§2.6] |
 | neighbor_model | local | what neighbors send in all-targets mode |
 | primary | post_aggregation | which accuracy is ``test_acc`` (after eq. 1, or after local training) |
+| mobility | static | nodes fixed (the paper), or moving in the square: random_waypoint, gauss_markov (issue 48, :mod:`rayfl.d2d.motion`) |
+| round_duration_s | None | T, s a node moves between two rounds (a moving mobility only) |
+| mobility_speed_min_mps, mobility_speed_max_mps, mobility_pause_s | None, None, 0 | random waypoint: v_min, v_max, T_p |
+| mobility_memory, mobility_speed_mean_mps, mobility_speed_std_mps, mobility_direction_std_rad | None | Gauss-Markov: α, s̄, σ_s, σ_θ |
+
+The mobility fields are the star's ``wireless.mobility*`` and
+``round_duration_s`` (same names, bounds and rules,
+:func:`rayfl.wireless.config_rules.check_mobility_fields`); the area is the
+square [0, side_m]² instead of the disk.
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rayfl.wireless.config_rules import check_mobility_fields
 
 __all__ = ["D2DTopologyConfig"]
 
@@ -162,11 +173,83 @@ class D2DTopologyConfig(BaseModel):
         description="Which target accuracy is reported as test_acc (both are logged).",
     )
 
+    mobility: Literal["static", "random_waypoint", "gauss_markov"] = Field(
+        "static",
+        description="How nodes move in the square [0, side_m]² (issue 48, "
+        "rayfl.d2d.motion): 'static' (the paper's: dropped once), "
+        "'random_waypoint' (straight legs to waypoints uniform in the square at "
+        "a speed in [mobility_speed_min_mps, mobility_speed_max_mps], pausing "
+        "mobility_pause_s) or 'gauss_markov' (AR(1) speed and direction with "
+        "mobility_memory, reflected at the square's edges). Round t's distances, "
+        "path gains, P^err, link draws and observation follow the nodes; moving "
+        "needs round_duration_s (T).",
+    )
+    round_duration_s: float | None = Field(
+        None,
+        gt=0.0,
+        le=1e6,
+        description="T: how long nodes move between two rounds, in s, in (0, 1e6]; "
+        "a moving mobility only.",
+    )
+    mobility_speed_min_mps: float | None = Field(
+        None,
+        gt=0,
+        le=1e4,
+        description="v_min: a leg's slowest speed in m/s, in (0, 1e4]; "
+        "random_waypoint only.",
+    )
+    mobility_speed_max_mps: float | None = Field(
+        None,
+        gt=0,
+        le=1e4,
+        description="v_max: a leg's fastest speed in m/s, in (0, 1e4], >= v_min; "
+        "random_waypoint only.",
+    )
+    mobility_pause_s: float | None = Field(
+        None,
+        ge=0,
+        le=1e9,
+        description="T_p: pause at each waypoint in s, >= 0 (None: 0); "
+        "random_waypoint only.",
+    )
+    mobility_memory: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="α: memory of speed and direction per round, in [0, 1] "
+        "(1: straight lines); gauss_markov only.",
+    )
+    mobility_speed_mean_mps: float | None = Field(
+        None,
+        ge=0,
+        le=1e4,
+        description="s̄: mean speed in m/s, in [0, 1e4]; gauss_markov only.",
+    )
+    mobility_speed_std_mps: float | None = Field(
+        None,
+        ge=0,
+        le=1e4,
+        description="σ_s: std of the speed in m/s, in [0, 1e4]; gauss_markov only.",
+    )
+    mobility_direction_std_rad: float | None = Field(
+        None,
+        ge=0,
+        le=100.0,
+        description="σ_θ: std of the direction around its mean in rad, in "
+        "[0, 100]; gauss_markov only.",
+    )
+
     @model_validator(mode="after")
     def _check(self) -> D2DTopologyConfig:
         if isinstance(self.target, int) and self.target < 0:
             raise ValueError(
                 f"topology.target must be >= 0, 'random' or 'all', got {self.target}"
+            )
+        check_mobility_fields(self, "topology")
+        if self.mobility == "static" and self.round_duration_s is not None:
+            raise ValueError(
+                "topology.round_duration_s is read only with a moving "
+                "topology.mobility (random_waypoint or gauss_markov), got static"
             )
         return self
 

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.em import EMState
+from rayfl.d2d.motion import D2DMotion
 from rayfl.d2d.selection import (
     D2DLayout,
     Selection,
@@ -101,6 +102,8 @@ class LaneRun:
     init: npt.NDArray[np.float32]
     #: The target's t = 0 (CCM) observation (:func:`selection_observation`).
     first: dict[str, npt.NDArray[np.float32]]
+    #: Round t's layout and P^err (the engine's, :mod:`rayfl.d2d.motion`).
+    motion: D2DMotion
 
     @property
     def target(self) -> int:

@@ -18,7 +18,9 @@ lockstep round of every lane is two calls per host:
 Each lane's numbers are those of a D2D engine run (:mod:`rayfl.d2d.round`) with
 the lane's seed, to float32 rounding (:mod:`rayfl.d2d.lanes_host`,
 Implementation details 1): the same layout, selections, π bookkeeping
-(:class:`~rayfl.d2d.em.EMState`), link draws and batch orders.
+(:class:`~rayfl.d2d.em.EMState`), link draws and batch orders — and, when
+the nodes move (``topology.mobility``), the same round-t layouts and P^err
+(each lane's :class:`~rayfl.d2d.motion.D2DMotion`, keyed by its seed).
 
 Refused (:func:`check_d2d_lanes`, a one-line ``ValueError``): ``topology.method``
 other than ``pfedwn``; ``topology.target: all``; ``on_loss: stale`` with a lossy
@@ -50,6 +52,7 @@ from rayfl.d2d.em import EMState
 from rayfl.d2d.lane_runs import LaneRun, check_d2d_lanes, first_selection
 from rayfl.d2d.lanes_host import D2DLaneActor, TargetJob
 from rayfl.d2d.links import deliveries
+from rayfl.d2d.motion import D2DMotion
 from rayfl.d2d.records import _primary
 from rayfl.d2d.selection import (
     D2DLayout,
@@ -184,7 +187,13 @@ class D2DLanes:
         selection, first = first_selection(cfg, layout, self.data_size, self._spaces)
         init = initial_vector(cfg, tuple(self.data.input_shape), self.data.num_classes)
         self.lanes[lane] = LaneRun(
-            int(seed), layout, selection, EMState(selection.neighbors), init, first
+            int(seed),
+            layout,
+            selection,
+            EMState(selection.neighbors),
+            init,
+            first,
+            D2DMotion(self.topology, layout, seed=int(seed)),
         )
         self._pending[lane] = (int(seed), init)
         return layout
@@ -334,7 +343,10 @@ class D2DLanes:
         run = self._lane(lane)
         topo, sel = self.topology, run.selection
         neighbors = list(sel.neighbors)
-        ok = deliveries(topo, run.layout, sel, neighbors, round=t, seed=run.seed)
+        layout, error = run.motion.links(t, run.target)
+        ok = deliveries(
+            topo, layout, sel, neighbors, round=t, seed=run.seed, error=error
+        )
         usable = [m for m in neighbors if ok[m]]
         idx = [neighbors.index(m) for m in usable]
         run_em = not run.em.frozen or topo.em_mode == "online"

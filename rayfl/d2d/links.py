@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.selection import D2DLayout, Selection
@@ -20,6 +21,7 @@ def deliveries(
     *,
     round: int,
     seed: int,
+    error: npt.NDArray[np.float64] | None = None,
 ) -> dict[int, bool]:
     """Return which senders' models reach ``selection.target`` in ``round``.
 
@@ -34,6 +36,9 @@ def deliveries(
         senders: Clients whose model is sent to the target.
         round: Round index t.
         seed: The run seed.
+        error: Round t's P^err (N,) of the links to the target when the nodes
+            move (:meth:`rayfl.d2d.motion.D2DMotion.links`, with ``layout``
+            round t's); None: the selection's (t = 0).
     """
     if topology.link_model == "ideal" or not senders:
         return {s: True for s in senders}
@@ -42,7 +47,8 @@ def deliveries(
     rng = rng_for(seed, "d2d_link", round=round + 1, client=target)
     if topology.link_model == "bernoulli":
         draws = rng.random(num_clients)
-        return {s: bool(draws[s] >= selection.error_probability[s]) for s in senders}
+        p_err = selection.error_probability if error is None else error
+        return {s: bool(draws[s] >= p_err[s]) for s in senders}
     forced = np.full(num_clients, -1, dtype=np.int64)
     forced[list(selection.neighbors)] = list(selection.subchannel)
     ok, _ = d2d_round_delivery(

@@ -30,7 +30,9 @@ Implementation details:
        and local epochs [A4].
     2. When some models are lost, the E/M step runs on the arrived ones and
        updates only their π entries (keeping their total mass).
-    3. Link draws of round t come from (seed, "d2d_link", round t + 1, target).
+    3. Link draws of round t come from (seed, "d2d_link", round t + 1, target),
+       on round t's layout when the nodes move (``topology.mobility``,
+       :mod:`rayfl.d2d.motion`).
     4. Personalized baselines (Per-FedAvg, FedAMP...) run with ``method:
        federated`` (:mod:`rayfl.d2d.federated`); the target reports
        ``algorithm.eval_vectors(global, state)["personal"]`` when the algorithm
@@ -67,6 +69,7 @@ from rayfl.d2d.em import EMState
 from rayfl.d2d.federated import federated_round
 from rayfl.d2d.host import D2DClientActor
 from rayfl.d2d.links import deliveries
+from rayfl.d2d.motion import D2DMotion
 from rayfl.d2d.neighbors import neighbors_train
 from rayfl.d2d.records import client_rows, selection_report
 from rayfl.d2d.selection import (
@@ -126,6 +129,7 @@ class D2DRound:
         self.topology: D2DTopologyConfig = cfg.topology
         self.init_ref = engine.global_ref
         self.layout = make_layout(self.topology, engine.num_clients, seed=cfg.seed)
+        self.motion = D2DMotion(self.topology, self.layout, seed=cfg.seed)
         self.data_size = engine.data.num_train
         self.selections: dict[int, Selection] = {
             s.target: s
@@ -189,6 +193,7 @@ class D2DRound:
                 data_size=self.data_size,
                 seed=seed,
                 round=t,
+                motion=self.motion,
             )
             for target in self.targets
         )
@@ -258,14 +263,19 @@ class D2DRound:
     def deliveries(
         self, round: int, target: int, senders: list[int]
     ) -> dict[int, bool]:
-        """Return which senders' models reach ``target`` in ``round`` (link_model)."""
+        """Return which senders' models reach ``target`` in ``round`` (link_model).
+
+        The links of round t are those of round t's layout (:mod:`rayfl.d2d.motion`).
+        """
+        layout, error = self.motion.links(round, target)
         return deliveries(
             self.topology,
-            self.layout,
+            layout,
             self.selections[target],
             senders,
             round=round,
             seed=self.engine.config.seed,
+            error=error,
         )
 
     def run_method_round(self, round: int) -> list[dict[str, Any]]:

@@ -5,13 +5,30 @@ synthetic federated data for the large size. Each has |F| = max(3, N // 3)
 sub-channels, fewer than the N − 1 candidate neighbours, so a top-K rule has
 to choose. ``d2d-small-shadowed`` breaks the heuristics with a 15 dB SINR
 threshold that only a few neighbours meet (Dirichlet α = 0.1 data).
+``d2d-small-mobile`` is d2d-small whose nodes move (issue 48,
+:mod:`rayfl.d2d.motion`): random waypoint at pedestrian speeds (1–3 m/s) in
+the 50 m square with 5 s rounds (≈ 10 m a round, a leg of ≈ 26 m every few
+rounds), so which neighbours are close, and their P^err, change during a run;
+Bernoulli links of round t's P^err make it matter (:data:`MOBILE`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["scenarios"]
+__all__ = ["MOBILE", "MOVING_NODES", "scenarios"]
+
+#: What ``d2d-small-mobile`` stresses.
+MOBILE = "nodes that move: neighbours' distances and P^err change every round"
+
+#: ``d2d-small-mobile``'s moving nodes and per-round links (topology fields).
+MOVING_NODES: dict[str, Any] = {
+    "mobility": "random_waypoint",
+    "round_duration_s": 5.0,
+    "mobility_speed_min_mps": 1.0,
+    "mobility_speed_max_mps": 3.0,
+    "link_model": "bernoulli",
+}
 
 
 def _d2d(
@@ -21,8 +38,9 @@ def _d2d(
     *,
     alpha: float | None = None,
     sinr_threshold: float = 5,
+    world: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A D2D run of ``n`` devices for ``rounds`` rounds."""
+    """A D2D run of ``n`` devices for ``rounds`` rounds (``world``: topology fields)."""
     return {
         "name": name,
         "seed": 0,
@@ -53,6 +71,7 @@ def _d2d(
             "em_mode": "two_phase",
             "link_model": "ideal",
             "selection_via": "env",
+            **(world or {}),
         },
         "scheduler": {"policy": "channel_threshold"},
         "output": {"progress": False, "plots": False},
@@ -71,5 +90,10 @@ def scenarios() -> dict[str, tuple[str, dict[str, Any], str]]:
             "small",
             shadowed,
             "SINR threshold 15 dB: few neighbours qualify",
+        ),
+        "d2d-small-mobile": (
+            "small",
+            _d2d("d2d-small-mobile", 11, 20, world=MOVING_NODES),
+            MOBILE,
         ),
     }

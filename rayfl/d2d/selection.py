@@ -28,9 +28,11 @@ Action: ``MultiDiscrete([N + 1] * F)``, entry f is the neighbor sending on
 sub-channel f or N (idle); the selected neighbors are the non-idle entries.
 
 Implementation details:
-    1. Geometry: N = ``data.num_clients`` nodes uniform in the square (binomial
-       point process, spec §2.2 [REC]), from (seed, "d2d_geometry"); a random
-       target is drawn from the same generator after the positions.
+    1. Geometry: N = ``data.num_clients`` nodes uniform in the square, from
+       (seed, "d2d_geometry") (:func:`rayfl.d2d.layout.make_layout`); with
+       ``topology.mobility`` they move, and round t's observation shows round
+       t's ``distance_m``, ``error_probability`` and ``channel_gain``
+       (:mod:`rayfl.d2d.motion`).
     2. The CCM fading draw of ``channel_gain`` comes from (seed, "d2d_link",
        round 0, client = target); per-round link draws use round t + 1.
     3. Selection happens once, at t = 0 (spec §2.4), unless
@@ -50,6 +52,8 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.layout import D2DLayout, error_probabilities, make_layout
+from rayfl.d2d.motion import D2DMotion
 from rayfl.observation import (
     ObservationTracker,
     SystemContext,
@@ -57,13 +61,6 @@ from rayfl.observation import (
 )
 from rayfl.registry import build_policy, topology_of
 from rayfl.seeding import rng_for
-from rayfl.wireless.d2d import (
-    d2d_gain_linear,
-    free_space_reference_loss_db,
-    pairwise_distances_m,
-    place_nodes_square,
-)
-from rayfl.wireless.d2d_error import error_probabilities_to_target, thermal_noise_w
 from rayfl.wireless.units import linear_to_db
 
 __all__ = [
@@ -83,68 +80,6 @@ __all__ = [
 
 #: The D2D plug-in's name (``rayfl.d2d.plugin.D2D.name``).
 TOPOLOGY = "d2d"
-
-
-@dataclass(frozen=True)
-class D2DLayout:
-    """Node positions and path-loss gains of one D2D network.
-
-    Attributes:
-        positions_m: (N, 2) node positions in m.
-        distances_m: (N, N) distances in m.
-        path_gain: (N, N) path-loss power gains ĥ², [i, j] for i → j.
-        noise_power_w: σ² = κTW in W.
-        targets: The target clients, ascending.
-    """
-
-    positions_m: npt.NDArray[np.float64]
-    distances_m: npt.NDArray[np.float64]
-    path_gain: npt.NDArray[np.float64]
-    noise_power_w: float
-    targets: tuple[int, ...]
-
-    @property
-    def num_nodes(self) -> int:
-        """N."""
-        return int(self.positions_m.shape[0])
-
-
-def make_layout(topology: D2DTopologyConfig, num_nodes: int, *, seed: int) -> D2DLayout:
-    """Drop ``num_nodes`` nodes and pick the target(s) (implementation detail 1).
-
-    Raises:
-        ValueError: If ``topology.target`` is not a node id.
-    """
-    if num_nodes < 2:
-        raise ValueError(f"a D2D network needs >= 2 clients, got {num_nodes}")
-    rng = rng_for(seed, "d2d_geometry")
-    positions = place_nodes_square(num_nodes, side_m=topology.side_m, rng=rng)
-    distances = pairwise_distances_m(positions)
-    ref_db = free_space_reference_loss_db(
-        carrier_frequency_hz=topology.carrier_frequency_hz,
-        reference_distance_m=topology.reference_distance_m,
-    )
-    gain = d2d_gain_linear(
-        distances,
-        ref_db=ref_db,
-        exponent=topology.path_loss_exponent,
-        reference_distance_m=topology.reference_distance_m,
-    )
-    if topology.target == "all":
-        targets: tuple[int, ...] = tuple(range(num_nodes))
-    elif topology.target == "random":
-        targets = (int(rng.integers(num_nodes)),)
-    else:
-        if topology.target >= num_nodes:
-            raise ValueError(
-                f"topology.target must be < data.num_clients ({num_nodes}), "
-                f"got {topology.target}"
-            )
-        targets = (int(topology.target),)
-    noise = thermal_noise_w(
-        bandwidth_hz=topology.bandwidth_hz, temperature_k=topology.noise_temperature_k
-    )
-    return D2DLayout(positions, distances, gain, noise, targets)
 
 
 def selection_spaces(
@@ -168,18 +103,7 @@ def selection_observation(
         ``channel_gain``, ``eligible``, ``error_probability`` and ``distance_m``
         (module table), and the float64 error probabilities (N,).
     """
-    error = error_probabilities_to_target(
-        layout.path_gain,
-        target,
-        tx_power_w=topology.tx_power_w,
-        sinr_threshold=topology.sinr_threshold,
-        noise_power_w=layout.noise_power_w,
-        fading_threshold=topology.fading_threshold,
-        rayleigh_factor=topology.rayleigh_factor,
-        num_subchannels=topology.num_subchannels,
-        interference_var=topology.interference_var,
-        pdf=topology.fading_pdf,
-    )
+    error = error_probabilities(layout, target, topology)
     n = layout.num_nodes
     eligible = np.ones(n, dtype=np.float32)
     eligible[target] = 0.0
@@ -429,6 +353,7 @@ def round_observation(
     data_size: npt.ArrayLike,
     seed: int,
     round: int,
+    motion: D2DMotion | None = None,
 ) -> dict[str, npt.NDArray[np.float32]]:
     """Return a target's observation before round ``round`` (module table).
 
@@ -446,8 +371,17 @@ def round_observation(
         data_size: (N,) train samples per node.
         seed: The run seed.
         round: Round index t.
+        motion: The run's moving nodes (:class:`rayfl.d2d.motion.D2DMotion`;
+            None or static: the t = 0 layout every round). When they move,
+            round t ≥ 1 shows round t's ``distance_m``, ``error_probability``
+            and the CSI draw on round t's path gains.
     """
     target, n = int(np.argmin(first["eligible"])), layout.num_nodes  # ineligible
+    error, distance = first["error_probability"], first["distance_m"]
+    if motion is not None and motion.moving and round > 0:
+        layout = motion.layout(round)
+        error = motion.error(round, target).astype(np.float32)
+        distance = layout.distances_m[:, target].astype(np.float32)
     gain = (
         _gain_db(
             layout,
@@ -469,8 +403,8 @@ def round_observation(
         "staleness": tracked["staleness"],
         "data_size": np.asarray(data_size, dtype=np.float32).copy(),
         "round": np.array([round], dtype=np.float32),
-        "error_probability": first["error_probability"].copy(),
-        "distance_m": first["distance_m"].copy(),
+        "error_probability": error.copy(),
+        "distance_m": distance.copy(),
         "em_weight": np.clip(pi, 0.0, 1.0).astype(np.float32),
         "selected": tracked["selected"],
     }

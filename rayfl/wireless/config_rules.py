@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_moving_world", "moving_world_fields"]
+__all__ = ["check_mobility_fields", "check_moving_world", "moving_world_fields"]
 
 #: ``wireless.mobility`` kind → its parameter fields (the names of
 #: :data:`rayfl.wireless.mobility.MOBILITY_MODELS` with a ``mobility_`` prefix).
@@ -110,6 +110,7 @@ def _check_only_with(
     selector: str,
     needs: dict[str, tuple[str, ...]],
     optional: tuple[str, ...] = (),
+    section: str = "wireless",
 ) -> None:
     """Each kind of ``selector`` needs its own parameter fields and no other's."""
     kind = getattr(cfg, selector)
@@ -117,31 +118,44 @@ def _check_only_with(
     for name in wanted:
         if getattr(cfg, name) is None and name not in optional:
             raise ValueError(
-                f"wireless.{selector}={kind} needs wireless.{name}, which is unset"
+                f"{section}.{selector}={kind} needs {section}.{name}, which is unset"
             )
     for other, names in needs.items():
         for name in names:
             if name not in wanted and getattr(cfg, name) is not None:
                 raise ValueError(
-                    f"wireless.{name} is read only with wireless.{selector}={other}, "
+                    f"{section}.{name} is read only with {section}.{selector}={other}, "
                     f"got {selector}={kind}"
                 )
 
 
-def _check_mobility(cfg: Any) -> None:
-    """A moving kind needs its parameters and T; shadowing that moves needs σ."""
-    _check_only_with(cfg, "mobility", MOBILITY_FIELDS, _OPTIONAL)
+def check_mobility_fields(cfg: Any, section: str = "wireless") -> None:
+    """A moving ``mobility`` needs its parameters and T; v_min <= v_max.
+
+    Shared by the ``wireless`` section (the star's cell) and a D2D
+    ``topology`` (:class:`rayfl.d2d.config.D2DTopologyConfig`): both name the
+    fields ``mobility``, ``round_duration_s`` and :data:`MOBILITY_FIELDS`.
+
+    Raises:
+        ValueError: Naming ``section``'s field and what it needs.
+    """
+    _check_only_with(cfg, "mobility", MOBILITY_FIELDS, _OPTIONAL, section)
     if cfg.mobility != "static" and cfg.round_duration_s is None:
         raise ValueError(
-            f"wireless.mobility={cfg.mobility} needs wireless.round_duration_s "
+            f"{section}.mobility={cfg.mobility} needs {section}.round_duration_s "
             "(T, how long a device moves between two rounds), which is unset"
         )
     low, high = cfg.mobility_speed_min_mps, cfg.mobility_speed_max_mps
     if low is not None and high is not None and low > high:
         raise ValueError(
-            "wireless.mobility_speed_min_mps must be <= mobility_speed_max_mps, "
+            f"{section}.mobility_speed_min_mps must be <= mobility_speed_max_mps, "
             f"got {low:g} > {high:g}"
         )
+
+
+def _check_mobility(cfg: Any) -> None:
+    """A moving kind needs its parameters and T; shadowing that moves needs σ."""
+    check_mobility_fields(cfg)
     if cfg.shadowing_decorrelation_m is not None and cfg.shadowing_std_db == 0:
         raise ValueError(
             "wireless.shadowing_decorrelation_m needs wireless.shadowing_std_db "

@@ -42,7 +42,12 @@ Models (``kind``, parameters; :data:`MOBILITY_MODELS`):
   + s_{t−1}·T·(cos θ_{t−1}, sin θ_{t−1}), reflected specularly at the cell's
   edge.
 
-The two moving models' walks are in :mod:`rayfl.wireless.walks`.
+The two moving models' walks are in :mod:`rayfl.wireless.walks`;
+:class:`Trajectories` runs one in any area of :mod:`rayfl.wireless.areas`
+from given start positions. A D2D network (:mod:`rayfl.d2d.motion`) walks its
+nodes in its square [0, L]² from their dropped positions: waypoints uniform
+in the square, Gauss-Markov reflected specularly at its four edges, draws from
+the ``d2d_mobility`` and ``d2d_mobility_start`` streams.
 
 Implementation details:
     1. Every model starts at the static positions, so round 0 has the papers'
@@ -79,11 +84,12 @@ import numpy as np
 import numpy.typing as npt
 
 from rayfl.seeding import rng_for
+from rayfl.wireless.areas import Area, Disk
 from rayfl.wireless.channel import place_clients
 from rayfl.wireless.streams import ClientIds, check_clients
 from rayfl.wireless.walks import GaussMarkovWalk, RandomWaypointWalk, start_uniforms
 
-__all__ = ["MOBILITY_MODELS", "Mobility", "static_positions"]
+__all__ = ["MOBILITY_MODELS", "Mobility", "Trajectories", "static_positions"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -196,8 +202,9 @@ class _Static:
         seed: int,
         clients: ClientIds,
         *,
-        radius_m: float,
+        area: Area,
         round_s: float,
+        stream: str = "mobility",
         **params: float,
     ) -> None:
         self.position = np.empty((len(clients), 2))
@@ -220,8 +227,9 @@ class _Model(Protocol):
         seed: int,
         clients: ClientIds,
         *,
-        radius_m: float,
+        area: Area,
         round_s: float,
+        stream: str = "mobility",
         **params: float,
     ) -> None: ...
 
@@ -237,6 +245,107 @@ _MODELS: dict[str, type[_Model]] = {
     "random_waypoint": RandomWaypointWalk,
     "gauss_markov": GaussMarkovWalk,
 }
+
+
+class Trajectories:
+    """Positions of ``clients`` from ``start`` at each round boundary, in an area.
+
+    The walk under one model, without the star's cell: :class:`Mobility` runs
+    it in the disk from the papers' positions, :mod:`rayfl.d2d.motion` in a
+    D2D network's square from its nodes' positions. Rounds may be asked in any
+    order: asking round t after round t' ≤ t walks on from t'; asking an
+    earlier round replays from round 0 (the draws being keyed).
+
+    Args:
+        kind: One of :data:`MOBILITY_MODELS`.
+        seed: The run's seed.
+        clients: The client ids followed (each id's trajectory is the same
+            whoever else is followed).
+        area: Where they move (:class:`rayfl.wireless.areas.Disk` or
+            :class:`~rayfl.wireless.areas.Square`).
+        start: (n, 2) positions at round 0, m, in the area.
+        round_s: T, the duration of one round, s (> 0).
+        stream: The purpose of the draws (``mobility``, ``d2d_mobility``).
+        **params: The model's parameters (:data:`MOBILITY_MODELS`).
+
+    Example:
+        >>> from rayfl.wireless.areas import Square
+        >>> walk = Trajectories("random_waypoint", 0, range(2), area=Square(50),
+        ...     start=np.full((2, 2), 25.0), round_s=5, speed_min_mps=1,
+        ...     speed_max_mps=3)
+        >>> x = walk.positions(10)
+        >>> bool(((x >= 0) & (x <= 50)).all()), bool((x != 25.0).any())
+        (True, True)
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        seed: int,
+        clients: ClientIds,
+        *,
+        area: Area,
+        start: npt.ArrayLike,
+        round_s: float,
+        stream: str = "mobility",
+        **params: float,
+    ) -> None:
+        values = _check(kind, params)
+        if not round_s > 0:
+            raise ValueError(f"round_s must be > 0, got {round_s}")
+        self.kind, self.params = kind, values
+        self.clients = check_clients(clients)
+        self.start = np.array(start, dtype=np.float64).reshape(len(self.clients), 2)
+        self.model = _MODELS[kind](
+            int(seed),
+            self.clients,
+            area=area,
+            round_s=float(round_s),
+            stream=stream,
+            **values,
+        )
+        self.rewind()
+
+    def rewind(self) -> None:
+        """Stand every client at its start, round 0."""
+        self.model.reset(self.start)
+        self.round = 0
+        self.moved = np.zeros(len(self.clients))
+
+    def walk_to(self, t: int) -> None:
+        """Walk (or replay) to the boundary of round ``t``."""
+        if t < 0:
+            raise ValueError(f"round must be >= 0, got {t}")
+        if t < self.round:
+            self.rewind()
+        while self.round < t:
+            self.moved = self.model.step()
+            self.round += 1
+
+    def positions(self, t: int) -> FloatArray:
+        """Return x_{i,t}, (n, 2) in m: the positions at the boundary of round t."""
+        self.walk_to(t)
+        return np.array(self.model.position, dtype=np.float64)
+
+    def moved_m(self, t: int) -> FloatArray:
+        """Return Δd_{i,t}, (n,) in m: the path travelled from boundary t − 1 to t."""
+        self.walk_to(t)
+        return self.moved.copy()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain data: the last round walked, its path lengths and the model's state."""
+        return {
+            "round": self.round,
+            "moved": self.moved.copy(),
+            "model": self.model.state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (of a :class:`Trajectories` built alike)."""
+        self.round = int(state["round"])
+        self.moved = np.array(state["moved"], dtype=np.float64)
+        for key, value in state["model"].items():
+            setattr(self.model, key, np.array(value) if np.ndim(value) else int(value))
 
 
 class Mobility:
@@ -275,51 +384,42 @@ class Mobility:
         round_s: float,
         **params: float,
     ) -> None:
-        values = _check(kind, params)
+        _check(kind, params)
         if not 0 < distance_min_m < distance_max_m:
             raise ValueError(
                 "need 0 < distance_min_m < distance_max_m, got "
                 f"{distance_min_m:g} and {distance_max_m:g}"
             )
-        if not round_s > 0:
-            raise ValueError(f"round_s must be > 0, got {round_s}")
-        self.kind, self.seed, self.params = kind, int(seed), values
+        self.kind, self.seed = kind, int(seed)
         self.clients = check_clients(clients)
         self.distance_min_m, self.distance_max_m = (
             float(distance_min_m),
             float(distance_max_m),
         )
         self.round_s = float(round_s)
-        self._start_distance, self._start = _start_of(
+        self._start_distance, start = _start_of(
             self.seed, self.clients, self.distance_min_m, self.distance_max_m
         )
-        self._model = _MODELS[kind](
+        self.walk = Trajectories(
+            kind,
             self.seed,
             self.clients,
-            radius_m=self.distance_max_m,
+            area=Disk(self.distance_max_m),
+            start=start,
             round_s=self.round_s,
-            **values,
+            stream="mobility",
+            **params,
         )
-        self._rewind()
+        self.params = self.walk.params
 
-    def _rewind(self) -> None:
-        self._model.reset(self._start)
-        self.round = 0
-        self._moved = np.zeros(len(self.clients))
-
-    def _walk_to(self, t: int) -> None:
-        if t < 0:
-            raise ValueError(f"round must be >= 0, got {t}")
-        if t < self.round:
-            self._rewind()
-        while self.round < t:
-            self._moved = self._model.step()
-            self.round += 1
+    @property
+    def round(self) -> int:
+        """The last round walked."""
+        return self.walk.round
 
     def positions(self, t: int) -> FloatArray:
         """Return x_{i,t}, (n, 2) in m: the positions at the boundary of round t."""
-        self._walk_to(t)
-        return np.array(self._model.position, dtype=np.float64)
+        return self.walk.positions(t)
 
     def distances(self, t: int) -> FloatArray:
         """Return d_{i,t} = max(‖x_{i,t}‖, d_min), (n,) in m.
@@ -328,27 +428,19 @@ class Mobility:
         the channel's distance, not ‖x‖ recomputed with rounding.
         """
         radius: FloatArray = np.hypot(*self.positions(t).T)
-        if self.round == 0 or self.kind == "static":
+        if self.walk.round == 0 or self.kind == "static":
             radius = self._start_distance
         out: FloatArray = np.maximum(radius, self.distance_min_m)
         return out
 
     def moved_m(self, t: int) -> FloatArray:
         """Return Δd_{i,t}, (n,) in m: the path travelled from boundary t − 1 to t."""
-        self._walk_to(t)
-        return self._moved.copy()
+        return self.walk.moved_m(t)
 
     def state_dict(self) -> dict[str, Any]:
         """Plain data: the last round walked, its path lengths and the model's state."""
-        return {
-            "round": self.round,
-            "moved": self._moved.copy(),
-            "model": self._model.state(),
-        }
+        return self.walk.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` (of a :class:`Mobility` built alike)."""
-        self.round = int(state["round"])
-        self._moved = np.array(state["moved"], dtype=np.float64)
-        for key, value in state["model"].items():
-            setattr(self._model, key, np.array(value) if np.ndim(value) else int(value))
+        self.walk.load_state_dict(state)

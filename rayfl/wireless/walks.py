@@ -1,15 +1,20 @@
-"""The moving models of :mod:`rayfl.wireless.mobility`: their walks in a disk.
+"""The moving models of :mod:`rayfl.wireless.mobility`: their walks in an area.
 
 Each walk holds n clients' state as arrays and steps them one round of T
-seconds at a time; :class:`rayfl.wireless.mobility.Mobility` holds the round
-counter and the cell. The equations, their sources and the choices made are
-in that module's docstring; in short:
+seconds at a time in an area (:mod:`rayfl.wireless.areas`: the star's disk or
+a D2D network's square); :class:`rayfl.wireless.mobility.Trajectories` holds
+the round counter. The equations, their sources and the choices made are in
+:mod:`rayfl.wireless.mobility`'s docstring; in short:
 
 | symbol | code | meaning |
 |---|---|---|
-| leg k: (waypoint, v) | :class:`RandomWaypointWalk` | a waypoint uniform in the disk, v ~ U[v_min, v_max], then a pause T_p |
+| leg k: (waypoint, v) | :class:`RandomWaypointWalk` | a waypoint uniform in the area, v ~ U[v_min, v_max], then a pause T_p |
 | s_t, θ_t (AR(1), memory α) | :class:`GaussMarkovWalk` | Liang & Haas 1999, one step per round |
-| θ ↦ 2φ + π − θ | :func:`reflect_in_disk` | a specular bounce off the edge at normal angle φ |
+| θ ↦ 2φ + π − θ | :meth:`rayfl.wireless.areas.Area.reflect` | a specular bounce off the edge at normal angle φ |
+
+The draws come from the streams ``stream`` (legs, innovations) and
+``stream + "_start"`` (starts) of (seed, client): ``mobility`` for the star,
+``d2d_mobility`` for a D2D network.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rayfl.seeding import rng_for_many
+from rayfl.wireless.areas import Area, reflect_in_disk
 from rayfl.wireless.streams import (
     BlockStream,
     ClientIds,
@@ -32,59 +38,17 @@ __all__ = ["GaussMarkovWalk", "RandomWaypointWalk", "reflect_in_disk", "start_un
 FloatArray = npt.NDArray[np.float64]
 
 
-def start_uniforms(seed: int, clients: npt.NDArray[np.int64]) -> FloatArray:
-    """Return four uniforms per client from its ``mobility_start`` stream, (n, 4).
+def start_uniforms(
+    seed: int, clients: npt.NDArray[np.int64], stream: str = "mobility"
+) -> FloatArray:
+    """Return four uniforms per client from its ``stream + "_start"`` stream, (n, 4).
 
     Column 0 is the static start's angle, 1–3 Gauss-Markov's θ̄_i, s_0, θ_0.
     """
     if not len(clients):
         return np.empty((0, 4))
-    streams = rng_for_many(seed, "mobility_start", clients=clients)
+    streams = rng_for_many(seed, f"{stream}_start", clients=clients)
     return np.stack([g.random(4) for g in streams])
-
-
-def reflect_in_disk(
-    position: FloatArray, displacement: FloatArray, radius: float
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Move points by ``displacement`` inside a disk, bouncing specularly off its edge.
-
-    Args:
-        position: (n, 2) starting points, inside the disk.
-        displacement: (n, 2) straight moves, m.
-        radius: The disk's radius, m.
-
-    Returns:
-        ``(end, sign, offset)``: the (n, 2) end points, and the map θ ↦
-        offset + sign·θ that the bounces apply to any direction angle (each
-        bounce at normal angle φ maps θ to 2φ + π − θ).
-
-    Example:
-        >>> end, sign, _ = reflect_in_disk(np.zeros((1, 2)), np.array([[3.0, 0]]), 2.0)
-        >>> end.round(9).tolist(), sign.tolist()
-        ([[1.0, 0.0]], [-1.0])
-    """
-    end = np.array(position, dtype=np.float64)
-    left = np.array(displacement, dtype=np.float64)
-    sign, offset = np.ones(len(end)), np.zeros(len(end))
-    for _ in range(10_000):
-        hit = np.hypot(*(end + left).T) > radius
-        if not hit.any():
-            return end + left, sign, offset
-        p, v = end[hit], left[hit]
-        a = (v * v).sum(axis=1)
-        b = 2.0 * (p * v).sum(axis=1)
-        c = np.minimum((p * p).sum(axis=1) - radius**2, 0.0)
-        s = (-b + np.sqrt(b * b - 4.0 * a * c)) / (2.0 * a)  # the exit, in (0, 1)
-        wall = p + s[:, None] * v
-        normal = wall / np.hypot(*wall.T)[:, None]
-        rest = (1.0 - s)[:, None] * v
-        end[hit] = wall * (1.0 - 1e-12)
-        left[hit] = rest - 2.0 * (rest * normal).sum(axis=1)[:, None] * normal
-        offset[hit] = 2.0 * np.arctan2(normal[:, 1], normal[:, 0]) + np.pi - offset[hit]
-        sign[hit] = -sign[hit]
-    raise RuntimeError(
-        "reflect_in_disk did not converge: a move crosses the disk 10^4 times"
-    )
 
 
 class RandomWaypointWalk:
@@ -93,8 +57,9 @@ class RandomWaypointWalk:
     Args:
         seed: The run's seed.
         clients: The client ids (any subset).
-        radius_m: R, the cell's radius.
+        area: Where the waypoints are drawn (:mod:`rayfl.wireless.areas`).
         round_s: T, one round's duration.
+        stream: The purpose of the legs' draws (``mobility``, ``d2d_mobility``).
         **params: ``speed_min_mps``, ``speed_max_mps``, ``pause_s``.
     """
 
@@ -103,13 +68,14 @@ class RandomWaypointWalk:
         seed: int,
         clients: ClientIds,
         *,
-        radius_m: float,
+        area: Area,
         round_s: float,
+        stream: str = "mobility",
         **params: float,
     ) -> None:
-        self.radius_m, self.round_s, self.p = radius_m, round_s, params
+        self.area, self.round_s, self.p = area, round_s, params
         n = len(clients)
-        self.stream = BlockStream(seed, "mobility", clients, width=3)
+        self.stream = BlockStream(seed, stream, clients, width=3)
         self.position, self.waypoint = np.empty((n, 2)), np.empty((n, 2))
         self.speed, self.pause_left = np.empty(n), np.zeros(n)
         self.leg = np.zeros(n, dtype=np.int64)
@@ -123,9 +89,7 @@ class RandomWaypointWalk:
 
     def _new_legs(self, rows: npt.NDArray[np.int64]) -> None:
         u = self.stream.draw(rows, self.leg[rows])
-        r = self.radius_m * np.sqrt(u[:, 0])
-        angle = 2.0 * np.pi * u[:, 1]
-        self.waypoint[rows] = r[:, None] * np.stack([np.cos(angle), np.sin(angle)], 1)
+        self.waypoint[rows] = self.area.uniform(u[:, :2])
         low, high = self.p["speed_min_mps"], self.p["speed_max_mps"]
         self.speed[rows] = low + (high - low) * u[:, 2]
 
@@ -169,8 +133,9 @@ class GaussMarkovWalk:
     Args:
         seed: The run's seed.
         clients: The client ids (any subset).
-        radius_m: R, the cell's radius.
+        area: Where the walks bounce (:mod:`rayfl.wireless.areas`).
         round_s: T, one round's duration (the model's time step).
+        stream: The purpose of the draws (starts: ``stream + "_start"``).
         **params: ``memory``, ``speed_mean_mps``, ``speed_std_mps``,
             ``direction_std_rad``.
     """
@@ -180,21 +145,22 @@ class GaussMarkovWalk:
         seed: int,
         clients: ClientIds,
         *,
-        radius_m: float,
+        area: Area,
         round_s: float,
+        stream: str = "mobility",
         **params: float,
     ) -> None:
-        self.radius_m, self.round_s, self.p = radius_m, round_s, params
-        self.seed, self.clients = seed, check_clients(clients)
+        self.area, self.round_s, self.p = area, round_s, params
+        self.seed, self.clients, self.purpose = seed, check_clients(clients), stream
         n = len(self.clients)
-        self.stream = BlockStream(seed, "mobility", self.clients, width=2)
+        self.stream = BlockStream(seed, stream, self.clients, width=2)
         self.position, self.speed = np.empty((n, 2)), np.empty(n)
         self.mean_direction, self.deviation = np.empty(n), np.empty(n)
         self.round = 0
 
     def reset(self, start: FloatArray) -> None:
         """Stand every client at ``start`` (n, 2), its speed and direction stationary."""
-        u = start_uniforms(self.seed, self.clients)
+        u = start_uniforms(self.seed, self.clients, self.purpose)
         self.position = start.copy()
         self.mean_direction = 2.0 * np.pi * u[:, 1]
         self.speed = self.p["speed_mean_mps"] + self.p[
@@ -208,9 +174,7 @@ class GaussMarkovWalk:
         direction = self.mean_direction + self.deviation
         travel = (self.speed * self.round_s)[:, None]
         heading = np.stack([np.cos(direction), np.sin(direction)], axis=1)
-        self.position, sign, offset = reflect_in_disk(
-            self.position, travel * heading, self.radius_m
-        )
+        self.position, sign, offset = self.area.reflect(self.position, travel * heading)
         self.mean_direction = np.mod(offset + sign * self.mean_direction, 2.0 * np.pi)
         self.deviation = sign * self.deviation
         self.round += 1

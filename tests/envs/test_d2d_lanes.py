@@ -1,5 +1,9 @@
 """D2D lanes (issue 47): a lane of ``D2DNeighborVectorEnv`` is ``D2DNeighbor-v0`` alone.
 
+Also with nodes that move (issue 48, ``moving``): round t's layout, P^err and
+link draws are keyed by (seed, purpose, round, node), so a lane equals its
+episode alone.
+
 Equality is to float32 rounding, not bit for bit (rtol 1e-5, atol 1e-6): the
 lanes train with the stacked trainer and evaluate in batched passes
 (:mod:`rayfl.d2d.lanes_host`, Implementation details 1); discrete outcomes
@@ -39,8 +43,18 @@ def _small() -> dict[str, Any]:
     return config
 
 
+#: Nodes that move (issue 48) with Bernoulli links of round t's P^err.
+MOVING = [
+    "topology.mobility=random_waypoint",
+    "topology.round_duration_s=5",
+    "topology.mobility_speed_min_mps=1",
+    "topology.mobility_speed_max_mps=3",
+    "topology.link_model=bernoulli",
+]
+
 CONFIGS = {
     "default": (None, [f"rounds={ROUNDS}"]),
+    "moving": (None, [f"rounds={ROUNDS}", *MOVING]),
     "d2d-small": (_small(), []),
 }
 
@@ -79,7 +93,10 @@ def _same(got: Any, want: Any, where: str) -> None:
     "name",
     # d2d-small (bernoulli links, online EM) is slow: the default suite keeps
     # the default config's oracle, `-m slow` runs both
-    [n if n == "default" else pytest.param(n, marks=pytest.mark.slow) for n in CONFIGS],
+    [
+        n if n in ("default", "moving") else pytest.param(n, marks=pytest.mark.slow)
+        for n in CONFIGS
+    ],
 )
 def test_a_lane_equals_its_env_run_alone(ray_session, name):
     config, overrides = CONFIGS[name]
@@ -96,6 +113,10 @@ def test_a_lane_equals_its_env_run_alone(ray_session, name):
         venv.close()
     assert trail[ROUNDS][3].all() and not trail[ROUNDS + 1][3].any()  # autoreset
     assert (trail[ROUNDS + 1][1] == 0).all()
+    if name == "moving":  # the lanes' nodes do move between rounds 1 and 2
+        assert (
+            (trail[1][0]["distance_m"] != trail[2][0]["distance_m"]).any(axis=1).all()
+        )
     # one actor for the lone env's engine (packing does not change the numbers)
     alone_overrides = [*overrides, f"ray.clients_per_actor={data.num_clients}"]
     env = D2DNeighborEnv(
