@@ -10,8 +10,9 @@ see *how* a learned schedule differs from round robin, not only by how much.
 A second file, ``<out>_summary.csv``, has one row per policy: clients never
 scheduled in an episode (mean, min, max over seeds), the most turns one client
 got, the delivery rate, the mean over seeds of Spearman's ρ between a client's
-turns and its data size and its mean gain, and the mean data size of the
-clients never scheduled and of the others. ``--from CSV`` rewrites the summary
+turns and its data size, its mean gain and (in a moving world, issue 48) the
+share of rounds it was reachable, the share of uploads lost as stragglers,
+and the mean data size of the clients never scheduled and of the others. ``--from CSV`` rewrites the summary
 of an earlier run without playing.
 
 Usage:
@@ -41,16 +42,21 @@ def episode(env, policy, seed: int) -> dict[str, np.ndarray]:
     policy.reset(seed=seed)
     n = len(obs["loss"])
     scheduled, delivered, gains = np.zeros(n), np.zeros(n), []
+    late, online = np.zeros(n), []
     done, info = False, {}
     while not done:
         gains.append(np.asarray(obs["channel_gain"], float).mean(axis=1))
+        online.append(np.asarray(obs.get("available", np.ones(n)), float))
         obs, _, terminated, truncated, info = env.step(policy(obs))
         scheduled[np.asarray(info["scheduled"], int)] += 1
         delivered[np.asarray(info["delivered"], int)] += 1
+        late[np.asarray(info.get("stragglers", []), int)] += 1
         done = terminated or truncated
     return {
         "scheduled": scheduled,
         "delivered": delivered,
+        "stragglers": late,
+        "available_share": np.mean(online, axis=0),
         "mean_gain": np.mean(gains, axis=0),
         "data_size": np.asarray(obs["data_size"], float),
         "last_loss": np.asarray(info["test_loss"], float),
@@ -64,6 +70,8 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
         never = (g["scheduled"] == 0).groupby(g["seed"]).sum()
 
         def rho(col: str, g: pd.DataFrame = g) -> float:
+            if col not in g:  # an earlier run's CSV
+                return float("nan")
             per_seed = [
                 x["scheduled"].corr(x[col], method="spearman")
                 for _, x in g.groupby("seed")
@@ -84,6 +92,10 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
                 "delivery_rate": g["delivered"].sum() / g["scheduled"].sum(),
                 "spearman_turns_data": rho("data_size"),
                 "spearman_turns_gain": rho("mean_gain"),
+                "spearman_turns_available": rho("available_share"),
+                "straggler_rate": g["stragglers"].sum() / g["scheduled"].sum()
+                if "stragglers" in g
+                else float("nan"),
                 "data_size_never": g.loc[skipped, "data_size"].mean(),
                 "data_size_scheduled": g.loc[~skipped, "data_size"].mean(),
             }
