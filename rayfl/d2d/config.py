@@ -52,7 +52,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rayfl.wireless.config_rules import check_mobility_fields
+from rayfl.wireless.config_rules import (
+    DirectionStd,
+    Memory,
+    Pause,
+    SpeedMax,
+    SpeedMean,
+    SpeedMin,
+    SpeedStd,
+    check_mobility_fields,
+)
 
 __all__ = ["D2DTopologyConfig"]
 
@@ -191,53 +200,13 @@ class D2DTopologyConfig(BaseModel):
         description="T: how long nodes move between two rounds, in s, in (0, 1e6]; "
         "a moving mobility only.",
     )
-    mobility_speed_min_mps: float | None = Field(
-        None,
-        gt=0,
-        le=1e4,
-        description="v_min: a leg's slowest speed in m/s, in (0, 1e4]; "
-        "random_waypoint only.",
-    )
-    mobility_speed_max_mps: float | None = Field(
-        None,
-        gt=0,
-        le=1e4,
-        description="v_max: a leg's fastest speed in m/s, in (0, 1e4], >= v_min; "
-        "random_waypoint only.",
-    )
-    mobility_pause_s: float | None = Field(
-        None,
-        ge=0,
-        le=1e9,
-        description="T_p: pause at each waypoint in s, >= 0 (None: 0); "
-        "random_waypoint only.",
-    )
-    mobility_memory: float | None = Field(
-        None,
-        ge=0,
-        le=1,
-        description="α: memory of speed and direction per round, in [0, 1] "
-        "(1: straight lines); gauss_markov only.",
-    )
-    mobility_speed_mean_mps: float | None = Field(
-        None,
-        ge=0,
-        le=1e4,
-        description="s̄: mean speed in m/s, in [0, 1e4]; gauss_markov only.",
-    )
-    mobility_speed_std_mps: float | None = Field(
-        None,
-        ge=0,
-        le=1e4,
-        description="σ_s: std of the speed in m/s, in [0, 1e4]; gauss_markov only.",
-    )
-    mobility_direction_std_rad: float | None = Field(
-        None,
-        ge=0,
-        le=100.0,
-        description="σ_θ: std of the direction around its mean in rad, in "
-        "[0, 100]; gauss_markov only.",
-    )
+    mobility_speed_min_mps: SpeedMin = None
+    mobility_speed_max_mps: SpeedMax = None
+    mobility_pause_s: Pause = None
+    mobility_memory: Memory = None
+    mobility_speed_mean_mps: SpeedMean = None
+    mobility_speed_std_mps: SpeedStd = None
+    mobility_direction_std_rad: DirectionStd = None
 
     @model_validator(mode="after")
     def _check(self) -> D2DTopologyConfig:

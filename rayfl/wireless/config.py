@@ -48,7 +48,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rayfl.wireless.config_rules import check_moving_world, moving_world_fields
+from rayfl.wireless.config_rules import (
+    DirectionStd,
+    Memory,
+    Pause,
+    SpeedMax,
+    SpeedMean,
+    SpeedMin,
+    SpeedStd,
+    check_moving_world,
+    moving_world_fields,
+)
 
 __all__ = ["WirelessConfig", "moving_world_fields"]
 
@@ -367,53 +377,13 @@ class WirelessConfig(BaseModel):
             "follow each round; moving needs round_duration_s (T)."
         ),
     )
-    mobility_speed_min_mps: float | None = Field(
-        None,
-        gt=0,
-        le=1e4,
-        description="v_min: a leg's slowest speed in m/s, in (0, 1e4]; "
-        "random_waypoint only.",
-    )
-    mobility_speed_max_mps: float | None = Field(
-        None,
-        gt=0,
-        le=1e4,
-        description="v_max: a leg's fastest speed in m/s, in (0, 1e4], >= "
-        "v_min; random_waypoint only.",
-    )
-    mobility_pause_s: float | None = Field(
-        None,
-        ge=0,
-        le=1e9,
-        description="T_p: pause at each waypoint in s, >= 0 (None: 0); "
-        "random_waypoint only.",
-    )
-    mobility_memory: float | None = Field(
-        None,
-        ge=0,
-        le=1,
-        description="α: memory of speed and direction per round, in [0, 1] "
-        "(1: straight lines); gauss_markov only.",
-    )
-    mobility_speed_mean_mps: float | None = Field(
-        None,
-        ge=0,
-        le=1e4,
-        description="s̄: mean speed in m/s, in [0, 1e4]; gauss_markov only.",
-    )
-    mobility_speed_std_mps: float | None = Field(
-        None,
-        ge=0,
-        le=1e4,
-        description="σ_s: std of the speed in m/s, in [0, 1e4]; gauss_markov only.",
-    )
-    mobility_direction_std_rad: float | None = Field(
-        None,
-        ge=0,
-        le=100.0,
-        description="σ_θ: std of the direction around its mean in rad, in "
-        "[0, 100]; gauss_markov only.",
-    )
+    mobility_speed_min_mps: SpeedMin = None
+    mobility_speed_max_mps: SpeedMax = None
+    mobility_pause_s: Pause = None
+    mobility_memory: Memory = None
+    mobility_speed_mean_mps: SpeedMean = None
+    mobility_speed_std_mps: SpeedStd = None
+    mobility_direction_std_rad: DirectionStd = None
     shadowing_decorrelation_m: float | None = Field(
         None,
         gt=0,

@@ -10,9 +10,101 @@ is typed ``Any`` here), so the section still depends on no engine module.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-__all__ = ["check_mobility_fields", "check_moving_world", "moving_world_fields"]
+from pydantic import Field
+
+__all__ = [
+    "DirectionStd",
+    "Memory",
+    "Pause",
+    "SpeedMax",
+    "SpeedMean",
+    "SpeedMin",
+    "SpeedStd",
+    "check_mobility_fields",
+    "check_moving_world",
+    "moving_world_fields",
+]
+
+# The mobility models' parameter fields, one definition for the star's
+# ``wireless`` section and the D2D topology (same names, bounds and docs):
+# ``mobility_speed_min_mps: SpeedMin = None``.
+#: ``mobility_speed_min_mps``.
+SpeedMin = Annotated[
+    float | None,
+    Field(
+        gt=0,
+        le=1e4,
+        description="v_min: a leg's slowest speed in m/s, in (0, 1e4]; "
+        "random_waypoint only.",
+    ),
+]
+
+#: ``mobility_speed_max_mps``.
+SpeedMax = Annotated[
+    float | None,
+    Field(
+        gt=0,
+        le=1e4,
+        description="v_max: a leg's fastest speed in m/s, in (0, 1e4], >= "
+        "v_min; random_waypoint only.",
+    ),
+]
+
+#: ``mobility_pause_s``.
+Pause = Annotated[
+    float | None,
+    Field(
+        ge=0,
+        le=1e9,
+        description="T_p: pause at each waypoint in s, >= 0 (None: 0); "
+        "random_waypoint only.",
+    ),
+]
+
+#: ``mobility_memory``.
+Memory = Annotated[
+    float | None,
+    Field(
+        ge=0,
+        le=1,
+        description="α: memory of speed and direction per round, in [0, 1] "
+        "(1: straight lines); gauss_markov only.",
+    ),
+]
+
+#: ``mobility_speed_mean_mps``.
+SpeedMean = Annotated[
+    float | None,
+    Field(
+        ge=0,
+        le=1e4,
+        description="s̄: mean speed in m/s, in [0, 1e4]; gauss_markov only.",
+    ),
+]
+
+#: ``mobility_speed_std_mps``.
+SpeedStd = Annotated[
+    float | None,
+    Field(
+        ge=0,
+        le=1e4,
+        description="σ_s: std of the speed in m/s, in [0, 1e4]; gauss_markov only.",
+    ),
+]
+
+#: ``mobility_direction_std_rad``.
+DirectionStd = Annotated[
+    float | None,
+    Field(
+        ge=0,
+        le=100.0,
+        description="σ_θ: std of the direction around its mean in rad, in "
+        "[0, 100]; gauss_markov only.",
+    ),
+]
+
 
 #: ``wireless.mobility`` kind → its parameter fields (the names of
 #: :data:`rayfl.wireless.mobility.MOBILITY_MODELS` with a ``mobility_`` prefix).
