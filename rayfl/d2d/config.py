@@ -184,8 +184,8 @@ class D2DTopologyConfig(BaseModel):
 
     mobility: Literal["static", "random_waypoint", "gauss_markov"] = Field(
         "static",
-        description="How nodes move in the square [0, side_m]² (issue 48, "
-        "rayfl.d2d.motion): 'static' (the paper's: dropped once), "
+        description="How nodes move in the square [0, side_m]²: 'static' (the "
+        "paper's: dropped once), "
         "'random_waypoint' (straight legs to waypoints uniform in the square at "
         "a speed in [mobility_speed_min_mps, mobility_speed_max_mps], pausing "
         "mobility_pause_s) or 'gauss_markov' (AR(1) speed and direction with "
