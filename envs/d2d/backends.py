@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rayfl.config import RunConfig
+from rayfl.d2d.motion import D2DMotion
 from rayfl.d2d.selection import D2DLayout, pi_vector
 from rayfl.data.federated import FederatedData, build_federated
 
@@ -85,6 +86,13 @@ class D2DEmulatedBackend:
         self.system = build_system(cfg, data=self.data)
         self.fresh = True
         return self.system.layout
+
+    @property
+    def motion(self) -> D2DMotion:
+        """The engine's round-t layouts and P^err (one per run, shared with the env)."""
+        assert self.system is not None
+        motion: D2DMotion = self.system.motion
+        return motion
 
     @property
     def data_size(self) -> npt.NDArray[np.int64]:

@@ -252,7 +252,7 @@ class D2DNeighborEnv(FLEnv):
         self.episode_seed = seed
         self.layout = self._backend.restart(seed)
         self.targets = tuple(self.layout.targets)
-        self._motion = D2DMotion(self.topology, self.layout, seed=seed)
+        self._motion: D2DMotion = self._backend.motion  # P^err once per round
         self._base: dict[int, dict[str, npt.NDArray[np.float32]]] = {
             t: self._base_observation(t, seed) for t in self.targets
         }

@@ -26,6 +26,7 @@ from envs.d2d.neighbor import D2DNeighborEnv
 from envs.lanes import LaneVectorEnv
 from rayfl.config import RunConfig
 from rayfl.d2d.lanes import D2DLaneOutcome, D2DLanes, check_d2d_lanes
+from rayfl.d2d.motion import D2DMotion
 from rayfl.d2d.selection import D2DLayout
 from rayfl.data.federated import FederatedData
 
@@ -54,6 +55,13 @@ class D2DLaneBackend:
     def restart(self, seed: int) -> D2DLayout:
         """Start a new run with ``seed`` in this lane."""
         return self.lanes.restart(self.lane, seed)
+
+    @property
+    def motion(self) -> D2DMotion:
+        """This lane's round-t layouts and P^err (one per run, shared with the env)."""
+        run = self.lanes.lanes[self.lane]
+        assert run is not None
+        return run.motion
 
     def initial(
         self, targets: Sequence[int]

@@ -36,6 +36,7 @@ from rayfl.wireless.d2d import (
     place_nodes_square,
 )
 from rayfl.wireless.d2d_error import error_probabilities_to_target, thermal_noise_w
+from rayfl.wireless.d2d_error_batched import error_probabilities_batched
 
 __all__ = ["D2DLayout", "error_probabilities", "layout_from", "make_layout"]
 
@@ -112,10 +113,20 @@ def make_layout(topology: D2DTopologyConfig, num_nodes: int, *, seed: int) -> D2
 
 
 def error_probabilities(
-    layout: D2DLayout, target: int, topology: D2DTopologyConfig
+    layout: D2DLayout,
+    target: int,
+    topology: D2DTopologyConfig,
+    *,
+    batched: bool = False,
 ) -> npt.NDArray[np.float64]:
-    """Return the analytic P_s^err (N,) of every link s → ``target`` (1 for itself)."""
-    return error_probabilities_to_target(
+    """Return the analytic P_s^err (N,) of every link s → ``target`` (1 for itself).
+
+    ``batched``: every link in one fixed quadrature
+    (:mod:`rayfl.wireless.d2d_error_batched`, moving rounds) instead of
+    adaptive ``quad`` per link (the papers' static layout).
+    """
+    method = error_probabilities_batched if batched else error_probabilities_to_target
+    return method(
         layout.path_gain,
         target,
         tx_power_w=topology.tx_power_w,

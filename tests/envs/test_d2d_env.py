@@ -247,3 +247,34 @@ def test_the_surrogate_backend_draws_links_without_the_env(data):
     neighbors = tuple(m for m in range(6) if m != target)[:3]
     out = backend.run(0, {target: (neighbors, (0, 1, 2))})
     assert set(out.delivered[target]) <= set(neighbors)
+
+
+def test_moving_nodes_compute_each_rounds_error_probabilities_once(data, monkeypatch):
+    # Arrange: count P^err computations of moving rounds, by layout and target
+    import rayfl.d2d.layout as layout_module
+
+    computed = []
+    batched = layout_module.error_probabilities_batched
+
+    def counting(gain, target, **kwargs):
+        computed.append((np.asarray(gain).tobytes(), target))
+        return batched(gain, target, **kwargs)
+
+    monkeypatch.setattr(layout_module, "error_probabilities_batched", counting)
+    env = small_env(
+        data,
+        "topology.link_model=bernoulli",
+        "topology.mobility=random_waypoint",
+        "topology.round_duration_s=5",
+        "topology.mobility_speed_min_mps=1",
+        "topology.mobility_speed_max_mps=3",
+        mode="surrogate",
+    )
+    obs, _ = env.reset(seed=2)
+    policies = make_selection_policies(env, "random_neighbors")
+    # Act: rounds 1..3 are both observed and drawn
+    for _ in range(4):
+        obs, *_ = env.step(policy_action(env, policies, obs))
+    # Assert: the observation and the link draws share one computation
+    assert len(computed) >= 3
+    assert len(computed) == len(set(computed))
