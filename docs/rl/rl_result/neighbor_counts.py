@@ -22,17 +22,10 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from rayfl.benchmarks import parse_seeds
-from rayfl.benchmarks.policies import build_policy, make_env
-from rayfl.benchmarks.policies.scenarios import scenario_config
-from rayfl.config import load_config, parse_overrides
 
 NEAREST = 3
 
@@ -98,49 +91,7 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def main() -> None:
-    """Play every policy on every seed; write the per-round rows and the summary."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--scenario", required=True)
-    p.add_argument("--seeds", default="1000:1005")
-    p.add_argument("--policies", default="", help="name or learned=PATH, ...")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--out", required=True)
-    p.add_argument("--from", dest="source", default=None, help="summarize this CSV")
-    args = p.parse_args()
-    summary_path = Path(args.out).with_name(Path(args.out).stem + "_summary.csv")
-    if args.source:
-        summarize(pd.read_csv(args.source)).to_csv(summary_path, index=False)
-        print(f"wrote {summary_path}")
-        return
-    from rayfl.cluster.session import RaySession
-
-    base = {"ray": {"num_cpus": 2, "object_store_memory_mb": 150}}
-    cfg = load_config(scenario_config(args.scenario), base | parse_overrides(args.set))
-    specs = []
-    for item in (s.strip() for s in args.policies.split(",") if s.strip()):
-        name, _, path = item.partition("=")
-        specs.append((name, name, {"checkpoint": path} if path else {}))
-    rows = []
-    session = RaySession(cfg.ray)
-    try:
-        for seed in parse_seeds(args.seeds):
-            env = make_env(cfg.model_copy(update={"seed": seed}), "emulate")
-            try:
-                for spec in specs:
-                    env.reset(seed=seed)
-                    policy = build_policy(env, cfg, spec, "emulate")
-                    for row in episode(env, policy, seed):
-                        rows.append({"seed": seed, "policy": spec[0]} | row)
-            finally:
-                env.close()
-    finally:
-        session.close()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(args.out, index=False)
-    summarize(pd.DataFrame(rows)).to_csv(summary_path, index=False)
-    print(f"wrote {args.out} and {summary_path}")
-
-
 if __name__ == "__main__":
-    main()
+    import schedule_counts  # beside this script
+
+    schedule_counts.main(episode, summarize, __doc__)

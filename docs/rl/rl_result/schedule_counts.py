@@ -103,9 +103,22 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def main() -> None:
-    """Play every policy on every seed; write the per-client rows."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def client_rows(env, policy, seed: int) -> list[dict[str, float]]:
+    """One episode's rows, one per client (:func:`episode`)."""
+    got = episode(env, policy, seed)
+    return [
+        {"client": client} | {k: float(v[client]) for k, v in got.items()}
+        for client in range(len(got["scheduled"]))
+    ]
+
+
+def main(rows_of=client_rows, summarize=summarize, doc: str = __doc__) -> None:
+    """Play every policy on every seed; write the rows and their summary.
+
+    ``rows_of(env, policy, seed)`` gives one episode's rows and ``summarize``
+    their per-policy summary (``neighbor_counts.py`` passes its own).
+    """
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--scenario", required=True)
     p.add_argument("--seeds", default="1000:1005")
     p.add_argument("--policies", default="", help="name or learned=PATH, ...")
@@ -134,12 +147,9 @@ def main() -> None:
             try:
                 for spec in specs:
                     env.reset(seed=seed)
-                    got = episode(env, build_policy(env, cfg, spec, "emulate"), seed)
-                    for client in range(len(got["scheduled"])):
-                        rows.append(
-                            {"seed": seed, "policy": spec[0], "client": client}
-                            | {k: float(v[client]) for k, v in got.items()}
-                        )
+                    policy = build_policy(env, cfg, spec, "emulate")
+                    for row in rows_of(env, policy, seed):
+                        rows.append({"seed": seed, "policy": spec[0]} | row)
             finally:
                 env.close()
     finally:
