@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -103,6 +104,27 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def policy_spec(item: str) -> tuple[str, str, dict[str, Any]]:
+    """(label, name, params) of ``name``, ``learned=PATH`` or ``name@key=value;...``.
+
+    The last form sets a heuristic's own parameters, e.g. the values a
+    ``--self-tune`` bench chose (its runs.csv); it is labelled ``<name>_tuned``.
+
+    Example:
+        >>> policy_spec("random_neighbors@probability=0.00625")
+        ('random_neighbors_tuned', 'random_neighbors', {'probability': 0.00625})
+    """
+    if "@" in item:
+        name, _, pairs = item.partition("@")
+        params = {}
+        for pair in pairs.split(";"):
+            key, _, value = pair.partition("=")
+            params[key] = float(value)
+        return f"{name}_tuned", name, params
+    name, _, path = item.partition("=")
+    return name, name, {"checkpoint": path} if path else {}
+
+
 def client_rows(env, policy, seed: int) -> list[dict[str, float]]:
     """One episode's rows, one per client (:func:`episode`)."""
     got = episode(env, policy, seed)
@@ -121,7 +143,9 @@ def main(rows_of=client_rows, summarize=summarize, doc: str = __doc__) -> None:
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--scenario", required=True)
     p.add_argument("--seeds", default="1000:1005")
-    p.add_argument("--policies", default="", help="name or learned=PATH, ...")
+    p.add_argument(
+        "--policies", default="", help="name, learned=PATH or name@key=value, ..."
+    )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--out", required=True)
     p.add_argument("--from", dest="source", default=None, help="summarize this CSV")
@@ -135,10 +159,7 @@ def main(rows_of=client_rows, summarize=summarize, doc: str = __doc__) -> None:
 
     base = {"ray": {"num_cpus": 2, "object_store_memory_mb": 150}}
     cfg = load_config(scenario_config(args.scenario), base | parse_overrides(args.set))
-    specs = []
-    for item in (s.strip() for s in args.policies.split(",") if s.strip()):
-        name, _, path = item.partition("=")
-        specs.append((name, name, {"checkpoint": path} if path else {}))
+    specs = [policy_spec(s.strip()) for s in args.policies.split(",") if s.strip()]
     rows = []
     session = RaySession(cfg.ray)
     try:
