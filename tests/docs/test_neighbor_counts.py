@@ -29,10 +29,10 @@ def test_summary_weights_each_round_by_the_neighbours_taken():
     counts = _load("neighbor_counts")
     rows = pd.DataFrame(
         [
-            ("a", 0, 2, 1, 10.0, 0.02, 2, 20.0, 0.1),
-            ("a", 1, 0, 0, np.nan, np.nan, 0, 30.0, 0.2),
-            ("b", 0, 1, 1, 40.0, 0.3, 0, 20.0, 0.1),
-            ("b", 1, 1, 0, 20.0, 0.1, 1, 30.0, 0.2),
+            ("a", 0, 2, 1, 10.0, 0.02, 2, 20.0, 0.1, 0, 0.4, 0.1, 2.0),
+            ("a", 1, 0, 0, np.nan, np.nan, 0, 30.0, 0.2, 0, np.nan, 0.1, 1.0),
+            ("b", 0, 1, 1, 40.0, 0.3, 0, 20.0, 0.1, 0, 0.1, 0.1, 2.0),
+            ("b", 1, 1, 0, 20.0, 0.1, 1, 30.0, 0.2, 1, 0.3, 0.1, 0.5),
         ],
         columns=[
             "policy",
@@ -44,6 +44,10 @@ def test_summary_weights_each_round_by_the_neighbours_taken():
             "chosen_nearest",
             "candidate_distance_m",
             "candidate_error",
+            "chosen_kept",
+            "chosen_em_weight",
+            "candidate_em_weight",
+            "test_loss",
         ],
     ).assign(seed=1000)
     # Act
@@ -58,6 +62,11 @@ def test_summary_weights_each_round_by_the_neighbours_taken():
     assert got.loc["b", "chosen_error"] == pytest.approx(0.2)
     assert got.loc["b", "candidate_distance_m"] == pytest.approx(25.0)
     assert got.loc["b", "nearest_share"] == 0.5
+    assert got.loc["b", "kept_share"] == 0.5
+    assert got.loc["a", "chosen_em_weight"] == pytest.approx(0.4)
+    assert got.loc["b", "chosen_em_weight"] == pytest.approx(0.2)
+    assert got.loc["a", "final_test_loss"] == 1.0
+    assert got.loc["b", "final_test_loss"] == 0.5
 
 
 def test_policy_specs_name_learned_and_tuned_forms():

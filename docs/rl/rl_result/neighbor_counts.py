@@ -10,7 +10,9 @@ three nearest nodes that round — beside the same means over every candidate.
 A second file, ``<out>_summary.csv``, has one row per policy: neighbours per
 round, the share of rounds with none, the delivery rate (arrived / chosen),
 the chosen neighbours' mean distance and P^err against the candidates', and
-the share of choices among the three nearest. ``--from CSV`` rewrites the
+the share of choices among the three nearest, the share kept from the round
+before, the chosen neighbours' mean EM weight π_m against the candidates', and
+the target's test loss after the last round. ``--from CSV`` rewrites the
 summary of an earlier run without playing.
 
 Usage:
@@ -35,10 +37,11 @@ def episode(env: Any, policy: Any, seed: int) -> list[dict[str, float]]:
     obs, _ = env.reset(seed=seed)
     policy.reset(seed=seed)
     (target,) = env.targets  # the scenarios draw one target per seed
-    rows, done, t = [], False, 0
+    rows, done, t, before = [], False, 0, set()
     while not done:
         distance = np.asarray(obs["distance_m"], float)
         error = np.asarray(obs["error_probability"], float)
+        weight = np.asarray(obs["em_weight"], float)
         candidates = np.flatnonzero(np.arange(len(distance)) != target)
         nearest = set(candidates[np.argsort(distance[candidates])[:NEAREST]])
         obs, _, terminated, truncated, info = env.step(policy(obs))
@@ -52,12 +55,16 @@ def episode(env: Any, policy: Any, seed: int) -> list[dict[str, float]]:
                 "chosen_distance_m": distance[chosen].mean() if chosen else np.nan,
                 "chosen_error": error[chosen].mean() if chosen else np.nan,
                 "chosen_nearest": sum(c in nearest for c in chosen),
+                "chosen_kept": len(before.intersection(chosen)),
+                "chosen_em_weight": weight[chosen].mean() if chosen else np.nan,
+                "candidate_em_weight": weight[candidates].mean(),
+                "chosen_ids": ";".join(map(str, sorted(chosen))),
                 "candidate_distance_m": distance[candidates].mean(),
                 "candidate_error": error[candidates].mean(),
                 "test_loss": float(info["test_loss"][target]),
             }
         )
-        done, t = terminated or truncated, t + 1
+        done, t, before = terminated or truncated, t + 1, set(chosen)
     return rows
 
 
@@ -86,6 +93,16 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
                 else np.nan,
                 "candidate_error": g["candidate_error"].mean(),
                 "nearest_share": g["chosen_nearest"].sum() / took if took else np.nan,
+                "kept_share": g["chosen_kept"].sum() / took if took else np.nan,
+                "chosen_em_weight": np.average(
+                    g["chosen_em_weight"].fillna(0), weights=g["chosen"]
+                )
+                if took
+                else np.nan,
+                "candidate_em_weight": g["candidate_em_weight"].mean(),
+                "final_test_loss": g.loc[
+                    g["round"] == g["round"].max(), "test_loss"
+                ].mean(),
             }
         )
     return pd.DataFrame(out)
