@@ -73,36 +73,33 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
     for policy, g in rows.groupby("policy", sort=False):
         took = g["chosen"].sum()
+
+        def per_choice(col: str, g: pd.DataFrame = g, took: float = took) -> float:
+            """A per-round mean over the chosen, weighted by how many were chosen."""
+            if not took:
+                return float("nan")
+            return float(np.average(g[col].fillna(0), weights=g["chosen"]))
+
+        def share(col: str, g: pd.DataFrame = g, took: float = took) -> float:
+            return float(g[col].sum() / took) if took else float("nan")
+
+        last = g["round"] == g["round"].max()
         out.append(
             {
                 "policy": policy,
                 "seeds": g["seed"].nunique(),
                 "neighbors_per_round": g["chosen"].mean(),
                 "rounds_without_neighbor": (g["chosen"] == 0).mean(),
-                "delivery_rate": g["arrived"].sum() / took if took else np.nan,
-                "chosen_distance_m": np.average(
-                    g["chosen_distance_m"].fillna(0), weights=g["chosen"]
-                )
-                if took
-                else np.nan,
+                "delivery_rate": share("arrived"),
+                "chosen_distance_m": per_choice("chosen_distance_m"),
                 "candidate_distance_m": g["candidate_distance_m"].mean(),
-                "chosen_error": np.average(
-                    g["chosen_error"].fillna(0), weights=g["chosen"]
-                )
-                if took
-                else np.nan,
+                "chosen_error": per_choice("chosen_error"),
                 "candidate_error": g["candidate_error"].mean(),
-                "nearest_share": g["chosen_nearest"].sum() / took if took else np.nan,
-                "kept_share": g["chosen_kept"].sum() / took if took else np.nan,
-                "chosen_em_weight": np.average(
-                    g["chosen_em_weight"].fillna(0), weights=g["chosen"]
-                )
-                if took
-                else np.nan,
+                "nearest_share": share("chosen_nearest"),
+                "kept_share": share("chosen_kept"),
+                "chosen_em_weight": per_choice("chosen_em_weight"),
                 "candidate_em_weight": g["candidate_em_weight"].mean(),
-                "final_test_loss": g.loc[
-                    g["round"] == g["round"].max(), "test_loss"
-                ].mean(),
+                "final_test_loss": g.loc[last, "test_loss"].mean(),
             }
         )
     return pd.DataFrame(out)
