@@ -61,6 +61,7 @@ __all__ = [
     "lognormal_parameters",
     "monte_carlo_link_error",
     "rayleigh_tail_moments",
+    "square_gains",
     "thermal_noise_w",
 ]
 
@@ -274,6 +275,15 @@ def link_error_probability(
     return float(min(max(total, 0.0), 1.0))
 
 
+def square_gains(gain_linear: npt.ArrayLike, target: int) -> FloatArray:
+    """Return the (N, N) path gains as float64, checking ``0 <= target < N``."""
+    gain = np.asarray(gain_linear, dtype=np.float64)
+    n = gain.shape[0]
+    if gain.shape != (n, n) or not 0 <= target < n:
+        raise ValueError(f"need (N, N) gains and 0 <= target < N, got {gain.shape}")
+    return gain
+
+
 def error_probabilities_to_target(
     gain_linear: npt.ArrayLike,
     target: int,
@@ -305,10 +315,8 @@ def error_probabilities_to_target(
     Returns:
         (N,) float64; entry ``target`` is 1.0 (a node is not its own neighbor).
     """
-    gain = np.asarray(gain_linear, dtype=np.float64)
+    gain = square_gains(gain_linear, target)
     n = gain.shape[0]
-    if gain.shape != (n, n) or not 0 <= target < n:
-        raise ValueError(f"need (N, N) gains and 0 <= target < N, got {gain.shape}")
     received = tx_power_w * gain[:, target]
     out = np.ones(n, dtype=np.float64)
     for s in range(n):

@@ -41,9 +41,9 @@ from scipy import special
 from rayfl.wireless.d2d_error import (
     FadingPdf,
     InterferenceVar,
-    collision_probability,
+    interference_moments,
     link_error_probability,
-    rayleigh_tail_moments,
+    square_gains,
 )
 
 __all__ = ["error_probabilities_batched"]
@@ -96,14 +96,8 @@ def error_probabilities_batched(
     """
     if pdf not in ("single", "max_of_F"):
         raise ValueError(f"pdf must be 'single' or 'max_of_F', got {pdf!r}")
-    if interference_var not in ("paper", "bernoulli"):
-        raise ValueError(
-            f"interference_var must be 'paper' or 'bernoulli', got {interference_var!r}"
-        )
-    gain = np.asarray(gain_linear, dtype=np.float64)
+    gain = square_gains(gain_linear, target)
     n = gain.shape[0]
-    if gain.shape != (n, n) or not 0 <= target < n:
-        raise ValueError(f"need (N, N) gains and 0 <= target < N, got {gain.shape}")
     received = tx_power_w * gain[:, target]
     links = np.array([s for s in range(n) if s != target], dtype=np.int64)
     out = np.ones(n, dtype=np.float64)
@@ -197,21 +191,20 @@ def _moments(
     fading_threshold: float,
     rayleigh_factor: float,
     num_subchannels: int,
-    interference_var: str,
+    interference_var: InterferenceVar,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """Ẽ_s, D̃_s of every link: the totals minus its own term (detail 1)."""
-    i3, i5 = rayleigh_tail_moments(
-        fading_threshold=fading_threshold, rayleigh_factor=rayleigh_factor
-    )
-    p = collision_probability(
+    """Ẽ_s, D̃_s of every link: the totals minus its own term (detail 1).
+
+    Both moments are linear in the interferers' g_r and g_r², so one unit
+    interferer's (:func:`~rayfl.wireless.d2d_error.interference_moments`)
+    scales the leave-one-out sums.
+    """
+    unit_mean, unit_var = interference_moments(
+        [1.0],
         fading_threshold=fading_threshold,
         rayleigh_factor=rayleigh_factor,
         num_subchannels=num_subchannels,
+        interference_var=interference_var,
     )
-    mean = (g.sum() - g) * i3 * p  # detail 1
     square = g**2
-    spread = (
-        p**2 * (i5 - i3**2) if interference_var == "paper" else p * i5 - p**2 * i3**2
-    )
-    var = (square.sum() - square) * spread
-    return mean, var
+    return (g.sum() - g) * unit_mean, (square.sum() - square) * unit_var
