@@ -59,6 +59,8 @@ PURPOSES: dict[str, int] = {
     # D2D nodes that move (rayfl.d2d.motion, issue 48)
     "d2d_mobility_start": 52,
     "d2d_mobility": 53,
+    # links to a D2D target that fade with memory (rayfl.d2d.devices, issue 48)
+    "d2d_fading_ar": 54,
     # seed 000's Dithering baseline (rayfl.compression.dithering): ids 60+
     "dither": 60,
     # learned-scheduler training over several data partitions (envs.rl, issue 11)

@@ -57,6 +57,7 @@ from envs.d2d.backends import D2DEmulatedBackend, D2DOutcome, Selections
 from envs.d2d.surrogate import D2DSurrogateBackend
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.devices import device_keys
 from rayfl.d2d.motion import D2DMotion
 from rayfl.d2d.selection import (
     D2DLayout,
@@ -233,8 +234,9 @@ class D2DNeighborEnv(FLEnv):
         self.num_nodes, self.num_subchannels = n, f
         self.all_targets = self.topology.target == "all"
         lead: tuple[int, ...] = (n,) if self.all_targets else ()
-        self.target_spaces = selection_spaces(n, f)
-        self.observation_space, self.action_space = _spaces(n, f, lead)
+        keys = device_keys(self.topology)
+        self.target_spaces = selection_spaces(n, f, keys)
+        self.observation_space, self.action_space = _spaces(n, f, lead, keys)
         self._system = system
         self._data = data
         self.layout: D2DLayout | None = None
@@ -417,13 +419,16 @@ class D2DNeighborEnv(FLEnv):
         rows = values.reshape(len(self.targets), f)
         out: Selections = {}
         ignored: list[tuple[int, int, int]] = []
+        up = self._motion.devices.available(self.round)  # away: not eligible
         for t, row in zip(self.targets, rows, strict=True):
-            chosen, dropped = decode_assignment(row, np.arange(n) != t)
+            chosen, dropped = decode_assignment(row, (np.arange(n) != t) & up)
             if dropped and self.invalid_action == "raise":
                 sub, s = dropped[0]
                 why = (
                     "is the target itself"
                     if s == t
+                    else "is away this round (topology.availability)"
+                    if not up[s]
                     else f"is already on sub-channel {chosen[s]}"
                 )
                 raise ValueError(
@@ -437,10 +442,10 @@ class D2DNeighborEnv(FLEnv):
 
 
 def _spaces(
-    n: int, f: int, lead: tuple[int, ...]
+    n: int, f: int, lead: tuple[int, ...], keys: tuple[str, ...] = ()
 ) -> tuple[spaces.Dict, spaces.MultiDiscrete]:
     """The target's spaces of :func:`selection_spaces`, with a leading ``lead`` axis."""
-    obs, action = selection_spaces(n, f)
+    obs, action = selection_spaces(n, f, keys)
     if not lead:
         return obs, action
     boxes: dict[str, spaces.Space[Any]] = {

@@ -12,15 +12,18 @@ import numpy.typing as npt
 from envs.d2d.backends import D2DOutcome, Selections
 from rayfl.config import RunConfig
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.links import deliveries
 from rayfl.d2d.motion import D2DMotion
 from rayfl.d2d.selection import (
     D2DLayout,
+    Selection,
     make_layout,
     pi_vector,
     selection_observation,
 )
 from rayfl.data.federated import FederatedData, build_federated
 from rayfl.seeding import rng_for
+from rayfl.system import initial_vector
 
 __all__ = ["D2DSurrogateBackend", "D2DSurrogateDynamics"]
 
@@ -143,6 +146,13 @@ class D2DSurrogateBackend:
         self.labels = smooth / smooth.sum(axis=1, keepdims=True)
         self.num_nodes = n
         self.seed = config.seed
+        #: 32·dim bits of a sent model, for the round deadline's airtime.
+        self.model_bits: float | None = None
+        if self.topology.round_deadline_s is not None:
+            shape = tuple(data.input_shape)
+            self.model_bits = 32.0 * len(
+                initial_vector(config, shape, data.num_classes)
+            )
         self.layout: D2DLayout | None = None
         self.dynamics: dict[int, D2DSurrogateDynamics] = {}
         self.local: dict[int, D2DSurrogateDynamics] = {}
@@ -152,7 +162,14 @@ class D2DSurrogateBackend:
         """New episode: layout from ``seed``, fresh surrogate state."""
         self.seed = int(seed)
         self.layout = make_layout(self.topology, self.num_nodes, seed=self.seed)
-        self.motion = D2DMotion(self.topology, self.layout, seed=self.seed)
+        self.motion = D2DMotion(
+            self.topology,
+            self.layout,
+            seed=self.seed,
+            data_size=self.data_size,
+            model_bits=self.model_bits,
+            local_epochs=self.config.algorithm.local_epochs,
+        )
         self.dynamics = {
             t: D2DSurrogateDynamics(
                 self.labels,
@@ -190,12 +207,28 @@ class D2DSurrogateBackend:
         if topo.method != "local":
             senders = sorted({m for ms, _ in selections.values() for m in ms})
             out.train_loss = {m: self.local[m].step([]) for m in senders}
-        for t, (neighbors, _) in selections.items():
+        for t, (neighbors, subs) in selections.items():
             dyn = self.dynamics[t]
             dyn.set_neighbors(tuple(sorted(neighbors)))
             senders = [] if topo.method == "local" else list(dyn.neighbors)
+            state = self.motion.link_state(round, t)
             if topo.link_model == "ideal":
                 delivered = senders
+            elif state is not None and state.fading is not None:
+                layout, moving = self.motion.links(round, t)
+                error = self.error[t] if moving is None else moving
+                # the links' own rule on correlated fading (rayfl.d2d.links)
+                ok = deliveries(
+                    topo,
+                    layout,
+                    Selection(t, tuple(neighbors), tuple(subs), error),
+                    senders,
+                    round=round,
+                    seed=self.seed,
+                    error=error,
+                    state=state,
+                )
+                delivered = [m for m in senders if ok[m]]
             else:
                 moving = self.motion.links(round, t)[1]  # round t's P^err
                 error = self.error[t] if moving is None else moving
@@ -203,6 +236,8 @@ class D2DSurrogateBackend:
                     self.seed, "d2d_surrogate", round=round + 1, client=t
                 ).random(self.num_nodes)
                 delivered = [m for m in senders if draws[m] >= error[m]]
+            if state is not None:  # away or late: nothing arrives
+                delivered = [m for m in delivered if state.reason(m) is None]
             out.test_loss[t] = out.train_loss[t] = dyn.step(delivered)
             out.test_acc[t] = math.nan
             out.delivered[t] = delivered

@@ -39,11 +39,19 @@ reproduces its selected-neighbor counts, and the alternatives are options.
 | round_duration_s | None | T, s a node moves between two rounds (a moving mobility only) |
 | mobility_speed_min_mps, mobility_speed_max_mps, mobility_pause_s | None, None, 0 | random waypoint: v_min, v_max, T_p |
 | mobility_memory, mobility_speed_mean_mps, mobility_speed_std_mps, mobility_direction_std_rad | None | Gauss-Markov: α, s̄, σ_s, σ_θ |
+| fading_dynamics, fading_correlation | iid, None | links' fading i.i.d. per round (the paper) or an AR(1) of lag-1 correlation ρ (issue 48, :mod:`rayfl.d2d.devices`) |
+| availability, mean_on_rounds, mean_off_rounds, availability_trace* | always | nodes that come and go: on/off Markov chain or a trace file, as the star's ``wireless.availability`` |
+| cpu_cycles_per_sample, cpu_frequency_hz | 2e5, 2.4e9 | Φ, f: a node's local training time d^lo = τ·abs(D_s)·Φ/f_s (the star's defaults) |
+| cpu_frequency_distribution, cpu_frequency_low_hz, cpu_frequency_high_hz, cpu_frequency_sigma | constant | f_s per node: constant, uniform or log-normal |
+| round_deadline_s | None | D: a neighbour's model arrives only if d^lo + its D2D airtime ≤ D (stragglers) |
 
 The mobility fields are the star's ``wireless.mobility*`` and
 ``round_duration_s`` (same names, bounds and rules,
 :func:`rayfl.wireless.config_rules.check_mobility_fields`); the area is the
-square [0, side_m]² instead of the disk.
+square [0, side_m]² instead of the disk. The device fields (availability,
+CPU frequencies) are the star's ``wireless`` ones too
+(:func:`rayfl.wireless.config_rules.check_device_fields`); the target is the
+device that runs the experiment and is always on.
 """
 
 from __future__ import annotations
@@ -60,6 +68,7 @@ from rayfl.wireless.config_rules import (
     SpeedMean,
     SpeedMin,
     SpeedStd,
+    check_device_fields,
     check_mobility_fields,
 )
 
@@ -208,6 +217,107 @@ class D2DTopologyConfig(BaseModel):
     mobility_speed_std_mps: SpeedStd = None
     mobility_direction_std_rad: DirectionStd = None
 
+    fading_dynamics: Literal["iid", "gauss_markov"] = Field(
+        "iid",
+        description="How a link's fading evolves over rounds: 'iid' (the "
+        "paper's: drawn afresh each round) or 'gauss_markov' (an AR(1) on the "
+        "complex gain of each link and sub-channel, h_t = ρ·h_(t-1) + "
+        "sqrt(1 - ρ²)·w_t, with ρ = fading_correlation). With link_model "
+        "bernoulli a link fails when its fade is among the worst P^err of its "
+        "law, so losses come in bursts; with mc_sinr the fading is the AR(1)'s.",
+    )
+    fading_correlation: float | None = Field(
+        None,
+        ge=-1.0,
+        le=1.0,
+        description="ρ: lag-1 (one round) correlation of a link's complex "
+        "gain, in [-1, 1]; 0 is i.i.d. fading. gauss_markov only, and needed "
+        "there.",
+    )
+    availability: Literal["always", "markov", "trace"] = Field(
+        "always",
+        description="Which nodes can send each round: 'always' (the paper's), "
+        "'markov' (an on/off Markov chain per node with mean on and off "
+        "periods mean_on_rounds and mean_off_rounds, started in its stationary "
+        "law) or 'trace' (the client,start,end rows of the CSV "
+        "availability_trace, in rounds). An away node is not eligible as a "
+        "neighbour: the observation says so, a choice naming it is repaired, "
+        "and a selected neighbour that is away sends nothing (rejected "
+        "'unavailable'). The target is always on.",
+    )
+    availability_trace: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4096,
+        description="Path of the availability trace, a CSV with columns "
+        "client, start, end (node up in rounds start <= t < end), relative to "
+        "the working directory; trace only.",
+    )
+    availability_trace_absent: Literal["never", "always"] | None = Field(
+        None,
+        description="A node with no row in the trace is 'never' (None: the "
+        "default) or 'always' up; trace only.",
+    )
+    availability_period_rounds: int | None = Field(
+        None,
+        ge=1,
+        le=10**8,
+        description="P: replay the trace every P rounds, >= 1; None = play it "
+        "once. trace only.",
+    )
+    mean_on_rounds: float | None = Field(
+        None,
+        ge=1.0,
+        le=1e9,
+        description="T_on: mean rounds a node stays up, >= 1; markov only.",
+    )
+    mean_off_rounds: float | None = Field(
+        None,
+        ge=1.0,
+        le=1e9,
+        description="T_off: mean rounds a node stays away, >= 1; markov only.",
+    )
+    cpu_cycles_per_sample: float = Field(
+        2e5,
+        gt=0,
+        le=1e15,
+        description="Φ: CPU cycles per training sample, > 0 (local training "
+        "time d^lo = local_epochs·abs(D_s)·Φ/f_s); read with round_deadline_s.",
+    )
+    cpu_frequency_hz: float = Field(
+        2.4e9,
+        gt=0,
+        le=1e12,
+        description="f: a node's CPU frequency in Hz, in (0, 1e12] (the "
+        "median of lognormal).",
+    )
+    cpu_frequency_distribution: Literal["constant", "uniform", "lognormal"] = Field(
+        "constant",
+        description="Law of each node's CPU frequency f_s, drawn once per node "
+        "from (seed, node): 'constant' (cpu_frequency_hz), 'uniform' on "
+        "[cpu_frequency_low_hz, cpu_frequency_high_hz] or 'lognormal' (ln f_s "
+        "~ N(ln cpu_frequency_hz, cpu_frequency_sigma²)).",
+    )
+    cpu_frequency_low_hz: float | None = Field(
+        None, gt=0, le=1e12, description="Lowest f_s in Hz; uniform only."
+    )
+    cpu_frequency_high_hz: float | None = Field(
+        None, gt=0, le=1e12, description="Highest f_s in Hz, >= low; uniform only."
+    )
+    cpu_frequency_sigma: float | None = Field(
+        None, ge=0, le=10.0, description="Std of ln f_s, in [0, 10]; lognormal only."
+    )
+    round_deadline_s: float | None = Field(
+        None,
+        gt=0,
+        le=1e9,
+        description="D: deadline in s on a neighbour's local training plus its "
+        "D2D airtime (32·dim bits at the link's Shannon rate W·log2(1 + "
+        "P·ĥ²/σ²) on round t's distances), in (0, 1e9]. A model that misses "
+        "it is a straggler: it does not arrive (rejected 'straggler'). None = "
+        "no deadline.",
+    )
+
     @model_validator(mode="after")
     def _check(self) -> D2DTopologyConfig:
         if isinstance(self.target, int) and self.target < 0:
@@ -215,6 +325,16 @@ class D2DTopologyConfig(BaseModel):
                 f"topology.target must be >= 0, 'random' or 'all', got {self.target}"
             )
         check_mobility_fields(self, "topology")
+        check_device_fields(self, "topology")
+        if (self.fading_dynamics == "gauss_markov") != (
+            self.fading_correlation is not None
+        ):
+            raise ValueError(
+                "topology.fading_correlation goes with "
+                "topology.fading_dynamics=gauss_markov: set both or neither, got "
+                f"fading_dynamics={self.fading_dynamics}, fading_correlation="
+                f"{self.fading_correlation}"
+            )
         if self.mobility == "static" and self.round_duration_s is not None:
             raise ValueError(
                 "topology.round_duration_s is read only with a moving "

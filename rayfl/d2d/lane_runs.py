@@ -35,13 +35,15 @@ def first_selection(
     layout: D2DLayout,
     data_size: npt.ArrayLike,
     spaces: tuple[Any, Any] | None = None,
+    motion: D2DMotion | None = None,
 ) -> tuple[Selection, dict[str, npt.NDArray[np.float32]]]:
     """The t = 0 selection of the run's target, and its first observation.
 
     :func:`rayfl.d2d.selection.select_neighbors` for one target, keeping the
     observation (its P^err integrals are the costly part of a restart).
     ``spaces``: the policy's spaces (:func:`rayfl.d2d.selection.selection_spaces`)
-    if the caller keeps them.
+    if the caller keeps them; ``motion``: the lane's (its devices' round-0
+    availability and compute times, when the topology has them).
     """
     topo, seed = cfg.topology, int(cfg.seed)
     n, (target,) = layout.num_nodes, layout.targets
@@ -64,8 +66,9 @@ def first_selection(
         data_size=data_size,
         seed=seed,
         round=0,
+        motion=motion,
     )
-    chosen, _ = decode_assignment(policy(obs), first["eligible"] > 0.5)
+    chosen, _ = decode_assignment(policy(obs), obs["eligible"] > 0.5)
     neighbors = tuple(sorted(chosen))
     selection = Selection(target, neighbors, tuple(chosen[s] for s in neighbors), error)
     return selection, first

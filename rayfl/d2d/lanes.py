@@ -48,6 +48,7 @@ from rayfl.actors.pool import ActorPool
 from rayfl.actors.setup import ActorSetup
 from rayfl.cluster.session import RaySession
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.devices import device_keys
 from rayfl.d2d.em import EMState
 from rayfl.d2d.lane_runs import LaneRun, check_d2d_lanes, first_selection
 from rayfl.d2d.lanes_host import D2DLaneActor, TargetJob
@@ -143,7 +144,9 @@ class D2DLanes:
         self.num_clients = self.data.num_clients
         self.data_size = self.data.num_train
         #: The target policies' spaces, shared by the restarts (one policy at a time).
-        self._spaces = selection_spaces(self.num_clients, self.topology.num_subchannels)
+        self._spaces = selection_spaces(
+            self.num_clients, self.topology.num_subchannels, device_keys(self.topology)
+        )
         shape, classes = tuple(self.data.input_shape), self.data.num_classes
         self.dim = len(initial_vector(cfg, shape, classes))
         self.model = FlatModel(
@@ -184,7 +187,17 @@ class D2DLanes:
         """
         cfg = self.config.model_copy(update={"seed": int(seed)})
         layout = make_layout(self.topology, self.num_clients, seed=int(seed))
-        selection, first = first_selection(cfg, layout, self.data_size, self._spaces)
+        motion = D2DMotion(
+            self.topology,
+            layout,
+            seed=int(seed),
+            data_size=self.data_size,
+            model_bits=32.0 * self.dim,
+            local_epochs=cfg.algorithm.local_epochs,
+        )
+        selection, first = first_selection(
+            cfg, layout, self.data_size, self._spaces, motion
+        )
         init = initial_vector(cfg, tuple(self.data.input_shape), self.data.num_classes)
         self.lanes[lane] = LaneRun(
             int(seed),
@@ -193,7 +206,7 @@ class D2DLanes:
             EMState(selection.neighbors),
             init,
             first,
-            D2DMotion(self.topology, layout, seed=int(seed)),
+            motion,
         )
         self._pending[lane] = (int(seed), init)
         return layout
@@ -345,7 +358,14 @@ class D2DLanes:
         neighbors = list(sel.neighbors)
         layout, error = run.motion.links(t, run.target)
         ok = deliveries(
-            topo, layout, sel, neighbors, round=t, seed=run.seed, error=error
+            topo,
+            layout,
+            sel,
+            neighbors,
+            round=t,
+            seed=run.seed,
+            error=error,
+            state=run.motion.link_state(t, run.target),
         )
         usable = [m for m in neighbors if ok[m]]
         idx = [neighbors.index(m) for m in usable]

@@ -343,10 +343,11 @@ def _gather(
     jobs: list[TargetJob], replies: tuple[Vector, ...], dim: int
 ) -> list[Vector]:
     """Each job's usable models (rows in ``neighbors`` order): one gather per reply."""
-    pairs = np.array([src for job in jobs for src in job.sources], np.int64)
+    sources = [src for job in jobs for src in job.sources]
+    pairs = np.array(sources, np.int64).reshape(-1, 2)  # (0, 2): no model arrived
     stacked = np.zeros((len(pairs), dim), np.float32)
     for a, reply in enumerate(replies):
-        hit = np.flatnonzero(pairs[:, 0] == a) if len(pairs) else pairs[:0, 0]
+        hit = np.flatnonzero(pairs[:, 0] == a)
         stacked[hit] = reply[pairs[hit, 1]]
     bounds = np.cumsum([0] + [len(job.sources) for job in jobs])
     return [stacked[bounds[i] : bounds[i + 1]] for i in range(len(jobs))]

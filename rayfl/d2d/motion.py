@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.devices import D2DDevices, LinkState
 from rayfl.d2d.layout import D2DLayout, error_probabilities, layout_from
 from rayfl.wireless.areas import Square
 from rayfl.wireless.mobility import MOBILITY_MODELS, Trajectories
@@ -74,6 +75,8 @@ class D2DMotion:
         topology: The D2D topology section.
         layout: The t = 0 layout (:func:`rayfl.d2d.layout.make_layout`).
         seed: The run's seed.
+        data_size, model_bits, local_epochs: For the nodes' compute times and
+            airtimes (:class:`rayfl.d2d.devices.D2DDevices`, ``devices``).
 
     Example:
         >>> from rayfl.d2d.layout import make_layout
@@ -88,9 +91,25 @@ class D2DMotion:
     """
 
     def __init__(
-        self, topology: D2DTopologyConfig, layout: D2DLayout, *, seed: int
+        self,
+        topology: D2DTopologyConfig,
+        layout: D2DLayout,
+        *,
+        seed: int,
+        data_size: npt.ArrayLike | None = None,
+        model_bits: float | None = None,
+        local_epochs: int = 1,
     ) -> None:
         self.topology, self.start = topology, layout
+        #: Availability, compute, deadline and fading memory (issue 48).
+        self.devices = D2DDevices(
+            topology,
+            layout.num_nodes,
+            seed=seed,
+            data_size=data_size,
+            model_bits=model_bits,
+            local_epochs=local_epochs,
+        )
         self.moving = topology.mobility != "static"
         self.walk: Trajectories | None = None
         if self.moving:
@@ -145,3 +164,11 @@ class D2DMotion:
         if self.walk is None or t == 0:
             return self.start, None
         return self.layout(t), self.error(t, target)
+
+    def link_state(self, t: int, target: int) -> LinkState | None:
+        """Round ``t``'s availability, deadline and fading of links to ``target``.
+
+        None with the paper's devices and i.i.d. fading
+        (:meth:`rayfl.d2d.devices.D2DDevices.link_state`).
+        """
+        return self.devices.link_state(t, self.layout(t), target)

@@ -128,10 +128,17 @@ class D2D(TopologyPlugin):
 
     # ------------------------------------------------------------ envs and RL
     def rl_meta(self, cfg: Any) -> dict[str, Any]:
-        """A target takes every eligible positive score, at most F neighbors."""
+        """A target takes every eligible positive score, at most F neighbors.
+
+        Its features also read the moving devices' keys
+        (:func:`rayfl.d2d.devices.device_keys`).
+        """
+        from rayfl.d2d.devices import device_keys
+
         return {
             "selection": "positive",
             "num_subchannels": cfg.topology.num_subchannels,
+            "observation_keys": list(device_keys(cfg.topology)),
         }
 
     # ------------------------------------------------------------- benchmarks

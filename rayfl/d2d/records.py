@@ -42,6 +42,7 @@ def client_rows(
     arrived: dict[int, list[int]],
     senders: list[int],
     lost: set[int],
+    dropped: dict[int, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Return one row per client of round ``round``.
 
@@ -56,6 +57,8 @@ def client_rows(
         arrived: Target → neighbors whose model arrived.
         senders: Clients that sent a model this round.
         lost: Senders whose actor died this round.
+        dropped: Senders that delivered nothing, and why (``unavailable``,
+            ``straggler``: :mod:`rayfl.d2d.devices`).
     """
     primary = _primary(topology)
     by_target = {int(r["client"]): r for r in target_rows}
@@ -67,6 +70,7 @@ def client_rows(
     refused = {
         int(m): why for r in target_rows for m, why in r.get("rejected", {}).items()
     }
+    refused.update(dropped or {})
     refused.update(dict.fromkeys(lost, REJECT_ACTOR_LOST))
     selected = {m for s in selections.values() for m in s.neighbors}
     bits = 32.0 * dim

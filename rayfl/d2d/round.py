@@ -129,8 +129,15 @@ class D2DRound:
         self.topology: D2DTopologyConfig = cfg.topology
         self.init_ref = engine.global_ref
         self.layout = make_layout(self.topology, engine.num_clients, seed=cfg.seed)
-        self.motion = D2DMotion(self.topology, self.layout, seed=cfg.seed)
         self.data_size = engine.data.num_train
+        self.motion = D2DMotion(
+            self.topology,
+            self.layout,
+            seed=cfg.seed,
+            data_size=self.data_size,
+            model_bits=32.0 * engine.dim,
+            local_epochs=cfg.algorithm.local_epochs,
+        )
         self.selections: dict[int, Selection] = {
             s.target: s
             for s in select_neighbors(
@@ -140,6 +147,7 @@ class D2DRound:
                 data_size=self.data_size,
                 name=cfg.scheduler.policy,
                 params=cfg.scheduler.params,
+                motion=self.motion,
             )
         }
         self.targets = list(self.layout.targets)
@@ -268,6 +276,12 @@ class D2DRound:
         The links of round t are those of round t's layout (:mod:`rayfl.d2d.motion`).
         """
         layout, error = self.motion.links(round, target)
+        state = self.motion.link_state(round, target)
+        if state is not None:  # away or late: reported in the rows
+            for s in senders:
+                why = state.reason(s)
+                if why is not None:
+                    self.dropped[s] = why
         return deliveries(
             self.topology,
             layout,
@@ -276,11 +290,13 @@ class D2DRound:
             round=round,
             seed=self.engine.config.seed,
             error=error,
+            state=state,
         )
 
     def run_method_round(self, round: int) -> list[dict[str, Any]]:
         """Run one round of ``topology.method``; return one record per client."""
         method = self.topology.method
+        self.dropped: dict[int, str] = {}  # sender → why it delivered nothing
         if method == "federated":
             return self._federated_round(round)
         return self._pfedwn_round(round, local_only=method == "local")
@@ -428,6 +444,7 @@ class D2DRound:
             arrived=arrived,
             senders=senders,
             lost=lost,
+            dropped=self.dropped,
         )
 
     def set_selection(

@@ -9,7 +9,12 @@ threshold that only a few neighbours meet (Dirichlet α = 0.1 data).
 :mod:`rayfl.d2d.motion`): random waypoint at pedestrian speeds (1–3 m/s) in
 the 50 m square with 5 s rounds (≈ 10 m a round, a leg of ≈ 26 m every few
 rounds), so which neighbours are close, and their P^err, change during a run;
-Bernoulli links of round t's P^err make it matter (:data:`MOBILE`).
+Bernoulli links of round t's P^err make it matter. Its devices are
+``star-small-mobile``'s (:data:`MOBILE`, :mod:`rayfl.d2d.devices`): links
+fade with memory (ρ = 0.86 a round, so a lost link tends to stay lost), nodes
+come and go (on 6 rounds, away 3 on average), and CPU frequencies are
+log-normal (median 2.4 GHz, σ = 0.6) under a 12 ms deadline on local
+training plus airtime, which the nodes with the most data usually miss.
 """
 
 from __future__ import annotations
@@ -19,15 +24,23 @@ from typing import Any
 __all__ = ["MOBILE", "MOVING_NODES", "scenarios"]
 
 #: What ``d2d-small-mobile`` stresses.
-MOBILE = "nodes that move: neighbours' distances and P^err change every round"
+MOBILE = "mobility, correlated fading, nodes that come and go, stragglers (issue 48)"
 
-#: ``d2d-small-mobile``'s moving nodes and per-round links (topology fields).
+#: ``d2d-small-mobile``'s moving world (topology fields; the star's values).
 MOVING_NODES: dict[str, Any] = {
     "mobility": "random_waypoint",
     "round_duration_s": 5.0,
     "mobility_speed_min_mps": 1.0,
     "mobility_speed_max_mps": 3.0,
     "link_model": "bernoulli",
+    "fading_dynamics": "gauss_markov",
+    "fading_correlation": 0.86,
+    "availability": "markov",
+    "mean_on_rounds": 6,
+    "mean_off_rounds": 3,
+    "cpu_frequency_distribution": "lognormal",
+    "cpu_frequency_sigma": 0.6,
+    "round_deadline_s": 0.012,
 }
 
 

@@ -23,6 +23,8 @@ extra keys of :mod:`rayfl.observation`), one row per node:
 | distance_m | (N,) | distance to the target (0 for the target) | m |
 | em_weight | (N,) | π_s after the previous round (0 if not a neighbor) | – |
 | selected | (N,) | 1 for last round's M_n | – |
+| available | (N,) | 1 if node s can send this round (``topology.availability`` set) | – |
+| compute_time_s | (N,) | d^lo_s = τ·abs(D_s)·Φ/f_s (a CPU law or ``round_deadline_s`` set) | s |
 
 Action: ``MultiDiscrete([N + 1] * F)``, entry f is the neighbor sending on
 sub-channel f or N (idle); the selected neighbors are the non-idle entries.
@@ -52,6 +54,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from rayfl.d2d.config import D2DTopologyConfig
+from rayfl.d2d.devices import device_keys
 from rayfl.d2d.layout import D2DLayout, error_probabilities, make_layout
 from rayfl.d2d.motion import D2DMotion
 from rayfl.observation import (
@@ -83,13 +86,16 @@ TOPOLOGY = "d2d"
 
 
 def selection_spaces(
-    num_nodes: int, num_subchannels: int
+    num_nodes: int, num_subchannels: int, extra_keys: Sequence[str] = ()
 ) -> tuple[spaces.Dict, spaces.MultiDiscrete]:
-    """Return the (observation_space, action_space) of one target's decision."""
+    """Return the (observation_space, action_space) of one target's decision.
+
+    ``extra_keys``: the moving devices' keys
+    (:func:`rayfl.d2d.devices.device_keys` of the topology).
+    """
+    keys = (*topology_of(TOPOLOGY).observation_keys, *extra_keys)
     return (
-        observation_space(
-            topology_of(TOPOLOGY).observation_keys, num_nodes, num_subchannels
-        ),
+        observation_space(keys, num_nodes, num_subchannels),
         spaces.MultiDiscrete(np.full(num_subchannels, num_nodes + 1, dtype=np.int64)),
     )
 
@@ -122,11 +128,15 @@ def _gain_db(
     layout: D2DLayout,
     topology: D2DTopologyConfig,
     target: int,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
+    *,
+    fading: npt.NDArray[np.float64] | None = None,
 ) -> npt.NDArray[np.float32]:
-    """(N, F) P ĥ² h̃_f² [dB] of every link s → target, one Rayleigh draw from ``rng``."""
+    """(N, F) P ĥ² h̃_f² [dB] of every link s → target: ``fading`` or one draw from ``rng``."""
     shape = (layout.num_nodes, topology.num_subchannels)
-    fading = rng.exponential(topology.rayleigh_factor, size=shape)
+    if fading is None:
+        assert rng is not None
+        fading = rng.exponential(topology.rayleigh_factor, size=shape)
     received = topology.tx_power_w * layout.path_gain[:, target, None] * fading
     gain_db = linear_to_db(received)
     gain_db[target] = -1e3  # the target does not send to itself
@@ -158,12 +168,14 @@ def select_neighbors(
     data_size: npt.ArrayLike | None = None,
     name: str | None = None,
     params: Mapping[str, Any] | None = None,
+    motion: D2DMotion | None = None,
 ) -> list[Selection]:
     """Run the selection policy of every target (:func:`target_policy`) at t = 0.
 
     ``data_size`` is the (N,) train sizes the observation shows (None: 0);
     ``name`` and ``params`` are the run's ``scheduler.policy`` (None: the D2D
-    default) and ``scheduler.params``.
+    default) and ``scheduler.params``; ``motion`` the run's (its devices'
+    round-0 availability and compute times; needed when the topology has them).
     """
     n = layout.num_nodes
     out = []
@@ -181,8 +193,9 @@ def select_neighbors(
             data_size=np.zeros(n) if data_size is None else data_size,
             seed=seed,
             round=0,
+            motion=motion,
         )
-        chosen, _ = decode_assignment(policy(obs), first["eligible"] > 0.5)
+        chosen, _ = decode_assignment(policy(obs), obs["eligible"] > 0.5)
         neighbors = tuple(sorted(chosen))
         out.append(
             Selection(target, neighbors, tuple(chosen[s] for s in neighbors), error)
@@ -230,7 +243,7 @@ def target_policy(
     )
     return build_policy(
         name,
-        selection_spaces(num_nodes, topology.num_subchannels)
+        selection_spaces(num_nodes, topology.num_subchannels, device_keys(topology))
         if spaces_ is None
         else spaces_,
         params=params,
@@ -374,7 +387,10 @@ def round_observation(
         motion: The run's moving nodes (:class:`rayfl.d2d.motion.D2DMotion`;
             None or static: the t = 0 layout every round). When they move,
             round t ≥ 1 shows round t's ``distance_m``, ``error_probability``
-            and the CSI draw on round t's path gains.
+            and the CSI draw on round t's path gains. Its devices
+            (:mod:`rayfl.d2d.devices`) add round t's ``available`` (and an
+            away node is not ``eligible``) and ``compute_time_s``; with
+            correlated fading the CSI of round t ≥ 1 is round t − 1's fading.
     """
     target, n = int(np.argmin(first["eligible"])), layout.num_nodes  # ineligible
     error, distance = first["error_probability"], first["distance_m"]
@@ -382,21 +398,22 @@ def round_observation(
         layout = motion.layout(round)
         error = motion.error(round, target).astype(np.float32)
         distance = layout.distances_m[:, target].astype(np.float32)
-    gain = (
-        _gain_db(
-            layout,
-            topology,
-            target,
-            rng_for(seed, "d2d_csi", round=round, client=target),
-        )
-        if round > 0
-        else first["channel_gain"]
-    )
+    devices = {} if not device_keys(topology) else _devices(motion, round, target)
+    eligible = first["eligible"].copy()
+    if "available" in devices:
+        eligible *= devices["available"]
+    gain = first["channel_gain"]
+    if round > 0 and motion is not None and motion.devices.correlated:
+        fading = topology.rayleigh_factor * motion.devices.fading(round - 1, target)
+        gain = _gain_db(layout, topology, target, fading=fading)
+    elif round > 0:
+        csi = rng_for(seed, "d2d_csi", round=round, client=target)
+        gain = _gain_db(layout, topology, target, csi)
     pi = np.zeros(n) if em_weight is None else np.asarray(em_weight, np.float64)
     tracked = history.fields()
     return {
         "channel_gain": np.array(gain, dtype=np.float32),
-        "eligible": first["eligible"].copy(),
+        "eligible": eligible,
         "loss": tracked["loss"],
         "upload_count": tracked["upload_count"],
         "privacy_spent": np.zeros(n, dtype=np.float32),
@@ -407,4 +424,17 @@ def round_observation(
         "distance_m": distance.copy(),
         "em_weight": np.clip(pi, 0.0, 1.0).astype(np.float32),
         "selected": tracked["selected"],
+        **devices,
     }
+
+
+def _devices(
+    motion: D2DMotion | None, round: int, target: int
+) -> dict[str, npt.NDArray[np.float32]]:
+    """Round ``round``'s device rows of ``target``'s observation (``motion`` needed)."""
+    if motion is None:
+        raise ValueError(
+            "the topology's devices (availability, CPU frequencies or a round "
+            "deadline) need the run's D2DMotion to observe"
+        )
+    return motion.devices.observed(round, target)

@@ -22,6 +22,7 @@ __all__ = [
     "SpeedMean",
     "SpeedMin",
     "SpeedStd",
+    "check_device_fields",
     "check_mobility_fields",
     "check_moving_world",
     "moving_world_fields",
@@ -165,6 +166,21 @@ def check_moving_world(cfg: Any) -> None:
         ValueError: Naming the field and what it needs or goes with.
     """
     _check_fading_dynamics(cfg)
+    check_device_fields(cfg)
+    _check_mobility(cfg)
+
+
+def check_device_fields(cfg: Any, section: str = "wireless") -> None:
+    """Availability and CPU-frequency fields: each kind needs its own, no other's.
+
+    Shared by the ``wireless`` section (the star's devices) and a D2D
+    ``topology`` (:class:`rayfl.d2d.config.D2DTopologyConfig`): both name the
+    fields ``availability``, ``availability_trace*``, ``mean_on_rounds``,
+    ``mean_off_rounds``, ``cpu_frequency_distribution`` and its parameters.
+
+    Raises:
+        ValueError: Naming ``section``'s field and what it needs or goes with.
+    """
     _check_only_with(
         cfg,
         "availability",
@@ -172,12 +188,13 @@ def check_moving_world(cfg: Any) -> None:
             "markov": ("mean_on_rounds", "mean_off_rounds"),
             "trace": ("availability_trace",),
         },
+        section=section,
     )
     optional = ("availability_trace_absent", "availability_period_rounds")
     for name in optional:
         if cfg.availability != "trace" and getattr(cfg, name) is not None:
             raise ValueError(
-                f"wireless.{name} is read only with wireless.availability="
+                f"{section}.{name} is read only with {section}.availability="
                 f"trace, got availability={cfg.availability}"
             )
     _check_only_with(
@@ -187,14 +204,14 @@ def check_moving_world(cfg: Any) -> None:
             "uniform": ("cpu_frequency_low_hz", "cpu_frequency_high_hz"),
             "lognormal": ("cpu_frequency_sigma",),
         },
+        section=section,
     )
     low, high = cfg.cpu_frequency_low_hz, cfg.cpu_frequency_high_hz
     if low is not None and high is not None and low > high:
         raise ValueError(
-            "wireless.cpu_frequency_low_hz must be <= cpu_frequency_high_hz, "
+            f"{section}.cpu_frequency_low_hz must be <= cpu_frequency_high_hz, "
             f"got {low:g} > {high:g}"
         )
-    _check_mobility(cfg)
 
 
 def _check_only_with(

@@ -245,6 +245,7 @@ def d2d_round_delivery(
     num_subchannels: int,
     rng: np.random.Generator,
     subchannel: npt.ArrayLike | None = None,
+    fading: npt.ArrayLike | None = None,
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
     """Draw one block of fading and return which links s → target succeed.
 
@@ -265,6 +266,8 @@ def d2d_round_delivery(
         num_subchannels: |F|.
         rng: Source of the fading draws.
         subchannel: Optional (N,) sub-channel per node (-1: its best one).
+        fading: Optional (N, |F|) fading powers h̃² of the round (e.g. Γ times a
+            correlated series); None: drawn i.i.d. Exp(Γ) from ``rng``.
 
     Returns:
         ``(delivered, sinr)``: (N,) bool and (N,) linear SINR at the target
@@ -272,7 +275,8 @@ def d2d_round_delivery(
     """
     gain = np.asarray(path_gain_linear, dtype=np.float64)
     n = gain.shape[0]
-    fading = rng.exponential(rayleigh_factor, size=(n, num_subchannels))
+    drawn = rng.exponential(rayleigh_factor, size=(n, num_subchannels))
+    fading = drawn if fading is None else np.asarray(fading, dtype=np.float64)
     channel, active = best_subchannel(fading, fading_threshold=fading_threshold)
     if subchannel is not None:
         forced = np.asarray(subchannel, dtype=np.int64)
