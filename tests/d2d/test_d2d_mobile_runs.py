@@ -6,7 +6,11 @@
   engine's bernoulli links draw against round t's P^err;
 - the engine's observation of round t shows round t's distances;
 - ``d2d-small-mobile`` builds and one short episode runs (emulate and
-  surrogate), its nodes moving between steps.
+  surrogate), its nodes moving between steps;
+- with every device model on too (``DEVICES``: correlated fading, nodes that
+  come and go, log-normal CPUs under a deadline, rayfl.d2d.devices) the
+  packing does not change the metrics, and each round's rows report exactly
+  the neighbours the devices stopped, with the devices' reason.
 """
 
 from __future__ import annotations
@@ -33,6 +37,19 @@ MOVING = [
 ]
 
 
+#: Every device model of issue 48 on the D2D topology (rayfl.d2d.devices).
+DEVICES = [
+    "topology.fading_dynamics=gauss_markov",
+    "topology.fading_correlation=0.8",
+    "topology.availability=markov",
+    "topology.mean_on_rounds=2",
+    "topology.mean_off_rounds=2",
+    "topology.cpu_frequency_distribution=lognormal",
+    "topology.cpu_frequency_sigma=0.6",
+    "topology.round_deadline_s=0.02",
+]
+
+
 def _rows(cfg, rounds):
     with build_system(cfg) as system:
         rows = [system.run_round(t, system.decision()).rows for t in range(rounds)]
@@ -49,6 +66,42 @@ def test_same_metrics_whatever_the_packing_with_moving_nodes():
     # Assert
     pd.testing.assert_frame_equal(a, b, check_exact=True)
     assert a["delivered"].any()
+
+
+def test_same_metrics_whatever_the_packing_with_every_device_model():
+    # Arrange
+    base = [*MOVING, *DEVICES, "rounds=4", "topology.epsilon=0.5"]
+    one = load_config(TINY_D2D, [*base, "ray.clients_per_actor=1"])
+    packed = load_config(TINY_D2D, [*base, "ray.clients_per_actor=4"])
+    # Act
+    a, b = _rows(one, 4), _rows(packed, 4)
+    # Assert
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert a["delivered"].any()
+
+
+def test_the_rows_report_the_neighbours_the_devices_stopped():
+    # Arrange
+    deadline = "topology.round_deadline_s=0.012"  # some neighbours miss it
+    cfg = load_config(TINY_D2D, [*MOVING, *DEVICES, deadline, "topology.epsilon=0.5"])
+    reasons = set()
+    with build_system(cfg) as system:
+        neighbors = list(system.selections[0].neighbors)
+        assert len(neighbors) >= 2, "the test needs selected neighbors"
+        for t in range(6):
+            state = system.motion.link_state(t, 0)
+            want = {m: state.reason(m) for m in neighbors}
+            # Act
+            rows = system.run_round(t, system.decision()).rows
+            # Assert
+            got = {r["client"]: r for r in rows if r["client"] in neighbors}
+            for m, why in want.items():
+                if why is not None:
+                    assert got[m]["rejected"] == why and not got[m]["delivered"]
+                else:
+                    assert got[m]["rejected"] is None
+            reasons |= {why for why in want.values() if why}
+    assert reasons == {"unavailable", "straggler"}, reasons
 
 
 def test_once_keeps_the_selection_and_links_follow_round_t():

@@ -278,3 +278,35 @@ def test_moving_nodes_compute_each_rounds_error_probabilities_once(data, monkeyp
     # Assert: the observation and the link draws share one computation
     assert len(computed) >= 3
     assert len(computed) == len(set(computed))
+
+
+def test_an_away_node_is_ineligible_and_a_choice_of_it_is_repaired(data):
+    # Arrange: nodes come and go (rayfl.d2d.devices)
+    away = [
+        "topology.availability=markov",
+        "topology.mean_on_rounds=2",
+        "topology.mean_off_rounds=2",
+    ]
+    env = small_env(data, *away)
+    obs, _ = env.reset(seed=1)
+    target, idle = env.targets[0], np.full(14, 6)
+    for _ in range(4):
+        gone = [s for s in range(6) if s != target and obs["available"][s] == 0]
+        here = [s for s in range(6) if s != target and obs["available"][s] == 1]
+        if gone and here:
+            break
+        obs = env.step(idle)[0]
+    assert gone and here, "the test needs a node away and one up in some round"
+    np.testing.assert_array_equal(obs["eligible"][gone], 0)
+    rounds_before = env.round
+    # Act
+    info = env.step(np.r_[gone[0], here[0], idle[2:]])[4]
+    # Assert
+    assert info["neighbors"] == {target: [here[0]]}
+    assert info["ignored"] == [(target, 0, gone[0])]
+    strict = small_env(data, *away, invalid_action="raise")
+    strict.reset(seed=1)
+    for _ in range(rounds_before):
+        strict.step(idle)
+    with pytest.raises(ValueError, match="away this round"):
+        strict.step(np.r_[gone[0], idle[1:]])

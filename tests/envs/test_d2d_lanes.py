@@ -1,8 +1,9 @@
 """D2D lanes (issue 47): a lane of ``D2DNeighborVectorEnv`` is ``D2DNeighbor-v0`` alone.
 
-Also with nodes that move (issue 48, ``moving``): round t's layout, P^err and
-link draws are keyed by (seed, purpose, round, node), so a lane equals its
-episode alone.
+Also with nodes that move and every device model (issue 48, ``moving``:
+correlated fading, availability, stragglers): round t's layout, P^err,
+devices and link draws are keyed by (seed, purpose, round, node), so a lane
+equals its episode alone.
 
 Equality is to float32 rounding, not bit for bit (rtol 1e-5, atol 1e-6): the
 lanes train with the stacked trainer and evaluate in batched passes
@@ -50,6 +51,16 @@ MOVING = [
     "topology.mobility_speed_min_mps=1",
     "topology.mobility_speed_max_mps=3",
     "topology.link_model=bernoulli",
+    # and every device model (rayfl.d2d.devices): correlated fading, nodes
+    # that come and go, log-normal CPUs under a round deadline
+    "topology.fading_dynamics=gauss_markov",
+    "topology.fading_correlation=0.8",
+    "topology.availability=markov",
+    "topology.mean_on_rounds=3",
+    "topology.mean_off_rounds=2",
+    "topology.cpu_frequency_distribution=lognormal",
+    "topology.cpu_frequency_sigma=0.6",
+    "topology.round_deadline_s=0.02",
 ]
 
 CONFIGS = {
@@ -117,6 +128,7 @@ def test_a_lane_equals_its_env_run_alone(ray_session, name):
         assert (
             (trail[1][0]["distance_m"] != trail[2][0]["distance_m"]).any(axis=1).all()
         )
+        assert any((step[0]["available"] == 0).any() for step in trail)  # some away
     # one actor for the lone env's engine (packing does not change the numbers)
     alone_overrides = [*overrides, f"ray.clients_per_actor={data.num_clients}"]
     env = D2DNeighborEnv(
