@@ -69,8 +69,9 @@ Implementation details:
        ``rician_k``, ``upload_bits`` (else 32·abs(w)), B, N0, P), else the
        defaults (no deadline, ρ = 0, K_R = 0, ``wireless``'s B, N0, P). A
        deadline without a known upload size or airtime model is refused. Before the model is
-       built (:func:`rayfl.star.context.config_context`, e.g. the surrogate
-       benchmark) the run's abs(w) is 1: pass ``payload_bits`` there.
+       built (:func:`rayfl.star.context.config_context`) the run's abs(w) is
+       1: pass ``payload_bits`` there (the surrogate benchmark gives the
+       surrogate's model size and upload bits, :func:`rayfl.star.bench.bench_policy`).
     8. In the star as built, an eligible client is reachable and a reachable
        client's row is measured in the round it uploads (age 0), so the
        prediction only moves rows of clients that cannot be scheduled: the

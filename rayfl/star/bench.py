@@ -31,12 +31,21 @@ def tunable_constants(cfg: Any) -> dict[str, tuple[float, float, float]]:
 def bench_policy(
     env: Any, cfg: Any, name: str, params: Mapping[str, Any], mode: str
 ) -> Any:
-    """Policy ``name`` with the star's context: the built system's in emulate mode, the config's otherwise."""
+    """Policy ``name`` with the star's context: the env's system or surrogate model.
+
+    In emulate mode the built system's; in surrogate mode the surrogate
+    backend's (its model size, uplink and upload bits, as the surrogate
+    charges them), so a policy that reads the link's ``upload_bits`` (e.g.
+    ``deadline_max_weight``'s airtime) sees the run's model, not a size of 1.
+    The config's (:func:`config_context`) only for a backend with neither.
+    """
     from rayfl.registry import build_policy
 
-    context = (
-        star_context(env.unwrapped.backend.system)
-        if mode == "emulate"
-        else config_context(cfg)
-    )
+    backend = env.unwrapped.backend
+    if mode == "emulate":
+        context = star_context(backend.system)
+    elif hasattr(backend, "dim") and hasattr(backend, "uplink"):
+        context = star_context(backend)
+    else:
+        context = config_context(cfg)
     return build_policy(name, env, params=params, context=context)

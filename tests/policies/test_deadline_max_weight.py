@@ -380,3 +380,24 @@ def test_in_the_moving_example_no_scheduled_upload_misses_the_deadline():
         stragglers += sum(bool(r.get("straggler")) for r in rows)
         done = terminated or truncated
     assert scheduled > 0 and stragglers == 0
+
+
+def test_the_surrogate_benchmark_gives_the_policy_the_runs_upload_size():
+    """`rayfl bench policies --mode surrogate` builds it with the surrogate's model.
+
+    Before, the benchmark gave surrogate runs the config's context (model size
+    1, no upload bits), so the policy tested the deadline with 32-bit uploads.
+    """
+    from envs.star.scheduling import WirelessFLEnv
+    from rayfl.star.bench import bench_policy
+
+    env = WirelessFLEnv(EXAMPLE, mode="surrogate", overrides={"rounds": 2})
+    env.reset(seed=0)
+    backend = env.unwrapped.backend
+    # Act
+    policy = bench_policy(
+        env, env.unwrapped.config, "deadline_max_weight", {}, "surrogate"
+    )
+    # Assert
+    assert backend.dim > 100
+    assert policy.payload_bits == backend.payload_bits
