@@ -82,3 +82,56 @@ def test_policy_specs_name_learned_and_tuned_forms():
         "minmax",
         {"mu": 2.0, "lr": 0.5},
     )
+
+
+def test_summary_counts_the_chosen_that_miss_the_deadline():
+    # Arrange: 3 neighbours taken over two rounds, one of them late
+    counts = _load("neighbor_counts")
+    base = {
+        "policy": "a",
+        "seed": 1000,
+        "arrived": 0,
+        "chosen_distance_m": 1.0,
+        "chosen_error": 0.0,
+        "chosen_nearest": 0,
+        "candidate_distance_m": 1.0,
+        "candidate_error": 0.0,
+        "chosen_kept": 0,
+        "chosen_em_weight": 0.0,
+        "candidate_em_weight": 0.0,
+        "test_loss": 1.0,
+    }
+    rows = pd.DataFrame(
+        [
+            {
+                **base,
+                "round": 0,
+                "chosen": 2,
+                "chosen_late": 1,
+                "candidate_late": 0.5,
+                "chosen_compute_s": 0.02,
+                "candidate_compute_s": 0.01,
+                "candidate_away": 0.2,
+            },
+            {
+                **base,
+                "round": 1,
+                "chosen": 1,
+                "chosen_late": 0,
+                "candidate_late": 0.3,
+                "chosen_compute_s": 0.005,
+                "candidate_compute_s": 0.01,
+                "candidate_away": 0.4,
+            },
+        ]
+    )
+    # Act
+    got = counts.summarize(rows).set_index("policy").loc["a"]
+    # Assert: by hand
+    assert got["late_share"] == pytest.approx(1 / 3)
+    assert got["candidate_late_share"] == pytest.approx(0.4)
+    assert got["chosen_compute_s"] == pytest.approx((2 * 0.02 + 0.005) / 3)
+    assert got["candidate_away_share"] == pytest.approx(0.3)
+    # a CSV from before the devices: NaN, not an error
+    old = counts.summarize(rows.drop(columns=["chosen_late", "candidate_late"]))
+    assert np.isnan(old["late_share"].iloc[0])

@@ -12,8 +12,11 @@ round, the share of rounds with none, the delivery rate (arrived / chosen),
 the chosen neighbours' mean distance and P^err against the candidates', and
 the share of choices among the three nearest, the share kept from the round
 before, the chosen neighbours' mean EM weight π_m against the candidates', and
-the target's test loss after the last round. ``--from CSV`` rewrites the
-summary of an earlier run without playing.
+the target's test loss after the last round. With the moving devices
+(``rayfl.d2d.devices``) also the share of chosen neighbours whose model
+misses the round deadline (``late_share``, against the candidates'), their
+mean local training time, and the share of candidates away. ``--from CSV``
+rewrites the summary of an earlier run without playing.
 
 Usage:
     python docs/rl/rl_result/neighbor_counts.py --scenario d2d-small-mobile \
@@ -44,6 +47,12 @@ def episode(env: Any, policy: Any, seed: int) -> list[dict[str, float]]:
         weight = np.asarray(obs["em_weight"], float)
         candidates = np.flatnonzero(np.arange(len(distance)) != target)
         nearest = set(candidates[np.argsort(distance[candidates])[:NEAREST]])
+        state = env.unwrapped._motion.link_state(env.unwrapped.round, target)
+        late = np.zeros(len(distance), bool)
+        if state is not None and state.late is not None:
+            late = state.late
+        compute = np.asarray(obs.get("compute_time_s", np.zeros(len(distance))))
+        up = np.asarray(obs.get("available", np.ones(len(distance))))
         obs, _, terminated, truncated, info = env.step(policy(obs))
         chosen = list(info["neighbors"][target])
         arrived = list(info["delivered"][target])
@@ -62,6 +71,11 @@ def episode(env: Any, policy: Any, seed: int) -> list[dict[str, float]]:
                 "candidate_distance_m": distance[candidates].mean(),
                 "candidate_error": error[candidates].mean(),
                 "test_loss": float(info["test_loss"][target]),
+                "chosen_late": int(late[chosen].sum()),
+                "candidate_late": late[candidates].mean(),
+                "chosen_compute_s": compute[chosen].mean() if chosen else np.nan,
+                "candidate_compute_s": compute[candidates].mean(),
+                "candidate_away": 1.0 - up[candidates].mean(),
             }
         )
         done, t, before = terminated or truncated, t + 1, set(chosen)
@@ -83,6 +97,12 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
         def share(col: str, g: pd.DataFrame = g, took: float = took) -> float:
             return float(g[col].sum() / took) if took else float("nan")
 
+        def mean(col: str, g: pd.DataFrame = g) -> float:
+            """A column's mean (NaN for a CSV written before it existed)."""
+            return float(g[col].mean()) if col in g else float("nan")
+
+        devices = "chosen_late" in g
+
         last = g["round"] == g["round"].max()
         out.append(
             {
@@ -100,6 +120,13 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
                 "chosen_em_weight": per_choice("chosen_em_weight"),
                 "candidate_em_weight": g["candidate_em_weight"].mean(),
                 "final_test_loss": g.loc[last, "test_loss"].mean(),
+                "late_share": share("chosen_late") if devices else float("nan"),
+                "candidate_late_share": mean("candidate_late"),
+                "chosen_compute_s": per_choice("chosen_compute_s")
+                if devices
+                else float("nan"),
+                "candidate_compute_s": mean("candidate_compute_s"),
+                "candidate_away_share": mean("candidate_away"),
             }
         )
     return pd.DataFrame(out)
