@@ -30,6 +30,7 @@ SIZES = {
 
 
 def main() -> None:
+    """Write compare.csv (module docstring)."""
     rows = []
     for scenario, size in SIZES.items():
         old = pd.read_csv(BENCH / f"{size}_surrogate" / "episodes.csv")
