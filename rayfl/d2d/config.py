@@ -61,13 +61,22 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rayfl.wireless.config_rules import (
+    CpuHigh,
+    CpuLaw,
+    CpuLow,
+    CpuSigma,
     DirectionStd,
+    MeanOff,
+    MeanOn,
     Memory,
     Pause,
     SpeedMax,
     SpeedMean,
     SpeedMin,
     SpeedStd,
+    TraceAbsent,
+    TracePath,
+    TracePeriod,
     check_device_fields,
     check_mobility_fields,
 )
@@ -245,38 +254,11 @@ class D2DTopologyConfig(BaseModel):
         "and a selected neighbour that is away sends nothing (rejected "
         "'unavailable'). The target is always on.",
     )
-    availability_trace: str | None = Field(
-        None,
-        min_length=1,
-        max_length=4096,
-        description="Path of the availability trace, a CSV with columns "
-        "client, start, end (node up in rounds start <= t < end), relative to "
-        "the working directory; trace only.",
-    )
-    availability_trace_absent: Literal["never", "always"] | None = Field(
-        None,
-        description="A node with no row in the trace is 'never' (None: the "
-        "default) or 'always' up; trace only.",
-    )
-    availability_period_rounds: int | None = Field(
-        None,
-        ge=1,
-        le=10**8,
-        description="P: replay the trace every P rounds, >= 1; None = play it "
-        "once. trace only.",
-    )
-    mean_on_rounds: float | None = Field(
-        None,
-        ge=1.0,
-        le=1e9,
-        description="T_on: mean rounds a node stays up, >= 1; markov only.",
-    )
-    mean_off_rounds: float | None = Field(
-        None,
-        ge=1.0,
-        le=1e9,
-        description="T_off: mean rounds a node stays away, >= 1; markov only.",
-    )
+    availability_trace: TracePath = None
+    availability_trace_absent: TraceAbsent = None
+    availability_period_rounds: TracePeriod = None
+    mean_on_rounds: MeanOn = None
+    mean_off_rounds: MeanOff = None
     cpu_cycles_per_sample: float = Field(
         2e5,
         gt=0,
@@ -291,22 +273,10 @@ class D2DTopologyConfig(BaseModel):
         description="f: a node's CPU frequency in Hz, in (0, 1e12] (the "
         "median of lognormal).",
     )
-    cpu_frequency_distribution: Literal["constant", "uniform", "lognormal"] = Field(
-        "constant",
-        description="Law of each node's CPU frequency f_s, drawn once per node "
-        "from (seed, node): 'constant' (cpu_frequency_hz), 'uniform' on "
-        "[cpu_frequency_low_hz, cpu_frequency_high_hz] or 'lognormal' (ln f_s "
-        "~ N(ln cpu_frequency_hz, cpu_frequency_sigma²)).",
-    )
-    cpu_frequency_low_hz: float | None = Field(
-        None, gt=0, le=1e12, description="Lowest f_s in Hz; uniform only."
-    )
-    cpu_frequency_high_hz: float | None = Field(
-        None, gt=0, le=1e12, description="Highest f_s in Hz, >= low; uniform only."
-    )
-    cpu_frequency_sigma: float | None = Field(
-        None, ge=0, le=10.0, description="Std of ln f_s, in [0, 10]; lognormal only."
-    )
+    cpu_frequency_distribution: CpuLaw = "constant"
+    cpu_frequency_low_hz: CpuLow = None
+    cpu_frequency_high_hz: CpuHigh = None
+    cpu_frequency_sigma: CpuSigma = None
     round_deadline_s: float | None = Field(
         None,
         gt=0,

@@ -49,10 +49,14 @@ import numpy.typing as npt
 from rayfl.d2d.config import D2DTopologyConfig
 from rayfl.d2d.layout import D2DLayout
 from rayfl.seeding import rng_for
-from rayfl.wireless.availability_trace import read_trace
-from rayfl.wireless.compute import cpu_frequencies, deadline_misses
-from rayfl.wireless.dynamics import GaussMarkovFading, OnOffAvailability
-from rayfl.wireless.world import Replayed
+from rayfl.wireless.compute import deadline_misses
+from rayfl.wireless.dynamics import GaussMarkovFading
+from rayfl.wireless.world import (
+    AVAILABILITY,
+    Replayed,
+    cpu_frequencies_of,
+    read_availability_trace,
+)
 
 __all__ = ["D2DDevices", "LinkState", "device_keys"]
 
@@ -143,7 +147,12 @@ class D2DDevices:
         self.model_bits = model_bits
         self._availability = _availability(topology, self.seed, self.num_nodes)
         #: f_s in Hz, (N,).
-        self.cpu_frequency_hz = _frequencies(topology, self.seed, self.num_nodes)
+        frequency = cpu_frequencies_of(topology, self.seed, self.num_nodes)
+        self.cpu_frequency_hz = (
+            np.full(self.num_nodes, float(topology.cpu_frequency_hz))
+            if frequency is None
+            else frequency
+        )
         #: d^lo_s in s, (N,); None without ``data_size``.
         self.compute_time_s: FloatArray | None = None
         if data_size is not None:
@@ -237,54 +246,15 @@ class D2DDevices:
 
 
 def _availability(topology: D2DTopologyConfig, seed: int, num_nodes: int) -> Any | None:
-    """Round → (N,) availability of ``topology.availability`` (None: always)."""
-    if topology.availability == "markov":
-        on, off = topology.mean_on_rounds, topology.mean_off_rounds
-        return Replayed(
-            lambda: OnOffAvailability(
-                seed, range(num_nodes), mean_on=float(on or 1), mean_off=float(off or 1)
-            ),
-            lambda chain, t: chain.available(t),
-        )
-    if topology.availability == "trace":
-        path = topology.availability_trace
-        assert path is not None  # the config requires it
-        try:
-            trace = read_trace(
-                path,
-                num_clients=num_nodes,
-                absent=topology.availability_trace_absent or "never",
-                period_rounds=topology.availability_period_rounds,
-            )
-        except FileNotFoundError:
-            raise ValueError(
-                f"topology.availability_trace: no file {path!r} (relative to the "
-                "working directory)"
-            ) from None
-        except ValueError as error:
-            raise ValueError(f"topology.availability_trace: {error}") from None
+    """Round → (N,) availability of ``topology.availability`` (None: always).
+
+    The star's models (:data:`rayfl.wireless.world.AVAILABILITY`): the
+    topology names their fields as the ``wireless`` section does.
+    """
+    kind = topology.availability
+    if kind == "always":
+        return None
+    if kind == "trace":
+        trace = read_availability_trace(topology, num_nodes, section="topology")
         return trace.available
-    return None
-
-
-def _frequencies(topology: D2DTopologyConfig, seed: int, num_nodes: int) -> FloatArray:
-    """f_s of every node (:func:`rayfl.wireless.compute.cpu_frequencies`)."""
-    nodes = range(num_nodes)
-    kind = topology.cpu_frequency_distribution
-    if kind == "uniform":
-        return cpu_frequencies(
-            seed,
-            nodes,
-            "uniform",
-            low=float(topology.cpu_frequency_low_hz or 0.0),
-            high=float(topology.cpu_frequency_high_hz or 0.0),
-        )
-    if kind == "lognormal":
-        return cpu_frequencies(
-            seed,
-            nodes,
-            "lognormal",
-            median=topology.cpu_frequency_hz,
-            sigma=float(topology.cpu_frequency_sigma or 0.0),
-        )
-    return np.full(num_nodes, float(topology.cpu_frequency_hz))
+    return AVAILABILITY[kind](topology, seed, num_nodes).available

@@ -49,13 +49,22 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rayfl.wireless.config_rules import (
+    CpuHigh,
+    CpuLaw,
+    CpuLow,
+    CpuSigma,
     DirectionStd,
+    MeanOff,
+    MeanOn,
     Memory,
     Pause,
     SpeedMax,
     SpeedMean,
     SpeedMin,
     SpeedStd,
+    TraceAbsent,
+    TracePath,
+    TracePeriod,
     check_moving_world,
     moving_world_fields,
 )
@@ -283,74 +292,15 @@ class WirelessConfig(BaseModel):
             "repaired (the client ignored and reported)."
         ),
     )
-    availability_trace: str | None = Field(
-        None,
-        min_length=1,
-        max_length=4096,
-        description=(
-            "Path of the availability trace, a CSV with columns client, start, "
-            "end (client reachable in rounds start <= t < end), relative to the "
-            "working directory; trace only. Read when the config is checked: a "
-            "missing file or a bad row is an error naming the file and line."
-        ),
-    )
-    availability_trace_absent: Literal["never", "always"] | None = Field(
-        None,
-        description=(
-            "A client with no row in the trace is 'never' (None: the default) "
-            "or 'always' reachable; trace only."
-        ),
-    )
-    availability_period_rounds: int | None = Field(
-        None,
-        ge=1,
-        le=10**8,
-        description=(
-            "P: replay the trace every P rounds (round t reads t mod P), >= 1; "
-            "None = play it once (every client away after its last interval). "
-            "trace only."
-        ),
-    )
-    mean_on_rounds: float | None = Field(
-        None,
-        ge=1.0,
-        le=1e9,
-        description="T_on: mean rounds a device stays reachable, >= 1; markov only.",
-    )
-    mean_off_rounds: float | None = Field(
-        None,
-        ge=1.0,
-        le=1e9,
-        description="T_off: mean rounds a device stays away, >= 1; markov only.",
-    )
-    cpu_frequency_distribution: Literal["constant", "uniform", "lognormal"] = Field(
-        "constant",
-        description=(
-            "Law of each client's CPU frequency f_i, drawn once per client from "
-            "(seed, client): 'constant' (every f_i = cpu_frequency_hz, the "
-            "papers'), 'uniform' on [cpu_frequency_low_hz, cpu_frequency_high_hz] "
-            "or 'lognormal' (ln f_i ~ N(ln cpu_frequency_hz, "
-            "cpu_frequency_sigma²): cpu_frequency_hz is the median)."
-        ),
-    )
-    cpu_frequency_low_hz: float | None = Field(
-        None,
-        gt=0,
-        le=1e12,
-        description="Lowest f_i in Hz, in (0, 1e12]; uniform only.",
-    )
-    cpu_frequency_high_hz: float | None = Field(
-        None,
-        gt=0,
-        le=1e12,
-        description="Highest f_i in Hz, in (0, 1e12], >= low; uniform only.",
-    )
-    cpu_frequency_sigma: float | None = Field(
-        None,
-        ge=0,
-        le=10.0,
-        description="Std of ln f_i, in [0, 10]; lognormal only.",
-    )
+    availability_trace: TracePath = None
+    availability_trace_absent: TraceAbsent = None
+    availability_period_rounds: TracePeriod = None
+    mean_on_rounds: MeanOn = None
+    mean_off_rounds: MeanOff = None
+    cpu_frequency_distribution: CpuLaw = "constant"
+    cpu_frequency_low_hz: CpuLow = None
+    cpu_frequency_high_hz: CpuHigh = None
+    cpu_frequency_sigma: CpuSigma = None
     round_deadline_s: float | None = Field(
         None,
         gt=0,

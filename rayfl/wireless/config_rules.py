@@ -10,11 +10,20 @@ is typed ``Any`` here), so the section still depends on no engine module.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 __all__ = [
+    "CpuHigh",
+    "CpuLaw",
+    "CpuLow",
+    "CpuSigma",
+    "MeanOff",
+    "MeanOn",
+    "TraceAbsent",
+    "TracePath",
+    "TracePeriod",
     "DirectionStd",
     "Memory",
     "Pause",
@@ -104,6 +113,99 @@ DirectionStd = Annotated[
         description="σ_θ: std of the direction around its mean in rad, in "
         "[0, 100]; gauss_markov only.",
     ),
+]
+
+
+# The device models' parameter fields, one definition for the star's
+# ``wireless`` section and the D2D topology (same names, bounds and docs).
+#: ``availability_trace``.
+TracePath = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=4096,
+        description="Path of the availability trace, a CSV with columns "
+        "client, start, end (device reachable in rounds start <= t < end), "
+        "relative to the working directory; trace only. Read when the run "
+        "starts: a missing file or a bad row is an error naming the file and "
+        "line.",
+    ),
+]
+
+#: ``availability_trace_absent``.
+TraceAbsent = Annotated[
+    Literal["never", "always"] | None,
+    Field(
+        description="A device with no row in the trace is 'never' (None: the "
+        "default) or 'always' reachable; trace only.",
+    ),
+]
+
+#: ``availability_period_rounds``.
+TracePeriod = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=10**8,
+        description="P: replay the trace every P rounds (round t reads t mod "
+        "P), >= 1; None = play it once (every device away after its last "
+        "interval). trace only.",
+    ),
+]
+
+#: ``mean_on_rounds``.
+MeanOn = Annotated[
+    float | None,
+    Field(
+        ge=1.0,
+        le=1e9,
+        description="T_on: mean rounds a device stays reachable, >= 1; markov only.",
+    ),
+]
+
+#: ``mean_off_rounds``.
+MeanOff = Annotated[
+    float | None,
+    Field(
+        ge=1.0,
+        le=1e9,
+        description="T_off: mean rounds a device stays away, >= 1; markov only.",
+    ),
+]
+
+#: ``cpu_frequency_distribution``.
+CpuLaw = Annotated[
+    Literal["constant", "uniform", "lognormal"],
+    Field(
+        description="Law of each device's CPU frequency f_i, drawn once per "
+        "device from (seed, device): 'constant' (every f_i = "
+        "cpu_frequency_hz, the papers'), 'uniform' on [cpu_frequency_low_hz, "
+        "cpu_frequency_high_hz] or 'lognormal' (ln f_i ~ N(ln "
+        "cpu_frequency_hz, cpu_frequency_sigma²): cpu_frequency_hz is the "
+        "median).",
+    ),
+]
+
+#: ``cpu_frequency_low_hz``.
+CpuLow = Annotated[
+    float | None,
+    Field(gt=0, le=1e12, description="Lowest f_i in Hz, in (0, 1e12]; uniform only."),
+]
+
+#: ``cpu_frequency_high_hz``.
+CpuHigh = Annotated[
+    float | None,
+    Field(
+        gt=0,
+        le=1e12,
+        description="Highest f_i in Hz, in (0, 1e12], >= low; uniform only.",
+    ),
+]
+
+#: ``cpu_frequency_sigma``.
+CpuSigma = Annotated[
+    float | None,
+    Field(ge=0, le=10.0, description="Std of ln f_i, in [0, 10]; lognormal only."),
 ]
 
 

@@ -66,6 +66,7 @@ __all__ = [
     "MovingGeometry",
     "MovingWorld",
     "Replayed",
+    "cpu_frequencies_of",
     "fading_rho",
     "mobility_params",
     "read_availability_trace",
@@ -125,9 +126,13 @@ class _Always:
 
 
 class _Markov:
-    """:class:`OnOffAvailability` of every client, asked in any order."""
+    """:class:`OnOffAvailability` of every client, asked in any order.
 
-    def __init__(self, wireless: WirelessConfig, seed: int, num_clients: int) -> None:
+    ``wireless``: any section with ``mean_on_rounds`` and ``mean_off_rounds``
+    (the star's ``wireless``, a D2D ``topology``).
+    """
+
+    def __init__(self, wireless: Any, seed: int, num_clients: int) -> None:
         on, off = wireless.mean_on_rounds, wireless.mean_off_rounds
         self.draw = Replayed(
             lambda: OnOffAvailability(
@@ -149,9 +154,12 @@ def _trace(wireless: WirelessConfig, seed: int, num_clients: int) -> Availabilit
 
 
 def read_availability_trace(
-    wireless: WirelessConfig, num_clients: int
+    wireless: Any, num_clients: int, *, section: str = "wireless"
 ) -> AvailabilityTrace:
     """Read ``wireless.availability_trace`` for N = ``num_clients`` clients.
+
+    ``wireless``: any section with the trace fields (the star's ``wireless``,
+    a D2D ``topology``: ``section`` names it in the errors).
 
     Raises:
         ValueError: Naming the field, the file and (for a bad row) its line.
@@ -159,7 +167,7 @@ def read_availability_trace(
     path = wireless.availability_trace
     if path is None:
         raise ValueError(
-            "wireless.availability=trace needs wireless.availability_trace"
+            f"{section}.availability=trace needs {section}.availability_trace"
         )
     try:
         return read_trace(
@@ -170,15 +178,15 @@ def read_availability_trace(
         )
     except FileNotFoundError:
         raise ValueError(
-            f"wireless.availability_trace: no file {path!r} (relative to the "
+            f"{section}.availability_trace: no file {path!r} (relative to the "
             "working directory)"
         ) from None
     except ValueError as error:
-        raise ValueError(f"wireless.availability_trace: {error}") from None
+        raise ValueError(f"{section}.availability_trace: {error}") from None
 
 
 #: ``wireless.availability`` kind → factory(wireless, seed, num_clients).
-AVAILABILITY: dict[str, Callable[[WirelessConfig, int, int], Availability]] = {
+AVAILABILITY: dict[str, Callable[[Any, int, int], Availability]] = {
     "always": lambda wireless, seed, n: _Always(n),
     "markov": _Markov,
     "trace": _trace,
@@ -187,7 +195,7 @@ AVAILABILITY: dict[str, Callable[[WirelessConfig, int, int], Availability]] = {
 
 def register_availability(
     kind: str,
-    factory: Callable[[WirelessConfig, int, int], Availability],
+    factory: Callable[[Any, int, int], Availability],
     *,
     force: bool = False,
 ) -> None:
@@ -331,7 +339,7 @@ class MovingWorld:
             downlink_seed = int(rng_for(seed, "fading_ar_downlink").integers(2**62))
             self._downlink = _gauss_markov(downlink_seed, num_clients, 1, rho)
         #: f_n in Hz, (N,); None: ``wireless.cpu_frequency_hz`` for everyone.
-        self.cpu_frequency_hz = _frequencies(wireless, seed, num_clients)
+        self.cpu_frequency_hz = cpu_frequencies_of(wireless, seed, num_clients)
         #: Distances and shadowing per round; None: the channel's fixed geometry.
         self.moving_geometry = (
             MovingGeometry(wireless, seed, num_clients)
@@ -378,10 +386,12 @@ class MovingWorld:
         return np.asarray(self.availability.available(t), dtype=bool)
 
 
-def _frequencies(
-    wireless: WirelessConfig, seed: int, num_clients: int
-) -> FloatArray | None:
-    """f_n of every client, or None for the config's one value (constant)."""
+def cpu_frequencies_of(wireless: Any, seed: int, num_clients: int) -> FloatArray | None:
+    """f_n of every client, or None for the config's one value (constant).
+
+    ``wireless``: any section with the ``cpu_frequency_*`` fields (the star's
+    ``wireless``, a D2D ``topology``).
+    """
     kind = wireless.cpu_frequency_distribution
     clients = range(num_clients)
     if kind == "uniform":
