@@ -32,10 +32,9 @@ Implementation details:
        links' success follows the nodes (``link_model`` bernoulli: P^err of
        round t; mc_sinr: round t's path gains); with ``env`` the policy sees
        round t's observation.
-    5. Round t > 0's P^err is the fixed-quadrature one of
+    5. Every round's P^err is the fixed-quadrature one of
        :mod:`rayfl.wireless.d2d_error_batched` (within 5e-8 of the adaptive
-       one that the static t = 0 layout keeps), cached for the last round
-       asked: one D2DMotion per run serves the observation and the link
+       ``quad``), cached for the last round asked: one D2DMotion per run serves the observation and the link
        draws (the envs take their backend's, :attr:`D2DRound.motion` or the
        lane's), so P^err is computed once per (round, target).
 """
@@ -148,9 +147,7 @@ class D2DMotion:
         if layout is self.start:
             return error_probabilities(layout, target, self.topology)
         if target not in self._errors:
-            self._errors[target] = error_probabilities(
-                layout, target, self.topology, batched=True
-            )
+            self._errors[target] = error_probabilities(layout, target, self.topology)
         return self._errors[target]
 
     def links(

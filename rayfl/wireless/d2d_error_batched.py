@@ -25,8 +25,9 @@ Implementation details:
        tolerance is 1.5e-8) from 10 m to 30 km squares.
     4. A link without interference (Ẽ_s = 0: two nodes, or zero gains) is
        left to the adaptive version, whose SNR-edge rule it follows.
-    5. Static networks keep the adaptive version (the papers' goldens);
-       this one serves round t > 0 of moving ones.
+    5. The D2D topology uses this one for every layout, static or moving
+       (:func:`rayfl.d2d.layout.error_probabilities`; the papers' goldens
+       hold with it); the adaptive version stays the reference.
 """
 
 from __future__ import annotations
