@@ -578,3 +578,39 @@ def test_cli_bad_set_key_names_the_key_without_a_traceback(capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert "algorithm.nope: unknown key" in err and "Traceback" not in err
+
+
+def test_a_best_value_still_at_an_edge_after_the_extensions_tries_the_limit():
+    """÷2 never reaches 0: a neighbour probability of 0 (local training) is tried."""
+    from rayfl.benchmarks.policies.tuning import edge_limit, tune_policy
+    from tests.configs import TINY_D2D
+
+    cfg = load_config(TINY_D2D)
+    seen: list[list[str]] = []
+
+    def fewer_is_better(cfg, specs, seeds, mode, progress=None):
+        seen.append([s[0] for s in specs])
+        return [
+            {"policy": label, "seed": s, "return": -p["probability"]}
+            for label, _, p in specs
+            for s in seeds
+        ]
+
+    scores: dict = {}
+    # Act
+    chosen = tune_policy(
+        cfg,
+        [0],
+        "surrogate",
+        play=fewer_is_better,
+        policy="random_neighbors",
+        scores=scores,
+    )
+    # Assert: the grid, MAX_EXTENSIONS halvings, then the range's limit
+    assert chosen == {"probability": 0.0}
+    assert len(seen) == 2 + MAX_EXTENSIONS
+    assert seen[-1] == ["random_neighbors_tuned:probability=0.0"]
+    assert min(float(v) for v in scores["probability"] if float(v) > 0) == 0.1 / 2**4
+    # inside, or at an infinite limit: nothing more
+    assert edge_limit([0.1, 0.2, 0.4], 0.2, 0.0, 1.0) is None
+    assert edge_limit([1.0, 2.0], 2.0, 1.0, float("inf")) is None

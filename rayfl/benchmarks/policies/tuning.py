@@ -16,7 +16,10 @@ at the values already chosen). A best value at the grid's
 edge is not a tuned one, so the search (``search="extend"``, the default) goes
 on past that edge in steps of ×2 (or ÷2), up to :data:`MAX_EXTENSIONS` steps,
 until the best value has a worse neighbour on both sides or sits at the
-knob's range limit; ``search="fixed"`` keeps the four grid values (what
+knob's range limit; if a policy's own parameter is still best at an edge
+after them, the range's (finite) limit itself is tried (:func:`edge_limit`:
+÷2 never reaches 0, and a neighbour probability or an ε of 0 is local
+training; not for the topology's step sizes, where 0 learns nothing); ``search="fixed"`` keeps the four grid values (what
 benchmark runs before 29 Nov 2026 did). Ties keep the configured (default)
 value, then the earlier value.
 
@@ -83,6 +86,7 @@ __all__ = [
     "tune_constants",
     "tune_policy",
     "tune_rows",
+    "edge_limit",
 ]
 
 #: Multiples of the configured value tried by ``constant_tuned``.
@@ -289,6 +293,38 @@ def next_value(
     return None if value in ordered else value
 
 
+def edge_limit(
+    tried: Sequence[float], best: float, low: float, high: float
+) -> float | None:
+    """The range limit to try when the extensions end with ``best`` at an edge.
+
+    After :data:`MAX_EXTENSIONS` steps of ×2 (÷2) the best value can still sit
+    at the edge of what was tried, short of the knob's range limit (÷2 never
+    reaches 0): a random neighbour probability of 0.00625 is not local
+    training, p = 0. The search then tries the limit itself, if finite and not
+    tried. None when ``best`` has a tried value on both sides, or the limit
+    is infinite or already tried.
+
+    Example:
+        >>> edge_limit([0.00625, 0.0125, 0.5], 0.00625, 0.0, 1.0)
+        0.0
+        >>> edge_limit([0.1, 0.5, 1.0], 0.5, 0.0, 1.0) is None
+        True
+        >>> edge_limit([1.0, 20.0], 20.0, 1.0, float("inf")) is None
+        True
+    """
+    ordered = sorted(tried)
+    if best <= ordered[0] and best > low:
+        limit = low
+    elif best >= ordered[-1] and best < high:
+        limit = high
+    else:
+        return None
+    if not np.isfinite(limit) or limit in ordered:
+        return None
+    return float(limit)
+
+
 def tune_constants(
     cfg: RunConfig,
     seeds: Sequence[int],
@@ -352,7 +388,8 @@ def tune_policy(
     value (clipped to its range) under ``policy``, the knobs already chosen
     held; with ``search="extend"`` the grid then grows past an edge that
     holds the best value (:func:`next_value`, at most :data:`MAX_EXTENSIONS`
-    values). The best mean return wins; ties keep the configured value, then
+    values; then, for a policy's own parameter still best at an edge, the
+    range's limit, :func:`edge_limit`). The best mean return wins; ties keep the configured value, then
     the earlier value. The specs played are ``(f"{label}:{knob}={value}",
     policy, params)`` (``constant_tuned``: ``f"constant_tuned={value}"``, as
     before).
@@ -379,6 +416,7 @@ def tune_policy(
         raise ValueError(f"search must be one of {', '.join(SEARCHES)}; got {search!r}")
     label = label or f"{policy}{TUNED}"
     knobs = policy_knobs(cfg, policy) if knobs is None else knobs
+    own = set() if label == CONSTANT else set(check_tunable(policy))
     chosen: dict[str, float] = {}
     for name, (configured, low, high) in knobs.items():
 
@@ -402,6 +440,10 @@ def tune_policy(
             if value is None:
                 break
             mine |= means([value])
+        if search == "extend" and name in own:
+            limit = edge_limit(list(mine), max(mine, key=lambda v: mine[v]), low, high)
+            if limit is not None:  # still at an edge: try the range's limit
+                mine |= means([limit])
         chosen[name] = max(mine, key=lambda v: mine[v])
         if scores is not None:
             scores[name] = {str(v): mine[v] for v in sorted(mine)}
