@@ -51,7 +51,8 @@ class ChannelThresholdPolicy(Policy):
     Args:
         observation_space: The D2D selection observation space (module table).
         action_space: ``MultiDiscrete([N + 1] * F)`` (or its Dict form).
-        epsilon: ε in (0, 1] (None: the run's ``topology.epsilon``, the
+        epsilon: ε in [0, 1]; 0 selects no neighbour (the target trains
+            alone) (None: the run's ``topology.epsilon``, the
             context's ``selection_epsilon``, else 0.05 as in the paper's Figs. 5–6).
         max_neighbors: Optional cap on abs(M_n) (None: up to F).
 
@@ -88,8 +89,8 @@ class ChannelThresholdPolicy(Policy):
         if epsilon is None:
             from_context = getattr(context, "selection_epsilon", None)
             epsilon = DEFAULT_EPSILON if from_context is None else from_context
-        if not 0.0 < epsilon <= 1.0:
-            raise ValueError(f"epsilon must be in (0, 1], got {epsilon}")
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
         if max_neighbors is not None and max_neighbors < 0:
             raise ValueError(f"max_neighbors must be >= 0, got {max_neighbors}")
         self.epsilon = float(epsilon)

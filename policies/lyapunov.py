@@ -155,9 +155,10 @@ class LyapunovPolicy(Policy):
 
     required_keys: ClassVar[tuple[str, ...]] = ("channel_gain", "eligible", "data_size")
     #: λ (Neely's V), the paper's control of the drift-plus-penalty trade-off:
-    #: any V > 0 (0 itself is refused by the constructor).
+    #: any V > 0 (0 itself is refused by the constructor, so the range, whose
+    #: limits the self-tuning may try, starts at 1e-3).
     tunable: ClassVar[Mapping[str, tuple[float, float, float]]] = {
-        "V": (50.0, 0.0, float("inf"))
+        "V": (50.0, 1e-3, float("inf"))
     }
 
     def __init__(

@@ -258,7 +258,7 @@ def test_each_declared_default_is_the_constructors_and_the_range_builds(
 
     assert value(cls(obs_space, action_space)) == default
     for bound in (low, high):
-        if np.isfinite(bound) and bound > 0:
+        if np.isfinite(bound):  # every finite limit builds (the search tries it)
             built = cls(obs_space, action_space, **{attribute: bound})
             assert value(built) == bound
 

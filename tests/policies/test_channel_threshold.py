@@ -78,5 +78,16 @@ def test_other_policies_run_on_the_selection_observation():
 
 
 def test_bad_epsilon_raises():
-    with pytest.raises(ValueError, match="epsilon"):
-        make_policy("channel_threshold", selection_spaces(3, 2), epsilon=0.0)
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="epsilon"):
+            make_policy("channel_threshold", selection_spaces(3, 2), epsilon=bad)
+
+
+def test_epsilon_zero_selects_no_neighbour():
+    """ε = 0 is the range's limit the self-tuning tries: the target trains alone."""
+    obs_space, action_space = selection_spaces(3, 2)
+    policy = make_policy("channel_threshold", (obs_space, action_space), epsilon=0.0)
+    obs = obs_space.sample()
+    obs["eligible"] = np.array([0, 1, 1], dtype=np.float32)
+    obs["error_probability"] = np.array([1, 0, 0], dtype=np.float32)
+    assert (policy(obs) == 3).all()  # every sub-channel idle
