@@ -29,7 +29,12 @@ class D2DNeighborFlatEnv(FlatFLEnv):
     ``Box(-1, 1, (N·12,), float32)``: row n (a candidate neighbor; the
     target's own row is ineligible) at entries ``12n … 12n + 11``, the
     per-client features of the target's observation mapped into [−1, 1]
-    (:func:`envs.wrappers.bounded_features`), with K = F:
+    (:func:`envs.wrappers.bounded_features`), with K = F. With the moving
+    devices (:mod:`rayfl.d2d.devices`) each row grows past column 11:
+    ``available`` (in [0, 1]) with ``topology.availability``, then
+    ``compute_z`` (in [−1, 1]) with a CPU-speed law or a round deadline, so
+    ``d2d-small-mobile`` has 14 per node (the inner env's ``feature_names``
+    lists them):
 
     | key | shape | meaning | unit | low | high |
     |-----|-------|---------|------|-----|------|

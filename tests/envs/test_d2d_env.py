@@ -310,3 +310,21 @@ def test_an_away_node_is_ineligible_and_a_choice_of_it_is_repaired(data):
         strict.step(idle)
     with pytest.raises(ValueError, match="away this round"):
         strict.step(np.r_[gone[0], idle[1:]])
+
+
+def test_the_flat_id_exposes_the_devices_features_bounded():
+    """D2DNeighbor-Flat-v0 on d2d-small-mobile: 12 + available + compute_z per node."""
+    from rayfl.d2d.scenarios import scenarios
+
+    env = gym.make("D2DNeighbor-Flat-v0", config=scenarios()["d2d-small-mobile"][1])
+    obs, _ = env.reset(seed=1)
+    rows = obs.reshape(11, 14)
+    assert env.observation_space.shape == (11 * 14,)
+    assert env.observation_space.contains(obs)
+    base = env.unwrapped.base  # D2DNeighbor-v0 under the wrappers
+    assert env.unwrapped.inner.feature_names[12:] == ("available", "compute_z")
+    up = base.backend.motion.devices.available(0)
+    target = base.targets[0]
+    up[target] = True
+    np.testing.assert_array_equal(rows[:, 12], up.astype(np.float32))
+    assert rows[:, 13].std() > 0  # compute_z: the nodes' speeds differ
