@@ -50,7 +50,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from gymnasium import spaces
 
 from envs.base import FLEnv
 from envs.d2d.backends import D2DEmulatedBackend, D2DOutcome, Selections
@@ -66,6 +65,7 @@ from rayfl.d2d.selection import (
     round_observation,
     selection_observation,
     selection_spaces,
+    selection_spaces_with_lead,
     target_policy,
 )
 from rayfl.data.federated import FederatedData
@@ -236,7 +236,9 @@ class D2DNeighborEnv(FLEnv):
         lead: tuple[int, ...] = (n,) if self.all_targets else ()
         keys = device_keys(self.topology)
         self.target_spaces = selection_spaces(n, f, keys)
-        self.observation_space, self.action_space = _spaces(n, f, lead, keys)
+        self.observation_space, self.action_space = selection_spaces_with_lead(
+            n, f, lead, keys
+        )
         self._system = system
         self._data = data
         self.layout: D2DLayout | None = None
@@ -268,7 +270,9 @@ class D2DNeighborEnv(FLEnv):
     ) -> dict[str, npt.NDArray[np.float32]]:
         """The target's t = 0 (CCM) observation of the episode's layout."""
         assert self.layout is not None
-        return selection_observation(self.layout, target, self.topology, seed=seed)[0]
+        return selection_observation(
+            self.layout, target, self.topology, seed=seed, motion=self._motion
+        )[0]
 
     def _initial_scores(self) -> Scores:
         return self._target_scores()
@@ -439,26 +443,6 @@ class D2DNeighborEnv(FLEnv):
             neighbors = tuple(sorted(chosen))
             out[t] = (neighbors, tuple(chosen[s] for s in neighbors))
         return out, ignored
-
-
-def _spaces(
-    n: int, f: int, lead: tuple[int, ...], keys: tuple[str, ...] = ()
-) -> tuple[spaces.Dict, spaces.MultiDiscrete]:
-    """The target's spaces of :func:`selection_spaces`, with a leading ``lead`` axis."""
-    obs, action = selection_spaces(n, f, keys)
-    if not lead:
-        return obs, action
-    boxes: dict[str, spaces.Space[Any]] = {
-        k: spaces.Box(
-            np.broadcast_to(box.low, lead + box.shape),  # type: ignore[attr-defined, operator]  # gymnasium: Dict items are Space
-            np.broadcast_to(box.high, lead + box.shape),  # type: ignore[attr-defined, operator]  # gymnasium: Dict items are Space
-            dtype=np.float32,
-        )
-        for k, box in obs.spaces.items()
-    }
-    return spaces.Dict(boxes), spaces.MultiDiscrete(
-        np.full(lead + (f,), n + 1, dtype=np.int64)
-    )
 
 
 # ------------------------------------------------------------------- policies

@@ -186,7 +186,9 @@ class D2DSurrogateBackend:
         }
         # P^err of each target's candidates: the t = 0 CCM draw the env observes
         self.error = {
-            t: selection_observation(self.layout, t, self.topology, seed=self.seed)[1]
+            t: selection_observation(
+                self.layout, t, self.topology, seed=self.seed, motion=self.motion
+            )[1]
             for t in self.layout.targets
         }
         return self.layout

@@ -56,7 +56,7 @@ def first_selection(
         params=cfg.scheduler.params,
         spaces_=spaces,
     )
-    first, error = selection_observation(layout, target, topo, seed=seed)
+    first, error = selection_observation(layout, target, topo, seed=seed, motion=motion)
     obs = round_observation(
         layout,
         first,

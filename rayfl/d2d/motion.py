@@ -126,6 +126,7 @@ class D2DMotion:
         self._round = 0
         self._layout = layout
         self._errors: dict[int, npt.NDArray[np.float64]] = {}
+        self._start_errors: dict[int, npt.NDArray[np.float64]] = {}
 
     def layout(self, t: int) -> D2DLayout:
         """Return round ``t``'s layout (the t = 0 one while static, or at t = 0)."""
@@ -144,8 +145,12 @@ class D2DMotion:
         of one round share it).
         """
         layout = self.layout(t)
-        if layout is self.start:
-            return error_probabilities(layout, target, self.topology)
+        if layout is self.start:  # t = 0 or static: kept for the whole run
+            if target not in self._start_errors:
+                self._start_errors[target] = error_probabilities(
+                    layout, target, self.topology
+                )
+            return self._start_errors[target]
         if target not in self._errors:
             self._errors[target] = error_probabilities(layout, target, self.topology)
         return self._errors[target]

@@ -182,7 +182,9 @@ class D2DRound:
         seed = engine.config.seed
         if not self.first_obs:
             self.first_obs = {
-                t: selection_observation(self.layout, t, self.topology, seed=seed)[0]
+                t: selection_observation(
+                    self.layout, t, self.topology, seed=seed, motion=self.motion
+                )[0]
                 for t in self.targets
             }
         return tuple(

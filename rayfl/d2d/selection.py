@@ -78,6 +78,7 @@ __all__ = [
     "select_neighbors",
     "selection_observation",
     "selection_spaces",
+    "selection_spaces_with_lead",
     "target_policy",
 ]
 
@@ -100,16 +101,49 @@ def selection_spaces(
     )
 
 
+def selection_spaces_with_lead(
+    n: int, f: int, lead: tuple[int, ...], keys: tuple[str, ...] = ()
+) -> tuple[spaces.Dict, spaces.MultiDiscrete]:
+    """The target's spaces of :func:`selection_spaces` with a leading ``lead`` axis (one per target)."""
+    obs, action = selection_spaces(n, f, keys)
+    if not lead:
+        return obs, action
+    boxes: dict[str, spaces.Space[Any]] = {
+        k: spaces.Box(
+            np.broadcast_to(box.low, lead + box.shape),  # type: ignore[attr-defined, operator]  # gymnasium: Dict items are Space
+            np.broadcast_to(box.high, lead + box.shape),  # type: ignore[attr-defined, operator]  # gymnasium: Dict items are Space
+            dtype=np.float32,
+        )
+        for k, box in obs.spaces.items()
+    }
+    return spaces.Dict(boxes), spaces.MultiDiscrete(
+        np.full(lead + (f,), n + 1, dtype=np.int64)
+    )
+
+
 def selection_observation(
-    layout: D2DLayout, target: int, topology: D2DTopologyConfig, *, seed: int
+    layout: D2DLayout,
+    target: int,
+    topology: D2DTopologyConfig,
+    *,
+    seed: int,
+    motion: D2DMotion | None = None,
 ) -> tuple[dict[str, npt.NDArray[np.float32]], npt.NDArray[np.float64]]:
     """Build the CCM part of ``target``'s t = 0 observation.
+
+    ``motion``: the run's (its cached t = 0 P^err, computed once per target
+    for the observation, the selection and the link draws); None: computed
+    here.
 
     Returns:
         ``channel_gain``, ``eligible``, ``error_probability`` and ``distance_m``
         (module table), and the float64 error probabilities (N,).
     """
-    error = error_probabilities(layout, target, topology)
+    error = (
+        error_probabilities(layout, target, topology)
+        if motion is None
+        else motion.error(0, target)
+    )
     n = layout.num_nodes
     eligible = np.ones(n, dtype=np.float32)
     eligible[target] = 0.0
@@ -183,7 +217,9 @@ def select_neighbors(
         policy = target_policy(
             topology, n, target=target, seed=seed, name=name, params=params
         )
-        first, error = selection_observation(layout, target, topology, seed=seed)
+        first, error = selection_observation(
+            layout, target, topology, seed=seed, motion=motion
+        )
         obs = round_observation(
             layout,
             first,

@@ -63,6 +63,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rayfl.benchmarks.policies.search_values import (
+    CONSTANT_GRID,
+    MAX_EXTENSIONS,
+    constant_grid,
+    edge_limit,
+    next_value,
+)
 from rayfl.config import RunConfig, load_config
 from rayfl.registry import LEARNED_POLICY, policy_class, topology_of
 
@@ -89,14 +96,9 @@ __all__ = [
     "edge_limit",
 ]
 
-#: Multiples of the configured value tried by ``constant_tuned``.
-CONSTANT_GRID = (1.0, 0.2, 0.5, 2.0)
 CONSTANT = "constant_tuned"
 #: The policy ``constant_tuned`` schedules with (a benchmark choice).
 TUNED_BASE = "round_robin"
-#: Most values ``search="extend"`` adds past the grid's edge (×2 each: the
-#: best of 2× can move to 32× the configured value, clipped to the range).
-MAX_EXTENSIONS = 4
 #: How ``constant_tuned`` searches: the grid, or the grid extended past its edge.
 SEARCHES = ("extend", "fixed")
 #: The suffix of a self-tuned heuristic's label: ``<policy>_tuned``.
@@ -233,27 +235,6 @@ def tunable_constants(cfg: RunConfig) -> dict[str, tuple[float, float, float]]:
     return dict(topology_of(cfg).tunable_constants(cfg))
 
 
-def constant_grid(configured: float, low: float, high: float) -> list[float]:
-    """The values ``constant_tuned`` tries: :data:`CONSTANT_GRID` × ``configured``.
-
-    Clipped to [``low``, ``high``], without repeats, the configured value first
-    (a tie keeps it).
-
-    Example:
-        >>> constant_grid(0.05, 0.0, 1.0)
-        [0.05, 0.01, 0.025, 0.1]
-    """
-    return sorted(
-        {_round(np.clip(f * configured, low, high)) for f in CONSTANT_GRID},
-        key=lambda v: (v != _round(configured), v),
-    )
-
-
-def _round(value: float) -> float:
-    """``value`` to 12 significant digits (0.2 × 0.05 is 0.01, not 0.010000000000000002)."""
-    return float(f"{float(value):.12g}")
-
-
 def env_config(cfg: RunConfig, spec: Spec) -> RunConfig:
     """The config ``spec`` plays on: ``cfg``, or with its tuned config values.
 
@@ -266,63 +247,6 @@ def env_config(cfg: RunConfig, spec: Spec) -> RunConfig:
         return cfg
     _, constants = split_params(cfg, spec[1], spec[2])
     return load_config(cfg, constants) if constants else cfg
-
-
-def next_value(
-    tried: Sequence[float], best: float, low: float, high: float
-) -> float | None:
-    """The value ``search="extend"`` tries next, or None when ``best`` is tuned.
-
-    ``best`` at the top of ``tried`` and below ``high``: 2 × ``best`` (clipped);
-    at the bottom and above ``low``: ``best`` / 2 (clipped). Otherwise (a worse
-    value on each side, or the range's limit) None.
-
-    Example:
-        >>> next_value([0.01, 0.025, 0.05, 0.1], 0.1, 0.0, 1.0)
-        0.2
-        >>> next_value([0.01, 0.025, 0.05, 0.1], 0.05, 0.0, 1.0) is None
-        True
-    """
-    ordered = sorted(tried)
-    if best >= ordered[-1] and best < high:
-        value = _round(min(2.0 * best, high))
-    elif best <= ordered[0] and best > low:
-        value = _round(max(best / 2.0, low))
-    else:
-        return None
-    return None if value in ordered else value
-
-
-def edge_limit(
-    tried: Sequence[float], best: float, low: float, high: float
-) -> float | None:
-    """The range limit to try when the extensions end with ``best`` at an edge.
-
-    After :data:`MAX_EXTENSIONS` steps of ×2 (÷2) the best value can still sit
-    at the edge of what was tried, short of the knob's range limit (÷2 never
-    reaches 0): a random neighbour probability of 0.00625 is not local
-    training, p = 0. The search then tries the limit itself, if finite and not
-    tried. None when ``best`` has a tried value on both sides, or the limit
-    is infinite or already tried.
-
-    Example:
-        >>> edge_limit([0.00625, 0.0125, 0.5], 0.00625, 0.0, 1.0)
-        0.0
-        >>> edge_limit([0.1, 0.5, 1.0], 0.5, 0.0, 1.0) is None
-        True
-        >>> edge_limit([1.0, 20.0], 20.0, 1.0, float("inf")) is None
-        True
-    """
-    ordered = sorted(tried)
-    if best <= ordered[0] and best > low:
-        limit = low
-    elif best >= ordered[-1] and best < high:
-        limit = high
-    else:
-        return None
-    if not np.isfinite(limit) or limit in ordered:
-        return None
-    return float(limit)
 
 
 def tune_constants(
