@@ -224,7 +224,7 @@ def local_sgd_many(
     results: list[LocalTrainResult | None] = [None] * m
     scratch = _SCRATCH.setdefault(model, WindowScratch())
     for c0 in range(0, m, chunk):
-        sub = _chunk_of(plan, c0, chunk)
+        sub = plan.chunk(c0, chunk)
         kern = _make_kernel(model, kind, shapes, sub.order, starts, centers)
         losses = _run_chunk(
             kern,
@@ -270,16 +270,6 @@ def _make_kernel(
     if kind == "matmul" and shapes is not None:
         return MatmulKernel(model.spec, shapes, starts_t, order_t, centers_t)
     return VmapKernel(model.module, model.spec, starts_t, order_t, centers_t)
-
-
-def _chunk_of(plan: BatchPlan, first: int, size: int) -> BatchPlan:
-    """Return the plan of clients ``first .. first + size`` of ``plan``."""
-    return BatchPlan(
-        plan.order[first : first + size],
-        plan.steps[first : first + size],
-        plan.batches[first : first + size],
-        plan.slot,
-    )
 
 
 def _checked_starts_and_lr(

@@ -38,16 +38,22 @@ Dataset = tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]
 class BatchPlan:
     """Mini-batch order of m clients, stacked by step count (descending).
 
+    The batches are flat arrays: ``lengths`` holds every batch's size (stacked
+    client after client, step after step) and ``samples`` their sample indices
+    end to end.
+
     Attributes:
         order: Stack position → client index in the caller's list, int64 (m,).
         steps: Steps of each stacked client, descending, int64 (m,).
-        batches: Index arrays of each stacked client's batches.
+        lengths: Rows of each batch, int64 (Σ steps,).
+        samples: Sample indices of the batches, end to end, int64 (Σ lengths,).
         slot: Rows per batch slot: the largest batch of the run (≤ batch size).
     """
 
     order: npt.NDArray[np.int64]
     steps: npt.NDArray[np.int64]
-    batches: list[list[npt.NDArray[np.int64]]]
+    lengths: npt.NDArray[np.int64]
+    samples: npt.NDArray[np.int64]
     slot: int
 
     @property
@@ -55,9 +61,34 @@ class BatchPlan:
         """Steps of the longest client (0 when no client trains)."""
         return int(self.steps[0]) if len(self.steps) else 0
 
+    @property
+    def batches(self) -> list[list[npt.NDArray[np.int64]]]:
+        """Index arrays of each stacked client's batches (views of ``samples``)."""
+        flat = (
+            np.split(self.samples, np.cumsum(self.lengths)[:-1])
+            if len(self.lengths)
+            else []
+        )
+        bounds = np.concatenate([[0], np.cumsum(self.steps)])
+        return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
     def active(self, step: int) -> int:
         """Return how many stacked clients take step ``step`` (a prefix)."""
         return int(np.count_nonzero(self.steps > step))
+
+    def chunk(self, first: int, size: int) -> BatchPlan:
+        """Return the plan of stacked clients ``first .. first + size``."""
+        bounds = np.concatenate([[0], np.cumsum(self.steps)])
+        rows = np.concatenate([[0], np.cumsum(self.lengths)])
+        last = min(first + size, len(self.steps))
+        b0, b1 = int(bounds[first]), int(bounds[last])
+        return BatchPlan(
+            self.order[first:last],
+            self.steps[first:last],
+            self.lengths[b0:b1],
+            self.samples[int(rows[b0]) : int(rows[b1])],
+            self.slot,
+        )
 
 
 def plan_batches(
@@ -77,7 +108,8 @@ def plan_batches(
         local_epochs: Epochs E (ignored when ``local_steps`` is set).
         local_steps: Steps S, or None to use epochs.
         rngs: One generator per client; each draws exactly what ``local_sgd``
-            draws for that client.
+            draws for that client (in the order of the clients, so one shared
+            generator draws as a loop over the clients would).
         slot: Rows per batch slot; default the largest batch of these clients.
             A value fixed for the whole run (e.g. min(B, largest client of the
             run)) keeps every client's float rounding independent of which other
@@ -93,32 +125,113 @@ def plan_batches(
     Example:
         >>> plan = plan_batches([10, 3], batch_size=4, local_epochs=1,
         ...                     local_steps=None, rngs=[np.random.default_rng(0)] * 2)
-        >>> plan.steps.tolist(), plan.slot
-        ([3, 1], 4)
+        >>> plan.steps.tolist(), plan.lengths.tolist(), plan.slot
+        ([3, 1], [4, 4, 2, 3], 4)
+
+    Implementation details:
+        A client's batches are :func:`~rayfl.learning.train.batch_indices`'
+        (tests/learning/test_vectorized.py checks them against it): per epoch
+        one permutation cut into batches of B, the last one n mod B when B
+        does not divide n. The lengths follow from the sizes alone, so only
+        the permutations are drawn per client; the degenerate runs (E < 1 or
+        S < 1, which still take one epoch or one batch) take
+        ``batch_indices`` itself.
     """
     if len(sizes) != len(rngs):
         raise ValueError(f"need one rng per client: {len(sizes)} datasets, {len(rngs)}")
-    batches = []
-    for i, (n, rng) in enumerate(zip(sizes, rngs, strict=True)):
-        if n == 0 and local_steps:
+    n = np.asarray(sizes, dtype=np.int64).reshape(-1)
+    for i in np.flatnonzero(n == 0)[:1]:
+        if local_steps:
             raise ValueError(f"client {i} has no samples but local_steps={local_steps}")
-        batches.append(
-            batch_indices(
-                int(n),
-                batch_size=batch_size,
-                local_epochs=local_epochs,
-                local_steps=local_steps,
-                rng=rng,
-            )
+    if (local_steps is not None and local_steps < 1) or (
+        local_steps is None and local_epochs < 1
+    ):
+        return _plan_of_lists(n, batch_size, local_epochs, local_steps, rngs, slot)
+    per_epoch = -(-n // batch_size)  # batches per epoch (0 for n = 0)
+    if local_steps is None:
+        counts, epochs = per_epoch * local_epochs, np.full(len(n), local_epochs)
+    else:
+        counts = np.full(len(n), local_steps, np.int64)
+        epochs = -(-local_steps // np.maximum(per_epoch, 1))
+    draws = [
+        np.concatenate([rng.permutation(int(k)) for _ in range(int(e))])
+        if e > 1
+        else rng.permutation(int(k))
+        for k, e, rng in zip(n.tolist(), epochs.tolist(), rngs, strict=True)
+    ]
+    order = np.argsort(-counts, kind="stable").astype(np.int64)
+    steps = counts[order]
+    client, lengths = _batch_lengths(n, per_epoch, order, steps, batch_size)
+    used = np.zeros(len(n), np.int64)
+    np.add.at(used, client, lengths)
+    samples = [draws[c][: used[c]] for c in order.tolist()]
+    flat = (
+        np.concatenate(samples).astype(np.int64, copy=False)
+        if len(samples)
+        else np.zeros(0, np.int64)
+    )
+    return BatchPlan(order, steps, lengths, flat, _slot(lengths, slot))
+
+
+def _batch_lengths(
+    n: npt.NDArray[np.int64],
+    per_epoch: npt.NDArray[np.int64],
+    order: npt.NDArray[np.int64],
+    steps: npt.NDArray[np.int64],
+    batch_size: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Each batch's client (caller's index) and rows, stacked client after client.
+
+    An epoch of n samples is ``per_epoch`` = ⌈n/B⌉ batches of B rows, the last
+    n − B·(per_epoch − 1).
+    """
+    client = np.repeat(order, steps)
+    step = np.arange(int(steps.sum())) - np.repeat(np.cumsum(steps) - steps, steps)
+    last = n[client] - batch_size * (per_epoch[client] - 1)
+    within = step % np.maximum(per_epoch[client], 1)
+    lengths = np.where(within < per_epoch[client] - 1, batch_size, last)
+    return client, lengths.astype(np.int64)
+
+
+def _slot(lengths: npt.NDArray[np.int64], slot: int | None) -> int:
+    """The plan's slot: ``slot``, checked against the largest batch, or that batch."""
+    largest = int(lengths.max()) if len(lengths) else 1
+    if slot is None:
+        return largest
+    if slot < largest:
+        raise ValueError(f"slot={slot} is smaller than a batch of {largest} rows")
+    return int(slot)
+
+
+def _plan_of_lists(
+    n: npt.NDArray[np.int64],
+    batch_size: int,
+    local_epochs: int,
+    local_steps: int | None,
+    rngs: Sequence[np.random.Generator],
+    slot: int | None,
+) -> BatchPlan:
+    """:func:`plan_batches` by :func:`~rayfl.learning.train.batch_indices` per client."""
+    batches = [
+        batch_indices(
+            int(k),
+            batch_size=batch_size,
+            local_epochs=local_epochs,
+            local_steps=local_steps,
+            rng=rng,
         )
+        for k, rng in zip(n.tolist(), rngs, strict=True)
+    ]
     counts = np.array([len(b) for b in batches], dtype=np.int64)
     order = np.argsort(-counts, kind="stable").astype(np.int64)
-    largest = max((len(b) for bs in batches for b in bs), default=1)
-    if slot is None:
-        slot = largest
-    elif slot < largest:
-        raise ValueError(f"slot={slot} is smaller than a batch of {largest} rows")
-    return BatchPlan(order, counts[order], [batches[i] for i in order], slot)
+    stacked = [b for i in order for b in batches[i]]
+    lengths = np.array([len(b) for b in stacked], np.int64)
+    flat = (
+        np.concatenate(stacked).astype(np.int64, copy=False)
+        if stacked
+        else np.zeros(0, np.int64)
+    )
+    return BatchPlan(order, counts[order], lengths, flat, _slot(lengths, slot))
 
 
 @dataclass(frozen=True)
@@ -324,24 +437,18 @@ class _FlatBatches:
 
     @classmethod
     def of(cls, plan: BatchPlan) -> _FlatBatches:
-        """Flatten ``plan.batches``."""
-        batches = [b for bs in plan.batches for b in bs]
-        lens = np.array(list(map(len, batches)), np.int64)
+        """Flatten the plan's batches."""
+        lens = plan.lengths
         client = np.repeat(np.arange(len(plan.steps)), plan.steps)
         step = np.arange(len(lens)) - np.repeat(
             np.cumsum(plan.steps) - plan.steps, plan.steps
         )
         total = int(lens.sum())
-        sample = (
-            np.concatenate(batches).astype(np.int64, copy=False)
-            if total
-            else np.zeros(0, np.int64)
-        )
         batch = np.repeat(np.arange(len(lens)), lens)
         position = np.arange(total) - (np.cumsum(lens) - lens)[batch]
         with np.errstate(divide="ignore"):
             inverse = (1.0 / lens).astype(np.float32)
-        return cls(client, step, inverse, batch, position, sample)
+        return cls(client, step, inverse, batch, position, plan.samples)
 
     def window(
         self, start: int, stop: int, k: int, slot: int

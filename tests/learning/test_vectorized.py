@@ -390,3 +390,43 @@ def test_windows_hold_each_clients_batches_in_its_slots(window_bytes, monkeypatc
                     assert (w[i, : len(b)] == np.float32(1.0 / len(b))).all()
                     assert (w[i, len(b) :] == 0).all()
         assert covered == plan.num_steps
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_plan_draws_batch_indices_of_every_client(shared):
+    """The flat plan against ``batch_indices`` client by client (one shared rng too)."""
+    from rayfl.learning import vectorized_plan as vp
+    from rayfl.learning.train import batch_indices
+
+    cases = np.random.default_rng(5)
+    for trial in range(60):
+        m = int(cases.integers(1, 7))
+        sizes = cases.integers(0, 30, m).tolist()
+        batch, epochs = int(cases.integers(1, 10)), int(cases.integers(1, 4))
+        steps = None if trial % 2 else int(cases.integers(1, 12))
+        if steps:
+            sizes = [max(1, n) for n in sizes]
+
+        def rngs(trial=trial, m=m):
+            if shared:
+                return [np.random.default_rng(trial)] * m
+            return [np.random.default_rng(100 * trial + i) for i in range(m)]
+
+        plan = vp.plan_batches(
+            sizes, batch_size=batch, local_epochs=epochs, local_steps=steps, rngs=rngs()
+        )
+        want = [
+            batch_indices(
+                n, batch_size=batch, local_epochs=epochs, local_steps=steps, rng=r
+            )
+            for n, r in zip(sizes, rngs(), strict=True)
+        ]
+        assert plan.steps.tolist() == sorted((len(w) for w in want), reverse=True)
+        for pos, client in enumerate(plan.order):
+            got = plan.batches[pos]
+            assert [b.tolist() for b in got] == [b.tolist() for b in want[client]]
+        for first in range(m):
+            sub = plan.chunk(first, 2)
+            assert [b.tolist() for bs in sub.batches for b in bs] == [
+                b.tolist() for bs in plan.batches[first : first + 2] for b in bs
+            ]
