@@ -21,7 +21,10 @@ single emulate env's steps per second of the same run) and ``vs_surrogate``
 env: the steps per second E star lanes would reach if their hosts' training
 and test evaluation were all the work, split perfectly over 2 cores
 (:mod:`rayfl.benchmarks.trainer_bound`; ``seconds`` is that work's CPU time
-halved).
+halved). ``--scenario NAME`` adds the vector env of a ``rayfl bench policies``
+scenario (its topology's vector env on its config: e.g. ``d2d-small-mobile``,
+the moving D2D world with every device model on) for each E, as the rows
+``NAME-vector``.
 """
 
 from __future__ import annotations
@@ -145,6 +148,7 @@ def _one_repeat(args: argparse.Namespace, repeat: int) -> list[dict[str, Any]]:
             finally:
                 env.close()
             rows.append(_row(repeat, label, lanes, steps, seconds))
+    rows += scenario_rows(args.scenario, args.lanes, args.vector_steps, repeat)
     base, surrogate_rate = rows[0]["steps_per_s"], rows[1]["steps_per_s"]
     for row in rows:
         row["ratio"] = round(row["steps_per_s"] / base, 2)
@@ -156,6 +160,48 @@ def _one_repeat(args: argparse.Namespace, repeat: int) -> list[dict[str, Any]]:
             flush=True,
         )
     return rows
+
+
+def scenario_rows(
+    names: list[str], lanes: list[int], steps: int, repeat: int
+) -> list[dict[str, Any]]:
+    """Time each scenario's vector env (its topology's, on its config) at each E.
+
+    Rows ``<scenario>-vector`` without ``ratio``/``vs_surrogate`` (the caller
+    adds them). Needs a Ray session.
+    """
+    rows = []
+    for name, (scenario, role) in zip(names, _scenario_envs(names), strict=True):
+        for e in lanes:
+            env = load(role)(num_envs=e, config=scenario.config)
+            try:
+                count, seconds = timed_steps(env, steps, vector=True)
+            finally:
+                env.close()
+            rows.append(_row(repeat, f"{name}-vector", e, count, seconds))
+    return rows
+
+
+def _scenario_envs(names: list[str]) -> list[tuple[Any, str]]:
+    """(scenario, its topology's vector env entry point) per name.
+
+    Raises:
+        ValueError: For an unknown scenario, or one whose topology has no
+            vector env.
+    """
+    from rayfl.benchmarks.policies.scenarios import scenario_config, scenarios
+
+    out = []
+    for name in names:
+        scenario_config(name)  # unknown: the error lists the known ones
+        scenario = scenarios()[name]
+        role = topology_of(scenario.topology).envs.get("vector")
+        if role is None:
+            raise ValueError(
+                f"scenario {name!r}: topology {scenario.topology!r} has no vector env"
+            )
+        out.append((scenario, role))
+    return out
 
 
 def _vector_envs() -> list[tuple[str, str]]:
@@ -220,6 +266,14 @@ def parser() -> argparse.ArgumentParser:
         "--repeats", type=int, default=1, help="measurements of every env, in turn"
     )
     p.add_argument(
+        "--scenario",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="emulate: also time these scenarios' vector envs (rows NAME-vector; "
+        "e.g. d2d-small-mobile; the names of rayfl bench policies --scenario)",
+    )
+    p.add_argument(
         "--csv",
         default="docs/performance/env_emulate.csv",
         help="CSV of --mode emulate (default docs/performance/env_emulate.csv)",
@@ -233,6 +287,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser_.parse_args(argv)
     if min(args.lanes) < 1 or min(args.steps, args.vector_steps, args.repeats) < 1:
         parser_.error("--lanes, --steps, --vector-steps and --repeats must be >= 1")
+    if args.scenario and args.mode != "emulate":
+        parser_.error("--scenario times vector envs: it needs --mode emulate")
+    try:
+        _scenario_envs(args.scenario)
+    except ValueError as exc:
+        parser_.error(str(exc))
     if args.mode == "emulate":
         write_csv(emulate(args), Path(args.csv))
         print(f"wrote {args.csv}")
