@@ -156,8 +156,9 @@ class D2DLaneHost(D2DClientHost):
             return np.zeros(0), np.zeros((0, self.model.spec.dim), np.float32)
         lane = np.asarray(lanes, dtype=np.int64)
         row = np.array([self.row[c] for c in clients], dtype=np.int64)
-        has = self.has_local[lane, row]
-        starts = np.where(has[:, None], self.local[lane, row], self.init[lane])
+        starts = self.local[lane, row]
+        fresh = ~self.has_local[lane, row]
+        starts[fresh] = self.init[lane[fresh]]
         rngs = rng_for_many(self.seeds[lane], "batch", rounds=rounds, clients=clients)
         vectors, losses = self._train(starts, clients, rngs)
         self.local[lane, row] = vectors
@@ -179,7 +180,8 @@ class D2DLaneHost(D2DClientHost):
             ``em`` (new log π over the usable models and log-likelihood, or
             None) and ``rejected`` (neighbor → reason).
         """
-        models = _gather(jobs, replies, self.model.spec.dim)
+        stacked, bounds = _gather(jobs, replies, self.model.spec.dim)
+        models = [stacked[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
         em = self._em(jobs, models)
         mixed, rejected = [], []
         for job, mine, step in zip(jobs, models, em, strict=True):
@@ -227,8 +229,9 @@ class D2DLaneHost(D2DClientHost):
         """The E/M steps of every job that runs them, batched over the lanes.
 
         One forward pass per target client gives the per-sample losses of every
-        lane's usable models; the lanes with the same target, number of models
-        and steps then run :func:`em_steps_many` together.
+        lane's usable models; the lanes with the same target and steps then run
+        :func:`em_steps_many` together, their selections padded to the widest
+        (a padded model has log π = −∞: it takes no responsibility and no mass).
         """
         out: list[tuple[npt.NDArray[np.float64], float] | None] = [None] * len(jobs)
         by_target: dict[int, list[int]] = defaultdict(list)
@@ -240,22 +243,25 @@ class D2DLaneHost(D2DClientHost):
             losses = self._sample_losses_many(
                 np.concatenate([models[i] for i in mine]), x, y
             )
-            groups: dict[tuple[int, int], list[int]] = defaultdict(list)
+            groups: dict[int, list[int]] = defaultdict(list)
             first, rows = 0, {}
             for i in mine:
                 rows[i] = first
                 first += len(models[i])
-                groups[(len(models[i]), jobs[i].em_steps)].append(i)
-            for (k, steps), members in groups.items():
-                block = np.stack([losses[rows[i] : rows[i] + k] for i in members])
-                sub = np.stack([jobs[i].log_pi[jobs[i].idx] for i in members])
+                groups[jobs[i].em_steps].append(i)
+            for steps, members in groups.items():  # the lanes' k differ: padded
+                width = max(len(models[i]) for i in members)
+                block = np.zeros((len(members), len(y), width))
+                sub = np.full((len(members), width), -np.inf)
+                for j, i in enumerate(members):
+                    k = len(models[i])
+                    block[j, :, :k] = losses[rows[i] : rows[i] + k].T
+                    sub[j, :k] = jobs[i].log_pi[jobs[i].idx]
                 log_pi, loglik = em_steps_many(
-                    sub - _logsumexp(sub, axis=1)[:, None],
-                    block.transpose(0, 2, 1),
-                    steps,
+                    sub - _logsumexp(sub, axis=1)[:, None], block, steps
                 )
                 for j, i in enumerate(members):
-                    out[i] = (log_pi[j], float(loglik[j]))
+                    out[i] = (log_pi[j, : len(models[i])], float(loglik[j]))
         return out
 
     def _sample_losses_many(
@@ -341,16 +347,19 @@ def _weights_after(
 
 def _gather(
     jobs: list[TargetJob], replies: tuple[Vector, ...], dim: int
-) -> list[Vector]:
-    """Each job's usable models (rows in ``neighbors`` order): one gather per reply."""
+) -> tuple[Vector, npt.NDArray[np.int64]]:
+    """Every job's usable models end to end, and the bounds: one gather per reply.
+
+    Job i's models are the rows ``bounds[i]:bounds[i + 1]``, in ``neighbors`` order.
+    """
     sources = [src for job in jobs for src in job.sources]
     pairs = np.array(sources, np.int64).reshape(-1, 2)  # (0, 2): no model arrived
     stacked = np.zeros((len(pairs), dim), np.float32)
     for a, reply in enumerate(replies):
         hit = np.flatnonzero(pairs[:, 0] == a)
         stacked[hit] = reply[pairs[hit, 1]]
-    bounds = np.cumsum([0] + [len(job.sources) for job in jobs])
-    return [stacked[bounds[i] : bounds[i + 1]] for i in range(len(jobs))]
+    bounds = np.cumsum([0] + [len(job.sources) for job in jobs]).astype(np.int64)
+    return stacked, bounds
 
 
 D2DLaneActor: Any = ray.remote(D2DLaneHost)

@@ -227,3 +227,20 @@ def test_batched_em_steps_equal_em_step():
             want, ll = em_step(want, losses[lane])
         np.testing.assert_allclose(got[lane], want, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(loglik[lane], ll, rtol=1e-12)
+
+
+def test_em_steps_of_padded_selections_equal_each_alone():
+    """Mixtures of 1..9 models padded to 9 (log π = −∞, loss 0) run as alone."""
+    rng = np.random.default_rng(1)
+    widths = [1, 2, 5, 9, 3]
+    log_pi = np.full((len(widths), 9), -np.inf)
+    losses = np.zeros((len(widths), 20, 9))
+    for j, k in enumerate(widths):
+        log_pi[j, :k] = np.log(rng.dirichlet(np.ones(k)))
+        losses[j, :, :k] = rng.exponential(2.0, size=(20, k))
+    got, loglik = em_steps_many(log_pi, losses, 2)
+    for j, k in enumerate(widths):
+        want, ll = em_steps_many(log_pi[j : j + 1, :k], losses[j : j + 1, :, :k], 2)
+        np.testing.assert_allclose(got[j, :k], want[0], rtol=1e-12, atol=1e-12)
+        assert np.isneginf(got[j, k:]).all()
+        np.testing.assert_allclose(loglik[j], ll[0], rtol=1e-12)
