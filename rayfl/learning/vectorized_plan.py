@@ -164,12 +164,7 @@ def plan_batches(
     client, lengths = _batch_lengths(n, per_epoch, order, steps, batch_size)
     used = np.zeros(len(n), np.int64)
     np.add.at(used, client, lengths)
-    samples = [draws[c][: used[c]] for c in order.tolist()]
-    flat = (
-        np.concatenate(samples).astype(np.int64, copy=False)
-        if len(samples)
-        else np.zeros(0, np.int64)
-    )
+    flat = _end_to_end([draws[c][: used[c]] for c in order.tolist()])
     return BatchPlan(order, steps, lengths, flat, _slot(lengths, slot))
 
 
@@ -226,12 +221,15 @@ def _plan_of_lists(
     order = np.argsort(-counts, kind="stable").astype(np.int64)
     stacked = [b for i in order for b in batches[i]]
     lengths = np.array([len(b) for b in stacked], np.int64)
-    flat = (
-        np.concatenate(stacked).astype(np.int64, copy=False)
-        if stacked
-        else np.zeros(0, np.int64)
-    )
+    flat = _end_to_end(stacked)
     return BatchPlan(order, counts[order], lengths, flat, _slot(lengths, slot))
+
+
+def _end_to_end(parts: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """The index arrays ``parts`` end to end, int64 (empty without parts)."""
+    if not parts:
+        return np.zeros(0, np.int64)
+    return np.concatenate(parts).astype(np.int64, copy=False)
 
 
 @dataclass(frozen=True)
