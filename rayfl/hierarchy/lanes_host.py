@@ -34,7 +34,7 @@ from rayfl.actors.restart import needs_state
 from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.exactsum import ExactSum, group_running_sums
 from rayfl.learning.aggregate import PartialSum, partial_sum
-from rayfl.privacy.clip import clip_by_l2_norm
+from rayfl.privacy.clip import clip_scale
 from rayfl.seeding import rng_for_many, rng_reseeded
 
 __all__ = [
@@ -209,19 +209,19 @@ class HierLaneHost(LaneHost):
             clients=np.array([c for job in noisy for c in job.clients], np.int64),
         )
         plain = self._plain_uploads(jobs)
-        out, parts = [], []
+        out, vectors, weights = [], [], []
         for job, span in zip(jobs, spans, strict=True):
             self._enter(job.lane)
             records: list[dict[str, Any]] = []
             done = updates[id(span)]
             if plain and all(u.support is None for u in done):
-                vectors = self._plain_records(span, done, records)
+                vectors.append(self._plain_records(span, done, records))
             else:
                 bundle = self._send_chunk(job.period, span, done, records)
-                vectors = [p.to_dense() for p in bundle.payloads]
-            weights = [u.weight for u in done]
-            parts.append(self._reduce(job, records, vectors, weights, noise))
+                vectors.append([p.to_dense() for p in bundle.payloads])
+            weights.append([u.weight for u in done])
             out.append(records)
+        parts = reduce_jobs(jobs, out, vectors, weights, noise)
         return list(zip(out, job_sums(parts), strict=True))
 
     def _plain_uploads(self, jobs: list[SegmentJob]) -> bool:
@@ -292,43 +292,84 @@ class HierLaneHost(LaneHost):
                 done += len(span)
         return out
 
-    def _reduce(
-        self,
-        job: SegmentJob,
-        records: list[dict[str, Any]],
-        vectors: list[npt.NDArray[np.float32]],
-        weights: list[float],
-        rngs: Iterator[np.random.Generator],
-    ) -> tuple[list[npt.NDArray[np.float32]], list[float]]:
-        """Clip and noise one job's uploads (``DeviceHost.train_segment``).
 
-        ``rngs``: yields each device's (seed, "hier_device_noise", period,
-        device) generator in turn when the job adds noise (one each).
+def reduce_jobs(
+    jobs: list[SegmentJob],
+    records: list[list[dict[str, Any]]],
+    vectors: list[list[npt.NDArray[np.float32]]],
+    weights: list[list[float]],
+    rngs: Iterator[np.random.Generator],
+) -> list[tuple[list[npt.NDArray[np.float32]], list[float]]]:
+    """Clip and noise every job's uploads (``DeviceHost.train_segment``), all at once.
 
-        Returns:
-            The accepted (finite) rows and their weights, for :func:`job_sums`.
-        """
-        rows, kept = [], []
-        std = float(job.noise_std)
-        for i, vector in enumerate(vectors):
-            rec = records[i]
-            if job.clip_norm is not None:
-                vector, norm = clip_by_l2_norm(vector, clip_norm=float(job.clip_norm))
-                rec["update_norm"] = float(norm)
-                rec["clip_scale"] = (
-                    float(min(1.0, job.clip_norm / norm)) if norm > 0 else 1.0
-                )
-            if std > 0:
-                vector = (
-                    vector + next(rngs).normal(0.0, std, size=vector.shape)
-                ).astype(np.float32)
-            rec["device_noise_std"] = std
-            if not np.all(np.isfinite(vector)):
+    Per upload, :func:`rayfl.privacy.clip.clip_by_l2_norm`'s numbers (its
+    norm by ``np.dot`` row by row, the same scale and float32 cast) and
+    ``normal(0, σ)``'s noise (``σ·z + 0``, z the generator's standard normals),
+    bit for bit; the records get ``update_norm``, ``clip_scale``,
+    ``device_noise_std`` and, for a non-finite upload, ``rejected``.
+
+    Args:
+        jobs: The jobs.
+        records: Per job, its devices' records (updated in place).
+        vectors: Per job, its uploads (float32 rows).
+        weights: Per job, their weights.
+        rngs: Yields each noisy job's devices' (seed, "hier_device_noise",
+            period, device) generators in turn (jobs, then devices, in order).
+
+    Returns:
+        Per job, the accepted (finite) rows and their weights, for :func:`job_sums`.
+    """
+    counts = [len(v) for v in vectors]
+    if not sum(counts):
+        return [([], []) for _ in jobs]
+    dim = len(next(v for vs in vectors for v in vs))
+    rows = np.stack([v for vs in vectors for v in vs])  # float32 unless staged
+    job = np.repeat(np.arange(len(jobs)), counts)
+    clip = np.array(
+        [np.nan if j.clip_norm is None else float(j.clip_norm) for j in jobs]
+    )[job]
+    flat_records = [rec for recs in records for rec in recs]
+    clipped = np.flatnonzero(~np.isnan(clip))
+    if len(clipped):
+        wide = rows[clipped].astype(np.float64)
+        norms = np.array([np.sqrt(np.dot(x, x)) for x in wide])
+        scale = np.empty(len(clipped))
+        for c in np.unique(clip[clipped]).tolist():
+            same = clip[clipped] == c
+            scale[same] = clip_scale(norms[same], clip_norm=c)
+        rows[clipped] = (wide * scale[:, None]).astype(np.float32)
+        pairs = zip(
+            clipped.tolist(), norms.tolist(), clip[clipped].tolist(), strict=True
+        )
+        for r, norm, c in pairs:
+            flat_records[r]["update_norm"] = norm
+            flat_records[r]["clip_scale"] = min(1.0, c / norm) if norm > 0 else 1.0
+    std = np.array([float(j.noise_std) for j in jobs])[job]
+    noisy = np.flatnonzero(std > 0)
+    if len(noisy):
+        noise = np.empty((len(noisy), dim))
+        for i in range(len(noisy)):
+            next(rngs).standard_normal(out=noise[i])
+        noise *= std[noisy, None]
+        noise += 0.0  # normal(0, σ) is 0 + σ·z: a −0 product becomes +0
+        rows[noisy] = (rows[noisy] + noise).astype(np.float32)
+    finite: npt.NDArray[np.bool_] = np.all(np.isfinite(rows), axis=1)
+    out: list[tuple[list[npt.NDArray[np.float32]], list[float]]] = []
+    first = 0
+    for j, (spec, count) in enumerate(zip(jobs, counts, strict=True)):
+        kept_rows, kept = [], []
+        for i in range(count):
+            r = first + i
+            rec = flat_records[r]
+            rec["device_noise_std"] = float(std[r])
+            if not finite[r]:
                 rec["rejected"] = REJECT_NON_FINITE
                 continue
-            rows.append(vector)
-            kept.append(1.0 if job.equal_weights else float(weights[i]))
-        return rows, kept
+            kept_rows.append(rows[r])
+            kept.append(1.0 if spec.equal_weights else float(weights[j][i]))
+        out.append((kept_rows, kept))
+        first += count
+    return out
 
 
 def job_sums(

@@ -113,3 +113,77 @@ def test_weight_total_equals_the_fraction_sum(values: list) -> None:
     # Assert
     assert isinstance(got, Fraction)
     assert got == want
+
+
+def test_reduce_jobs_clips_and_noises_as_one_device_at_a_time():
+    """All jobs at once against clip_by_l2_norm and normal(0, σ), upload by upload.
+
+    Bit for bit: the clipped, noised rows, the records (norm, clip scale, σ,
+    rejection) and the kept weights; one upload is non-finite.
+    """
+    from rayfl.hierarchy.lanes_host import SegmentJob, reduce_jobs
+    from rayfl.privacy.clip import clip_by_l2_norm
+    from rayfl.seeding import rng_for
+
+    rng = np.random.default_rng(7)
+    specs = [
+        (3, 0.5, 0.2, False),
+        (0, None, 0.0, True),
+        (2, None, 0.3, False),
+        (4, 2.0, 0.0, True),
+        (1, 0.1, 0.05, False),
+    ]
+    jobs = [
+        SegmentJob(
+            lane=j,
+            row=j,
+            edge=0,
+            period=3,
+            clients=list(range(n)),
+            lr=0.1,
+            steps=2,
+            clip_norm=c,
+            noise_std=s,
+            equal_weights=eq,
+        )
+        for j, (n, c, s, eq) in enumerate(specs)
+    ]
+    vectors = [
+        [rng.normal(size=6).astype(np.float32) for _ in range(n)] for n, *_ in specs
+    ]
+    vectors[2][1][4] = np.inf
+    weights = [[float(rng.integers(5, 50)) for _ in range(n)] for n, *_ in specs]
+    keys = [
+        (j, c) for j, job in enumerate(jobs) if job.noise_std > 0 for c in job.clients
+    ]
+
+    def gens():
+        for j, c in keys:
+            yield rng_for(10 + j, "hier_device_noise", round=3, client=c)
+
+    records = [[{} for _ in vs] for vs in vectors]
+    got = reduce_jobs(jobs, records, vectors, weights, gens())
+    want_records, noise = [], gens()
+    for job, vs, ws, (rows, kept) in zip(jobs, vectors, weights, got, strict=True):
+        want_rows, want_kept = [], []
+        for i, v in enumerate(vs):
+            rec = {}
+            if job.clip_norm is not None:
+                v, norm = clip_by_l2_norm(v, clip_norm=job.clip_norm)
+                rec["update_norm"] = norm
+                rec["clip_scale"] = min(1.0, job.clip_norm / norm) if norm > 0 else 1.0
+            if job.noise_std > 0:
+                v = (v + next(noise).normal(0.0, job.noise_std, size=v.shape)).astype(
+                    np.float32
+                )
+            rec["device_noise_std"] = job.noise_std
+            if not np.isfinite(v).all():
+                rec["rejected"] = "non_finite"
+            else:
+                want_rows.append(v)
+                want_kept.append(1.0 if job.equal_weights else ws[i])
+            want_records.append(rec)
+        assert [r.tobytes() for r in rows] == [r.tobytes() for r in want_rows]
+        assert kept == want_kept
+    assert [r for recs in records for r in recs] == want_records
+    assert sum(len(rows) for rows, _ in got) == sum(n for n, *_ in specs) - 1
