@@ -225,10 +225,12 @@ def aggregate_edges(
     )
     noise_norms = np.zeros(len(pairs))
     if noisy:
-        dim = new.shape[1]
-        noise = np.empty((len(noisy), dim))
+        noise = np.empty((len(noisy), new.shape[1]))
+        for draw in noise:
+            next(rngs).standard_normal(out=draw)
+        noise *= stds[noisy, None]
+        noise += 0.0  # normal(0, σ) is 0 + σ·z (bit for bit): a −0 becomes +0
         for row, k in enumerate(noisy):
-            noise[row] = next(rngs).normal(0.0, stds[k], size=dim)
             noise_norms[k] = float(np.linalg.norm(noise[row]))
         new[noisy] = (new[noisy] + noise).astype(np.float32)
     for k, (i, c, p, _, _) in enumerate(pairs):
