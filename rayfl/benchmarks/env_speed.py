@@ -17,7 +17,9 @@ episodes ending (and resetting) inside the timed steps, and writes ``--csv``
 (default docs/performance/env_emulate.csv): one row per env with
 ``steps_per_s`` (env steps: one lane's step counts one), ``ratio`` (over the
 single emulate env's steps per second of the same run) and ``vs_surrogate``
-(over the surrogate env's of the same run). The ``trainer-bound`` rows are no
+(over ``surrogate_steps_per_s``: for a vector row, the mean of the surrogate
+env's rate timed just before and just after it, since the machine's speed
+drifts within a run; for the other rows, the ``surrogate`` row's). The ``trainer-bound`` rows are no
 env: the steps per second E star lanes would reach if their hosts' training
 and test evaluation were all the work, split perfectly over 2 cores
 (:mod:`rayfl.benchmarks.trainer_bound`; ``seconds`` is that work's CPU time
@@ -33,6 +35,7 @@ import argparse
 import csv
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +81,7 @@ FIELDS = [
     "steps_per_s",
     "ratio",
     "vs_surrogate",
+    "surrogate_steps_per_s",
     "load_1m",
 ]
 
@@ -138,6 +142,14 @@ def _one_repeat(args: argparse.Namespace, repeat: int) -> list[dict[str, Any]]:
     for lanes in args.lanes:  # the star lanes' hosts' arithmetic alone: a bound
         rate = trainer_bound(surrogate.unwrapped.config, lanes)
         rows.append(_row(repeat, "trainer-bound", lanes, lanes, lanes / rate))
+    beside = [rows[1]["steps_per_s"]]
+
+    def bracket(row: dict[str, Any]) -> None:
+        """Time the surrogate again; the row's reference: the mean of both sides."""
+        count, secs = timed_steps(surrogate, 10 * args.steps, vector=False)
+        beside.append(count / secs)
+        row["surrogate_steps_per_s"] = round((beside[-2] + beside[-1]) / 2, 2)
+
     for i, (name, role) in enumerate(_vector_envs()):
         # the default topology's (the first registered) rows keep the plain label
         label = "vector" if i == 0 else f"{name}-vector"
@@ -148,27 +160,36 @@ def _one_repeat(args: argparse.Namespace, repeat: int) -> list[dict[str, Any]]:
             finally:
                 env.close()
             rows.append(_row(repeat, label, lanes, steps, seconds))
-    rows += scenario_rows(args.scenario, args.lanes, args.vector_steps, repeat)
-    base, surrogate_rate = rows[0]["steps_per_s"], rows[1]["steps_per_s"]
+            bracket(rows[-1])
+    rows += scenario_rows(
+        args.scenario, args.lanes, args.vector_steps, repeat, after=bracket
+    )
+    base = rows[0]["steps_per_s"]
     for row in rows:
+        reference = row.setdefault("surrogate_steps_per_s", rows[1]["steps_per_s"])
         row["ratio"] = round(row["steps_per_s"] / base, 2)
-        row["vs_surrogate"] = round(row["steps_per_s"] / surrogate_rate, 2)
+        row["vs_surrogate"] = round(row["steps_per_s"] / reference, 2)
         print(
             f"repeat {repeat} {row['env']:17s} E={row['lanes']:3d}: "
             f"{row['steps_per_s']:8.1f} steps/s  x{row['ratio']:.2f} one emulate "
-            f"env, x{row['vs_surrogate']:.2f} the surrogate",
+            f"env, x{row['vs_surrogate']:.2f} the surrogate beside it",
             flush=True,
         )
     return rows
 
 
 def scenario_rows(
-    names: list[str], lanes: list[int], steps: int, repeat: int
+    names: list[str],
+    lanes: list[int],
+    steps: int,
+    repeat: int,
+    *,
+    after: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Time each scenario's vector env (its topology's, on its config) at each E.
 
     Rows ``<scenario>-vector`` without ``ratio``/``vs_surrogate`` (the caller
-    adds them). Needs a Ray session.
+    adds them); ``after(row)`` runs after each. Needs a Ray session.
     """
     rows = []
     for name, (scenario, role) in zip(names, _scenario_envs(names), strict=True):
@@ -179,6 +200,8 @@ def scenario_rows(
             finally:
                 env.close()
             rows.append(_row(repeat, f"{name}-vector", e, count, seconds))
+            if after is not None:
+                after(rows[-1])
     return rows
 
 
