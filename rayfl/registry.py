@@ -396,7 +396,7 @@ def check_policy(
     if missing_keys:
         key = missing_keys[0]
         observers = [t for t in TOPOLOGIES if key in topology_of(t).observation_keys]
-        if topology in observers or not observers:
+        if key in plugin.observation_keys or not observers:
             raise ValueError(
                 f"{head} reads {key!r}, which this {where} run does not observe"
             )

@@ -103,9 +103,10 @@ def scenarios_for(topology: str = "all", size: str = "all") -> list[Scenario]:
     Raises:
         ValueError: For an unknown topology or size.
     """
+    plugin = None  # "all": every topology
     if topology != "all":
         try:
-            topology = topology_of(topology).name  # an alias names its topology
+            plugin = topology_of(topology)  # an alias names its topology
         except ValueError:
             names = ", ".join(topology_names())
             raise ValueError(
@@ -116,5 +117,6 @@ def scenarios_for(topology: str = "all", size: str = "all") -> list[Scenario]:
     return [
         s
         for s in scenarios().values()
-        if topology in ("all", s.topology) and size in ("all", s.size)
+        if (plugin is None or topology_of(s.topology) is plugin)
+        and size in ("all", s.size)
     ]
