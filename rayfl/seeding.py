@@ -78,7 +78,14 @@ PURPOSES: dict[str, int] = {
     "fading_ar_downlink": 98,  # seed of the downlink's AR(1) (rayfl.wireless.world)
 }
 
-__all__ = ["PURPOSES", "rng_for", "rng_for_many", "rng_reseeded", "torch_seed_for"]
+__all__ = [
+    "PURPOSES",
+    "normal_rows",
+    "rng_for",
+    "rng_for_many",
+    "rng_reseeded",
+    "torch_seed_for",
+]
 
 
 def rng_for(
@@ -199,6 +206,23 @@ def rng_reseeded(
         state["state"] = ((inc + ((w0 << 64) | w1)) * mult + inc) & mask
         bits.state = full
         yield gen
+
+
+def normal_rows(
+    rngs: Iterator[np.random.Generator], stds: npt.ArrayLike, dim: int
+) -> npt.NDArray[np.float64]:
+    """Row i: the next generator's ``normal(0, stds[i], dim)``, bit for bit, (n, dim).
+
+    Drawn as standard normals into one array, then scaled at once:
+    ``normal(0, σ)`` is ``0 + σ·z`` per element (the + 0 turns a −0 into +0).
+    """
+    scale = np.asarray(stds, dtype=np.float64).reshape(-1)
+    out = np.empty((len(scale), int(dim)))
+    for row in out:
+        next(rngs).standard_normal(out=row)
+    out *= scale[:, None]
+    out += 0.0
+    return out
 
 
 #: PCG64's 128-bit LCG multiplier (numpy's PCG_DEFAULT_MULTIPLIER_128).

@@ -214,10 +214,11 @@ def _scenario_envs(names: list[str]) -> list[tuple[Any, str]]:
     """
     from rayfl.benchmarks.policies.scenarios import scenario_config, scenarios
 
-    out = []
+    known, out = scenarios(), []
     for name in names:
-        scenario_config(name)  # unknown: the error lists the known ones
-        scenario = scenarios()[name]
+        if name not in known:
+            scenario_config(name)  # raises, listing the known names
+        scenario = known[name]
         role = topology_of(scenario.topology).envs.get("vector")
         if role is None:
             raise ValueError(

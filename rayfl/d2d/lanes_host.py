@@ -180,8 +180,7 @@ class D2DLaneHost(D2DClientHost):
             ``em`` (new log π over the usable models and log-likelihood, or
             None) and ``rejected`` (neighbor → reason).
         """
-        stacked, bounds = _gather(jobs, replies, self.model.spec.dim)
-        models = [stacked[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        models = _gather(jobs, replies, self.model.spec.dim)
         em = self._em(jobs, models)
         mixed, rejected = [], []
         for job, mine, step in zip(jobs, models, em, strict=True):
@@ -347,19 +346,16 @@ def _weights_after(
 
 def _gather(
     jobs: list[TargetJob], replies: tuple[Vector, ...], dim: int
-) -> tuple[Vector, npt.NDArray[np.int64]]:
-    """Every job's usable models end to end, and the bounds: one gather per reply.
-
-    Job i's models are the rows ``bounds[i]:bounds[i + 1]``, in ``neighbors`` order.
-    """
+) -> list[Vector]:
+    """Each job's usable models (rows in ``neighbors`` order): one gather per reply."""
     sources = [src for job in jobs for src in job.sources]
     pairs = np.array(sources, np.int64).reshape(-1, 2)  # (0, 2): no model arrived
     stacked = np.zeros((len(pairs), dim), np.float32)
     for a, reply in enumerate(replies):
         hit = np.flatnonzero(pairs[:, 0] == a)
         stacked[hit] = reply[pairs[hit, 1]]
-    bounds = np.cumsum([0] + [len(job.sources) for job in jobs]).astype(np.int64)
-    return stacked, bounds
+    bounds = np.cumsum([0] + [len(job.sources) for job in jobs])
+    return [stacked[bounds[i] : bounds[i + 1]] for i in range(len(jobs))]
 
 
 D2DLaneActor: Any = ray.remote(D2DLaneHost)

@@ -35,7 +35,7 @@ from rayfl.algorithms.base import Algorithm, ClientContext, ClientUpdate
 from rayfl.exactsum import ExactSum, group_running_sums
 from rayfl.learning.aggregate import PartialSum, partial_sum
 from rayfl.privacy.clip import clip_scale
-from rayfl.seeding import rng_for_many, rng_reseeded
+from rayfl.seeding import normal_rows, rng_for_many, rng_reseeded
 
 __all__ = [
     "HierLaneActor",
@@ -304,8 +304,7 @@ def reduce_jobs(
 
     Per upload, :func:`rayfl.privacy.clip.clip_by_l2_norm`'s numbers (its
     norm by ``np.dot`` row by row, the same scale and float32 cast) and
-    ``normal(0, σ)``'s noise (``σ·z + 0``, z the generator's standard normals),
-    bit for bit; the records get ``update_norm``, ``clip_scale``,
+    ``normal(0, σ)``'s noise (:func:`rayfl.seeding.normal_rows`), bit for bit; the records get ``update_norm``, ``clip_scale``,
     ``device_noise_std`` and, for a non-finite upload, ``rejected``.
 
     Args:
@@ -322,7 +321,6 @@ def reduce_jobs(
     counts = [len(v) for v in vectors]
     if not sum(counts):
         return [([], []) for _ in jobs]
-    dim = len(next(v for vs in vectors for v in vs))
     rows = np.stack([v for vs in vectors for v in vs])  # float32 unless staged
     job = np.repeat(np.arange(len(jobs)), counts)
     clip = np.array(
@@ -333,10 +331,7 @@ def reduce_jobs(
     if len(clipped):
         wide = rows[clipped].astype(np.float64)
         norms = np.array([np.sqrt(np.dot(x, x)) for x in wide])
-        scale = np.empty(len(clipped))
-        for c in np.unique(clip[clipped]).tolist():
-            same = clip[clipped] == c
-            scale[same] = clip_scale(norms[same], clip_norm=c)
+        scale = clip_scale(norms, clip_norm=clip[clipped])
         rows[clipped] = (wide * scale[:, None]).astype(np.float32)
         pairs = zip(
             clipped.tolist(), norms.tolist(), clip[clipped].tolist(), strict=True
@@ -347,11 +342,7 @@ def reduce_jobs(
     std = np.array([float(j.noise_std) for j in jobs])[job]
     noisy = np.flatnonzero(std > 0)
     if len(noisy):
-        noise = np.empty((len(noisy), dim))
-        for i in range(len(noisy)):
-            next(rngs).standard_normal(out=noise[i])
-        noise *= std[noisy, None]
-        noise += 0.0  # normal(0, σ) is 0 + σ·z: a −0 product becomes +0
+        noise = normal_rows(rngs, std[noisy], rows.shape[1])
         rows[noisy] = (rows[noisy] + noise).astype(np.float32)
     finite: npt.NDArray[np.bool_] = np.all(np.isfinite(rows), axis=1)
     out: list[tuple[list[npt.NDArray[np.float32]], list[float]]] = []

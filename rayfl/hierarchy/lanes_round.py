@@ -27,7 +27,7 @@ from rayfl.hierarchy.scheduling import EdgeScheduling, upload_fading
 from rayfl.hierarchy.submit import Plan, Sent, make_plan
 from rayfl.hierarchy.topology import Topology
 from rayfl.schedule import Schedule
-from rayfl.seeding import rng_reseeded
+from rayfl.seeding import normal_rows, rng_reseeded
 from rayfl.system import EvalRow, RoundResult
 
 __all__ = [
@@ -225,11 +225,7 @@ def aggregate_edges(
     )
     noise_norms = np.zeros(len(pairs))
     if noisy:
-        noise = np.empty((len(noisy), new.shape[1]))
-        for draw in noise:
-            next(rngs).standard_normal(out=draw)
-        noise *= stds[noisy, None]
-        noise += 0.0  # normal(0, σ) is 0 + σ·z (bit for bit): a −0 becomes +0
+        noise = normal_rows(rngs, stds[noisy], new.shape[1])
         for row, k in enumerate(noisy):
             noise_norms[k] = float(np.linalg.norm(noise[row]))
         new[noisy] = (new[noisy] + noise).astype(np.float32)

@@ -30,12 +30,14 @@ import numpy.typing as npt
 _TINY = float(np.finfo(np.float64).tiny)
 
 
-def clip_scale(norm: npt.ArrayLike, *, clip_norm: float) -> npt.NDArray[np.float64]:
+def clip_scale(
+    norm: npt.ArrayLike, *, clip_norm: float | npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
     """Return the clip factor min(1, C/max(‖u‖, tiny)), seed 000 eq. 2.
 
     Args:
         norm: L2 norm(s) ‖u‖₂ ≥ 0, any shape.
-        clip_norm: C > 0.
+        clip_norm: C > 0, or one C per norm (broadcast against ``norm``).
 
     Returns:
         Factor(s) in (0, 1], float64, same shape as ``norm``.

@@ -189,14 +189,15 @@ def test_reduce_jobs_clips_and_noises_as_one_device_at_a_time():
     assert sum(len(rows) for rows, _ in got) == sum(n for n, *_ in specs) - 1
 
 
-@pytest.mark.parametrize("std", [1e-300, 1e-3, 0.7, 3.0])
-def test_normal_is_sigma_times_standard_normals_plus_zero(std):
-    """What the lanes' batched noise (devices and edges) relies on, bit for bit."""
-    from rayfl.seeding import rng_for
+def test_normal_rows_are_each_generators_normal():
+    """What the lanes' batched noise (devices and edges) draws, bit for bit."""
+    from rayfl.seeding import normal_rows, rng_for
 
-    want = rng_for(1, "hier_edge_noise", round=2, client=3).normal(0.0, std, 999)
-    got = np.empty(999)
-    rng_for(1, "hier_edge_noise", round=2, client=3).standard_normal(out=got)
-    got *= std
-    got += 0.0
-    assert got.tobytes() == want.tobytes()
+    stds = [1e-300, 1e-3, 0.7, 3.0]
+    keys = [(1, c) for c in range(len(stds))]
+    got = normal_rows(
+        (rng_for(s, "hier_edge_noise", round=2, client=c) for s, c in keys), stds, 999
+    )
+    for (s, c), std, row in zip(keys, stds, got, strict=True):
+        want = rng_for(s, "hier_edge_noise", round=2, client=c).normal(0.0, std, 999)
+        assert row.tobytes() == want.tobytes()
