@@ -174,7 +174,7 @@ def test_edge_apply_sums_matches_one_sum():
 
 def _limb_path(monkeypatch):
     """Force every sum onto the limb path (no float64 fast path)."""
-    import rayfl.exactsum as es
+    import rayfl.exactsum.limbs as es
 
     monkeypatch.setattr(es, "_exact_running_sum", lambda x: None)
 
@@ -242,9 +242,35 @@ def test_group_running_sums_are_exact_sums_or_say_not():
     assert not np.signbit(sums[2]).any()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_group_running_sums_blocks_change_nothing(monkeypatch, dtype):
+    """Cache blocks of a few groups give the one-block sums and flags, bit for bit."""
+    import rayfl.exactsum.fast as ex
+
+    rng = np.random.default_rng(3)
+    groups, dim = 23, 37
+    count = rng.integers(0, 5, size=groups)
+    row = np.repeat(np.arange(groups), count)
+    updates = np.round(rng.normal(size=(len(row), dim)) * 64) / 64  # exact sums
+    updates[rng.random(len(row)) < 0.3] *= np.pi * 1e12  # inexact ones
+    updates[rng.random(updates.shape) < 0.1] = -0.0
+    updates[3, 0], updates[7, 1] = np.nan, np.inf
+    updates = updates.astype(dtype)
+    ones = dtype == np.float64  # the float64, weight-1 path (no multiply)
+    weights = np.ones(len(row)) if ones else rng.integers(1, 300, len(row)) * 1.0
+    whole = ex.group_running_sums(row, count, updates, weights)
+    assert 0 < whole[1][count > 1].sum() < (count > 1).sum()  # both kinds occur
+    monkeypatch.setattr(ex, "_BLOCK_BYTES", 8 * dim * 3)  # three groups a block
+    blocks = ex.group_running_sums(row, count, updates, weights)
+    np.testing.assert_array_equal(blocks[1], whole[1])
+    np.testing.assert_array_equal(blocks[0], whole[0])
+    assert (np.signbit(blocks[0]) == np.signbit(whole[0])).all()
+    assert not np.signbit(whole[0][count == 0]).any()
+
+
 def test_plain_divisions_equals_the_elementwise_rule():
     """plain_divisions (two reductions per row) == every non-zero quotient in range."""
-    from rayfl.exactsum import _PLAIN_RANGE, plain_divisions
+    from rayfl.exactsum.fast import _PLAIN_RANGE, plain_divisions
 
     lo, hi = _PLAIN_RANGE
     rng = np.random.default_rng(1)

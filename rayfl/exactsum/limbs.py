@@ -1,46 +1,6 @@
-"""Exact, grouping-independent sums of float64 vectors (pure numpy, no torch).
+"""Exact sums as 48-bit integer limbs (:class:`ExactSum`, :func:`exact_sum`).
 
-Every finite float64 is an integer multiple of 2⁻¹⁰⁷⁴, so a sum of finite
-float64 rows has an exact value; :class:`ExactSum` keeps that exact value, per
-element, as a short vector of 48-bit integer limbs ("digits" in base 2⁴⁸ on a
-grid of exponents shared by every sum). Adding two sums adds their limbs, which
-is integer arithmetic: associative and commutative, so a client actor may
-pre-reduce its clients and the server add the partial sums and the result is
-bit-for-bit the one of summing every row at the server, whatever the packing
-(DESIGN.md determinism rule). Nothing overflows or wraps for any finite input:
-the limbs carry into new limbs as needed, up to the full float64 range.
-
-The value is rounded once, at the end: :meth:`ExactSum.value` is the correctly
-rounded float64 of the exact sum (equal to :func:`math.fsum` of the rows), and
-:meth:`ExactSum.mean` divides it by the exact weight sum.
-
-Implementation details:
-    1. Splitting a row into digits: for the top level b (a multiple of 48)
-       ``hi = (x + 1.5·2^(b+52)) − 1.5·2^(b+52)`` rounds x to a multiple of
-       2^b exactly and ``x − hi`` is exact (error-free transformation), so a row
-       costs a few vectorised passes per level; typical updates span ≤ 96 bits
-       (two levels), float32 rows at most six.
-    2. Digits of up to 32 rows are summed in float64 (exact: every partial sum
-       is an integer below 2⁵³) before going into the int64 limbs; limbs are
-       carry-normalised after each block, so they never exceed 2⁶³.
-    3. Rounding to float64: the top 62 bits of |sum| plus a sticky bit for
-       every lower bit are converted with one int64→float64 cast (round to
-       nearest even), then scaled by a power of two. The mean divides that
-       float64 by the weight sum and casts to float32 (the only two roundings
-       after the exact sum).
-    4. Weights are summed exactly as :class:`fractions.Fraction` (a handful of
-       numbers per sum).
-    5. Fast path: when the plain float64 running sum of the weighted rows is
-       exact — every addition's TwoSum error (Knuth, TAOCP vol. 2, 4.2.2) is
-       zero, checked per element — that float64 vector *is* the exact sum, and
-       :class:`ExactSum` keeps it as ``exact64`` without building limbs (built
-       from it on demand, exactly, for ``+`` when the float64 sum of two sums is
-       not exact). The rounding then has nothing to do: :meth:`ExactSum.value`
-       returns it and :meth:`ExactSum.mean` divides it once, the same bits as the
-       limb path (tests/learning/test_exact_sum.py compares both paths). Typical
-       updates (float32 rows times sample counts, exponents within ~20 bits)
-       take it; any element with a rounding error sends the whole sum to the
-       limb path.
+The module docstring of :mod:`rayfl.exactsum` describes the arithmetic.
 """
 
 from __future__ import annotations
@@ -51,13 +11,9 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-__all__ = [
-    "LIMB_BITS",
-    "ExactSum",
-    "exact_sum",
-    "group_running_sums",
-    "plain_divisions",
-]
+from rayfl.exactsum.fast import _exact_running_sum, _plain_division_is_exact
+
+__all__ = ["LIMB_BITS", "ExactSum", "exact_sum"]
 
 LIMB_BITS = 48
 """Bits per limb; limb j of a sum with ``low`` = l weighs 2^(48·(l + j))."""
@@ -192,122 +148,6 @@ def exact_sum(vectors: npt.ArrayLike, weights: npt.ArrayLike) -> ExactSum:
 
 #: |exact sum / divisor| range where one float64 division, scaled or not, rounds
 #: the same (no overflow, no subnormal result): implementation detail 5.
-_PLAIN_RANGE = (2.0**-960, 2.0**960)
-
-
-def _exact_running_sum(
-    x: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64] | None:
-    """Return Σ_k x_k when every float64 addition of the running sum is exact.
-
-    Args:
-        x: Weighted rows, float64 (m, dim), m ≥ 1.
-
-    Returns:
-        The exact sum (−0.0 turned to 0.0, as the limb path gives), or None when
-        a row is not finite or some addition rounded (TwoSum error ≠ 0).
-    """
-    if not np.isfinite(x).all():
-        return None
-    s = x[0] + 0.0  # a copy, with −0.0 → +0.0
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(1, len(x)):
-            t = s + x[k]
-            z = t - s
-            # TwoSum: err = (s + x_k) − fl(s + x_k) exactly (nan if t overflowed)
-            err = (s - (t - z)) + (x[k] - z)
-            if np.any(err != 0):  # nan != 0 too
-                return None
-            s = t
-    return s + 0.0
-
-
-def group_running_sums(
-    row: npt.NDArray[np.int64],
-    count: npt.NDArray[np.int64],
-    updates: npt.NDArray[np.float32] | npt.NDArray[np.float64],
-    weights: npt.NDArray[np.float64],
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
-    """Per group: the float64 running sum of its weighted rows, and whether it is exact.
-
-    :func:`_exact_running_sum` (implementation detail 5's fast path) of many
-    groups at once, e.g. each lane's uploads in :mod:`rayfl.star.columns`: the
-    k-th rows of every group that has one are added in one pass (groups in a
-    given order: ``row`` ascending, a group's rows in its order), with an
-    exactness check of each addition (TwoSum's: the rounding error is 0). An
-    exact group's sum is its :class:`ExactSum`'s value; an inexact one must go
-    to :func:`exact_sum`.
-
-    Args:
-        row: (m,) the group of each row, ascending.
-        count: (P,) rows per group.
-        updates: (m, dim) the rows, float32 (uploads) or float64 (e.g. the
-            ``exact64`` of partial sums, with weights 1).
-        weights: (m,) their weights.
-
-    Returns:
-        ``(sums, exact)``: float64 (P, dim) and bool (P,).
-    """
-    p, dim = len(count), updates.shape[1]
-    rank = np.argsort(-count, kind="stable")  # lanes with a k-th row: a prefix
-    place = np.empty(p, np.int64)
-    place[rank] = np.arange(p)
-    slot = np.arange(len(row)) - np.repeat(np.cumsum(count) - count, count)
-    s = np.zeros((p, dim))  # +0: a running sum from it is never -0
-    exact = np.ones(p, bool)
-    lanes = int(np.count_nonzero(count))
-    x, t, d = (np.empty((lanes, dim)) for _ in range(3))
-    same, also = np.empty((lanes, dim), bool), np.empty((lanes, dim), bool)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(int(count.max(initial=0))):
-            at = np.flatnonzero(slot == k)
-            at = at[np.argsort(place[row[at]])]
-            n = len(at)
-            head, xs, ts, ds = s[:n], x[:n], t[:n], d[:n]
-            # w·u in float64 (a float32 → float64 cast is exact; one mixed-type
-            # multiply costs several same-type passes)
-            np.multiply(updates[at].astype(np.float64), weights[at, None], out=xs)
-            if k == 0:
-                np.add(head, xs, out=head)
-                continue
-            # t = head + x is exact iff t − head == x and t − x == head: the
-            # subtraction of the larger operand is exact (Fast2Sum), so an
-            # inexact t fails one of them; inf and nan fail too
-            np.add(head, xs, out=ts)
-            np.equal(np.subtract(ts, head, out=ds), xs, out=same[:n])
-            np.equal(np.subtract(ts, xs, out=ds), head, out=also[:n])
-            exact[:n] &= np.logical_and(same[:n], also[:n], out=same[:n]).all(axis=1)
-            np.copyto(head, ts)
-    return s[place], exact[place]
-
-
-def _plain_division_is_exact(total: npt.NDArray[np.float64], divisor: float) -> bool:
-    """True when ``total / divisor`` rounds as the limb path's scaled division."""
-    return bool(plain_divisions(total[None], np.array([float(divisor)]))[0])
-
-
-def plain_divisions(
-    totals: npt.NDArray[np.float64], divisors: npt.NDArray[np.float64]
-) -> npt.NDArray[np.bool_]:
-    """Per row: does ``totals[i] / divisors[i]`` round as the limb path's division?
-
-    True when the divisor and every quotient of a non-zero element lie in
-    :data:`_PLAIN_RANGE` (no overflow, no subnormal). Division by a positive
-    divisor rounds monotonically, so the smallest and largest quotients are
-    those of the smallest non-zero and the largest ``abs(total)``: two
-    reductions per row instead of a division per element.
-    """
-    lo, hi = _PLAIN_RANGE
-    a = np.abs(totals)
-    big = a.max(axis=1, initial=0.0)
-    small = np.min(a, axis=1, where=a > 0, initial=np.inf)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return (
-            (divisors >= lo)
-            & (divisors <= hi)
-            & (big / divisors <= hi)
-            & ((small == np.inf) | (small / divisors >= lo))
-        )
 
 
 class _Accumulator:
