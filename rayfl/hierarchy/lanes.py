@@ -434,8 +434,9 @@ class HierLanes:
         """Take segment j's replies; run every (lane, edge)'s aggregation (``EdgeHost``)."""
         _, where, refs = submitted
         sums: dict[int, dict[int, list[Any]]] = {e: {} for e in out}
-        for mine, reply in zip(where, self._get(refs), strict=True):  # hosts ascending
-            for (e, i, c), (records, psum) in zip(mine, reply, strict=True):
+        for mine, (records_of, packed) in zip(where, self._get(refs), strict=True):
+            psums = packed.unpack()  # hosts ascending
+            for (e, i, c), records, psum in zip(mine, records_of, psums, strict=True):
                 out[e].devices[i] = records
                 sums[e].setdefault(c, []).append(psum)
         todo = [e for e, done in out.items() if j < len(done.plan.segments)]

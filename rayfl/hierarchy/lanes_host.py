@@ -40,9 +40,11 @@ from rayfl.seeding import normal_rows, rng_for_many, rng_reseeded
 __all__ = [
     "HierLaneActor",
     "HierLaneHost",
+    "PackedSums",
     "SegmentJob",
     "job_sums",
     "pack_jobs",
+    "pack_sums",
     "unpack_jobs",
     "weight_total",
 ]
@@ -170,7 +172,7 @@ class HierLaneHost(LaneHost):
     @needs_state
     def train_segment_lanes(
         self, edge_vectors: npt.NDArray[np.float32], packed: PackedJobs
-    ) -> list[tuple[list[dict[str, Any]], PartialSum | None]]:
+    ) -> tuple[list[list[dict[str, Any]]], PackedSums]:
         """Train every job's devices in stacked calls; clip, noise and sum each job.
 
         Args:
@@ -180,8 +182,9 @@ class HierLaneHost(LaneHost):
                 (:func:`pack_jobs`).
 
         Returns:
-            Per job, in order: its devices' records and the exact sum of its
-            accepted uploads (None when every upload was rejected).
+            Per job, in order, its devices' records; and the jobs' exact sums
+            of their accepted uploads, packed (:meth:`PackedSums.unpack`: None
+            for a job whose every upload was rejected).
         """
         jobs = unpack_jobs(packed)
         seeds = [self.lanes[job.lane].setup.seed for job in jobs]
@@ -222,7 +225,7 @@ class HierLaneHost(LaneHost):
             weights.append([u.weight for u in done])
             out.append(records)
         parts = reduce_jobs(jobs, out, vectors, weights, noise)
-        return list(zip(out, job_sums(parts), strict=True))
+        return out, pack_sums(parts)
 
     def _plain_uploads(self, jobs: list[SegmentJob]) -> bool:
         """Whether every job's uploads leave as trained (no stage, no re-encoding)."""
@@ -373,24 +376,68 @@ def job_sums(
     is exact keeps it as its ``exact64`` (what :func:`partial_sum`'s fast path
     keeps), any other goes to :func:`partial_sum`. Same values either way.
     """
-    out: list[PartialSum | None] = [None] * len(parts)
+    return pack_sums(parts).unpack()
+
+
+@dataclass(frozen=True)
+class PackedSums:
+    """Jobs' partial sums as a host returns them: the exact ones in one array.
+
+    One float64 array pickles and crosses the object store as one buffer; a
+    list of :class:`ExactSum` costs a Python object and an array per job.
+
+    Attributes:
+        rows: The ``exact64`` of the jobs that have one, float64 (F, dim).
+        at: Per job, its row in ``rows``; -1: no row (see ``others``).
+        weights: Per job, Σ w exactly (None: the job had no upload).
+        counts: Per job, its number of uploads.
+        others: The jobs summed on the limb path (job → its sum).
+    """
+
+    rows: npt.NDArray[np.float64]
+    at: list[int]
+    weights: list[Fraction | None]
+    counts: list[int]
+    others: dict[int, PartialSum]
+
+    def unpack(self) -> list[PartialSum | None]:
+        """Each job's sum (None: no upload); an exact one's ``exact64`` is a row view."""
+        out: list[PartialSum | None] = []
+        for j, (k, weight) in enumerate(zip(self.at, self.weights, strict=True)):
+            if k >= 0 and weight is not None:
+                out.append(ExactSum(None, 0, weight, self.counts[j], self.rows[k]))
+            else:
+                out.append(self.others.get(j))
+        return out
+
+
+def pack_sums(
+    parts: list[tuple[list[npt.NDArray[np.float32]], list[float]]],
+) -> PackedSums:
+    """:func:`job_sums`, packed (:class:`PackedSums`)."""
+    n = len(parts)
+    at, weights, counts = [-1] * n, [None] * n, [len(rows) for rows, _ in parts]
+    others: dict[int, PartialSum] = {}
     full = [i for i, (rows, _) in enumerate(parts) if rows]
     if not full:
-        return out
+        return PackedSums(np.zeros((0, 0)), at, list(weights), counts, others)
     count = np.array([len(parts[i][0]) for i in full], np.int64)
     stacked = np.stack([r for i in full for r in parts[i][0]]).astype(np.float32)
-    weights = np.array([w for i in full for w in parts[i][1]], np.float64)
+    flat = np.array([w for i in full for w in parts[i][1]], np.float64)
     sums, exact = group_running_sums(
-        np.repeat(np.arange(len(full)), count), count, stacked, weights
+        np.repeat(np.arange(len(full)), count), count, stacked, flat
     )
+    exact &= np.isfinite(sums).all(axis=1)
+    kept: list[int] = []
+    totals: list[Fraction | None] = list(weights)
     for g, i in enumerate(full):
         rows, ws = parts[i]
-        if exact[g] and np.isfinite(sums[g]).all() and np.isfinite(ws).all():
-            weight = weight_total(ws)
-            out[i] = ExactSum(None, 0, weight, len(rows), sums[g].copy())
+        if exact[g] and np.isfinite(ws).all():
+            at[i], totals[i] = len(kept), weight_total(ws)
+            kept.append(g)
         else:
-            out[i] = partial_sum(np.stack(rows), ws)
-    return out
+            others[i] = partial_sum(np.stack(rows), ws)
+    return PackedSums(sums[kept], at, totals, counts, others)
 
 
 def weight_total(values: Sequence[float | Fraction]) -> Fraction:

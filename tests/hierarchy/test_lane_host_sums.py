@@ -201,3 +201,24 @@ def test_normal_rows_are_each_generators_normal():
     for (s, c), std, row in zip(keys, stds, got, strict=True):
         want = rng_for(s, "hier_edge_noise", round=2, client=c).normal(0.0, std, 999)
         assert row.tobytes() == want.tobytes()
+
+
+def test_packed_sums_cross_a_pickle_as_one_array() -> None:
+    """A host's packed sums: the exact ones in one array, the same sums after pickling."""
+    import pickle
+
+    from rayfl.hierarchy.lanes_host import pack_sums
+
+    parts = _jobs(np.random.default_rng(5), dim=9)
+    packed = pack_sums(parts)
+    fast = [j for j, k in enumerate(packed.at) if k >= 0]
+    assert packed.rows.shape == (len(fast), 9) and packed.others  # both kinds
+    back = pickle.loads(pickle.dumps(packed, protocol=5)).unpack()
+    for (rows, weights), s in zip(parts, back, strict=True):
+        if not rows:
+            assert s is None
+            continue
+        want = partial_sum(np.stack(rows), weights)
+        assert s is not None and s.weight == want.weight and s.count == want.count
+        np.testing.assert_array_equal(s.value(), want.value())
+        assert (s.exact64 is None) == (want.exact64 is None)
