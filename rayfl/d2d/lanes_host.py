@@ -140,7 +140,8 @@ class D2DLaneHost(D2DClientHost):
             rngs=rngs,
             slot=self.slot,
         )
-        vectors = np.stack([r.vector for r in results]).astype(np.float32, copy=False)
+        # np.array of equal rows: np.stack without its per-row expand_dims
+        vectors = np.array([r.vector for r in results]).astype(np.float32, copy=False)
         return vectors, np.array([r.train_loss for r in results], dtype=np.float64)
 
     @needs_state
@@ -199,7 +200,7 @@ class D2DLaneHost(D2DClientHost):
                 )
             )
         start: npt.NDArray[np.float32] = (
-            np.stack(mixed) if mixed else np.zeros((0, self.model.spec.dim), np.float32)
+            np.array(mixed) if mixed else np.zeros((0, self.model.spec.dim), np.float32)
         )
         agg_loss, agg_acc = self._evaluate(jobs, start)
         rngs = rng_for_many(

@@ -395,8 +395,11 @@ class HierLanes:
             clip = None if g is None else plan.eta * steps * g
             for c, members in enumerate(plan.chosen):
                 std = plan.stds.std(c, edge=False, is_global=is_global)
-                for a in sorted({actor_of[i] for i in members}):
-                    mine = [i for i in members if actor_of[i] == a]
+                split: dict[int, list[int]] = {}  # host → its members, in order
+                for i in members:
+                    split.setdefault(actor_of[i], []).append(i)
+                for a in sorted(split):
+                    mine = split[a]
                     where[a].append((e, len(done.devices), c))
                     done.sent.device_calls.append((c, p, mine, None))
                     done.devices.append(None)

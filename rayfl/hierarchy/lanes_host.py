@@ -324,7 +324,7 @@ def reduce_jobs(
     counts = [len(v) for v in vectors]
     if not sum(counts):
         return [([], []) for _ in jobs]
-    rows = np.stack([v for vs in vectors for v in vs])  # float32 unless staged
+    rows = np.array([v for vs in vectors for v in vs])  # float32 unless staged
     job = np.repeat(np.arange(len(jobs)), counts)
     clip = np.array(
         [np.nan if j.clip_norm is None else float(j.clip_norm) for j in jobs]
@@ -422,7 +422,8 @@ def pack_sums(
     if not full:
         return PackedSums(np.zeros((0, 0)), at, list(weights), counts, others)
     count = np.array([len(parts[i][0]) for i in full], np.int64)
-    stacked = np.stack([r for i in full for r in parts[i][0]]).astype(np.float32)
+    # np.array of equal rows is np.stack without a per-row expand_dims (~10x faster)
+    stacked = np.array([r for i in full for r in parts[i][0]]).astype(np.float32)
     flat = np.array([w for i in full for w in parts[i][1]], np.float64)
     sums, exact = group_running_sums(
         np.repeat(np.arange(len(full)), count), count, stacked, flat

@@ -37,18 +37,19 @@ def observe_lanes(
     """
     first = runs[0].scheduling
     lanes = len(runs)
-    fading = np.stack(
+    # np.array of equal rows: np.stack without its per-row expand_dims
+    fading = np.array(
         [
             run.scheduling.draw(run.scheduling.fading_key(k, run.interval.period_index))
             for run, k in zip(runs, rounds, strict=True)
         ]
     )
-    uploads = np.stack([run.interval.local_update_count for run in runs]).astype(
+    uploads = np.array([run.interval.local_update_count for run in runs]).astype(
         np.float64
     )
-    caps = np.stack([run.interval.participants for run in runs])
-    loss = np.nan_to_num(np.stack([run.scheduling.loss for run in runs]), nan=0.0)
-    staleness = np.stack([run.scheduling.staleness for run in runs])
+    caps = np.array([run.interval.participants for run in runs])
+    loss = np.nan_to_num(np.array([run.scheduling.loss for run in runs]), nan=0.0)
+    staleness = np.array([run.scheduling.staleness for run in runs])
     eps = (
         np.zeros(uploads.shape)
         if privacy_spent is None

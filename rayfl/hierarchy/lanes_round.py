@@ -252,14 +252,15 @@ def _edge_means(
     Returns:
         The new models, float32 (pairs, dim), and each pair's upload count.
     """
-    new = np.stack([edge_models[i][c] for i, c, *_ in pairs]).astype(np.float32)
+    # np.array of equal rows is np.stack without a per-row expand_dims (~10x faster)
+    new = np.array([edge_models[i][c] for i, c, *_ in pairs]).astype(np.float32)
     counts: list[int | None] = [None] * len(parts)
     full = [
         k for k, x in enumerate(parts) if x and all(s.exact64 is not None for s in x)
     ]
     if full:
         count = np.array([len(parts[k]) for k in full], np.int64)
-        rows = np.stack([s.exact64 for k in full for s in parts[k]])
+        rows = np.array([s.exact64 for k in full for s in parts[k]])
         totals, exact = group_running_sums(
             np.repeat(np.arange(len(full)), count), count, rows, np.ones(len(rows))
         )

@@ -364,7 +364,7 @@ class StarColumns(StarLanes):
             return delivered
         keys, at = np.unique(np.stack([lane, rounds]), axis=1, return_inverse=True)
         rngs = rng_for_many(self.seeds[keys[0]], "packet_loss", rounds=keys[1])
-        draws = np.stack([rng.random(self.num_clients) for rng in rngs])
+        draws = np.array([rng.random(self.num_clients) for rng in rngs])
         return delivered & (draws[at.reshape(-1), client] >= link["packet_error_rate"])
 
     def _conclude_columns(
