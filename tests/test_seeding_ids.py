@@ -1,6 +1,7 @@
 """Every random purpose has its own stream id (parallel work once reused 15)."""
 
 import numpy as np
+import pytest
 
 from rayfl.seeding import PURPOSES
 
@@ -123,3 +124,27 @@ def test_rng_reseeded_draws_rng_for_manys_streams_key_by_key() -> None:
                 assert a.tolist() == x.tolist()
                 assert b.tolist() == y.tolist()
     assert list(rng_reseeded(3, "batch", rounds=[], clients=[])) == []
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_rng_reseeded_sets_the_state_directly_or_by_dict(monkeypatch, direct) -> None:
+    """Both state setters give rng_for_many's streams, a buffered uint32 dropped."""
+    import rayfl.seeding as seeding
+
+    assert seeding._raw_words_check()  # this platform takes the direct writes
+    if not direct:
+        monkeypatch.setattr(seeding, "_raw_words", lambda bits: None)
+    s, r, c = np.repeat(np.arange(6), 5), 4, np.tile(np.arange(5), 6)
+
+    def draws(gens):
+        # an int32 draw leaves half a uint64 buffered (has_uint32) for the next
+        return [
+            (
+                int(g.integers(0, 1000, dtype=np.int32)),
+                g.standard_exponential(3).tolist(),
+            )
+            for g in gens
+        ]
+
+    got = draws(seeding.rng_reseeded(s, "batch", rounds=r, clients=c))
+    assert got == draws(seeding.rng_for_many(s, "batch", rounds=r, clients=c))
