@@ -184,3 +184,22 @@ def test_each_env_computes_the_reward_from_what_it_reports(topology):
             assert value == pytest.approx(expected, rel=1e-9, abs=1e-12), name
             previous = loss, w
         env.close()
+
+
+def test_weighted_means_are_np_average_bit_for_bit() -> None:
+    """Scores' weighted mean: np.average's value over the finite entries, or its error."""
+    from rayfl.rl.rewards import Scores
+
+    rng = np.random.default_rng(4)
+    for trial in range(300):
+        n = int(rng.integers(1, 30))
+        values = rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6)
+        values[rng.random(n) < 0.15] = np.nan
+        weights = rng.random(n) * 100 if trial % 2 else rng.integers(1, 300, n)
+        ok = np.isfinite(values)
+        if not ok.any():
+            continue
+        want = float(np.average(values[ok], weights=np.asarray(weights)[ok]))
+        assert Scores(values, weights=weights).mean_loss() == want
+    with pytest.raises(ZeroDivisionError):
+        Scores(np.array([1.0, 2.0]), weights=np.zeros(2)).mean_loss()

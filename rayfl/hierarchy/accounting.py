@@ -145,14 +145,16 @@ def device_rows(
         first += len(mine)
         energy[c] += energy_j.sum()
         delay[c] += time_s.sum()
-        for rec, t_s, e_j in zip(recs, time_s, energy_j, strict=True):
+        # Python floats (tolist) are the float() of each element, made at once
+        for rec, t_s, e_j in zip(recs, time_s.tolist(), energy_j.tolist(), strict=True):
             i = int(rec["client"])
-            row = rows.setdefault(i, _new_row(i))
+            found = rows.get(i)
+            row = found if found is not None else rows.setdefault(i, _new_row(i))
             row["loss_sum"] += float(rec.get("train_loss", np.nan))
             row["n"] += 1
             row["bits"] += float(rec.get("bits", 0.0))
-            row["latency_s"] += float(t_s)
-            row["energy_j"] += float(e_j)
+            row["latency_s"] += t_s
+            row["energy_j"] += e_j
             if rec.get("rejected"):  # a reason: the device's update was refused
                 row["delivered"] = False
                 row["rejected"] = rec["rejected"]

@@ -108,7 +108,12 @@ def _mean(values: npt.NDArray[np.float64], weights: npt.ArrayLike | None) -> flo
         return float("nan")
     if weights is None:
         return float(values[ok].mean())
-    return float(np.average(values[ok], weights=np.asarray(weights)[ok]))
+    # np.average's arithmetic (float64 weight sum, Σ v·w / Σ w) without its checks
+    w = np.asarray(weights)[ok]
+    total = w.sum(dtype=np.result_type(w.dtype, np.float64))
+    if total == 0.0:
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+    return float(np.multiply(values[ok], w, dtype=total.dtype).sum() / total)
 
 
 def check_reward(
