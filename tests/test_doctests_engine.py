@@ -10,7 +10,7 @@ import pytest
 MODULES = [
     "rayfl.metrics",
     "rayfl.rl.rewards",
-    "rayfl.exactsum",
+    "rayfl.exactsum.limbs",
     "rayfl.learning.aggregate",
     "rayfl.hierarchy.edge",
     "rayfl.uplink",
