@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -204,32 +205,27 @@ def _state_setter(bits: np.random.PCG64) -> Any:
     """Return ``put(state, inc)``: set ``bits``' 128-bit state and increment.
 
     Through ``bits.state`` (a dict, ~2.6 µs) unless the bit generator's memory
-    (its ctypes view: a pointer to the 128-bit state and increment, then
-    ``has_uint32``) is laid out as checked here on a probe, in which case the
-    four 64-bit words are written directly (~0.5 µs).
+    (its ctypes view) takes the direct writes of :func:`_direct_setter` as
+    checked once on a probe (~0.5 µs).
     """
+    direct = _direct_setter(bits) if _direct_writes_work() else None
+    if direct is not None:
+        return direct
     full: Any = {"bit_generator": "PCG64", "has_uint32": 0, "uinteger": 0}
 
     def by_dict(state: int, inc: int) -> None:
         full["state"] = {"state": state, "inc": inc}
         bits.state = full
 
-    raw = _raw_words(bits)
-    if raw is None or not _raw_words_check():
-        return by_dict
-    words, has_uint32 = raw
-    low = (1 << 64) - 1
-
-    def direct(state: int, inc: int) -> None:
-        words[0], words[1] = state & low, state >> 64
-        words[2], words[3] = inc & low, inc >> 64
-        has_uint32.value = 0
-
-    return direct
+    return by_dict
 
 
-def _raw_words(bits: np.random.PCG64) -> tuple[Any, Any] | None:
-    """``bits``' (state low, state high, inc low, inc high) words and ``has_uint32``."""
+def _direct_setter(bits: np.random.PCG64) -> Any:
+    """``put(state, inc)`` writing ``bits``' words in place, or None without a view.
+
+    The view: a pointer to the (state low, state high, inc low, inc high)
+    words, then ``has_uint32`` (cleared: no half of an old draw is kept).
+    """
     try:
         import ctypes
 
@@ -238,36 +234,36 @@ def _raw_words(bits: np.random.PCG64) -> tuple[Any, Any] | None:
         if not inner:
             return None
         words = (ctypes.c_uint64 * 4).from_address(inner)
-        has = ctypes.c_int.from_address(address + ctypes.sizeof(ctypes.c_void_p))
+        has_uint32 = ctypes.c_int.from_address(address + ctypes.sizeof(ctypes.c_void_p))
     except Exception:  # no ctypes view: the dict path
         return None
-    return words, has
+    low = (1 << 64) - 1
+
+    def put(state: int, inc: int) -> None:
+        words[0], words[1] = state & low, state >> 64
+        words[2], words[3] = inc & low, inc >> 64
+        has_uint32.value = 0
+
+    return put
 
 
-_RAW_OK: list[bool] = []
-
-
-def _raw_words_check() -> bool:
-    """Whether writing :func:`_raw_words` sets the state ``bits.state`` reports (once)."""
-    if not _RAW_OK:
-        probe = np.random.PCG64(0)
-        probe.state = {
-            "bit_generator": "PCG64",
-            "state": {"state": 1, "inc": 3},
-            "has_uint32": 1,
-            "uinteger": 7,
-        }
-        raw = _raw_words(probe)
-        ok = False
-        if raw is not None:
-            words, has = raw
-            state, inc = (5 << 64) | 9, (11 << 64) | 13
-            words[0], words[1], words[2], words[3] = 9, 5, 13, 11
-            has.value = 0
-            got = probe.state
-            ok = got["state"] == {"state": state, "inc": inc} and not got["has_uint32"]
-        _RAW_OK.append(ok)
-    return _RAW_OK[0]
+@functools.cache
+def _direct_writes_work() -> bool:
+    """Whether :func:`_direct_setter` sets the state ``bits.state`` then reports."""
+    probe = np.random.PCG64(0)
+    probe.state = {
+        "bit_generator": "PCG64",
+        "state": {"state": 1, "inc": 3},
+        "has_uint32": 1,
+        "uinteger": 7,
+    }
+    put = _direct_setter(probe)
+    if put is None:
+        return False
+    state, inc = (5 << 64) | 9, (11 << 64) | 13
+    put(state, inc)
+    got = probe.state
+    return got["state"] == {"state": state, "inc": inc} and not got["has_uint32"]
 
 
 def normal_rows(

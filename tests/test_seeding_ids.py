@@ -131,9 +131,9 @@ def test_rng_reseeded_sets_the_state_directly_or_by_dict(monkeypatch, direct) ->
     """Both state setters give rng_for_many's streams, a buffered uint32 dropped."""
     import rayfl.seeding as seeding
 
-    assert seeding._raw_words_check()  # this platform takes the direct writes
+    assert seeding._direct_writes_work()  # this platform takes the direct writes
     if not direct:
-        monkeypatch.setattr(seeding, "_raw_words", lambda bits: None)
+        monkeypatch.setattr(seeding, "_direct_setter", lambda bits: None)
     s, r, c = np.repeat(np.arange(6), 5), 4, np.tile(np.arange(5), 6)
 
     def draws(gens):

@@ -148,8 +148,9 @@ def device_rows(
         # Python floats (tolist) are the float() of each element, made at once
         for rec, t_s, e_j in zip(recs, time_s.tolist(), energy_j.tolist(), strict=True):
             i = int(rec["client"])
-            found = rows.get(i)
-            row = found if found is not None else rows.setdefault(i, _new_row(i))
+            if i not in rows:
+                rows[i] = _new_row(i)
+            row = rows[i]
             row["loss_sum"] += float(rec.get("train_loss", np.nan))
             row["n"] += 1
             row["bits"] += float(rec.get("bits", 0.0))

@@ -389,7 +389,7 @@ class PackedSums:
     Attributes:
         rows: The ``exact64`` of the jobs that have one, float64 (F, dim).
         at: Per job, its row in ``rows``; -1: no row (see ``others``).
-        weights: Per job, Σ w exactly (None: the job had no upload).
+        weights: Per job with a row, Σ w exactly; None for the others.
         counts: Per job, its number of uploads.
         others: The jobs summed on the limb path (job → its sum).
     """
@@ -404,10 +404,10 @@ class PackedSums:
         """Each job's sum (None: no upload); an exact one's ``exact64`` is a row view."""
         out: list[PartialSum | None] = []
         for j, (k, weight) in enumerate(zip(self.at, self.weights, strict=True)):
-            if k >= 0 and weight is not None:
-                out.append(ExactSum(None, 0, weight, self.counts[j], self.rows[k]))
-            else:
+            if weight is None:  # the limb path's sum, or no upload
                 out.append(self.others.get(j))
+            else:
+                out.append(ExactSum(None, 0, weight, self.counts[j], self.rows[k]))
         return out
 
 
@@ -416,11 +416,12 @@ def pack_sums(
 ) -> PackedSums:
     """:func:`job_sums`, packed (:class:`PackedSums`)."""
     n = len(parts)
-    at, weights, counts = [-1] * n, [None] * n, [len(rows) for rows, _ in parts]
+    at, counts = [-1] * n, [len(rows) for rows, _ in parts]
+    totals: list[Fraction | None] = [None] * n
     others: dict[int, PartialSum] = {}
     full = [i for i, (rows, _) in enumerate(parts) if rows]
     if not full:
-        return PackedSums(np.zeros((0, 0)), at, list(weights), counts, others)
+        return PackedSums(np.zeros((0, 0)), at, totals, counts, others)
     count = np.array([len(parts[i][0]) for i in full], np.int64)
     # np.array of equal rows is np.stack without a per-row expand_dims (~10x faster)
     stacked = np.array([r for i in full for r in parts[i][0]]).astype(np.float32)
@@ -430,7 +431,6 @@ def pack_sums(
     )
     exact &= np.isfinite(sums).all(axis=1)
     kept: list[int] = []
-    totals: list[Fraction | None] = list(weights)
     for g, i in enumerate(full):
         rows, ws = parts[i]
         if exact[g] and np.isfinite(ws).all():
