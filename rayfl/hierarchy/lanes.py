@@ -10,8 +10,9 @@ round is:
 1. per segment, one ``train_segment_lanes`` call per host trains the
    participants of every (lane, edge) from the lane's edge model w̄_c (one
    stacked trainer call), clips, noises and pre-reduces them as a device actor;
-   the driver then aggregates every (lane, edge) with
-   :meth:`rayfl.hierarchy.edge.EdgeHost.aggregate` (the edge actor's code);
+   the driver then aggregates every (lane, edge) as
+   :meth:`rayfl.hierarchy.edge.EdgeHost.aggregate` does, all pairs as columns
+   (:func:`rayfl.hierarchy.lanes_edges.aggregate_edges`);
 2. the cloud's average (eq. 14) of every lane, as numpy over (lane × edge);
 3. one ``evaluate_lanes`` call per host evaluates every device of every lane,
    while the driver settles each lane's round (rows, costs, ledger, the
@@ -48,6 +49,7 @@ from rayfl.hierarchy.config import TopologyConfig
 from rayfl.hierarchy.cost import CostModel
 from rayfl.hierarchy.edge import EdgeHost
 from rayfl.hierarchy.interval import Interval
+from rayfl.hierarchy.lanes_edges import EdgeSums, aggregate_edges
 from rayfl.hierarchy.lanes_host import HierLaneActor, SegmentJob, pack_jobs
 from rayfl.hierarchy.lanes_ledger import LedgerColumns
 from rayfl.hierarchy.lanes_observe import observe_lanes
@@ -56,7 +58,6 @@ from rayfl.hierarchy.lanes_round import (
     LaneRun,
     LaneScheduling,
     Shared,
-    aggregate_edges,
     cloud_average,
     draw_tables,
     plan_round,
@@ -436,19 +437,16 @@ class HierLanes:
     ) -> None:
         """Take segment j's replies; run every (lane, edge)'s aggregation (``EdgeHost``)."""
         _, where, refs = submitted
-        sums: dict[int, dict[int, list[Any]]] = {e: {} for e in out}
-        for mine, (records_of, packed) in zip(where, self._get(refs), strict=True):
-            psums = packed.unpack()  # hosts ascending
-            for (e, i, c), records, psum in zip(mine, records_of, psums, strict=True):
+        replies = self._get(refs)
+        for mine, (records_of, _) in zip(where, replies, strict=True):
+            for (e, i, _), records in zip(mine, records_of, strict=True):
                 out[e].devices[i] = records
-                sums[e].setdefault(c, []).append(psum)
         todo = [e for e, done in out.items() if j < len(done.plan.segments)]
-        aggregate_edges(
-            j,
-            [(out[e], self._lane(e)) for e in todo],
-            [edge_models[e] for e in todo],
-            [sums[e] for e in todo],
-        )
+        packs = [packed for _, packed in replies]
+        sums = EdgeSums.from_replies(where, packs, todo, edge_models.shape[1])
+        models = edge_models[todo]
+        aggregate_edges(j, [(out[e], self._lane(e)) for e in todo], models, sums)
+        edge_models[todo] = models
 
     def _cloud(
         self,

@@ -1,7 +1,8 @@
-"""One lane's global round on the driver: its run state, plan, edges, cloud, settling.
+"""One lane's global round on the driver: its run state, plan, cloud, settling.
 
-The driver side of :class:`rayfl.hierarchy.lanes.HierLanes`, the code of
-``HierarchicalRound`` and of the edge and cloud actors applied to one lane's
+The driver side of :class:`rayfl.hierarchy.lanes.HierLanes` (the edges are in
+:mod:`rayfl.hierarchy.lanes_edges`), the code of
+``HierarchicalRound`` and of the cloud actor applied to one lane's
 run state (:class:`LaneRun`) — or, for the cloud's average, to every lane at
 once as numpy over (lane × edge × dim).
 """
@@ -15,19 +16,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rayfl.exactsum import group_running_sums, plain_divisions
 from rayfl.hierarchy.accounting import Prices, RoundRecords, settle_round
 from rayfl.hierarchy.control import learning_rate
 from rayfl.hierarchy.cost import CostModel
-from rayfl.hierarchy.edge import EdgeHost, apply_sums
+from rayfl.hierarchy.edge import EdgeHost
 from rayfl.hierarchy.interval import Interval
-from rayfl.hierarchy.lanes_host import weight_total
 from rayfl.hierarchy.lanes_ledger import LaneLedger
 from rayfl.hierarchy.scheduling import EdgeScheduling, upload_fading
 from rayfl.hierarchy.submit import Plan, Sent, make_plan
 from rayfl.hierarchy.topology import Topology
 from rayfl.schedule import Schedule
-from rayfl.seeding import normal_rows, rng_reseeded
+from rayfl.seeding import rng_reseeded
 from rayfl.system import EvalRow, RoundResult
 
 __all__ = [
@@ -35,7 +34,6 @@ __all__ = [
     "LaneRun",
     "LaneScheduling",
     "Shared",
-    "aggregate_edges",
     "cloud_average",
     "draw_tables",
     "plan_round",
@@ -181,105 +179,6 @@ def plan_round(
         num_global=cfg.rounds,
         sample_rate=shared.sample_rate,
     )
-
-
-def aggregate_edges(
-    j: int,
-    lanes: Sequence[tuple[LaneRound, LaneRun]],
-    edge_models: Sequence[npt.NDArray[np.float32]],
-    sums: Sequence[dict[int, list[Any]]],
-) -> None:
-    """Run every edge of the lanes' segment j (``EdgeHost.aggregate``) in place.
-
-    All (lane, edge) pairs at once, with ``EdgeHost.aggregate``'s numbers: the
-    exact sum of the edge's host sums divided by their exact weight, added to
-    w̄_c in float32, then the trusted edge's noise from (lane seed,
-    "hier_edge_noise", period, edge). The host sums' running float64 sum goes
-    through :func:`rayfl.exactsum.group_running_sums` for all pairs together;
-    a pair whose sum is not exact in float64, or whose division is not plain,
-    goes to :func:`rayfl.hierarchy.edge.apply_sums` (same values).
-
-    Args:
-        j: The segment.
-        lanes: Each lane's round (its edge records are appended) and run.
-        edge_models: Each lane's w̄_c, float32 (C, dim), replaced by the new ones.
-        sums: Each lane's edge → the exact sums of its devices' uploads, by host.
-    """
-    pairs = []  # (lane index, edge, period, noise σ, parts)
-    for i, (done, run) in enumerate(lanes):
-        plan = done.plan
-        p = done.sent.periods[j][0]
-        is_global = j == len(plan.segments) - 1
-        for c in range(len(run.edges)):
-            std = plan.stds.std(c, edge=True, is_global=is_global)
-            parts = [x for x in sums[i].get(c, []) if x is not None and x.count > 0]
-            pairs.append((i, c, p, std, parts))
-    new, counts = _edge_means([parts for *_, parts in pairs], edge_models, pairs)
-    stds = np.hypot(np.array([pair[3] for pair in pairs], np.float64), 0.0)
-    noisy = np.flatnonzero(stds > 0).tolist()
-    rngs = rng_reseeded(  # used in ``noisy``'s order, one draw each
-        [lanes[pairs[k][0]][1].edges[pairs[k][1]].seed for k in noisy],
-        "hier_edge_noise",
-        rounds=[pairs[k][2] for k in noisy],
-        clients=[lanes[pairs[k][0]][1].edges[pairs[k][1]].edge for k in noisy],
-    )
-    noise_norms = np.zeros(len(pairs))
-    if noisy:
-        noise = normal_rows(rngs, stds[noisy], new.shape[1])
-        for row, k in enumerate(noisy):
-            noise_norms[k] = float(np.linalg.norm(noise[row]))
-        new[noisy] = (new[noisy] + noise).astype(np.float32)
-    for k, (i, c, p, _, _) in enumerate(pairs):
-        edge_models[i][c] = new[k]
-        lanes[i][0].edges.append(
-            {
-                "edge": lanes[i][1].edges[c].edge,
-                "period": int(p),
-                "uploads": counts[k],
-                "edge_noise_std": float(stds[k]),
-                "edge_noise_norm": float(noise_norms[k]),
-            }
-        )
-
-
-def _edge_means(
-    parts: list[list[Any]],
-    edge_models: Sequence[npt.NDArray[np.float32]],
-    pairs: list[tuple[int, int, int, float, list[Any]]],
-) -> tuple[npt.NDArray[np.float32], list[int]]:
-    """Each pair's ``apply_sums(w̄_c, parts)``: model + exact mean, uploads.
-
-    Returns:
-        The new models, float32 (pairs, dim), and each pair's upload count.
-    """
-    # np.array of equal rows is np.stack without a per-row expand_dims (~10x faster)
-    new = np.array([edge_models[i][c] for i, c, *_ in pairs]).astype(np.float32)
-    counts: list[int | None] = [None] * len(parts)
-    full = [
-        k for k, x in enumerate(parts) if x and all(s.exact64 is not None for s in x)
-    ]
-    if full:
-        count = np.array([len(parts[k]) for k in full], np.int64)
-        rows = np.array([s.exact64 for k in full for s in parts[k]])
-        totals, exact = group_running_sums(
-            np.repeat(np.arange(len(full)), count), count, rows, np.ones(len(rows))
-        )
-        weights = [weight_total([s.weight for s in parts[k]]) for k in full]
-        divisors = np.array([float(w) for w in weights])
-        fine = exact & plain_divisions(totals, divisors) & (divisors > 0)
-        at = np.asarray(full, np.int64)[fine]
-        with np.errstate(over="ignore"):
-            mean = (totals[fine] / divisors[fine, None]).astype(np.float32)
-            new[at] = (new[at] + mean).astype(np.float32)
-        for k in at.tolist():
-            counts[k] = sum(s.count for s in parts[k])
-    out: list[int] = []
-    for k, n in enumerate(counts):
-        if n is None:
-            i, c = pairs[k][:2]
-            new[k], n = apply_sums(edge_models[i][c], tuple(parts[k]))
-        out.append(n)
-    return new, out
 
 
 def cloud_average(

@@ -55,38 +55,67 @@ def test_job_sums_of_no_rows() -> None:
     assert job_sums([([], []), ([], [])]) == [None, None]
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, 1, 2])
 def test_edge_means_equal_apply_sums(seed: int) -> None:
-    """The lanes' batched edge averages equal ``EdgeHost``'s ``apply_sums``."""
+    """The lanes' columnar edge averages equal ``EdgeHost``'s ``apply_sums``.
+
+    Three "hosts" each pack their jobs' sums (:func:`pack_sums`); a pair's jobs
+    are spread over the hosts, some with no upload, some on the limb path, and
+    one pair has no job at all.
+    """
     from rayfl.hierarchy.edge import apply_sums
-    from rayfl.hierarchy.lanes_round import _edge_means
+    from rayfl.hierarchy.lanes_edges import EdgeSums, edge_means
+    from rayfl.hierarchy.lanes_host import pack_sums
 
     rng = np.random.default_rng(seed)
-    dim = 17
-    parts, pairs = [], []
-    models = [rng.standard_normal((3, dim)).astype(np.float32) for _ in range(4)]
-    for job, (rows, weights) in enumerate(_jobs(rng, dim)):
-        # each pair's parts: its rows' sums split over up to 3 "hosts"
-        cuts = sorted(rng.integers(0, len(rows) + 1, size=2).tolist())
-        groups = [
-            (rows[a:b], weights[a:b])
-            for a, b in zip([0, *cuts], [*cuts, len(rows)], strict=True)
+    dim, num_pairs = 17, 13
+    models = rng.standard_normal((num_pairs, dim)).astype(np.float32)
+    pairs, packs = [], []
+    for host in range(3):
+        jobs = _jobs(rng, dim)
+        mine = [int(p) for p in rng.integers(0, num_pairs - 1, len(jobs))]
+        if host == 1:  # a pair's weights that are not all integers
+            jobs[0] = ([rng.standard_normal(dim).astype(np.float32)], [0.5])
+        pairs.append(mine)
+        packs.append(pack_sums(jobs))
+    unpacked = [p.unpack() for p in packs]
+    # Act
+    jobs = [[(p, 0, 0) for p in mine] for mine in pairs]  # lane p, one edge
+    sums = EdgeSums.from_replies(jobs, packs, range(num_pairs), 1)
+    got, counts = edge_means(sums, models)
+    # Assert
+    assert got.dtype == np.float32 and len(counts) == num_pairs
+    limb = 0
+    for k in range(num_pairs):
+        parts = tuple(
+            s
+            for mine, sums in zip(pairs, unpacked, strict=True)
+            for p, s in zip(mine, sums, strict=True)
+            if p == k
+        )
+        want, want_count = apply_sums(models[k], parts)
+        np.testing.assert_array_equal(got[k], want)
+        assert counts[k] == want_count
+        limb += any(s is not None and s.exact64 is None for s in parts)
+    assert counts[-1] == 0  # the pair without jobs keeps its model
+    assert limb > 0  # pairs with limb sums took apply_sums
+
+
+def test_edge_means_weight_totals_as_fractions() -> None:
+    """Integer weight sums summed as int64 equal ``float(weight_total(...))``."""
+    from rayfl.hierarchy.lanes_edges import _weight_totals
+
+    weights = [Fraction(3), Fraction(2**52), Fraction(5), Fraction(1, 3), Fraction(7)]
+    for count in ([1, 1, 1, 1, 1], [2, 1, 2], [3, 2]):
+        got = _weight_totals(weights, np.array(count))
+        ends = np.cumsum(count).tolist()
+        want = [
+            float(weight_total(weights[a:b]))
+            for a, b in zip([0, *ends[:-1]], ends, strict=True)
         ]
-        sums = [s for s in job_sums(groups) if s is not None]
-        if job % 5 == 0:
-            sums.append(None)  # a lost host sum is skipped
-        parts.append([s for s in sums if s is not None and s.count > 0])
-        pairs.append((job % 4, job % 3, 0, 0.0, parts[-1]))
-    new_models, counts = _edge_means(parts, models, pairs)
-    assert new_models.dtype == np.float32
-    slow = 0
-    got = zip(new_models, counts, strict=True)
-    for (i, c, *_), x, (new, count) in zip(pairs, parts, got, strict=True):
-        want, want_count = apply_sums(models[i][c], tuple(x))
-        np.testing.assert_array_equal(new, want)
-        assert count == want_count and new.dtype == np.float32
-        slow += any(s.exact64 is None for s in x)
-    assert slow > 0  # pairs with limb sums took the fallback
+        assert got.tolist() == want
+    big = [Fraction(2**52), Fraction(2**52 + 1)]  # the int64 sum would round
+    assert _weight_totals(big, np.array([2])).tolist() == [float(2**53 + 1)]
 
 
 @pytest.mark.parametrize(
