@@ -214,6 +214,8 @@ class EdgeScheduling:
         k_e = config.subchannels_per_edge
         self.num_subchannels = [int(k_e or len(s)) for s in self.subnets]
         self.needed_keys: set[str] = set(needed_keys)
+        #: c → (subnets[c], its set), kept while subnets[c] is that array.
+        self._member_sets: dict[int, tuple[Any, frozenset[int]]] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -322,39 +324,35 @@ class EdgeScheduling:
                 f"expected one schedule per edge ({len(self.subnets)}), "
                 f"got {len(decision)}"
             )
-        assigned = {bool((s.subchannel >= 0).any()) for s in decision if len(s.clients)}
-        if len(assigned) > 1 or any(
-            (s.subchannel < 0).any() and (s.subchannel >= 0).any() for s in decision
-        ):
+        clients = [s.clients.tolist() for s in decision]
+        subs = [s.subchannel.tolist() for s in decision]
+        assigned = {any(k >= 0 for k in sub) for sub in subs if sub}
+        if len(assigned) > 1 or any(min(sub) < 0 <= max(sub) for sub in subs if sub):
             raise ValueError("give a subchannel to every scheduled device or to none")
         chosen: list[list[int]] = []
         subchannel: dict[int, int] = {}
-        for c, schedule in enumerate(decision):
-            picked = self._edge_participants(c, schedule, int(np.asarray(caps)[c]))
+        caps_of = np.asarray(caps).tolist()
+        for c, (mine, sub) in enumerate(zip(clients, subs, strict=True)):
+            picked = self._edge_participants(c, mine, sub, int(caps_of[c]))
             chosen.append(sorted(picked))
             subchannel.update({i: k for i, k in picked.items() if k >= 0})
         return chosen, (subchannel if assigned == {True} else None)
 
     def _edge_participants(
-        self, c: int, schedule: Schedule, cap: int
+        self, c: int, clients: list[int], subs: list[int], cap: int
     ) -> dict[int, int]:
         """Edge c's participants on open subchannels: {device: subchannel or -1}."""
-        members = self.subnets[c]
-        outside = sorted(set(schedule.clients.tolist()) - set(members.tolist()))
-        if outside:
+        members = self._member_set(c)
+        if not members.issuperset(clients):
+            outside = sorted(set(clients) - members)
             raise ValueError(f"edge {c}: devices {outside} are not in its subnet")
         k_e = self.num_subchannels[c]
-        bad = schedule.subchannel[schedule.subchannel >= k_e]
-        if bad.size:
-            raise ValueError(
-                f"edge {c}: subchannel {int(bad[0])} is not in 0..{k_e - 1}"
-            )
+        bad = [k for k in subs if k >= k_e]
+        if bad:
+            raise ValueError(f"edge {c}: subchannel {bad[0]} is not in 0..{k_e - 1}")
         open_k = self.open_subchannels(k_e, len(members), cap)
-        pairs = zip(
-            schedule.clients.tolist(), schedule.subchannel.tolist(), strict=True
-        )
-        picked = {int(i): int(k) for i, k in pairs if k < open_k}
-        if (schedule.subchannel < 0).all():  # participants: the lowest ids
+        picked = {i: k for i, k in zip(clients, subs, strict=True) if k < open_k}
+        if all(k < 0 for k in subs):  # participants: the lowest ids
             picked = dict(sorted(picked.items())[:open_k])
         if len(picked) > open_k:
             raise ValueError(
@@ -362,6 +360,13 @@ class EdgeScheduling:
                 f"(s_c^k = {cap}, K_e = {k_e})"
             )
         return picked
+
+    def _member_set(self, c: int) -> frozenset[int]:
+        """Edge c's subnet as a set (kept while ``subnets[c]`` is the same array)."""
+        members, kept = self.subnets[c], self._member_sets.get(c)
+        if kept is None or kept[0] is not members:
+            kept = self._member_sets[c] = (members, frozenset(members.tolist()))
+        return kept[1]
 
     def observe(
         self, chosen: Sequence[Sequence[int]], rows: Sequence[dict[str, Any]]
