@@ -53,6 +53,7 @@ Implementation details:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -80,6 +81,7 @@ __all__ = [
     "make_rl_env",
     "score_env",
     "top_k_assignment",
+    "top_k_assignments",
 ]
 
 
@@ -103,6 +105,53 @@ def top_k_assignment(
     """
     chosen = select_top_k(scores, obs["eligible"] > 0.5, k, positive=positive)
     return assign_subchannels(obs["channel_gain"], chosen, idle=len(scores))
+
+
+def top_k_assignments(
+    scores: npt.NDArray[np.float64],
+    obs: Mapping[str, Any],
+    k: int,
+) -> npt.NDArray[np.int64]:
+    """:func:`top_k_assignment` of E units at once: (E, K) int64, row by row the same.
+
+    Each unit's top-K eligible rows by score (ties to the lower row) are
+    matched to the subchannels by trying every matching (K ≤ 4: at most 24);
+    the best total is :func:`policies.assignment.assign_subchannels`' optimum.
+    A unit with fewer than K eligible rows, a non-finite gain, more than four
+    subchannels, or a best total within rounding of another goes to
+    :func:`top_k_assignment` itself (scipy's Hungarian method and its ties).
+
+    Args:
+        scores: (E, N) finite scores.
+        obs: The units' batched observations (``channel_gain`` (E, N, K),
+            ``eligible`` (E, N)).
+        k: How many rows at most get a subchannel.
+    """
+    gain = np.asarray(obs["channel_gain"], dtype=np.float64)
+    eligible = np.asarray(obs["eligible"]) > 0.5
+    units, n, num_sub = gain.shape
+    out = np.full((units, num_sub), n, dtype=np.int64)
+    slow = np.ones(units, dtype=bool)
+    if k == num_sub and 0 < k <= 4 and n >= k:
+        rows = np.broadcast_to(np.arange(n), (units, n))
+        top = np.lexsort((rows, -scores, ~eligible), axis=-1)[:, :k]  # (E, K)
+        picked = np.take_along_axis(gain, top[:, :, None], axis=1)  # (E, K, K)
+        perms = np.array(list(itertools.permutations(range(k))))  # row r → column
+        totals = picked[:, np.arange(k), perms].sum(axis=-1)  # (E, perms)
+        best = np.argmax(totals, axis=1)
+        first = totals[np.arange(units), best]
+        totals[np.arange(units), best] = -np.inf
+        second = totals.max(axis=1)
+        slow = (
+            (eligible.sum(axis=1) < k)
+            | ~np.isfinite(picked).all(axis=(1, 2))
+            | (first - second <= 1e-9 * (1.0 + np.abs(first)))
+        )
+        np.put_along_axis(out, perms[best], top, axis=1)
+    for e in np.flatnonzero(slow).tolist():
+        unit = {key: np.asarray(v)[e] for key, v in obs.items()}
+        out[e] = top_k_assignment(scores[e], unit, k)
+    return out
 
 
 class ScoreDecoder(gym.ActionWrapper):

@@ -95,12 +95,15 @@ class _Lanes:
         #: A base action for a lane whose action is ignored (autoreset).
         self.idle = next(iterate(batch_space(space, 1), create_empty_array(space, 1)))
         self.buffer = create_empty_array(venv.single_action_space, venv.num_envs)
+        #: Every lane's raw observation, batched (None before the first).
+        self.raw: Mapping[str, Any] | None = None
 
     def observe(self, obs: Mapping[str, Any]) -> npt.NDArray[np.float32]:
         """Keep each lane's raw obs (its decoder reads it); return every lane's features."""
         raws = list(iterate(self.venv.observation_space, obs))
         for e, raw in enumerate(raws):
             self.topk[e].last_obs = raw
+        self.raw = obs  # every lane's last_obs, batched
         if self.features is None:
             return client_features_many(obs, self.names)
         many = getattr(self.features[0], "observation_many", None)
@@ -113,11 +116,22 @@ class _Lanes:
     def decode(
         self, actions: npt.NDArray[np.float64], ignored: npt.NDArray[np.bool_]
     ) -> Any:
-        """Each playing lane's scores → its base action, batched."""
-        per_lane = [
-            self.idle if ignored[e] else self.topk[e].action(actions[e])
-            for e in range(self.venv.num_envs)
-        ]
+        """Each playing lane's scores → its base action, batched.
+
+        A decoder with ``action_many`` decodes every lane at once (an ignored
+        lane's scores as zeros); the others lane by lane.
+        """
+        many = getattr(self.topk[0], "action_many", None)
+        if many is not None and self.raw is not None:
+            decoded = many(self.raw, np.where(ignored[:, None], 0.0, actions))
+            per_lane = [
+                self.idle if ignored[e] else decoded[e] for e in range(len(decoded))
+            ]
+        else:
+            per_lane = [
+                self.idle if ignored[e] else self.topk[e].action(actions[e])
+                for e in range(self.venv.num_envs)
+            ]
         space = self.venv.single_action_space
         self.buffer = concatenate(space, per_lane, self.buffer)
         return self.buffer

@@ -11,7 +11,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from envs.hierarchy.scheduling import HierarchicalSchedulingEnv
-from envs.rl import ScoreDecoder, top_k_assignment
+from envs.rl import ScoreDecoder, top_k_assignment, top_k_assignments
 from policies.features import NUM_FEATURES, client_features, client_features_many
 
 __all__ = ["EdgeScores"]
@@ -91,3 +91,41 @@ class EdgeScores(ScoreDecoder):
                 for c, block in enumerate(blocks)
             ]
         )
+
+    def action_many(
+        self, obs: Mapping[str, Any], actions: npt.ArrayLike
+    ) -> npt.NDArray[np.int64]:
+        """:meth:`action` of E lanes at once, (E, Σ K_e), lane by lane the same.
+
+        Args:
+            obs: The lanes' batched raw observations (each lane's ``last_obs``).
+            actions: (E, I) scores, finite (else :meth:`action` of each lane,
+                which raises).
+        """
+        scores = np.asarray(actions, dtype=np.float64)
+        base = self.base
+        if scores.ndim != 2 or scores.shape[1] != sum(base.sizes):
+            raise ValueError(
+                f"expected (E, {sum(base.sizes)}) scores, got {scores.shape}"
+            )
+        if np.isnan(scores).any():  # the one-lane check's error
+            for e, row in enumerate(scores):
+                self.last_obs = {key: _lane(v, e) for key, v in obs.items()}
+                self.action(row)
+        blocks = np.split(scores, np.cumsum(base.sizes)[:-1], axis=1)
+        return np.concatenate(
+            [
+                top_k_assignments(
+                    block, base.edge_observation(obs, c), base.num_subchannels[c]
+                )
+                for c, block in enumerate(blocks)
+            ],
+            axis=1,
+        )
+
+
+def _lane(value: Any, e: int) -> Any:
+    """Lane e's part of a batched observation entry (a dict's at every depth)."""
+    if isinstance(value, Mapping):
+        return {key: _lane(v, e) for key, v in value.items()}
+    return np.asarray(value)[e]

@@ -78,6 +78,44 @@ def test_the_features_of_many_lanes_are_each_lanes_features():
     venv.close()
 
 
+def test_the_scores_of_many_lanes_decode_as_each_lanes_scores():
+    """``action_many`` (the RL vector env's decoding) equals ``action`` lane by lane.
+
+    On real observations of 40 lanes, edited so that some lanes tie in score,
+    some in gain (the Hungarian's ties: scipy's choice), some have fewer
+    eligible devices than subchannels or none, and some a closed subchannel.
+    """
+    from envs.hierarchy.vector import HierarchicalFLVectorEnv
+
+    lanes = 40
+    venv = HierarchicalFLVectorEnv(num_envs=lanes, config=HIER, mode="surrogate")
+    wrappers = [EdgeScores(env) for env in venv.envs]
+    venv.action_space.seed(0)
+    obs, _ = venv.reset(seed=5)
+    obs, *_ = venv.step(venv.action_space.sample())
+    rng = np.random.default_rng(0)
+    scores = rng.uniform(-1, 1, (lanes, 10))
+    scores[:8] = np.round(scores[:8], 0)  # ties in score: the lower id first
+    for c, edge in obs.items():
+        gain, eligible = edge["channel_gain"], edge["eligible"]
+        gain[8:12] = 3.0  # every matching ties
+        gain[12:14, :, 1] = gain[12:14, :, 0]  # the subchannels tie
+        eligible[14:18, 1:] = 0.0  # at most one eligible device
+        eligible[18:20] = 0.0  # none
+        gain[20:22, 0, 0] = -np.inf  # a closed subchannel
+    # Act
+    many = wrappers[0].action_many(obs, scores)
+    # Assert: each lane's own decoding
+    for e, wrapper in enumerate(wrappers):
+        wrapper.last_obs = {
+            c: {k: v[e] for k, v in edge.items()} for c, edge in obs.items()
+        }
+        np.testing.assert_array_equal(many[e], wrapper.action(scores[e]))
+    with pytest.raises(ValueError, match="finite scores"):
+        wrappers[0].action_many(obs, np.where(np.eye(lanes, 10) > 0, np.nan, scores))
+    venv.close()
+
+
 def test_bad_scores_are_refused():
     env = make_rl_env(HIER, mode="surrogate")
     env.reset(seed=0)
