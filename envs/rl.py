@@ -107,6 +107,13 @@ def top_k_assignment(
     return assign_subchannels(obs["channel_gain"], chosen, idle=len(scores))
 
 
+def _lane(value: Any, e: int) -> Any:
+    """Lane e's part of a batched observation (a dict's at every depth)."""
+    if isinstance(value, Mapping):
+        return {key: _lane(v, e) for key, v in value.items()}
+    return np.asarray(value)[e]
+
+
 def top_k_assignments(
     scores: npt.NDArray[np.float64],
     obs: Mapping[str, Any],
@@ -179,6 +186,18 @@ class ScoreDecoder(gym.ActionWrapper):
             )
         return values
 
+    def each_lane(self, obs: Mapping[str, Any], actions: npt.ArrayLike) -> list[Any]:
+        """:meth:`action` of each of E lanes, lane by lane (``obs`` batched)."""
+        kept = self.last_obs
+        try:
+            out = []
+            for e, row in enumerate(np.asarray(actions, dtype=np.float64)):
+                self.last_obs = _lane(obs, e)
+                out.append(self.action(row))
+            return out
+        finally:
+            self.last_obs = kept
+
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """Step with the decoded action."""
         obs, reward, terminated, truncated, info = self.env.step(self.action(action))
@@ -233,6 +252,20 @@ class HungarianTopK(ScoreDecoder):
                 table[:, 1:], box.low, box.high, center
             )
         return out
+
+    def action_many(self, obs: Mapping[str, Any], actions: npt.ArrayLike) -> list[Any]:
+        """:meth:`action` of E lanes at once (``obs`` batched), lane by lane the same.
+
+        Plain assignments (no controls, not ``positive``) of finite scores are
+        decoded together (:func:`top_k_assignments`); the others lane by lane.
+        """
+        values = np.asarray(actions, dtype=np.float64)
+        plain = not self.positive and not isinstance(self.env.action_space, spaces.Dict)
+        shape = (len(values), *self.action_space.shape)  # type: ignore[misc]  # a Box's
+        if not plain or values.shape != shape or np.isnan(values).any():
+            return self.each_lane(obs, values)
+        scores = values.reshape(len(values), self.num_clients, -1)[:, :, 0]
+        return list(top_k_assignments(scores, obs, self.num_subchannels))
 
 
 class ClientFeatures(gym.ObservationWrapper):

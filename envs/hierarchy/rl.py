@@ -109,9 +109,7 @@ class EdgeScores(ScoreDecoder):
                 f"expected (E, {sum(base.sizes)}) scores, got {scores.shape}"
             )
         if np.isnan(scores).any():  # the one-lane check's error
-            for e, row in enumerate(scores):
-                self.last_obs = {key: _lane(v, e) for key, v in obs.items()}
-                self.action(row)
+            self.each_lane(obs, scores)
         blocks = np.split(scores, np.cumsum(base.sizes)[:-1], axis=1)
         return np.concatenate(
             [
@@ -122,10 +120,3 @@ class EdgeScores(ScoreDecoder):
             ],
             axis=1,
         )
-
-
-def _lane(value: Any, e: int) -> Any:
-    """Lane e's part of a batched observation entry (a dict's at every depth)."""
-    if isinstance(value, Mapping):
-        return {key: _lane(v, e) for key, v in value.items()}
-    return np.asarray(value)[e]

@@ -175,3 +175,41 @@ def test_step_before_reset_is_refused():
     venv = RLVectorEnv(2, mode="surrogate", overrides=SMALL)
     with pytest.raises(RuntimeError, match="reset"):
         venv.step(np.zeros(venv.action_space.shape))
+
+
+def test_the_star_scores_of_many_lanes_decode_as_each_lanes_scores():
+    """``HungarianTopK.action_many`` equals ``action`` lane by lane (the star).
+
+    40 surrogate lanes of a 10-client, 3-subchannel star, edited so that some
+    lanes tie in score or gain, have fewer eligible clients than subchannels,
+    or a closed subchannel; with ``positive`` every lane is decoded alone.
+    """
+    from envs.rl import HungarianTopK
+    from envs.star.vector import WirelessFLVectorEnv
+
+    lanes = 40
+    venv = WirelessFLVectorEnv(
+        num_envs=lanes,
+        mode="surrogate",
+        overrides=["data.num_clients=10", "wireless.num_subchannels=3"],
+    )
+    venv.action_space.seed(0)
+    obs, _ = venv.reset(seed=3)
+    rng = np.random.default_rng(1)
+    scores = rng.uniform(-1, 1, (lanes, 10))
+    scores[:8] = np.round(scores[:8], 0)  # ties in score: the lower id first
+    obs["channel_gain"][8:12] = 3.0  # every matching ties
+    obs["eligible"][12:16, 2:] = 0.0  # two eligible clients
+    obs["channel_gain"][16:18, 0, 0] = -np.inf  # a closed subchannel
+    for positive in (False, True):
+        wrappers = [HungarianTopK(env, positive=positive) for env in venv.envs]
+        # Act
+        many = wrappers[0].action_many(obs, scores)
+        # Assert
+        for e, wrapper in enumerate(wrappers):
+            wrapper.last_obs = {k: v[e] for k, v in obs.items()}
+            np.testing.assert_array_equal(many[e], wrapper.action(scores[e]))
+    bad = np.where(np.eye(lanes, 10) > 0, np.nan, scores)
+    with pytest.raises(ValueError, match="finite scores"):
+        wrappers[0].action_many(obs, bad)
+    venv.close()
