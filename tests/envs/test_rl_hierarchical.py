@@ -96,7 +96,7 @@ def test_the_scores_of_many_lanes_decode_as_each_lanes_scores():
     rng = np.random.default_rng(0)
     scores = rng.uniform(-1, 1, (lanes, 10))
     scores[:8] = np.round(scores[:8], 0)  # ties in score: the lower id first
-    for c, edge in obs.items():
+    for edge in obs.values():
         gain, eligible = edge["channel_gain"], edge["eligible"]
         gain[8:12] = 3.0  # every matching ties
         gain[12:14, :, 1] = gain[12:14, :, 0]  # the subchannels tie
