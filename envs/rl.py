@@ -156,8 +156,7 @@ def top_k_assignments(
         )
         np.put_along_axis(out, perms[best], top, axis=1)
     for e in np.flatnonzero(slow).tolist():
-        unit = {key: np.asarray(v)[e] for key, v in obs.items()}
-        out[e] = top_k_assignment(scores[e], unit, k)
+        out[e] = top_k_assignment(scores[e], _lane(obs, e), k)
     return out
 
 
@@ -185,18 +184,6 @@ class ScoreDecoder(gym.ActionWrapper):
                 f"{what}, got {action!r}"
             )
         return values
-
-    def each_lane(self, obs: Mapping[str, Any], actions: npt.ArrayLike) -> list[Any]:
-        """:meth:`action` of each of E lanes, lane by lane (``obs`` batched)."""
-        kept = self.last_obs
-        try:
-            out = []
-            for e, row in enumerate(np.asarray(actions, dtype=np.float64)):
-                self.last_obs = _lane(obs, e)
-                out.append(self.action(row))
-            return out
-        finally:
-            self.last_obs = kept
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """Step with the decoded action."""
@@ -253,19 +240,23 @@ class HungarianTopK(ScoreDecoder):
             )
         return out
 
-    def action_many(self, obs: Mapping[str, Any], actions: npt.ArrayLike) -> list[Any]:
+    def action_many(
+        self, obs: Mapping[str, Any], actions: npt.ArrayLike
+    ) -> npt.NDArray[np.int64] | None:
         """:meth:`action` of E lanes at once (``obs`` batched), lane by lane the same.
 
-        Plain assignments (no controls, not ``positive``) of finite scores are
-        decoded together (:func:`top_k_assignments`); the others lane by lane.
+        Plain assignments (no controls, not ``positive``) of E rows of finite
+        scores are decoded together (:func:`top_k_assignments`); for anything
+        else None: decode each lane with :meth:`action` (which raises on bad
+        scores).
         """
         values = np.asarray(actions, dtype=np.float64)
         plain = not self.positive and not isinstance(self.env.action_space, spaces.Dict)
         shape = (len(values), *self.action_space.shape)  # type: ignore[misc]  # a Box's
         if not plain or values.shape != shape or np.isnan(values).any():
-            return self.each_lane(obs, values)
+            return None
         scores = values.reshape(len(values), self.num_clients, -1)[:, :, 0]
-        return list(top_k_assignments(scores, obs, self.num_subchannels))
+        return top_k_assignments(scores, obs, self.num_subchannels)
 
 
 class ClientFeatures(gym.ObservationWrapper):

@@ -119,11 +119,13 @@ class _Lanes:
         """Each playing lane's scores → its base action, batched.
 
         A decoder with ``action_many`` decodes every lane at once (an ignored
-        lane's scores as zeros); the others lane by lane.
+        lane's scores as zeros); when it cannot (None), each lane's decoder.
         """
         many = getattr(self.topk[0], "action_many", None)
+        decoded = None
         if many is not None and self.raw is not None:
             decoded = many(self.raw, np.where(ignored[:, None], 0.0, actions))
+        if decoded is not None:
             per_lane = [
                 self.idle if ignored[e] else decoded[e] for e in range(len(decoded))
             ]

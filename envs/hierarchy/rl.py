@@ -94,22 +94,23 @@ class EdgeScores(ScoreDecoder):
 
     def action_many(
         self, obs: Mapping[str, Any], actions: npt.ArrayLike
-    ) -> npt.NDArray[np.int64]:
+    ) -> npt.NDArray[np.int64] | None:
         """:meth:`action` of E lanes at once, (E, Σ K_e), lane by lane the same.
 
         Args:
             obs: The lanes' batched raw observations (each lane's ``last_obs``).
-            actions: (E, I) scores, finite (else :meth:`action` of each lane,
-                which raises).
+            actions: (E, I) scores.
+
+        Returns:
+            The actions; None when the scores are not E rows of I finite values
+            (decode each lane with :meth:`action`, which raises).
         """
         scores = np.asarray(actions, dtype=np.float64)
         base = self.base
         if scores.ndim != 2 or scores.shape[1] != sum(base.sizes):
-            raise ValueError(
-                f"expected (E, {sum(base.sizes)}) scores, got {scores.shape}"
-            )
-        if np.isnan(scores).any():  # the one-lane check's error
-            self.each_lane(obs, scores)
+            return None
+        if np.isnan(scores).any():
+            return None
         blocks = np.split(scores, np.cumsum(base.sizes)[:-1], axis=1)
         return np.concatenate(
             [
