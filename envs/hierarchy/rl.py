@@ -107,9 +107,11 @@ class EdgeScores(ScoreDecoder):
         """
         scores = np.asarray(actions, dtype=np.float64)
         base = self.base
-        if scores.ndim != 2 or scores.shape[1] != sum(base.sizes):
-            return None
-        if np.isnan(scores).any():
+        if (
+            scores.ndim != 2
+            or scores.shape[1] != sum(base.sizes)
+            or np.isnan(scores).any()
+        ):
             return None
         blocks = np.split(scores, np.cumsum(base.sizes)[:-1], axis=1)
         return np.concatenate(

@@ -98,19 +98,16 @@ class EdgeSums:
             others,
         )
 
-    def parts(self, jobs: Sequence[int]) -> list[PartialSum]:
-        """The sums of ``jobs`` with an upload (``apply_sums``' parts), in order."""
-        out: list[PartialSum] = []
+    def parts(self, jobs: Sequence[int]) -> list[PartialSum | None]:
+        """The sums of ``jobs``, in order (None: no upload), for ``apply_sums``."""
+        out: list[PartialSum | None] = []
         for j in jobs:
             weight = self.weights[j]
-            if weight is None:
-                s = self.others.get(j)
+            if weight is None:  # the limb path's sum, or no upload
+                out.append(self.others.get(j))
             else:
-                s = ExactSum(
-                    None, 0, weight, int(self.counts[j]), self.rows[self.row[j]]
-                )
-            if s is not None and s.count > 0:
-                out.append(s)
+                rows = self.rows[self.row[j]]
+                out.append(ExactSum(None, 0, weight, int(self.counts[j]), rows))
         return out
 
 
