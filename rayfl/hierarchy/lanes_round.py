@@ -25,8 +25,8 @@ from rayfl.hierarchy.lanes_ledger import LaneLedger
 from rayfl.hierarchy.scheduling import EdgeScheduling, upload_fading
 from rayfl.hierarchy.submit import Plan, Sent, make_plan
 from rayfl.hierarchy.topology import Topology
+from rayfl.pcg_columns import exponential_rows
 from rayfl.schedule import Schedule
-from rayfl.seeding import rng_reseeded
 from rayfl.system import EvalRow, RoundResult
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "Shared",
     "cloud_average",
     "draw_tables",
+    "eval_rows",
     "plan_round",
     "price_lanes",
     "settle_lane",
@@ -85,31 +86,38 @@ def draw_tables(todo: list[tuple[LaneScheduling, int]]) -> None:
     """Draw the fading tables of many (lane scheduling, key) pairs at once.
 
     ``EdgeScheduling.fading``'s draws: device i's generator is (lane seed,
-    "hier_subchannel_fading", key, i), set key after key on one generator
-    (:func:`rayfl.seeding.rng_reseeded`); a pair whose table exists is skipped.
+    "hier_subchannel_fading", key, i); every device of every pair is drawn in
+    one :func:`rayfl.pcg_columns.exponential_rows` call (numpy's draws, bit for
+    bit). A pair whose table exists is skipped.
     """
     todo = [(s, k) for s, k in dict.fromkeys(todo) if k not in s._tables]
     if not todo:
         return
     devices = [np.concatenate(s.subnets) for s, _ in todo]
     sizes = [len(d) for d in devices]
-    rngs = rng_reseeded(
+    widths = [
+        max(s.num_subchannels) if s.config.frequency_selective else 1 for s, _ in todo
+    ]
+    draws = exponential_rows(
         np.repeat([s.seed for s, _ in todo], sizes),
         "hier_subchannel_fading",
         rounds=np.repeat([k for _, k in todo], sizes),
         clients=np.concatenate(devices),
+        size=max(widths),
     )
-    for s, k in todo:
+    first = 0
+    for (s, k), order in zip(todo, devices, strict=True):
+        rows = draws[first : first + len(order)]
+        first += len(order)
         table = np.full((len(s.num_train), max(s.num_subchannels)), np.nan)
-        selective = s.config.frequency_selective
+        at = 0
         for members, k_e in zip(s.subnets, s.num_subchannels, strict=True):
-            for device in members.tolist():
-                rng = next(rngs)
-                table[device, :k_e] = (
-                    rng.exponential(1.0, size=k_e)
-                    if selective
-                    else rng.exponential(1.0)
-                )
+            mine = rows[at : at + len(members)]
+            at += len(members)
+            # frequency-flat: one draw per device, on every subchannel
+            table[members, :k_e] = (
+                mine[:, :k_e] if s.config.frequency_selective else mine[:, :1]
+            )
         s._tables[k] = table
 
 
@@ -205,6 +213,32 @@ def cloud_average(
     for c in range(num_edges):  # edge-id order, as the cloud actor adds
         total += w[:, c, None] * edge_models[:, c].astype(np.float64)
     return (total / w.sum(axis=1)[:, None]).astype(np.float32)
+
+
+def eval_rows(
+    groups: list[list[int]], batches: list[Any], lanes: int, devices: int
+) -> list[list[EvalRow]]:
+    """Each lane's rows (``client``, ``test_loss``, ``test_acc``), by device.
+
+    Args:
+        groups: Each host's devices (``ActorPool.groups``).
+        batches: Each host's ``evaluate_columns`` reply: (loss, acc), (lanes,
+            its devices) each.
+        lanes: How many lanes the replies hold.
+        devices: N.
+    """
+    if not lanes:  # nothing was submitted
+        return []
+    loss, acc = np.zeros((2, lanes, devices))
+    for group, (host_loss, host_acc) in zip(groups, batches, strict=True):
+        loss[:, group], acc[:, group] = host_loss, host_acc
+    return [
+        [
+            {"client": i, "test_loss": a, "test_acc": b}
+            for i, (a, b) in enumerate(zip(lo, ac, strict=True))
+        ]
+        for lo, ac in zip(loss.tolist(), acc.tolist(), strict=True)
+    ]
 
 
 def price_lanes(
