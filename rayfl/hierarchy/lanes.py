@@ -14,8 +14,8 @@ round is:
    :meth:`rayfl.hierarchy.edge.EdgeHost.aggregate` does, all pairs as columns
    (:func:`rayfl.hierarchy.lanes_edges.aggregate_edges`);
 2. the cloud's average (eq. 14) of every lane, as numpy over (lane × edge);
-3. one ``evaluate_lanes`` call per host evaluates every device of every lane,
-   while the driver settles each lane's round (rows, costs, ledger, the
+3. one ``evaluate_columns`` call per host evaluates every device's test split
+   in every lane (the env reads no train-split loss), while the driver settles each lane's round (rows, costs, ledger, the
    edges' observation history: :func:`rayfl.hierarchy.accounting.settle_round`).
 
 Each lane's numbers are those of ``HierarchicalSchedulingEnv`` run alone with
@@ -60,6 +60,7 @@ from rayfl.hierarchy.lanes_round import (
     Shared,
     cloud_average,
     draw_tables,
+    eval_rows,
     plan_round,
     price_lanes,
     settle_lane,
@@ -276,7 +277,7 @@ class HierLanes:
             self._observed[e] = (waiting[e], obs)
 
     def evaluations(self, lanes: list[int]) -> dict[int, list[EvalRow]]:
-        """Return every device's evaluation of each lane's current global model.
+        """Return every device's ``test_loss``/``test_acc`` of each lane's global model.
 
         Every lane not evaluated yet is evaluated, in one call per host.
         """
@@ -467,16 +468,16 @@ class HierLanes:
             return []
         assert self.pool is not None
         vectors = np.zeros((self.num_lanes, self.dim), dtype=np.float32)
-        for lane in lanes:
-            vectors[lane] = self._lane(lane).vector
-        ref = ray.put(vectors)
-        return [a.evaluate_lanes.remote(ref, lanes) for a in self.pool.actors]
+        vectors[lanes] = np.stack([self._lane(lane).vector for lane in lanes])
+        ref, test = ray.put(vectors), {"train_split": False}  # the env reads no train
+        return [a.evaluate_columns.remote(ref, lanes, **test) for a in self.pool.actors]
 
     def _store_evals(self, lanes: list[int], batches: list[Any]) -> None:
-        """Keep each lane's evaluation rows (every host's), sorted by device."""
-        for i, lane in enumerate(lanes):
-            rows = [row for batch in batches for row in batch[i]]
-            self._lane(lane).evals = sorted(rows, key=lambda r: r["client"])
+        """Keep each lane's evaluation rows (every host's columns), by device."""
+        assert self.pool is not None
+        rows = eval_rows(self.pool.groups, batches, len(lanes), len(self.num_test))
+        for lane, mine in zip(lanes, rows, strict=True):
+            self._lane(lane).evals = mine
 
     def _send_restarts(self) -> list[Any]:
         """Send the hosts the lanes restarted since the last call (refs to wait on)."""
