@@ -89,12 +89,17 @@ def initial_vector(config: Any, input_shape: tuple[int, ...], num_classes: int):
         tuple(config.model.hidden or ()),
     )
     if key not in _INIT_MODELS:  # every parameter is overwritten below: reuse it
-        module = build_model(
-            config.model.kind,
-            input_shape=input_shape,
-            num_classes=num_classes,
-            hidden=config.model.hidden,
-        )
+        # torch's default init draws from the global generator: only on this
+        # process's first call per architecture, which shifted the global stream
+        # RLlib samples actions from (a second same-seed train-policy in the
+        # process got other returns); the generator is restored afterwards
+        with torch.random.fork_rng(devices=[]):
+            module = build_model(
+                config.model.kind,
+                input_shape=input_shape,
+                num_classes=num_classes,
+                hidden=config.model.hidden,
+            )
         _INIT_MODELS[key] = (module, FlatModel(module))
     module, flat = _INIT_MODELS[key]
     generator = torch.Generator().manual_seed(torch_seed_for(config.seed, "init"))

@@ -72,3 +72,19 @@ def test_initial_vector_reuses_a_module_yet_equals_a_fresh_one():
             )
             expected = FlatModel(fresh).vector()
             assert np.array_equal(initial_vector(cfg, (6,), 3), expected)
+
+
+def test_initial_vector_leaves_torchs_global_generator_alone(monkeypatch):
+    """Building the module (a process's first call) draws nothing from torch's global RNG.
+
+    RLlib samples the driver's actions from that generator: a draw on the first
+    call only gave the first train-policy of a process other returns.
+    """
+    import rayfl.system
+    from rayfl.config import load_config
+
+    monkeypatch.setattr(rayfl.system, "_INIT_MODELS", {})  # a fresh process
+    cfg = load_config({"model": {"kind": "mlp", "hidden": [8]}})
+    before = torch.get_rng_state()
+    rayfl.system.initial_vector(cfg, (6,), 3)
+    assert torch.equal(torch.get_rng_state(), before)
