@@ -21,7 +21,7 @@ from rayfl.exactsum import ExactSum, group_running_sums, plain_divisions
 from rayfl.hierarchy.edge import apply_sums
 from rayfl.hierarchy.lanes_host import PackedSums, weight_total
 from rayfl.learning.aggregate import PartialSum
-from rayfl.seeding import normal_rows, rng_reseeded
+from rayfl.seeding import rng_reseeded
 
 if TYPE_CHECKING:
     from rayfl.hierarchy.lanes_round import LaneRound, LaneRun
@@ -149,9 +149,14 @@ def edge_means(
         divisors = _weight_totals([sums.weights[j] for j in jobs.tolist()], count)
         fine = exact & plain_divisions(totals, divisors) & (divisors > 0)
         at = pairs[fine]
+        if not fine.all():  # (else no copies of the (pairs, dim) sums)
+            totals, divisors = totals[fine], divisors[fine]
         with np.errstate(over="ignore"):
-            mean = (totals[fine] / divisors[fine, None]).astype(np.float32)
-            new[at] = (new[at] + mean).astype(np.float32)
+            mean = np.divide(totals, divisors[:, None], out=totals).astype(np.float32)
+            if len(at) == num:  # every pair, in order: in place
+                new += mean
+            else:
+                new[at] += mean
         starts = np.cumsum(count) - count
         uploads = np.add.reduceat(sums.counts[jobs], starts)[fine]
         for k, n in zip(at.tolist(), uploads.tolist(), strict=True):
@@ -229,10 +234,15 @@ def aggregate_edges(
         clients=[edges[k // num_edges][k % num_edges].edge for k in noisy],
     )
     norms = np.zeros(len(std))
-    if noisy:
-        noise = normal_rows(rngs, std[noisy], dim)
-        norms[noisy] = np.sqrt([x.dot(x) for x in noise])  # np.linalg.norm's
-        new[noisy] = (new[noisy] + noise).astype(np.float32)
+    noise = np.empty(dim)
+    for k, scale in zip(noisy, std[noisy].tolist(), strict=True):
+        # normal_rows' draw (σ·z + 0), then its norm and the float32 sum, one row
+        # at a time while it is in cache
+        next(rngs).standard_normal(out=noise)
+        noise *= scale
+        noise += 0.0
+        norms[k] = np.sqrt(noise.dot(noise))  # np.linalg.norm's
+        new[k] = new[k] + noise
     edge_models[...] = new.reshape(edge_models.shape)
     for k, (s, norm, n) in enumerate(
         zip(std.tolist(), norms.tolist(), counts, strict=True)
