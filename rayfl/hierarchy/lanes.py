@@ -61,6 +61,7 @@ from rayfl.hierarchy.lanes_round import (
     cloud_average,
     draw_tables,
     eval_rows,
+    next_key,
     plan_round,
     price_lanes,
     settle_lane,
@@ -327,7 +328,8 @@ class HierLanes:
         halves = [{e: out[e] for e in h} for h in (lanes[:half], lanes[half:]) if h]
         count = max((len(p.segments) for p in plans.values()), default=0)
         flying = [self._submit_segment(0, h, edge_models) for h in halves if count]
-        self._draw_next_fading(plans)  # while the hosts train
+        # the fading of each lane's next observation, while the hosts train
+        draw_tables([next_key(self._lane(e), p) for e, p in plans.items()])
         evals: list[tuple[list[int], list[Any]]] = []
         results: dict[int, RoundResult] = {}
         for j in range(count):
@@ -354,20 +356,6 @@ class HierLanes:
         return results
 
     # ------------------------------------------------------------- the round
-    def _draw_next_fading(self, plans: dict[int, Plan]) -> None:
-        """Draw the fading of each lane's next observation now (its memo keeps it).
-
-        The draws are keyed by (seed, next round or period, device), so drawing
-        them early changes nothing but when the driver spends the time.
-        """
-        todo = []
-        for e, plan in plans.items():
-            run = self._lane(e)
-            first = run.interval.period_index + len(plan.segments)
-            key = run.scheduling.fading_key(plan.k + 1, first)
-            todo.append((run.scheduling, int(key)))
-        draw_tables(todo)
-
     def _submit_segment(
         self, j: int, out: dict[int, LaneRound], edge_models: npt.NDArray[np.float32]
     ) -> tuple[list[int], list[list[tuple[int, int, int]]], list[Any]]:

@@ -37,6 +37,7 @@ __all__ = [
     "cloud_average",
     "draw_tables",
     "eval_rows",
+    "next_key",
     "plan_round",
     "price_lanes",
     "settle_lane",
@@ -239,6 +240,16 @@ def eval_rows(
         ]
         for lo, ac in zip(loss.tolist(), acc.tolist(), strict=True)
     ]
+
+
+def next_key(run: LaneRun, plan: Plan) -> tuple[LaneScheduling, int]:
+    """``run``'s scheduling and the fading key of its observation after ``plan``.
+
+    The draws are keyed by (seed, key, device), so drawing them early (the
+    memo keeps them) changes nothing but when the driver spends the time.
+    """
+    first = run.interval.period_index + len(plan.segments)
+    return run.scheduling, int(run.scheduling.fading_key(plan.k + 1, first))
 
 
 def price_lanes(

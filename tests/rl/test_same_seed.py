@@ -41,7 +41,9 @@ TINY = {
 }
 
 
-@pytest.mark.parametrize("lanes", [1, 4])
+# E = 4 (lanes) is slow-marked: the bug was in the FL system's first build,
+# which E = 1 (the bench's reference) exercises the same way
+@pytest.mark.parametrize("lanes", [1, pytest.param(4, marks=pytest.mark.slow)])
 def test_a_second_run_in_the_process_repeats_the_first(
     ray_session, tmp_path, monkeypatch, lanes
 ):
