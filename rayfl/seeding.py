@@ -81,6 +81,7 @@ PURPOSES: dict[str, int] = {
 
 __all__ = [
     "PURPOSES",
+    "normal_into",
     "normal_rows",
     "rng_for",
     "rng_for_many",
@@ -271,14 +272,25 @@ def normal_rows(
 ) -> npt.NDArray[np.float64]:
     """Row i: the next generator's ``normal(0, stds[i], dim)``, bit for bit, (n, dim).
 
-    Drawn as standard normals into one array, then scaled at once:
-    ``normal(0, σ)`` is ``0 + σ·z`` per element (the + 0 turns a −0 into +0).
+    Each row by :func:`normal_into`, while it is in cache.
     """
     scale = np.asarray(stds, dtype=np.float64).reshape(-1)
     out = np.empty((len(scale), int(dim)))
-    for row in out:
-        next(rngs).standard_normal(out=row)
-    out *= scale[:, None]
+    for row, std in zip(out, scale.tolist(), strict=True):
+        normal_into(next(rngs), std, row)
+    return out
+
+
+def normal_into(
+    rng: np.random.Generator, std: float, out: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Fill ``out`` with ``rng.normal(0, std, out.shape)``'s draws, bit for bit.
+
+    Standard normals, then ``0 + σ·z`` per element (the + 0 turns a −0 into +0),
+    in place: no array per draw.
+    """
+    rng.standard_normal(out=out)
+    out *= std
     out += 0.0
     return out
 

@@ -15,8 +15,9 @@ round is:
    (:func:`rayfl.hierarchy.lanes_edges.aggregate_edges`);
 2. the cloud's average (eq. 14) of every lane, as numpy over (lane × edge);
 3. one ``evaluate_columns`` call per host evaluates every device's test split
-   in every lane (the env reads no train-split loss), while the driver settles each lane's round (rows, costs, ledger, the
-   edges' observation history: :func:`rayfl.hierarchy.accounting.settle_round`).
+   in every lane (the env reads no train-split loss), while the driver
+   settles each lane's round (rows, costs, ledger, the edges' observation
+   history: :func:`rayfl.hierarchy.accounting.settle_round`).
 
 Each lane's numbers are those of ``HierarchicalSchedulingEnv`` run alone with
 the lane's seed (tests/envs/test_hierarchy_lanes.py): the initial model, batch
@@ -457,13 +458,16 @@ class HierLanes:
         assert self.pool is not None
         vectors = np.zeros((self.num_lanes, self.dim), dtype=np.float32)
         vectors[lanes] = np.stack([self._lane(lane).vector for lane in lanes])
-        ref, test = ray.put(vectors), {"train_split": False}  # the env reads no train
-        return [a.evaluate_columns.remote(ref, lanes, **test) for a in self.pool.actors]
+        ref = ray.put(vectors)
+        return [  # the env reads no train-split loss
+            a.evaluate_columns.remote(ref, lanes, train_split=False)
+            for a in self.pool.actors
+        ]
 
     def _store_evals(self, lanes: list[int], batches: list[Any]) -> None:
         """Keep each lane's evaluation rows (every host's columns), by device."""
         assert self.pool is not None
-        rows = eval_rows(self.pool.groups, batches, len(lanes), len(self.num_test))
+        rows = eval_rows(self.pool.groups, batches, len(self.num_test))
         for lane, mine in zip(lanes, rows, strict=True):
             self._lane(lane).evals = mine
 

@@ -21,7 +21,7 @@ from rayfl.exactsum import ExactSum, group_running_sums, plain_divisions
 from rayfl.hierarchy.edge import apply_sums
 from rayfl.hierarchy.lanes_host import PackedSums, weight_total
 from rayfl.learning.aggregate import PartialSum
-from rayfl.seeding import rng_reseeded
+from rayfl.seeding import normal_into, rng_reseeded
 
 if TYPE_CHECKING:
     from rayfl.hierarchy.lanes_round import LaneRound, LaneRun
@@ -236,11 +236,8 @@ def aggregate_edges(
     norms = np.zeros(len(std))
     noise = np.empty(dim)
     for k, scale in zip(noisy, std[noisy].tolist(), strict=True):
-        # normal_rows' draw (σ·z + 0), then its norm and the float32 sum, one row
-        # at a time while it is in cache
-        next(rngs).standard_normal(out=noise)
-        noise *= scale
-        noise += 0.0
+        # the draw, its norm and the float32 sum one row at a time, in cache
+        normal_into(next(rngs), scale, noise)
         norms[k] = np.sqrt(noise.dot(noise))  # np.linalg.norm's
         new[k] = new[k] + noise
     edge_models[...] = new.reshape(edge_models.shape)

@@ -217,20 +217,19 @@ def cloud_average(
 
 
 def eval_rows(
-    groups: list[list[int]], batches: list[Any], lanes: int, devices: int
+    groups: list[list[int]], batches: list[Any], devices: int
 ) -> list[list[EvalRow]]:
     """Each lane's rows (``client``, ``test_loss``, ``test_acc``), by device.
 
     Args:
         groups: Each host's devices (``ActorPool.groups``).
         batches: Each host's ``evaluate_columns`` reply: (loss, acc), (lanes,
-            its devices) each.
-        lanes: How many lanes the replies hold.
+            its devices) each; none when no lane was evaluated.
         devices: N.
     """
-    if not lanes:  # nothing was submitted
+    if not batches:  # nothing was submitted
         return []
-    loss, acc = np.zeros((2, lanes, devices))
+    loss, acc = np.zeros((2, len(batches[0][0]), devices))
     for group, (host_loss, host_acc) in zip(groups, batches, strict=True):
         loss[:, group], acc[:, group] = host_loss, host_acc
     return [
